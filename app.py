@@ -1,0 +1,75 @@
+"""The Paper Desk application factory.
+
+`create_app()` wires config -> extensions -> tenancy and caching hooks -> blueprints -> error
+handlers -> CLI commands. It has no side effects beyond building the app: the schema is made by
+`flask init-db` (migrations), never here.
+"""
+from __future__ import annotations
+
+import os
+
+from flask import Flask
+
+import config
+import errors
+import http_cache
+import tenancy
+from extensions import api, cache, cors, db, limiter, migrate
+
+
+def create_app(test_config: dict | None = None) -> Flask:
+    """Build the app. `test_config` overrides settings read from the environment."""
+    app = Flask(__name__, instance_path=str(config.INSTANCE), instance_relative_config=False)
+    app.config.from_mapping(config.load())
+    if test_config:
+        app.config.update(test_config)
+    os.makedirs(app.instance_path, exist_ok=True)
+    app.json.sort_keys = False
+
+    register_extensions(app)
+    register_blueprints(app)
+    errors.register(app)
+    register_commands(app)
+    return app
+
+
+def register_extensions(app: Flask) -> None:
+    import models  # noqa: F401  (registers every table on the metadata)
+
+    db.init_app(app)
+    migrate.init_app(app, db, directory=os.path.join(os.path.dirname(__file__), "migrations"))
+    cache.init_app(app)
+    limiter.init_app(app)
+    # Order matters: tenancy sets g.paper and g.key, then the 304 shortcut may answer at once.
+    tenancy.register(app)
+    http_cache.register(app)
+    cors.init_app(
+        app,
+        resources={
+            r"/api/v1*": {"origins": "*"},
+            r"/oembed": {"origins": "*"},
+            r"/front.json": {"origins": "*"},
+        },
+        allow_headers=["Content-Type", "If-None-Match"],
+        expose_headers=["ETag", "Retry-After", "Location"],
+        max_age=600,
+        send_wildcard=True,
+        vary_header=False,
+    )
+    api.init_app(app)
+
+
+def register_blueprints(app: Flask) -> None:
+    from blueprints import API_BLUEPRINTS, PLAIN_BLUEPRINTS
+
+    for bp in API_BLUEPRINTS:
+        api.register_blueprint(bp)
+    for bp in PLAIN_BLUEPRINTS:
+        app.register_blueprint(bp)
+
+
+def register_commands(app: Flask) -> None:
+    from commands import COMMANDS
+
+    for command in COMMANDS:
+        app.cli.add_command(command)

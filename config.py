@@ -1,0 +1,73 @@
+"""Every setting, read from the environment in one place, each with a safe default.
+
+CONTRACT.md "Running it" names the variables; README "Configuration" documents them.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+INSTANCE = Path(os.environ.get("INSTANCE_PATH", ROOT / "instance"))
+
+
+def _flag(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    return raw.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _database_url() -> str:
+    url = os.environ.get("DATABASE_URL") or f"sqlite:///{INSTANCE / 'paperdesk.db'}"
+    # Heroku-style URLs name the driver "postgres"; SQLAlchemy wants an explicit driver.
+    if url.startswith("postgres://"):
+        url = "postgresql+psycopg://" + url[len("postgres://"):]
+    elif url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://"):]
+    return url
+
+
+def load() -> dict:
+    """Return the configuration mapping for `create_app`.
+
+    Read at call time, never at import time, so tests and CLI runs can set the environment first.
+    """
+    database_url = _database_url()
+    engine_options: dict = {"pool_pre_ping": True}
+    if database_url.startswith("postgresql"):
+        engine_options.update(
+            pool_size=int(os.environ.get("DB_POOL_SIZE", "5")),
+            max_overflow=int(os.environ.get("DB_MAX_OVERFLOW", "5")),
+            pool_recycle=1800,
+        )
+    return {
+        "SECRET_KEY": os.environ.get("SECRET_KEY", "dev-only-secret-change-me"),
+        "SQLALCHEMY_DATABASE_URI": database_url,
+        "SQLALCHEMY_ENGINE_OPTIONS": engine_options,
+        "PAPER_DOMAIN": os.environ.get("PAPER_DOMAIN", "localhost").lower(),
+        "DEFAULT_PAPER": os.environ.get("DEFAULT_PAPER", "demo"),
+        # Hosts that count as "the bare host" besides PAPER_DOMAIN itself: what a developer types.
+        "BARE_HOSTS": [
+            h.strip().lower()
+            for h in os.environ.get("BARE_HOSTS", "127.0.0.1,[::1],localhost").split(",")
+            if h.strip()
+        ],
+        "PUBLIC_URL_SCHEME": os.environ.get("PUBLIC_URL_SCHEME", "http"),
+        "SMTP_URL": os.environ.get("SMTP_URL", ""),
+        "OUTBOX_DIR": os.environ.get("OUTBOX_DIR", str(INSTANCE / "outbox")),
+        "RATELIMIT_ENABLED": _flag("RATELIMIT_ENABLED", True),
+        "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),
+        "RATELIMIT_HEADERS_ENABLED": True,
+        "RATELIMIT_DEFAULT": os.environ.get("RATELIMIT_DEFAULT", "600 per minute"),
+        "WEBHOOK_ALLOW_PRIVATE": _flag("WEBHOOK_ALLOW_PRIVATE", False),
+        "CACHE_TYPE": os.environ.get("CACHE_TYPE", "SimpleCache"),
+        "CACHE_REDIS_URL": os.environ.get("CACHE_REDIS_URL", ""),
+        "CACHE_DEFAULT_TIMEOUT": 300,
+        "MAX_CONTENT_LENGTH": 64 * 1024,
+        # flask-smorest / apispec: the document is served by our own view (servers per host).
+        "API_TITLE": "Paper Desk",
+        "API_VERSION": "1",
+        "OPENAPI_VERSION": "3.1.0",
+        "JSON_SORT_KEYS": False,
+    }

@@ -1,0 +1,131 @@
+"""Error answers: RFC 9457 problem+json on machine routes, an HTML page on reader pages.
+
+CONTRACT.md "errors" and "status codes". Every HTTPException, and any unexpected exception,
+passes through `handle_http_exception` / `handle_unexpected`; nothing leaks a stack trace.
+"""
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, Response, json, render_template, request
+from sqlalchemy.exc import OperationalError
+from werkzeug.exceptions import HTTPException, InternalServerError, ServiceUnavailable
+from werkzeug.http import HTTP_STATUS_CODES
+
+log = logging.getLogger("paperdesk.errors")
+
+PROBLEM_MIME = "application/problem+json"
+# Paths whose answers are for programs, not people: they get problem+json.
+MACHINE_PREFIXES = ("/api/v1", "/oembed", "/rss.xml", "/podcast.xml", "/front.json", "/llms.txt",
+                    "/sitemap", "/healthz", "/readyz")
+
+DETAILS = {
+    400: "The request has a malformed value.",
+    401: "A valid desk key is required.",
+    403: "This key may not do that here.",
+    404: "There is nothing here.",
+    405: "This method is not allowed on this path.",
+    413: "The request body is larger than 64 KiB.",
+    415: "The request body must be JSON (Content-Type: application/json).",
+    422: "The request body failed validation.",
+    429: "Too many requests; retry later.",
+    500: "Something went wrong on our side.",
+    503: "The service is briefly unavailable; retry later.",
+}
+
+
+def wants_problem() -> bool:
+    """True when the current path is a machine route (API, oEmbed, feeds, health)."""
+    path = request.path
+    if path == "/api" or path.startswith("/api/") and not path.startswith("/api/v1"):
+        return False
+    return path.startswith(MACHINE_PREFIXES)
+
+
+def problem(status: int, detail: str | None = None, *, title: str | None = None,
+            errors: dict | None = None, headers: dict | None = None) -> Response:
+    """Build a problem+json response. `errors` maps field names to lists of messages."""
+    body = {
+        "type": "about:blank",
+        "title": title or HTTP_STATUS_CODES.get(status, "Error"),
+        "status": status,
+        "detail": detail or DETAILS.get(status, HTTP_STATUS_CODES.get(status, "Error")),
+    }
+    if errors:
+        body["errors"] = errors
+    response = Response(json.dumps(body), status=status, mimetype=PROBLEM_MIME)
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _validation_status(code: int, messages: dict | None) -> int:
+    # webargs reports every parse failure as 422. CONTRACT.md wants 400 for malformed query and
+    # path values and 422 only for JSON bodies that parse but fail validation.
+    if code == 422 and messages and set(messages) <= {"query", "path", "headers", "view_args"}:
+        return 400
+    return code
+
+
+def _flatten(messages: dict) -> dict:
+    flat: dict = {}
+    for location, fields in messages.items():
+        if isinstance(fields, dict):
+            for name, value in fields.items():
+                flat[name] = value
+        else:
+            flat[location] = fields
+    return flat
+
+
+def handle_http_exception(error: HTTPException):
+    """Answer any HTTPException as problem+json or an HTML page, keeping its headers (Allow,
+    WWW-Authenticate, Retry-After)."""
+    data = getattr(error, "data", None) or {}
+    messages = data.get("messages") or data.get("errors")
+    status = _validation_status(error.code or 500, messages if isinstance(messages, dict) else None)
+    headers = dict(data.get("headers") or {})
+    for name, value in error.get_headers():
+        if name.lower() != "content-type":
+            headers[name] = value
+    detail = data.get("message") or (error.description if _own_description(error) else None)
+    if status == 400 and messages:
+        detail = detail or "A query or path value is malformed."
+    if wants_problem():
+        errors = _flatten(messages) if isinstance(messages, dict) else None
+        return problem(status, detail, errors=errors, headers=headers)
+    html = render_template("error.html", status=status, title=error.name,
+                           detail=detail or DETAILS.get(status, error.name))
+    response = Response(html, status=status, mimetype="text/html")
+    for name, value in headers.items():
+        response.headers[name] = value
+    return response
+
+
+def _own_description(error: HTTPException) -> bool:
+    # werkzeug's stock descriptions are long and generic; keep only ones our code wrote.
+    return bool(error.description) and error.description != type(error).description
+
+
+def handle_unexpected(error: Exception):
+    """Log an unexpected exception and answer 500 (or 503 when the database is unreachable)."""
+    if isinstance(error, HTTPException):
+        return handle_http_exception(error)
+    if isinstance(error, OperationalError):
+        log.error("database unavailable: %s", error.__class__.__name__)
+        return handle_http_exception(_unavailable())
+    log.exception("unhandled error on %s %s", request.method, request.path)
+    return handle_http_exception(InternalServerError())
+
+
+def _unavailable() -> ServiceUnavailable:
+    exc = ServiceUnavailable()
+    exc.data = {"headers": {"Retry-After": "5"}}
+    return exc
+
+
+def register(app: Flask) -> None:
+    """Install the handlers on the app."""
+    app.register_error_handler(HTTPException, handle_http_exception)
+    app.register_error_handler(Exception, handle_unexpected)

@@ -1,0 +1,20 @@
+"""SQLAlchemy models, one module per aggregate. Importing this package registers them all."""
+from models.desk_key import KEY_KINDS, DeskKey, SigningKey
+from models.edition import Edition
+from models.paper import Paper, Persona, Section
+from models.piece import CitedFact, Piece, PieceRevision
+from models.types import utcnow
+
+__all__ = [
+    "KEY_KINDS",
+    "CitedFact",
+    "DeskKey",
+    "Edition",
+    "Paper",
+    "Persona",
+    "Piece",
+    "PieceRevision",
+    "Section",
+    "SigningKey",
+    "utcnow",
+]

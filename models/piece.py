@@ -1,0 +1,100 @@
+"""The piece aggregate: a piece's current published state, its cited facts and its revisions.
+
+`Piece` and `CitedFact` hold the current revision, shaped for reading; `PieceRevision` is the
+append-only filing record (basis, content hash, receipt) that proofs are built from.
+"""
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from sqlalchemy import (
+    Boolean,
+    Date,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from extensions import db
+from models.paper import JSONType, Persona, Section
+from models.types import UTCDateTime
+
+
+class Piece(db.Model):
+    """A story. Public only while `on_air`; `on_air_at` is when it last went on air (UTC) and
+    `on_air_day` its UTC date, kept as a column so the archive is an indexed GROUP BY."""
+
+    __tablename__ = "pieces"
+    __table_args__ = (
+        UniqueConstraint("paper_id", "slug"),
+        Index("ix_pieces_paper_air", "paper_id", "on_air", "on_air_at"),
+        Index("ix_pieces_paper_day", "paper_id", "on_air_day"),
+        Index("ix_pieces_section_air", "section_id", "on_air", "on_air_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    paper_id: Mapped[int] = mapped_column(ForeignKey("papers.id", ondelete="CASCADE"))
+    slug: Mapped[str] = mapped_column(String(120))
+    section_id: Mapped[int] = mapped_column(ForeignKey("sections.id"))
+    persona_id: Mapped[int] = mapped_column(ForeignKey("personas.id"), index=True)
+    headline: Mapped[str] = mapped_column(String(300))
+    dek: Mapped[str] = mapped_column(String(600), default="")
+    prose: Mapped[str] = mapped_column(Text)
+    image: Mapped[str | None] = mapped_column(String(2000))
+    rev: Mapped[int] = mapped_column(Integer, default=1)
+    content_hash: Mapped[str] = mapped_column(String(80))
+    on_air: Mapped[bool] = mapped_column(Boolean, default=False)
+    on_air_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    on_air_day: Mapped[date | None] = mapped_column(Date)
+    filed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    filed_by_key_id: Mapped[int | None] = mapped_column(ForeignKey("desk_keys.id"))
+
+    section: Mapped[Section] = relationship(lazy="raise_on_sql")
+    persona: Mapped[Persona] = relationship(lazy="raise_on_sql")
+    cited_facts: Mapped[list["CitedFact"]] = relationship(
+        order_by="CitedFact.n", lazy="raise_on_sql", cascade="all, delete-orphan"
+    )
+
+
+class CitedFact(db.Model):
+    """Cited fact `n` (1..k) of a piece's current revision; prose marker `[^n]` points at it."""
+
+    __tablename__ = "cited_facts"
+    __table_args__ = (UniqueConstraint("piece_id", "n"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    piece_id: Mapped[int] = mapped_column(ForeignKey("pieces.id", ondelete="CASCADE"))
+    n: Mapped[int] = mapped_column(Integer)
+    statement: Mapped[str] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(String(300))
+    instrument: Mapped[str] = mapped_column(String(300))
+    claim_key: Mapped[str] = mapped_column(String(300))
+
+
+class PieceRevision(db.Model):
+    """One filing of a piece (rev 1, 2, ...): the signed, append-only provenance record.
+
+    `basis` is the exact JSON whose RFC 8785 canonical form hashes to `content_hash`;
+    `prev_hash` links to the previous revision's hash (None for rev 1); `receipt` is the base64
+    Ed25519 signature over `signed_string` made with the paper's key `kid`.
+    """
+
+    __tablename__ = "piece_revisions"
+    __table_args__ = (UniqueConstraint("piece_id", "rev"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    piece_id: Mapped[int] = mapped_column(ForeignKey("pieces.id", ondelete="CASCADE"))
+    rev: Mapped[int] = mapped_column(Integer)
+    basis: Mapped[dict] = mapped_column(JSONType)
+    content_hash: Mapped[str] = mapped_column(String(80))
+    prev_hash: Mapped[str | None] = mapped_column(String(80))
+    signed_string: Mapped[str] = mapped_column(Text)
+    receipt: Mapped[str] = mapped_column(String(120))
+    kid: Mapped[str] = mapped_column(String(64))
+    filer: Mapped[str] = mapped_column(String(200))
+    filed_at: Mapped[datetime] = mapped_column(UTCDateTime)

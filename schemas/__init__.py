@@ -1,0 +1,1 @@
+"""Marshmallow schemas: what goes over the wire. `*In` schemas parse input, `*Out` shape output."""

@@ -1,0 +1,26 @@
+"""Schemas shared by every surface: the RFC 9457 problem body and small helpers."""
+from __future__ import annotations
+
+from marshmallow import Schema, fields
+
+from clock import rfc3339
+
+
+class ProblemSchema(Schema):
+    """RFC 9457 problem details (CONTRACT.md "errors"), served as `application/problem+json`."""
+
+    type = fields.String(required=True, metadata={"description": "Problem type URI; `about:blank` when the status says it all."})
+    title = fields.String(required=True, metadata={"description": "Short summary of the problem type."})
+    status = fields.Integer(required=True, metadata={"description": "The HTTP status code."})
+    detail = fields.String(required=True, metadata={"description": "What went wrong with this request."})
+    errors = fields.Dict(
+        keys=fields.String(),
+        metadata={"description": "On 400 and 422: messages per field (by location for query and path values)."},
+    )
+
+
+class Timestamp(fields.DateTime):
+    """An RFC 3339 UTC timestamp with a `Z` suffix (CONTRACT.md "time")."""
+
+    def _serialize(self, value, attr, obj, **kwargs):
+        return None if value is None else rfc3339(value)

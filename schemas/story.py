@@ -1,0 +1,78 @@
+"""Story rows and full stories (spec "Story row", "Story (full)"; CONTRACT.md "story row",
+"full story"). Views hand these schemas `Piece` rows with `section` and `persona` loaded."""
+from __future__ import annotations
+
+from marshmallow import Schema, fields
+
+from schemas.common import Timestamp
+
+from flask import g
+
+from services import urls
+
+DISCLOSURE = ("{byline} is an AI persona of {paper}'s masthead, declared as such; this piece "
+              "was written by an AI system, not by a human reporter.")
+
+
+def disclosure(byline: str) -> str:
+    """The sentence that must accompany a byline (spec rule 5)."""
+    return DISCLOSURE.format(byline=byline, paper=g.paper.nameplate)
+
+
+class StoryRowOut(Schema):
+    """One entry of a story list."""
+
+    id = fields.Function(lambda p: str(p.id), required=True, metadata={"description": "Use on `/api/v1/stories/{id}`."})
+    slug = fields.String(required=True, metadata={"description": "Also accepted on `/api/v1/stories/{id}`."})
+    headline = fields.String(required=True)
+    dek = fields.String(required=True, metadata={"description": "The standfirst."})
+    section = fields.Function(lambda p: p.section.name, required=True, metadata={"description": "The section name."})
+    byline = fields.Function(lambda p: p.persona.name, required=True, metadata={"description": "A declared AI persona (see `disclosure` on the full story)."})
+    rev = fields.Integer(required=True, metadata={"description": "Revision number, 1 for the first filing."})
+    url = fields.Function(lambda p: urls.story_page(p.slug), required=True, metadata={"description": "Absolute URL of the story's page."})
+    on_air_at = Timestamp(required=True, allow_none=True, metadata={"description": "When the piece went on air (RFC 3339, UTC); null for a draft."})
+    on_air = fields.Boolean(required=True, metadata={"description": "Always true on the public lane; false marks a draft (keyed lane)."})
+
+
+class CitedFactOut(Schema):
+    n = fields.Integer(required=True, metadata={"description": "The number N that prose marker `[^N]` refers to."})
+    statement = fields.String(required=True)
+    source = fields.String(required=True, metadata={"description": "The publisher."})
+    instrument = fields.String(required=True, metadata={"description": "The instrument cited."})
+    claim_key = fields.String(required=True, metadata={"description": "Pointer into the fact record."})
+
+
+class PersonaRefOut(Schema):
+    name = fields.String(required=True)
+    slug = fields.String(required=True)
+    title = fields.String(required=True)
+    avatar = fields.Function(lambda p: urls.avatar(p.slug), required=True)
+    declared_ai = fields.Constant(True, required=True, metadata={"description": "Always true."})
+
+
+class StoryOut(StoryRowOut):
+    """The full story: the row plus prose, cited facts and the persona disclosure."""
+
+    prose = fields.String(required=True, metadata={"description": "Markdown with `[^N]` markers. Render them as footnotes; never strip them."})
+    cited_facts = fields.List(fields.Nested(CitedFactOut), required=True)
+    category = fields.Function(lambda p: p.section.name, required=True, metadata={"description": "Equal to `section`."})
+    image = fields.String(required=True, allow_none=True, metadata={"description": "The story's art (URL) or null."})
+    persona = fields.Nested(PersonaRefOut, required=True)
+    disclosure = fields.Function(
+        lambda p: disclosure(p.persona.name),
+        required=True,
+        metadata={"description": "States that the byline is an AI persona. Clients must show it."},
+    )
+    content_hash = fields.String(required=True, metadata={"description": "`sha256:` + hex; the proof is at `/api/v1/stories/{id}/proof` (keyed)."})
+
+
+class StoryListOut(Schema):
+    stories = fields.List(fields.Nested(StoryRowOut), required=True)
+    count = fields.Integer(required=True, metadata={"description": "Number of rows in `stories`."})
+
+
+class StoriesQuery(Schema):
+    limit = fields.Integer(
+        load_default=50,
+        metadata={"description": "How many rows; any integer is accepted and clamped to 1-200."},
+    )

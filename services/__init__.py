@@ -1,0 +1,1 @@
+"""The service layer: plain functions over the session for work that spans models."""

@@ -1,0 +1,186 @@
+"""The filing desk: file, revise, put on air, take off air (CONTRACT.md "writes").
+
+Every filing or revision validates its inputs, writes a new `PieceRevision` with its basis,
+content hash and Ed25519 receipt, refreshes the piece's current state and moves the paper's
+version. Functions flush; the caller (request or CLI) commits or rolls back once.
+"""
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import select
+
+from extensions import db
+from models import CitedFact, Paper, Persona, Piece, PieceRevision, Section
+from services import provenance
+
+MARKER = re.compile(r"\[\^(\d+)\]")
+FACT_FIELDS = ("statement", "source", "instrument", "claim_key")
+
+
+class FilingError(ValueError):
+    """A filing that must not be written. `errors` maps field names to lists of messages
+    (served as a 422 problem)."""
+
+    def __init__(self, errors: dict[str, list[str]]):
+        super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()))
+        self.errors = errors
+
+
+@dataclass
+class Draft:
+    """The published fields of one revision, as filed."""
+
+    headline: str
+    dek: str
+    prose: str
+    section: Section
+    persona: Persona
+    cited_facts: list[dict] = field(default_factory=list)
+    image: str | None = None
+
+
+def slugify(text: str, max_length: int = 80) -> str:
+    """ASCII, lower-case, hyphenated slug that always holds a letter (so it never looks like
+    an id). 'Rates rise 2%!' -> 'rates-rise-2'."""
+    ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")[:max_length].strip("-")
+    if not re.search(r"[a-z]", slug):
+        slug = f"piece-{slug}" if slug else "piece"
+    return slug
+
+
+def check_markers(prose: str, cited_facts: list[dict]) -> dict[str, list[str]]:
+    """Errors for facts not numbered 1..k in order, and for `[^N]` markers with no fact N."""
+    errors: dict[str, list[str]] = {}
+    numbers = [fact.get("n", i) for i, fact in enumerate(cited_facts, start=1)]
+    if numbers != list(range(1, len(cited_facts) + 1)):
+        errors["cited_facts"] = ["cited facts must be numbered 1..k in order"]
+    missing = sorted({int(n) for n in MARKER.findall(prose) if not 1 <= int(n) <= len(cited_facts)})
+    if missing:
+        errors["prose"] = [f"marker [^{n}] has no cited fact {n}" for n in missing]
+    return errors
+
+
+def validate(draft: Draft) -> None:
+    """Raise FilingError unless the draft may be filed: section and persona active, facts
+    numbered 1..k with every field, every marker pointing at a fact, no empty headline or prose."""
+    errors: dict[str, list[str]] = {}
+    if not draft.headline.strip():
+        errors["headline"] = ["must not be empty"]
+    if not draft.prose.strip():
+        errors["prose"] = ["must not be empty"]
+    if not draft.section.active:
+        errors["section"] = [f"section {draft.section.name!r} is not active"]
+    if not draft.persona.active:
+        errors["byline"] = [f"persona {draft.persona.name!r} is not active"]
+    for i, fact in enumerate(draft.cited_facts, start=1):
+        absent = [name for name in FACT_FIELDS if not str(fact.get(name) or "").strip()]
+        if absent:
+            errors[f"cited_facts.{i}"] = [f"missing {', '.join(absent)}"]
+    for name, messages in check_markers(draft.prose, draft.cited_facts).items():
+        errors.setdefault(name, []).extend(messages)
+    if errors:
+        raise FilingError(errors)
+
+
+def basis_for(paper: Paper, piece: Piece, rev: int, draft: Draft) -> dict:
+    """Every published field of a revision: the exact input of its content hash."""
+    return {
+        "paper": paper.slug,
+        "piece": str(piece.id),
+        "slug": piece.slug,
+        "rev": rev,
+        "headline": draft.headline,
+        "dek": draft.dek,
+        "prose": draft.prose,
+        "section": draft.section.name,
+        "byline": draft.persona.name,
+        "image": draft.image,
+        "cited_facts": [
+            {"n": i, **{name: str(fact[name]) for name in FACT_FIELDS}}
+            for i, fact in enumerate(draft.cited_facts, start=1)
+        ],
+    }
+
+
+def _unique_slug(paper: Paper, headline: str) -> str:
+    base = slugify(headline)
+    taken = set(db.session.scalars(
+        select(Piece.slug).where(Piece.paper_id == paper.id, Piece.slug.startswith(base))
+    ))
+    slug, n = base, 2
+    while slug in taken:
+        slug, n = f"{base}-{n}", n + 1
+    return slug
+
+
+def _record(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: datetime) -> PieceRevision:
+    rev = (piece.rev or 0) + 1 if piece.content_hash else 1
+    prev = None
+    if rev > 1:
+        prev = piece.content_hash
+    basis = basis_for(paper, piece, rev, draft)
+    digest = provenance.content_hash(basis)
+    key = provenance.active_signing_key(paper)
+    text = provenance.signed_string(paper=paper.slug, piece=str(piece.id), rev=rev,
+                                    content_hash=digest, prev_hash=prev, filed_at=now, filer=filer)
+    revision = PieceRevision(piece_id=piece.id, rev=rev, basis=basis, content_hash=digest,
+                             prev_hash=prev, signed_string=text, receipt=provenance.sign(key, text),
+                             kid=key.kid, filer=filer, filed_at=now)
+    db.session.add(revision)
+    piece.rev, piece.content_hash, piece.updated_at = rev, digest, now
+    piece.headline, piece.dek, piece.prose, piece.image = (
+        draft.headline, draft.dek, draft.prose, draft.image)
+    piece.section_id, piece.persona_id = draft.section.id, draft.persona.id
+    db.session.execute(CitedFact.__table__.delete().where(CitedFact.piece_id == piece.id))
+    for i, fact in enumerate(draft.cited_facts, start=1):
+        db.session.add(CitedFact(piece_id=piece.id, n=i, **{k: str(fact[k]) for k in FACT_FIELDS}))
+    paper.bump()
+    db.session.flush()
+    return revision
+
+
+def file_piece(paper: Paper, draft: Draft, *, filer: str, now: datetime,
+               key_id: int | None = None) -> Piece:
+    """File a new draft (rev 1, not on air). Raises FilingError; nothing is written then."""
+    validate(draft)
+    piece = Piece(paper_id=paper.id, slug=_unique_slug(paper, draft.headline),
+                  section_id=draft.section.id, persona_id=draft.persona.id,
+                  headline=draft.headline, dek=draft.dek, prose=draft.prose, image=draft.image,
+                  rev=0, content_hash="", on_air=False, filed_at=now, updated_at=now,
+                  filed_by_key_id=key_id)
+    db.session.add(piece)
+    db.session.flush()
+    _record(paper, piece, draft, filer=filer, now=now)
+    return piece
+
+
+def revise_piece(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: datetime) -> Piece:
+    """File a new revision of `piece` (rev + 1, chained to the previous hash). Raises
+    FilingError; nothing is written then."""
+    validate(draft)
+    _record(paper, piece, draft, filer=filer, now=now)
+    return piece
+
+
+def put_on_air(paper: Paper, piece: Piece, now: datetime) -> Piece:
+    """Put a piece on air at `now` (its day is now's UTC date). Already on air: unchanged."""
+    if not piece.on_air:
+        piece.on_air, piece.on_air_at, piece.on_air_day = True, now, now.date()
+        piece.updated_at = now
+        paper.bump()
+        db.session.flush()
+    return piece
+
+
+def take_off_air(paper: Paper, piece: Piece, now: datetime) -> Piece:
+    """Take a piece off air: it leaves every public list, feed and page."""
+    if piece.on_air:
+        piece.on_air, piece.updated_at = False, now
+        paper.bump()
+        db.session.flush()
+    return piece

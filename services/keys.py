@@ -1,0 +1,114 @@
+"""Desk keys: issue, authenticate, revoke (spec "Authentication", CONTRACT.md "keys").
+
+A key is `desk_` + 43 URL-safe characters (32 random bytes). Only the SHA-256 hex of the whole
+key is stored, beside a 12-character display prefix used to find the row; the hash is then
+compared in constant time.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+from flask import Request
+from sqlalchemy import select
+
+from extensions import db
+from models import KEY_KINDS, DeskKey, Paper, Persona, utcnow
+
+KEY_PREFIX = "desk_"
+DISPLAY_CHARS = 12
+REALM = 'Bearer realm="desk"'
+LEVELS = {"read": 1, "agent": 1, "admin": 2}
+
+
+def _hash(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def issue_key(paper: Paper, kind: str, *, label: str = "", persona: Persona | None = None,
+              capabilities: list[str] | None = None) -> tuple[DeskKey, str]:
+    """Create a key; returns (row, the plain key). The plain key is shown once and never stored.
+
+    Raises ValueError for an unknown kind or an agent key without a persona.
+    """
+    if kind not in KEY_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KEY_KINDS)}")
+    if kind == "agent" and persona is None:
+        raise ValueError("an agent key needs --persona")
+    plain = KEY_PREFIX + secrets.token_urlsafe(32)
+    row = DeskKey(paper_id=paper.id, kind=kind, prefix=plain[len(KEY_PREFIX):][:DISPLAY_CHARS],
+                  key_hash=_hash(plain), label=label, persona_id=persona.id if persona else None,
+                  capabilities=list(capabilities or []), created_at=utcnow())
+    db.session.add(row)
+    db.session.flush()
+    return row, plain
+
+
+def presented_key(request: Request) -> str | None:
+    """The key sent as `Authorization: Bearer` or `X-Desk-Key`, '' if malformed, None if absent."""
+    auth = request.headers.get("Authorization")
+    if auth is not None:
+        scheme, _, token = auth.strip().partition(" ")
+        return token.strip() if scheme.lower() == "bearer" else ""
+    key = request.headers.get("X-Desk-Key")
+    return None if key is None else key.strip()
+
+
+def _unauthorized(detail: str):
+    exc = _http(401, detail)
+    exc.data = {"headers": {"WWW-Authenticate": REALM}}
+    raise exc
+
+
+def _http(code: int, detail: str):
+    from werkzeug.exceptions import default_exceptions
+
+    return default_exceptions[code](description=detail)
+
+
+def authenticate(request: Request, paper: Paper) -> DeskKey | None:
+    """Return the request's valid key for `paper`, or None when no key was sent.
+
+    Raises 401 (with WWW-Authenticate) for a malformed, unknown or revoked key, and 403 for a
+    valid key of another paper (CONTRACT.md "status codes").
+    """
+    plain = presented_key(request)
+    if plain is None:
+        return None
+    if not plain.startswith(KEY_PREFIX) or len(plain) < len(KEY_PREFIX) + DISPLAY_CHARS:
+        _unauthorized("The desk key is malformed.")
+    display = plain[len(KEY_PREFIX):][:DISPLAY_CHARS]
+    row = db.session.scalar(select(DeskKey).where(DeskKey.prefix == display))
+    if row is None or not hmac.compare_digest(row.key_hash, _hash(plain)):
+        _unauthorized("The desk key is not known.")
+    if row.revoked_at is not None:
+        _unauthorized("The desk key has been revoked.")
+    if row.paper_id != paper.id:
+        raise _http(403, "This desk key belongs to another paper.")
+    return row
+
+
+def require(key: DeskKey | None, level: str) -> DeskKey:
+    """Abort unless `key` reaches `level` ('read' or 'admin'): 401 without a key, 403 below it."""
+    if key is None:
+        _unauthorized("This route needs a desk key.")
+    if LEVELS[key.kind] < LEVELS[level]:
+        raise _http(403, f"This route needs a {level} key.")
+    return key
+
+
+def revoke(prefix: str) -> DeskKey | None:
+    """Revoke the key whose display prefix starts with `prefix` (unique match); None if no match.
+
+    Raises ValueError when the prefix matches more than one key.
+    """
+    prefix = prefix.removeprefix(KEY_PREFIX)
+    rows = db.session.scalars(select(DeskKey).where(DeskKey.prefix.startswith(prefix))).all()
+    if len(rows) > 1:
+        raise ValueError("prefix matches more than one key; give more characters")
+    if not rows:
+        return None
+    if rows[0].revoked_at is None:
+        rows[0].revoked_at = utcnow()
+    return rows[0]

@@ -1,0 +1,62 @@
+"""Host -> paper, once per request (CONTRACT.md "tenancy").
+
+A request's paper is the paper whose custom `host` equals the request host, else `{slug}` when
+the host is `{slug}.{PAPER_DOMAIN}`, else `DEFAULT_PAPER` on a bare host (PAPER_DOMAIN itself or
+one of BARE_HOSTS). No paper: 404. A private paper answers its public lane as if absent (404);
+a valid key for it opens it.
+"""
+from __future__ import annotations
+
+from flask import Flask, abort, current_app, g, request
+from sqlalchemy import or_, select
+
+from extensions import db
+from models import Paper
+from services import keys
+
+# Endpoints that answer for the process, not for a paper.
+UNSCOPED = {"static", "health.healthz", "health.readyz"}
+
+
+def host_name(raw_host: str) -> str:
+    """The request host without its port, lower-cased. `[::1]:5000` -> `[::1]`."""
+    host = raw_host.strip().lower()
+    if host.startswith("["):
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if ":" in host else host
+
+
+def paper_for_host(raw_host: str) -> Paper | None:
+    """The paper served on this host, or None. One indexed query."""
+    host = host_name(raw_host)
+    domain = current_app.config["PAPER_DOMAIN"]
+    slug = None
+    if host == domain or host in current_app.config["BARE_HOSTS"]:
+        slug = current_app.config["DEFAULT_PAPER"]
+    elif host.endswith("." + domain):
+        slug = host[: -len(domain) - 1]
+    clause = Paper.host == host if slug is None else or_(Paper.host == host, Paper.slug == slug)
+    papers = db.session.scalars(select(Paper).where(clause)).all()
+    # A custom host wins over a slug match when both exist.
+    for paper in papers:
+        if paper.host == host:
+            return paper
+    return papers[0] if papers else None
+
+
+def load_paper() -> None:
+    """before_request: set `g.paper` and `g.key`, or abort 404/401/403."""
+    g.key = None
+    if request.endpoint in UNSCOPED:
+        return
+    paper = paper_for_host(request.host)
+    if paper is None:
+        abort(404, description="No paper is served on this host.")
+    g.paper = paper
+    g.key = keys.authenticate(request, paper)
+    if not paper.is_public and g.key is None:
+        abort(404, description="No paper is served on this host.")
+
+
+def register(app: Flask) -> None:
+    app.before_request(load_paper)
