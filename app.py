@@ -57,6 +57,11 @@ def register_extensions(app: Flask) -> None:
         vary_header=False,
     )
     api.init_app(app)
+    # CONTRACT.md "the document": both ways of sending a desk key.
+    api.spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer",
+                                                   "description": "Authorization: Bearer desk_..."})
+    api.spec.components.security_scheme("deskKey", {"type": "apiKey", "in": "header",
+                                                    "name": "X-Desk-Key"})
 
 
 def register_blueprints(app: Flask) -> None:
