@@ -13,6 +13,7 @@ from flask import Flask
 import config
 import errors
 import http_cache
+import security
 import tenancy
 from extensions import api, cache, cors, db, limiter, migrate
 
@@ -29,6 +30,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     register_extensions(app)
     register_blueprints(app)
     errors.register(app)
+    security.register(app)
     register_commands(app)
     return app
 
