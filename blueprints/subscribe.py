@@ -1,0 +1,4 @@
+"""Stub: filled in by its owner."""
+from flask import Blueprint
+
+bp = Blueprint("subscribe", __name__)

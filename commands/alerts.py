@@ -1,0 +1,2 @@
+"""Stub: filled in by its owner."""
+COMMANDS: list = []
