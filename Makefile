@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 5000
 export FLASK_APP := app
 
-.PHONY: install run test test-sqlite test-postgres openapi bench clean
+.PHONY: install run test test-sqlite test-postgres schemathesis ci openapi bench clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -25,10 +25,23 @@ run: install ## migrate, seed the demo paper once, serve on 127.0.0.1:$(PORT)
 	$(BIN)/flask run --host 127.0.0.1 --port $(PORT)
 
 test: install ## the suite on SQLite, and on PostgreSQL too when TEST_DATABASE_URL is set
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+test-sqlite: install ## the suite on SQLite only
+	env -u TEST_DATABASE_URL $(BIN)/pytest -q $(PYTEST_ARGS)
+
+test-postgres: install ## the PostgreSQL half of the suite (needs TEST_DATABASE_URL)
+	@test -n "$$TEST_DATABASE_URL" || { echo "set TEST_DATABASE_URL=postgresql://..."; exit 2; }
+	$(BIN)/pytest -q -k postgresql $(PYTEST_ARGS)
+
+schemathesis: install ## fuzz the running app against its OpenAPI document (SQLite; PostgreSQL too with TEST_DATABASE_URL)
+	$(BIN)/python scripts/ci_schemathesis.py $(SCHEMATHESIS_ARGS)
+
+ci: ## what CI runs: install, test on both backends, schemathesis on both backends
+	bash .ci/run
 
 openapi: install ## write the OpenAPI document to openapi.json
 	$(BIN)/flask openapi --output openapi.json
 
 clean:
-	rm -rf $(VENV) instance .pytest_cache
+	rm -rf $(VENV) instance .pytest_cache build

@@ -20,10 +20,9 @@ from extensions import api, cache, cors, db, limiter, migrate
 
 def create_app(test_config: dict | None = None) -> Flask:
     """Build the app. `test_config` overrides settings read from the environment."""
-    app = Flask(__name__, instance_path=str(config.INSTANCE), instance_relative_config=False)
-    app.config.from_mapping(config.load())
-    if test_config:
-        app.config.update(test_config)
+    settings = {**config.load(), **(test_config or {})}
+    app = Flask(__name__, instance_path=settings["INSTANCE_PATH"])
+    app.config.from_mapping(settings)
     os.makedirs(app.instance_path, exist_ok=True)
     app.json.sort_keys = False
 

@@ -8,7 +8,6 @@ import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-INSTANCE = Path(os.environ.get("INSTANCE_PATH", ROOT / "instance"))
 
 
 def _flag(name: str, default: bool) -> bool:
@@ -18,8 +17,8 @@ def _flag(name: str, default: bool) -> bool:
     return raw.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _database_url() -> str:
-    url = os.environ.get("DATABASE_URL") or f"sqlite:///{INSTANCE / 'paperdesk.db'}"
+def _database_url(instance: Path) -> str:
+    url = os.environ.get("DATABASE_URL") or f"sqlite:///{instance / 'paperdesk.db'}"
     # Heroku-style URLs name the driver "postgres"; SQLAlchemy wants an explicit driver.
     if url.startswith("postgres://"):
         url = "postgresql+psycopg://" + url[len("postgres://"):]
@@ -33,7 +32,8 @@ def load() -> dict:
 
     Read at call time, never at import time, so tests and CLI runs can set the environment first.
     """
-    database_url = _database_url()
+    instance = Path(os.environ.get("INSTANCE_PATH") or ROOT / "instance")
+    database_url = _database_url(instance)
     engine_options: dict = {"pool_pre_ping": True}
     if database_url.startswith("postgresql"):
         engine_options.update(
@@ -42,6 +42,7 @@ def load() -> dict:
             pool_recycle=1800,
         )
     return {
+        "INSTANCE_PATH": str(instance),
         "SECRET_KEY": os.environ.get("SECRET_KEY", "dev-only-secret-change-me"),
         "SQLALCHEMY_DATABASE_URI": database_url,
         "SQLALCHEMY_ENGINE_OPTIONS": engine_options,
@@ -55,12 +56,17 @@ def load() -> dict:
         ],
         "PUBLIC_URL_SCHEME": os.environ.get("PUBLIC_URL_SCHEME", "http"),
         "SMTP_URL": os.environ.get("SMTP_URL", ""),
-        "OUTBOX_DIR": os.environ.get("OUTBOX_DIR", str(INSTANCE / "outbox")),
+        "OUTBOX_DIR": os.environ.get("OUTBOX_DIR", str(instance / "outbox")),
         "RATELIMIT_ENABLED": _flag("RATELIMIT_ENABLED", True),
         "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),
         "RATELIMIT_HEADERS_ENABLED": True,
         "RATELIMIT_DEFAULT": os.environ.get("RATELIMIT_DEFAULT", "600 per minute"),
         "WEBHOOK_ALLOW_PRIVATE": _flag("WEBHOOK_ALLOW_PRIVATE", False),
+        # Public subscribe (CONTRACT.md "subscribe"): per client IP, and per address.
+        "SUBSCRIBE_RATELIMIT": os.environ.get("SUBSCRIBE_RATELIMIT", "5/minute;20/hour"),
+        "SUBSCRIBE_ADDRESS_RATELIMIT": os.environ.get("SUBSCRIBE_ADDRESS_RATELIMIT", "3/hour;10/day"),
+        # Port for links in alert emails built outside a request (`send-alerts`); empty: none.
+        "PUBLIC_PORT": os.environ.get("PUBLIC_PORT", ""),
         "CACHE_TYPE": os.environ.get("CACHE_TYPE", "SimpleCache"),
         "CACHE_REDIS_URL": os.environ.get("CACHE_REDIS_URL", ""),
         "CACHE_DEFAULT_TIMEOUT": 300,

@@ -91,7 +91,10 @@ def handle_http_exception(error: HTTPException):
             headers[name] = value
     detail = data.get("message") or (error.description if _own_description(error) else None)
     if status == 400 and messages:
-        detail = detail or "A query or path value is malformed."
+        # webargs answers a body that is not JSON at all with 400 under the "json" location.
+        body = isinstance(messages, dict) and set(messages) <= {"json", "form"}
+        detail = detail or ("The request body is not valid JSON." if body
+                            else "A query or path value is malformed.")
     if wants_problem():
         errors = _flatten(messages) if isinstance(messages, dict) else None
         return problem(status, detail, errors=errors, headers=headers)

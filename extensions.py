@@ -1,16 +1,21 @@
 """Flask extensions, created without an app so models and services import them freely."""
 from __future__ import annotations
 
+import http
+
 from flask_caching import Cache
 from flask_cors import CORS
 from flask_limiter import Limiter
 from flask_limiter.util import get_remote_address
 from flask_migrate import Migrate
 from flask_smorest import Api
+from flask_smorest.utils import prepare_response
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import MetaData
 from sqlalchemy.orm import DeclarativeBase
 
+from errors import PROBLEM_MIME
+from schemas import openapi as openapi_doc
 from schemas.common import ProblemSchema
 
 # One naming convention so constraint names match on SQLite and PostgreSQL (alembic needs them).
@@ -34,14 +39,35 @@ cors = CORS()
 
 
 class DeskApi(Api):
-    """flask-smorest's Api with problem+json documented as the error body. Error *handling* is
-    ours (errors.py), so the stock JSON error handler is not installed."""
+    """flask-smorest's Api with errors documented the way errors.py answers them.
+
+    Error *handling* is ours (errors.py), so the stock JSON error handler is not installed, and
+    `document()` finishes apispec's output into the document `/api/v1/openapi.json` serves.
+    """
 
     ERROR_SCHEMA = ProblemSchema
     DEFAULT_ERROR_RESPONSE_NAME = "Problem"
 
     def _register_error_handlers(self):
         pass
+
+    def _register_responses(self):
+        # flask-smorest registers one response per status as application/json and the default
+        # one as DEFAULT_ERROR; ours are problem+json and the default is named "Problem".
+        for status in http.HTTPStatus:
+            response = {"description": status.phrase}
+            if status >= 400:
+                response["schema"] = self.ERROR_SCHEMA
+            prepare_response(response, self.spec, PROBLEM_MIME)
+            self.spec.components.response(status.name, response, lazy=True)
+        response = {"description": "A problem (RFC 9457).", "schema": self.ERROR_SCHEMA}
+        prepare_response(response, self.spec, PROBLEM_MIME)
+        self.spec.components.response(self.DEFAULT_ERROR_RESPONSE_NAME, response, lazy=True)
+
+    def document(self) -> dict:
+        """The finished OpenAPI 3.1 document (without `servers`): apispec's output with every
+        error answer the app can give documented with its real status and content type."""
+        return openapi_doc.finish(self.spec.to_dict())
 
 
 api = DeskApi()

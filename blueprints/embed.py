@@ -1,4 +1,59 @@
-"""Stub: filled in by its owner."""
+"""`/embed/{id}` (a story card for an iframe) and `/oembed` (its oEmbed 1.0 record).
+
+Both sit outside `/api/v1` (spec "Versioning" rule 3) but are documented in the OpenAPI
+document. The card alone may be framed by any site (security.allow_framing).
+"""
+from __future__ import annotations
+
+from flask import abort, g, make_response, render_template
 from flask_smorest import Blueprint
 
+import security
+from schemas.embed import OEmbedOut, OEmbedQuery
+from schemas.story import disclosure
+from services import embeds, stories, urls
+
 bp = Blueprint("embed", __name__, description="Embeddable story cards and oEmbed.")
+
+HTML = {"text/html": {"schema": {"type": "string"}}}
+
+
+@bp.route("/embed/<string:id>")
+@bp.doc(responses={
+    "200": {"description": "A self-contained HTML card: headline, picture, byline with its "
+                           "AI-persona disclosure and the paper's name, each linking to the story "
+                           "page in a new tab. Inline CSS only; no script, cookie or third-party "
+                           "request. Any site may frame it (`frame-ancestors *`).",
+            "content": HTML},
+    "404": {"description": "No such piece on air on this paper: an HTML page (also frameable).",
+            "content": HTML},
+})
+def card(id: str):
+    """A story card to put in an iframe, by story id or slug"""
+    piece = stories.find(g.paper, id)
+    if piece is None:
+        html = render_template("embed/missing.html", paper=g.paper, home=urls.home())
+        return security.allow_framing(make_response(html, 404), "embed")
+    html = render_template(
+        "embed/card.html", piece=piece, paper=g.paper, story_url=urls.story_page(piece.slug),
+        picture=embeds.picture(piece), disclosure=disclosure(piece.persona.name),
+    )
+    response = make_response(html)
+    # A card is for frames, not for search results: the story page is the canonical copy.
+    response.headers["X-Robots-Tag"] = "noindex"
+    return security.allow_framing(response, "embed")
+
+
+@bp.route("/oembed")
+@bp.arguments(OEmbedQuery, location="query", as_kwargs=True)
+@bp.response(200, OEmbedOut)
+@bp.alt_response(404, description="`url` is not the page of a piece on air on this paper.")
+@bp.alt_response(501, description="`format=xml`: only JSON is served.")
+def oembed(url: str, format: str, maxwidth: int | None = None, maxheight: int | None = None):
+    """The oEmbed 1.0 record (type rich) of a story page on this paper"""
+    if format == "xml":
+        abort(501, description="Only format=json is served.")
+    piece = embeds.story_from_url(g.paper, url)
+    if piece is None:
+        abort(404, description="url is not the page of a piece on air on this paper.")
+    return embeds.oembed_record(piece, g.paper, maxwidth, maxheight)

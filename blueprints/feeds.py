@@ -1,4 +1,103 @@
-"""Stub: filled in by its owner."""
-from flask import Blueprint
+"""The reader's feeds on each paper's host: `/rss.xml`, `/podcast.xml`, `/front.json`,
+`/llms.txt`, `/sitemap.xml` (with `/sitemap-<n>.xml` pages past 50 000 URLs) and
+`/sitemap-news.xml` (spec rule 6 of "What the service does"; issue #5 item 2).
+
+Public GETs only: tenancy answers a private paper's feeds with 404, and http_cache gives each
+answer the paper's ETag (304 on a match, before any piece is loaded). Built documents are kept in
+the app cache under the paper's version, so a write makes them stale at once.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from flask import Blueprint, Response, abort, current_app, g, jsonify, request
+
+import clock
+import http_cache
+import tenancy
+from blueprints.api.index import NOTE
+from extensions import cache
+from services import feeds, front, sitemaps, urls
 
 bp = Blueprint("feeds", __name__)
+
+RSS_TYPE = "application/rss+xml; charset=utf-8"
+XML_TYPE = "application/xml; charset=utf-8"
+TEXT_TYPE = "text/plain; charset=utf-8"
+
+
+def _cached(build: Callable[[], bytes | str], *extra: str) -> bytes | str:
+    # Absolute URLs differ per host, so the host is part of the key as well as the version.
+    key = ":".join(["feeds", str(g.paper.id), str(g.paper.version), urls.absolute(request.path), *extra])
+    body = cache.get(key)
+    if body is None:
+        body = build()
+        cache.set(key, body)
+    return body
+
+
+def _max_urls() -> int:
+    return int(current_app.config.get("SITEMAP_MAX_URLS", sitemaps.MAX_URLS))
+
+
+@bp.route("/rss.xml")
+def rss():
+    """RSS 2.0 of the 50 newest pieces on air (full prose, cited facts, disclosed personas)."""
+    return Response(_cached(lambda: feeds.build_rss(g.paper)), content_type=RSS_TYPE)
+
+
+@bp.route("/podcast.xml")
+def podcast():
+    """Every video edition as a podcast item with its enclosure and iTunes tags."""
+    host = tenancy.host_name(request.host)
+    return Response(_cached(lambda: feeds.build_podcast(g.paper, host)), content_type=RSS_TYPE)
+
+
+@bp.route("/front.json")
+def front_json():
+    """The front page document: byte for byte the answer of `GET /api/v1/front`."""
+    # The API view answers `jsonify(build_front(paper))` too; CORS is opened in app.py.
+    return jsonify(front.build_front(g.paper))
+
+
+@bp.route("/llms.txt")
+def llms_txt():
+    """llmstxt.org summary of the paper: API, feeds, latest pieces."""
+    body = _cached(lambda: feeds.build_llms_txt(g.paper, signature_note=NOTE))
+    return Response(body, content_type=TEXT_TYPE)
+
+
+@bp.route("/sitemap.xml")
+def sitemap():
+    """sitemaps.org urlset, or a sitemap index when the paper has more than 50 000 URLs."""
+    max_urls = _max_urls()
+    body = _cached(lambda: sitemaps.build_sitemap(g.paper, max_urls), str(max_urls))
+    return Response(body, content_type=XML_TYPE)
+
+
+@bp.route("/sitemap-<int:n>.xml")
+def sitemap_page(n: int):
+    """Page n (from 1) of a split sitemap; 404 past the last page."""
+    max_urls = _max_urls()
+    body = _cached(lambda: sitemaps.build_sitemap_page(g.paper, n, max_urls) or b"", str(max_urls))
+    if not body:
+        abort(404, description="No such sitemap page on this paper.")
+    return Response(body, content_type=XML_TYPE)
+
+
+@bp.route("/sitemap-news.xml")
+def news_sitemap():
+    """Google News sitemap: pieces on air in the last two days."""
+    now = clock.utcnow()
+    window = sitemaps.news_window_start(now)
+    # The window moves with the clock, not with writes, so the hour is part of the ETag.
+    etag = f"{http_cache.current_etag()}.{window:%Y%m%d%H}"
+    if request.if_none_match.contains_weak(etag):
+        response = Response(status=304)
+    else:
+        body = _cached(lambda: sitemaps.build_news_sitemap(g.paper, now),
+                       f"{window:%Y%m%d%H}")
+        response = Response(body, content_type=XML_TYPE)
+    response.set_etag(etag)
+    response.headers["Cache-Control"] = http_cache.PUBLIC_CACHE_CONTROL
+    return response

@@ -1,4 +1,204 @@
-"""Stub: filled in by its owner."""
-from flask import Blueprint
+"""The reader's web: server-rendered pages, no JavaScript needed (issue 5, item 1).
+
+`/` (the front, rail by rail), `/stories/<id or slug>`, `/sections/<slug>`, `/days` and
+`/days/<YYYY-MM-DD>` (back issues), `/cast` and `/cast/<YYYY-MM-DD>` (video editions; `?embed=1`
+gives the frameable player the cast API's `embed_url` names), `/masthead`.
+
+Only pieces on air appear. An unknown piece, section, day or edition aborts 404, which
+errors.py answers with the HTML error page. Pages are public GETs, so http_cache.py gives them
+an ETag and answers 304; nothing here depends on the clock, only on the paper's data.
+"""
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from flask import Blueprint, abort, g, make_response, render_template, request
+
+import security
+from clock import rfc3339
+from schemas.story import disclosure
+from services import archive, embeds, front, prose, reader, stories, urls
 
 bp = Blueprint("pages", __name__)
+
+
+@bp.app_context_processor
+def page_context() -> dict:
+    """For every template: `site` (the paper, or None on an unknown host), `site_url(path)` (an
+    absolute URL on this host) and `nav_sections()`, the active sections for the nav (one query,
+    run only by pages that show the nav and were not handed `nav` already)."""
+    paper = g.get("paper")
+    # tenancy.py sets g.paper before refusing a private paper without its key: the 404 page
+    # must not show that paper's name.
+    if paper is not None and not paper.is_public and g.get("key") is None:
+        paper = None
+    return {"site": paper, "site_url": urls.absolute,
+            "nav_sections": lambda: front.active_sections(paper) if paper is not None else []}
+
+
+@bp.app_template_filter("longdate")
+def longdate(value: date | datetime | None) -> str:
+    """date -> 'Sunday 1 November 2026'."""
+    return "" if value is None else f"{value:%A} {value.day} {value:%B %Y}"
+
+
+@bp.app_template_filter("shortdate")
+def shortdate(value: date | datetime | None) -> str:
+    """date -> '1 Nov 2026'."""
+    return "" if value is None else f"{value.day} {value:%b %Y}"
+
+
+@bp.app_template_filter("rfc3339")
+def rfc3339_filter(value: datetime | None) -> str:
+    """Aware datetime -> '2026-11-01T12:00:00Z' (for `<time datetime>` and JSON-LD)."""
+    return "" if value is None else rfc3339(value)
+
+
+@bp.app_template_filter("clock")
+def clock_time(value: datetime | None) -> str:
+    """datetime -> '14:05 UTC'."""
+    return "" if value is None else f"{value:%H:%M} UTC"
+
+
+@bp.route("/")
+def home():
+    """The front page: nameplate, motto, the issue's date and one rail per section in order."""
+    sections = front.active_sections(g.paper)
+    rails = front.rail_pieces(g.paper, sections)
+    newsroom = front.newsroom(g.paper)
+    latest = newsroom["latest_on_air_at"]
+    return render_template(
+        "pages/home.html", active_nav="home", nav=sections,
+        rails=[(section, rails[section.id]) for section in sections],
+        issue_date=latest.date() if latest else None, newsroom=newsroom,
+    )
+
+
+@bp.route("/stories/<string:id>")
+def story(id: str):
+    """A story page: prose with footnote links, cited facts, byline with its disclosure."""
+    piece = stories.find(g.paper, id)
+    if piece is None:
+        abort(404, description="There is no such story on air in this paper.")
+    facts = piece.cited_facts
+    rendered = prose.render(piece.prose, {fact.n for fact in facts})
+    story_url = urls.story_page(piece.slug)
+    return render_template(
+        "pages/story.html", piece=piece, active_nav=piece.section.slug,
+        body=rendered.html, facts_html=prose.render_facts(facts, rendered.referenced),
+        disclosure=disclosure(piece.persona.name), story_url=story_url,
+        og_image=piece.image or urls.share_card(piece.slug),
+        description=piece.dek or prose.plain(piece.prose),
+        oembed_url=embeds.oembed_url(story_url),
+        # Plain text: the page shows the snippet's source, it does not embed itself.
+        embed_snippet=str(embeds.iframe(piece, *embeds.card_size(piece, None, None))),
+        author_url=embeds.masthead_entry(piece.persona.slug),
+        json_ld=news_article(piece, story_url, piece.image or urls.share_card(piece.slug)),
+        related=reader.related_pieces(g.paper, piece),
+    )
+
+
+def news_article(piece, story_url: str, image: str) -> dict:
+    """schema.org NewsArticle JSON-LD for a story page.
+
+    The author is an `Organization`, not a `Person`: a schema.org Person is a human being, and
+    spec rule 5 forbids presenting an AI persona as one. The persona is a byline the paper
+    operates, so it is typed as an organisational unit of the publisher (`parentOrganization`),
+    named as the byline reads, with the disclosure as its `description`; the article's
+    `creditText` repeats the disclosure for consumers that show credits.
+    """
+    paper = g.paper
+    publisher = {"@type": "NewsMediaOrganization", "name": paper.nameplate, "url": urls.home()}
+    said = disclosure(piece.persona.name)
+    return {
+        "@context": "https://schema.org",
+        "@type": "NewsArticle",
+        "headline": piece.headline,
+        "description": piece.dek,
+        "url": story_url,
+        "mainEntityOfPage": story_url,
+        "image": [image],
+        "datePublished": rfc3339(piece.on_air_at),
+        "dateModified": rfc3339(piece.updated_at),
+        "articleSection": piece.section.name,
+        "author": [{
+            "@type": "Organization",
+            "name": piece.persona.name,
+            "url": embeds.masthead_entry(piece.persona.slug),
+            "description": said,
+            "parentOrganization": publisher,
+        }],
+        "creditText": said,
+        "publisher": publisher,
+        "isAccessibleForFree": True,
+        "version": str(piece.rev),
+        "citation": [
+            {"@type": "CreativeWork", "name": fact.statement,
+             "publisher": {"@type": "Organization", "name": fact.source},
+             "identifier": fact.claim_key, "description": fact.instrument}
+            for fact in piece.cited_facts
+        ],
+    }
+
+
+@bp.route("/sections/<string:slug>")
+def section(slug: str):
+    """A section's page: its newest pieces on air."""
+    found = reader.find_section(g.paper, slug)
+    if found is None:
+        abort(404, description="There is no such section in this paper.")
+    pieces = reader.section_pieces(g.paper, found)
+    return render_template("pages/section.html", section=found, pieces=pieces,
+                           active_nav=found.slug, page_size=reader.SECTION_PAGE_SIZE)
+
+
+@bp.route("/days")
+def days():
+    """Back issues: every day with pieces on air, newest first (up to 366)."""
+    return render_template("pages/days.html", days=archive.list_days(g.paper), active_nav="days")
+
+
+@bp.route("/days/<string:day>")
+def day(day: str):
+    """A back issue: the pieces that went on air on a UTC day, grouped by section."""
+    when = reader.parse_day(day)
+    if when is None:
+        abort(404, description="That is not a day of the calendar (write it YYYY-MM-DD).")
+    pieces = reader.day_pieces(g.paper, when)
+    groups: dict[int, tuple] = {}
+    for piece in sorted(pieces, key=lambda p: (p.section.position, p.section.id)):
+        groups.setdefault(piece.section.id, (piece.section, []))[1].append(piece)
+    before, after = reader.neighbour_days(g.paper, when)
+    return render_template("pages/day.html", day=when, groups=list(groups.values()),
+                           count=len(pieces), truncated=len(pieces) >= reader.DAY_PAGE_SIZE,
+                           before=before, after=after, active_nav="days")
+
+
+@bp.route("/cast")
+def cast():
+    """The video editions, newest first."""
+    return render_template("pages/cast.html", editions=front.list_editions(g.paper))
+
+
+@bp.route("/cast/<string:day>")
+def edition(day: str):
+    """A video edition's page; `?embed=1` gives the bare, frameable player."""
+    when = reader.parse_day(day)
+    found = reader.find_edition(g.paper, when) if when else None
+    if found is None:
+        abort(404, description="There is no video edition for that day.")
+    page_url = urls.edition_page(found.day)
+    if request.args.get("embed") == "1":
+        html = render_template("embed/player.html", edition=found, paper=g.paper, page_url=page_url)
+        return security.allow_framing(make_response(html), "player")
+    return render_template("pages/edition.html", edition=found, page_url=page_url,
+                           snippet=str(embeds.player_iframe(found)))
+
+
+@bp.route("/masthead")
+def masthead():
+    """The masthead: every active persona, each a declared AI, with its portrait."""
+    personas = front.list_masthead(g.paper)
+    for persona in personas:
+        persona["avatar"] = urls.avatar(persona["slug"])
+    return render_template("pages/masthead.html", personas=personas, active_nav="masthead")

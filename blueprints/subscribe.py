@@ -1,4 +1,123 @@
-"""Stub: filled in by its owner."""
-from flask import Blueprint
+"""The reader's subscribe pages: `/subscribe` (the landing form, works without JavaScript),
+`/subscribe/confirm` and `/subscribe/unsubscribe` (spec rule 6; CONTRACT.md "subscribe").
+
+Links in emails only ever lead to a page with a button: the confirmation or the unsubscribe
+happens on the POST, so a mail scanner that prefetches GET links changes nothing. The same
+unsubscribe URL takes RFC 8058's one-click POST (`List-Unsubscribe=One-Click`) and answers 200.
+"""
+from __future__ import annotations
+
+from flask import Blueprint, g, render_template, request
+from marshmallow import ValidationError
+
+from blueprints.api.subscribers import subscribe_limits
+from clock import utcnow
+from http_cache import no_etag
+from schemas.subscriber import SubscribeIn
+from services import subscriptions
 
 bp = Blueprint("subscribe", __name__)
+
+CADENCES = [("instant", "As pieces go on air"), ("daily", "A daily digest"), ("weekly", "A weekly digest")]
+LABELS = {"email": "Email address", "cadence": "How often", "sections": "Sections", "cast": "Video edition"}
+
+
+def _page(template: str, heading: str, status: int = 200, **context):
+    return render_template(template, heading=heading, site=g.paper, show_nav=False, **context), status
+
+
+def _landing(form: dict, errors: dict | None = None, status: int = 200):
+    return _page("subscribe/landing.html", f"{g.paper.nameplate} alerts", status, form=form,
+                 errors=errors, labels=LABELS, cadences=CADENCES,
+                 sections=subscriptions.active_sections(g.paper))
+
+
+@bp.get("/subscribe")
+def landing():
+    """The landing page: email, cadence, sections and cast."""
+    return _landing({"email": "", "cadence": "daily", "sections": None, "cast": True})
+
+
+@bp.post("/subscribe")
+@subscribe_limits
+def subscribe_form():
+    """The form's POST (no JavaScript needed): the same rules and answer as the public API."""
+    raw = {"email": request.form.get("email", "").strip(),
+           "cadence": request.form.get("cadence") or "daily",
+           "cast": request.form.get("cast") in ("true", "on", "1")}
+    chosen = request.form.getlist("sections")
+    form = {**raw, "sections": chosen}
+    errors: dict = {}
+    try:
+        body = SubscribeIn().load({**raw, **({"sections": chosen} if chosen else {})})
+    except ValidationError as exc:
+        errors = {k: v if isinstance(v, list) else [str(v)] for k, v in exc.messages.items()}
+        body = None
+    if not chosen:
+        errors["sections"] = ["Pick at least one section."]
+    if body is not None and not errors:
+        try:
+            sections = subscriptions.check_sections(g.paper, body.get("sections"))
+        except subscriptions.SectionsError as exc:
+            errors["sections"] = [str(exc)]
+    if errors:
+        return _landing(form, errors, 422)
+    # Every section ticked means "all sections", those added later included.
+    if len(sections) == len(subscriptions.active_sections(g.paper)):
+        sections = None
+    subscriptions.subscribe(g.paper, body["email"], subscriptions.Preferences(
+        cadence=body["cadence"], sections=sections, cast=body["cast"]), utcnow())
+    return _page("subscribe/accepted.html", "Check your inbox")
+
+
+def _token() -> str:
+    return request.form.get("token") or request.args.get("token") or ""
+
+
+def _invalid():
+    return _page("subscribe/invalid.html", "This link has expired", 400)
+
+
+@bp.get("/subscribe/confirm")
+@no_etag
+def confirm_page():
+    """The confirm link's page: a button; a GET never confirms (mail scanners prefetch links)."""
+    row = subscriptions.read_token("confirm", _token(), g.paper)
+    if row is None:
+        return _invalid()
+    return _page("subscribe/confirm.html", "Confirm your alerts", subscriber=row, token=_token(),
+                 done=row.confirmed_at is not None)
+
+
+@bp.post("/subscribe/confirm")
+@no_etag
+def confirm():
+    """Confirm the address named by the signed token."""
+    row = subscriptions.read_token("confirm", _token(), g.paper)
+    if row is None:
+        return _invalid()
+    subscriptions.confirm(row, utcnow())
+    return _page("subscribe/confirm.html", "You are subscribed", subscriber=row, done=True)
+
+
+@bp.get("/subscribe/unsubscribe")
+@no_etag
+def unsubscribe_page():
+    """The unsubscribe link's page: a button; a GET never unsubscribes."""
+    row = subscriptions.read_token("unsubscribe", _token(), g.paper)
+    if row is None:
+        return _invalid()
+    return _page("subscribe/unsubscribe.html", "Unsubscribe", subscriber=row, token=_token(),
+                 done=row.unsubscribed_at is not None)
+
+
+@bp.post("/subscribe/unsubscribe")
+@no_etag
+def unsubscribe():
+    """Unsubscribe: the page's button, or the RFC 8058 one-click POST
+    (`List-Unsubscribe=One-Click`, token in the URL). Answers 200."""
+    row = subscriptions.read_token("unsubscribe", _token(), g.paper)
+    if row is None:
+        return _invalid()
+    subscriptions.unsubscribe(row, utcnow())
+    return _page("subscribe/unsubscribe.html", "Unsubscribed", subscriber=row, done=True)

@@ -1,2 +1,62 @@
-"""Stub: filled in by its owner."""
-COMMANDS: list = []
+"""`send-alerts` (cron: plan due alert windows, email them, deliver webhooks) and
+`deliver-webhooks` (retries only). Thin wrappers over services/alerts.py and
+services/webhooks.py; docs/ALERTS.md has the crontab line."""
+from __future__ import annotations
+
+import sys
+
+import click
+from flask import current_app
+from flask.cli import with_appcontext
+
+from clock import utcnow
+from services import alerts, mail, webhooks
+
+
+def _deliver_webhooks(now) -> webhooks.DeliveryReport:
+    report = webhooks.deliver_due(now, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
+    click.echo(f"webhooks: delivered {report.delivered}, failed {report.failed}, "
+               f"pending {webhooks.pending_count()}")
+    return report
+
+
+@click.command("send-alerts")
+@click.option("--no-webhooks", is_flag=True, help="Record webhook deliveries but do not post them now.")
+@with_appcontext
+def send_alerts(no_webhooks: bool) -> None:
+    """Send every due alert (email, then webhooks); ends with `sent N, failed M, skipped K`.
+
+    Idempotent and crash-safe: run it from cron as often as the `instant` cadence needs.
+    Exits 1 when a message or a webhook delivery failed (they are retried by the next run).
+    """
+    now = utcnow()
+    plan = alerts.plan_alerts(now)
+    total = alerts.unsent_count()
+    try:
+        mailer = mail.open_mailer(current_app.config)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    with mailer:
+        if sys.stdout.isatty() and total:
+            with click.progressbar(length=total, label="sending alerts") as bar:
+                report = alerts.send_recorded(now, mailer, progress=bar.update)
+        else:
+            report = alerts.send_recorded(now, mailer)
+    for error in report.errors[:5]:
+        click.echo(f"error: {error}", err=True)
+    hooks = webhooks.DeliveryReport() if no_webhooks else _deliver_webhooks(now)
+    click.echo(f"sent {report.sent}, failed {report.failed}, skipped {plan.skipped + report.skipped}")
+    if report.failed or hooks.failed:
+        sys.exit(1)
+
+
+@click.command("deliver-webhooks")
+@with_appcontext
+def deliver_webhooks() -> None:
+    """Post every webhook delivery that is due (first tries and retries with backoff).
+    Exits 1 when an attempt failed."""
+    if _deliver_webhooks(utcnow()).failed:
+        sys.exit(1)
+
+
+COMMANDS = [send_alerts, deliver_webhooks]

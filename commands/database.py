@@ -27,10 +27,12 @@ def openapi(output: str, server: str) -> None:
     from blueprints.api.index import document_for
 
     text = json.dumps(document_for(server), indent=2, sort_keys=False)
-    click.get_text_stream("stdout").write(text + "\n") if output == "-" else open(
-        output, "w", encoding="utf-8").write(text + "\n")
-    if output != "-":
-        click.echo(f"wrote {output}", err=True)
+    if output == "-":
+        click.echo(text)
+        return
+    with open(output, "w", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+    click.echo(f"wrote {output}", err=True)
 
 
 COMMANDS = [init_db, openapi]

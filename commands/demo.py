@@ -1,2 +1,125 @@
-"""Stub: filled in by its owner."""
-COMMANDS: list = []
+"""`seed-demo` (the demo papers, CONTRACT.md "demo data") and `run-info` (what `make run` prints:
+the URLs to try and a fresh demo admin key)."""
+from __future__ import annotations
+
+import re
+
+import click
+from flask import current_app
+from flask.cli import with_appcontext
+from sqlalchemy import select
+
+import clock
+from extensions import db
+from models import Paper
+from services import demo, keys, stories
+
+SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,53}[a-z0-9])?$")
+
+
+def _slug(ctx, param, value: str) -> str:
+    """A DNS label short enough that `{slug}-private` is one too (papers are served on
+    `{slug}.{PAPER_DOMAIN}`)."""
+    if not SLUG.match(value):
+        raise click.BadParameter("use 1-55 lower-case letters, digits and inner hyphens")
+    return value
+
+
+@click.command("seed-demo")
+@click.option("--paper", "slug", default="demo", show_default=True, callback=_slug,
+              help="Slug of the public demo paper; its private companion is SLUG-private.")
+@click.option("--pieces", type=click.IntRange(0, 1_000_000), default=demo.DEFAULT_PIECES,
+              show_default=True, help="Pieces on air on the public paper (100000 for benchmarks).")
+@click.option("--subscribers", type=click.IntRange(0, 100_000), default=12, show_default=True,
+              help="Sample subscribers (skipped until the subscriber model lands).")
+@click.option("--seed", type=int, default=1, show_default=True,
+              help="Text seed: the same seed writes the same pieces.")
+@click.option("--if-empty", is_flag=True, help="Leave papers that already exist alone (make run).")
+@click.option("--reset", is_flag=True, help="Delete the demo papers first, then seed them again.")
+@with_appcontext
+def seed_demo(slug: str, pieces: int, subscribers: int, seed: int, if_empty: bool,
+              reset: bool) -> None:
+    """Create the demo papers: sections, AI personas, signed pieces on air over many days,
+    drafts and video editions."""
+    if if_empty and reset:
+        raise click.UsageError("--if-empty and --reset contradict each other; pick one.")
+    specs = demo.demo_specs(slug, pieces)
+    existing = demo.existing_slugs([spec.slug for spec in specs])
+    if existing and not (if_empty or reset):
+        raise click.ClickException(
+            f"paper {', '.join(existing)} already exists. Pass --reset to delete and re-seed it, "
+            "or --if-empty to leave it as it is.")
+    if if_empty:
+        for name in existing:
+            click.echo(f"{name}: exists, left as it is (--if-empty)")
+        specs = [spec for spec in specs if spec.slug not in existing]
+    elif reset:
+        for name in existing:
+            demo.delete_paper(name)
+            click.echo(f"{name}: deleted (--reset)")
+    now = clock.utcnow()
+    try:
+        for spec in specs:
+            click.echo(f"{spec.slug}: seeding {spec.pieces:,} pieces on air "
+                       f"({'public' if spec.is_public else 'private'})")
+            report = demo.seed_paper(spec, now=now, seed=seed, progress=click.echo)
+            click.echo(f"{report.slug}: {report.pieces:,} on air over {report.days} UTC days, "
+                       f"{report.drafts} drafts, {report.facts:,} cited facts, {report.images:,} "
+                       f"with art, {report.editions} video editions, all signed "
+                       f"({report.seconds:.1f}s)")
+        db.session.commit()
+    except Exception:
+        db.session.rollback()
+        raise
+    # TODO(subscribers issue): seed `subscribers` sample rows once the subscriber model exists.
+    click.echo(f"subscribers: skipped ({subscribers} requested); there is no subscriber model yet")
+
+
+def _host(slug: str, port: int) -> str:
+    if slug == current_app.config["DEFAULT_PAPER"]:
+        return f"127.0.0.1:{port}"
+    return f"{slug}.{current_app.config['PAPER_DOMAIN']}:{port}"
+
+
+@click.command("run-info")
+@click.option("--port", type=click.IntRange(1, 65535), default=5000, show_default=True)
+@click.option("--paper", "slug", default="demo", show_default=True, callback=_slug)
+@with_appcontext
+def run_info(port: int, slug: str) -> None:
+    """Print the URLs to try on the demo paper and a fresh demo admin key (label "make run")."""
+    paper = db.session.scalar(select(Paper).where(Paper.slug == slug))
+    if paper is None:
+        raise click.ClickException(f"paper {slug} does not exist; run `flask seed-demo` first.")
+    base = f"http://{_host(slug, port)}"
+    newest = stories.latest(paper, 1)
+    story = newest[0] if newest else None
+    term = next((w.lower() for w in re.findall(r"[A-Za-z]{5,}", story.headline)), "news") \
+        if story else "news"
+    api = f"{base}/api/v1"
+    rows = [
+        ("API index", api), ("stories", f"{api}/stories"),
+        ("a story", f"{api}/stories/{story.id}" if story else None),
+        ("its proof (key)", f"{api}/stories/{story.id}/proof" if story else None),
+        ("sections", f"{api}/sections"), ("days", f"{api}/days"),
+        ("a day", f"{api}/days/{story.on_air_day.isoformat()}" if story else None),
+        ("search", f"{api}/search?q={term}"), ("front", f"{api}/front"), ("cast", f"{api}/cast"),
+        ("posts", f"{api}/posts"), ("masthead", f"{api}/masthead"),
+        ("openapi", f"{api}/openapi.json"), ("receipt keys", f"{api}/receipt-keys"),
+        ("playground", f"{base}/api"), ("home", f"{base}/"),
+    ]
+    click.echo(f"{paper.nameplate} ({slug}) on {base}")
+    for label, url in rows:
+        if url:
+            click.echo(f"  {label:<16}{url}")
+    private = f"{slug}-private"
+    if demo.existing_slugs([private]):
+        click.echo(f"  {'private paper':<16}http://{_host(private, port)}/api/v1 "
+                   "(404 without one of its own keys)")
+    _, plain = keys.issue_key(paper, "admin", label="make run")
+    db.session.commit()
+    click.echo(f'Demo admin key for {slug} (label "make run"), send it as '
+               f'"Authorization: Bearer <key>" or "X-Desk-Key: <key>":')
+    click.echo(plain)
+
+
+COMMANDS = [seed_demo, run_info]

@@ -1,2 +1,122 @@
-"""Stub: filled in by its owner."""
-COMMANDS: list = []
+"""`rotate-receipt-key` and `verify-proof`: the ops side of provenance (CONTRACT.md "proof").
+
+    flask rotate-receipt-key --paper demo
+    flask verify-proof proof.json --keys receipt-keys.json
+    flask verify-proof https://demo.example/api/v1/stories/12/proof --key desk_...
+    flask verify-proof --paper demo --piece 12
+
+docs/PROOFS.md explains the checks and how to make them with any Ed25519 library.
+"""
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import click
+from flask.cli import with_appcontext
+from sqlalchemy import select
+
+from clock import utcnow
+from extensions import db
+from models import Paper, SigningKey
+from services import provenance, stories
+
+
+def _paper(slug: str) -> Paper:
+    paper = db.session.scalar(select(Paper).where(Paper.slug == slug))
+    if paper is None:
+        raise click.ClickException(f"no paper with slug {slug!r}")
+    return paper
+
+
+def _published_keys(paper: Paper) -> list[dict]:
+    return [{"kid": k.kid, "public_key": k.public_key}
+            for k in db.session.scalars(select(SigningKey).where(SigningKey.paper_id == paper.id))]
+
+
+@click.command("rotate-receipt-key")
+@click.option("--paper", "slug", required=True, help="The paper's slug.")
+@with_appcontext
+def rotate_receipt_key(slug: str) -> None:
+    """Retire a paper's receipt signing key and make a new one. Old receipts keep verifying:
+    retired keys stay published at /api/v1/receipt-keys."""
+    paper = _paper(slug)
+    retired = [k.kid for k in db.session.scalars(select(SigningKey).where(
+        SigningKey.paper_id == paper.id, SigningKey.retired_at.is_(None)))]
+    key = provenance.rotate_signing_key(paper, utcnow())
+    db.session.commit()
+    for kid in retired:
+        click.echo(f"retired {kid}")
+    click.echo(f"new receipt key {key.kid}")
+
+
+def _fetch(source: str, desk_key: str | None = None) -> dict:
+    """JSON from an http(s) URL (sending the desk key, if any) or from a file."""
+    if source.startswith(("http://", "https://")):
+        request = urllib.request.Request(source, headers={"Accept": "application/json"})
+        if desk_key:
+            request.add_header("Authorization", f"Bearer {desk_key}")
+        try:
+            with urllib.request.urlopen(request, timeout=20) as response:  # noqa: S310 (http(s) only)
+                return json.loads(response.read())
+        except (OSError, ValueError) as exc:
+            raise click.ClickException(f"could not fetch {source}: {exc}") from exc
+    try:
+        return json.loads(Path(source).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(f"could not read {source}: {exc}") from exc
+
+
+@click.command("verify-proof")
+@click.argument("source", required=False)
+@click.option("--keys", "keys_source", help="File or URL of the paper's receipt keys "
+              "(/api/v1/receipt-keys). Default for a URL source: that host's receipt keys.")
+@click.option("--key", "desk_key", envvar="DESK_KEY", help="Desk key for fetching a proof URL "
+              "(or set DESK_KEY).")
+@click.option("--paper", "slug", help="With --piece: check a piece's proof from the database.")
+@click.option("--piece", "piece_id", help="Piece id or slug (with --paper).")
+@with_appcontext
+def verify_proof(source: str | None, keys_source: str | None, desk_key: str | None,
+                 slug: str | None, piece_id: str | None) -> None:
+    """Recompute a proof's content hash from its basis and check its receipt (and the whole
+    revision chain) against the paper's published Ed25519 keys. Exits 0 when it holds, 1 when not.
+
+    SOURCE is a proof JSON file or a proof URL; or use --paper SLUG --piece ID.
+    """
+    if slug and piece_id:
+        paper = _paper(slug)
+        piece = stories.find(paper, piece_id, include_drafts=True)
+        if piece is None:
+            raise click.ClickException(f"no piece {piece_id!r} on {slug}")
+        proof, published, where = provenance.proof_for(piece), _published_keys(paper), "the database"
+        proof = json.loads(json.dumps(proof, default=str))
+    elif source:
+        proof = _fetch(source, desk_key)
+        if keys_source is None and source.startswith(("http://", "https://")):
+            parts = urlsplit(source)
+            keys_source = f"{parts.scheme}://{parts.netloc}/api/v1/receipt-keys"
+        if keys_source:
+            published, where = _fetch(keys_source).get("keys", []), keys_source
+        else:
+            verify = proof.get("receipt_verify") or {}
+            published = [{"kid": verify.get("kid"), "public_key": verify.get("public_key")}]
+            where = "the proof itself (pass --keys to check against the paper's published keys)"
+    else:
+        raise click.UsageError("give a proof FILE or URL, or --paper SLUG --piece ID")
+    problems = provenance.check_proof(proof, published)
+    label = f"piece {proof.get('id')} rev {proof.get('rev')} ({proof.get('content_hash')})"
+    if problems:
+        click.echo(f"FAILED: {label}", err=True)
+        for problem in problems:
+            click.echo(f"  - {problem}", err=True)
+        raise SystemExit(1)
+    kid = (proof.get("receipt_verify") or {}).get("kid")
+    click.echo(f"OK: {label}: the basis matches its content hash and the receipt verifies under "
+               f"key {kid} from {where}; {len(proof.get('generations', []))} generation(s) chain.")
+    click.echo("This proves who filed the piece and that it is unchanged; it never proves that "
+               "its claims are true.")
+
+
+COMMANDS = [rotate_receipt_key, verify_proof]

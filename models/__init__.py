@@ -3,9 +3,14 @@ from models.desk_key import KEY_KINDS, DeskKey, SigningKey
 from models.edition import Edition
 from models.paper import Paper, Persona, Section
 from models.piece import CitedFact, Piece, PieceRevision
+from models.subscriber import CADENCES, AlertDelivery, Subscriber, WebhookDelivery
 from models.types import utcnow
 
 __all__ = [
+    "CADENCES",
+    "AlertDelivery",
+    "Subscriber",
+    "WebhookDelivery",
     "KEY_KINDS",
     "CitedFact",
     "DeskKey",

@@ -11,14 +11,17 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy import select
 
 from extensions import db
-from models import CitedFact, Paper, Persona, Piece, PieceRevision, Section
+from models import CitedFact, Paper, Persona, Piece, PieceRevision, Section, SigningKey
 from services import provenance
 
 MARKER = re.compile(r"\[\^(\d+)\]")
 FACT_FIELDS = ("statement", "source", "instrument", "claim_key")
+# A piece cites at most this many facts (a bound for readers and for the 64 KiB body limit).
+MAX_FACTS = 20
 
 
 class FilingError(ValueError):
@@ -43,13 +46,14 @@ class Draft:
     image: str | None = None
 
 
-def slugify(text: str, max_length: int = 80) -> str:
-    """ASCII, lower-case, hyphenated slug that always holds a letter (so it never looks like
-    an id). 'Rates rise 2%!' -> 'rates-rise-2'."""
+def slugify(text: str, max_length: int = 80, fallback: str = "piece") -> str:
+    """ASCII, lower-case, hyphenated slug of at most `max_length` characters that always holds a
+    letter (so it never looks like an id): 'Rates rise 2%!' -> 'rates-rise-2', '2026' ->
+    'piece-2026' (`fallback` names the prefix)."""
     ascii_text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")[:max_length].strip("-")
     if not re.search(r"[a-z]", slug):
-        slug = f"piece-{slug}" if slug else "piece"
+        slug = f"{fallback}-{slug}"[:max_length].strip("-") if slug else fallback
     return slug
 
 
@@ -77,6 +81,8 @@ def validate(draft: Draft) -> None:
         errors["section"] = [f"section {draft.section.name!r} is not active"]
     if not draft.persona.active:
         errors["byline"] = [f"persona {draft.persona.name!r} is not active"]
+    if len(draft.cited_facts) > MAX_FACTS:
+        errors["cited_facts"] = [f"at most {MAX_FACTS} cited facts"]
     for i, fact in enumerate(draft.cited_facts, start=1):
         absent = [name for name in FACT_FIELDS if not str(fact.get(name) or "").strip()]
         if absent:
@@ -87,12 +93,66 @@ def validate(draft: Draft) -> None:
         raise FilingError(errors)
 
 
+def build_draft(paper: Paper, fields: dict, *, base: Piece | None = None) -> Draft:
+    """A Draft from request fields (`headline`, `dek`, `prose`, `section` name, `byline` persona
+    name, `cited_facts`, `image`); fields absent from `fields` come from `base` (a revision),
+    whose section, persona and cited facts must be loaded. Raises FilingError for a section or
+    persona this paper does not have, or a missing one; validity is `validate`'s job."""
+    errors: dict[str, list[str]] = {}
+    section = base.section if base is not None else None
+    persona = base.persona if base is not None else None
+    if "section" in fields:
+        section = db.session.scalar(select(Section).where(
+            Section.paper_id == paper.id, Section.name == fields["section"]))
+        if section is None:
+            errors["section"] = [f"no section named {fields['section']!r} on this paper"]
+    elif section is None:
+        errors["section"] = ["a section is required"]
+    if "byline" in fields:
+        persona = db.session.scalar(select(Persona).where(
+            Persona.paper_id == paper.id, Persona.name == fields["byline"]))
+        if persona is None:
+            errors["byline"] = [f"no persona named {fields['byline']!r} on this paper"]
+    elif persona is None:
+        errors["byline"] = ["a byline (persona name) is required"]
+    if base is not None:
+        current = {"headline": base.headline, "dek": base.dek, "prose": base.prose,
+                   "image": base.image,
+                   "cited_facts": [{k: getattr(f, k) for k in FACT_FIELDS} for f in base.cited_facts]}
+    else:
+        current = {"dek": "", "image": None, "cited_facts": []}
+    merged = {**current, **{k: v for k, v in fields.items() if k not in ("section", "byline")}}
+    if errors:
+        # Report marker problems too, so one answer lists everything wrong with the body.
+        for name, messages in check_markers(merged.get("prose", ""), merged["cited_facts"]).items():
+            errors.setdefault(name, []).extend(messages)
+        raise FilingError(errors)
+    return Draft(headline=merged["headline"], dek=merged["dek"], prose=merged["prose"],
+                 section=section, persona=persona, cited_facts=merged["cited_facts"],
+                 image=merged["image"])
+
+
+def same_content(paper: Paper, piece: Piece, draft: Draft) -> bool:
+    """True when filing `draft` as the next revision of `piece` would change no published field
+    (the bases differ only in `rev`)."""
+    current = db.session.scalar(select(PieceRevision.basis).where(
+        PieceRevision.piece_id == piece.id, PieceRevision.rev == piece.rev))
+    proposed = basis_for(paper, piece, piece.rev, draft)
+    return current is not None and provenance.content_hash(current) == provenance.content_hash(proposed)
+
+
 def basis_for(paper: Paper, piece: Piece, rev: int, draft: Draft) -> dict:
     """Every published field of a revision: the exact input of its content hash."""
+    return revision_basis(paper.slug, piece.id, piece.slug, rev, draft)
+
+
+def revision_basis(paper_slug: str, piece_id: int, piece_slug: str, rev: int, draft: Draft) -> dict:
+    """`basis_for` from plain values, for callers that write rows without ORM objects (the
+    bulk demo seeder): both paths hash and sign exactly the same basis."""
     return {
-        "paper": paper.slug,
-        "piece": str(piece.id),
-        "slug": piece.slug,
+        "paper": paper_slug,
+        "piece": str(piece_id),
+        "slug": piece_slug,
         "rev": rev,
         "headline": draft.headline,
         "dek": draft.dek,
@@ -118,25 +178,46 @@ def _unique_slug(paper: Paper, headline: str) -> str:
     return slug
 
 
+def seal(key: SigningKey, paper_slug: str, piece_id: int, rev: int, basis: dict, *,
+         prev_hash: str | None, filer: str, now: datetime) -> dict:
+    """The provenance columns of one revision: `content_hash` of `basis`, the `signed_string`
+    binding it, the Ed25519 `receipt` over that string made with `key`, and the key's `kid`.
+    Shared by filing and the bulk demo seeder so both produce identical receipts."""
+    digest = provenance.content_hash(basis)
+    text = provenance.signed_string(paper=paper_slug, piece=str(piece_id), rev=rev,
+                                    content_hash=digest, prev_hash=prev_hash, filed_at=now,
+                                    filer=filer)
+    return {"content_hash": digest, "signed_string": text, "receipt": provenance.sign(key, text),
+            "kid": key.kid}
+
+
+def _drop_cited_facts(piece: Piece) -> None:
+    """Delete the piece's cited facts in one statement, and forget any loaded copies: the new
+    rows may reuse their ids (SQLite), which would clash in the session's identity map."""
+    if "cited_facts" not in sa_inspect(piece).unloaded:
+        db.session.expire(piece, ["cited_facts"])
+    for obj in [o for o in db.session.identity_map.values()
+                if isinstance(o, CitedFact) and o.piece_id == piece.id]:
+        db.session.expunge(obj)
+    db.session.execute(CitedFact.__table__.delete().where(CitedFact.piece_id == piece.id))
+
+
 def _record(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: datetime) -> PieceRevision:
     rev = (piece.rev or 0) + 1 if piece.content_hash else 1
     prev = None
     if rev > 1:
         prev = piece.content_hash
     basis = basis_for(paper, piece, rev, draft)
-    digest = provenance.content_hash(basis)
-    key = provenance.active_signing_key(paper)
-    text = provenance.signed_string(paper=paper.slug, piece=str(piece.id), rev=rev,
-                                    content_hash=digest, prev_hash=prev, filed_at=now, filer=filer)
-    revision = PieceRevision(piece_id=piece.id, rev=rev, basis=basis, content_hash=digest,
-                             prev_hash=prev, signed_string=text, receipt=provenance.sign(key, text),
-                             kid=key.kid, filer=filer, filed_at=now)
+    sealed = seal(provenance.active_signing_key(paper), paper.slug, piece.id, rev, basis,
+                  prev_hash=prev, filer=filer, now=now)
+    revision = PieceRevision(piece_id=piece.id, rev=rev, basis=basis, prev_hash=prev, filer=filer,
+                             filed_at=now, **sealed)
     db.session.add(revision)
-    piece.rev, piece.content_hash, piece.updated_at = rev, digest, now
+    piece.rev, piece.content_hash, piece.updated_at = rev, sealed["content_hash"], now
     piece.headline, piece.dek, piece.prose, piece.image = (
         draft.headline, draft.dek, draft.prose, draft.image)
     piece.section_id, piece.persona_id = draft.section.id, draft.persona.id
-    db.session.execute(CitedFact.__table__.delete().where(CitedFact.piece_id == piece.id))
+    _drop_cited_facts(piece)
     for i, fact in enumerate(draft.cited_facts, start=1):
         db.session.add(CitedFact(piece_id=piece.id, n=i, **{k: str(fact[k]) for k in FACT_FIELDS}))
     paper.bump()

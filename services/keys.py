@@ -104,7 +104,9 @@ def revoke(prefix: str) -> DeskKey | None:
     Raises ValueError when the prefix matches more than one key.
     """
     prefix = prefix.removeprefix(KEY_PREFIX)
-    rows = db.session.scalars(select(DeskKey).where(DeskKey.prefix.startswith(prefix))).all()
+    # autoescape: `_` is a key character and a LIKE wildcard; it must match itself only.
+    rows = db.session.scalars(
+        select(DeskKey).where(DeskKey.prefix.startswith(prefix, autoescape=True))).all()
     if len(rows) > 1:
         raise ValueError("prefix matches more than one key; give more characters")
     if not rows:

@@ -20,15 +20,24 @@ from nacl.signing import SigningKey as NaclSigningKey
 from nacl.signing import VerifyKey
 from sqlalchemy import select
 
-from extensions import db
-from models import Paper, SigningKey
 from clock import rfc3339
+from extensions import db
+from models import Paper, Piece, PieceRevision, SigningKey
 
 ALG = "Ed25519"
 RECEIPT_VERSION = "paperdesk-receipt/1"
 HASH_BASIS = (
     "content_hash is 'sha256:' followed by the lowercase hex SHA-256 digest of the RFC 8785 "
     "(JSON Canonicalization Scheme) serialisation of `basis`, encoded as UTF-8."
+)
+ENCODING = (
+    "The message is the UTF-8 bytes of signed_string exactly as given (lines joined by LF, no "
+    "trailing newline). receipt is the 64-byte Ed25519 signature and public_key the 32 raw "
+    "public-key bytes, both standard base64 (RFC 4648, with padding)."
+)
+DISCLAIMER = (
+    "This receipt proves which paper's desk filed this revision, when, and that its published "
+    "fields have not changed since. It never proves that any claim in the piece is true."
 )
 
 
@@ -89,6 +98,8 @@ def rotate_signing_key(paper: Paper, now: datetime) -> SigningKey:
         select(SigningKey).where(SigningKey.paper_id == paper.id, SigningKey.retired_at.is_(None))
     ):
         row.retired_at = now
+    # /api/v1/receipt-keys is a public, ETag-cached answer: move the paper's version.
+    paper.bump()
     return create_signing_key(paper, now)
 
 
@@ -107,3 +118,119 @@ def verify(public_key_b64: str, message: str, signature_b64: str) -> bool:
     except (BadSignatureError, ValueError, TypeError):
         return False
     return True
+
+
+def proof_for(piece: Piece) -> dict:
+    """The provenance record of `piece`'s current revision (CONTRACT.md "proof"): `id`, `rev`,
+    `content_hash`, `basis`, `hash_basis`, `receipt`, `receipt_verify` {signed_string, alg, kid,
+    public_key, encoding}, `generations` (every revision oldest first, each with its hash, the
+    previous one's, filing time, filer, kid, receipt and signed string) and `disclaimer`.
+    Two queries whatever the number of revisions. Raises LookupError if the piece has no
+    revision (never the case for a filed piece)."""
+    revisions = list(db.session.scalars(
+        select(PieceRevision).where(PieceRevision.piece_id == piece.id).order_by(PieceRevision.rev)))
+    current = next((r for r in revisions if r.rev == piece.rev), None)
+    if current is None:
+        raise LookupError(f"piece {piece.id} has no revision {piece.rev}")
+    public = dict(db.session.execute(
+        select(SigningKey.kid, SigningKey.public_key).where(SigningKey.paper_id == piece.paper_id)
+    ).all())
+    return {
+        "id": str(piece.id),
+        "rev": current.rev,
+        "content_hash": current.content_hash,
+        "basis": current.basis,
+        "hash_basis": HASH_BASIS,
+        "receipt": current.receipt,
+        "receipt_verify": {
+            "signed_string": current.signed_string,
+            "alg": ALG,
+            "kid": current.kid,
+            "public_key": public.get(current.kid),
+            "encoding": ENCODING,
+        },
+        "generations": [
+            {"rev": r.rev, "content_hash": r.content_hash, "prev_hash": r.prev_hash,
+             "filed_at": r.filed_at, "filer": r.filer, "kid": r.kid, "receipt": r.receipt,
+             "signed_string": r.signed_string}
+            for r in revisions
+        ],
+        "disclaimer": DISCLAIMER,
+    }
+
+
+def _fields(text: str) -> dict[str, str]:
+    lines = text.split("\n")
+    return dict(line.split("=", 1) for line in lines[1:] if "=" in line)
+
+
+def check_proof(proof: dict, published_keys: list[dict]) -> list[str]:
+    """Check a proof record (as served, JSON-decoded) against a paper's published receipt keys
+    (`[{kid, public_key, ...}]` as at /api/v1/receipt-keys). Returns the problems found; an
+    empty list means: the basis hashes to `content_hash`, the signed string names that hash and
+    the basis's paper, piece and revision, the receipt verifies under the published key `kid`,
+    and every generation links to the previous one's hash and verifies too."""
+    problems: list[str] = []
+    basis = proof.get("basis")
+    if not isinstance(basis, dict):
+        return ["the proof has no `basis` object"]
+    try:
+        recomputed = content_hash(basis)
+    except Exception as exc:  # rfc8785 refuses floats out of range, odd types
+        return [f"the basis cannot be canonicalised: {exc}"]
+    if recomputed != proof.get("content_hash"):
+        problems.append(f"content hash mismatch: the basis hashes to {recomputed}, the proof says "
+                        f"{proof.get('content_hash')}")
+    verify_block = proof.get("receipt_verify") or {}
+    text = verify_block.get("signed_string")
+    if not isinstance(text, str):
+        return problems + ["the proof has no `receipt_verify.signed_string`"]
+    named = _fields(text)
+    expected = {"paper": basis.get("paper"), "piece": basis.get("piece"),
+                "rev": str(basis.get("rev")), "content_hash": recomputed}
+    for name, value in expected.items():
+        if named.get(name) != value:
+            problems.append(f"the signed string says {name}={named.get(name)}, the basis gives {value}")
+    keys = {k.get("kid"): k.get("public_key") for k in published_keys}
+    problems += _check_receipt("receipt", verify_block.get("kid"), text, proof.get("receipt"), keys)
+    if verify_block.get("alg") != ALG:
+        problems.append(f"alg is {verify_block.get('alg')!r}, expected {ALG!r}")
+    given = verify_block.get("public_key")
+    if given and keys.get(verify_block.get("kid")) and given != keys[verify_block.get("kid")]:
+        problems.append("receipt_verify.public_key differs from the paper's published key")
+    problems += _check_chain(proof, keys)
+    return problems
+
+
+def _check_receipt(label: str, kid, text: str, receipt, keys: dict) -> list[str]:
+    if kid not in keys:
+        return [f"{label}: key id {kid!r} is not among the paper's published receipt keys"]
+    if not isinstance(receipt, str) or not verify(keys[kid], text, receipt):
+        return [f"{label}: the Ed25519 signature does not verify under key {kid}"]
+    return []
+
+
+def _check_chain(proof: dict, keys: dict) -> list[str]:
+    generations = proof.get("generations")
+    if not isinstance(generations, list) or not generations:
+        return ["the proof has no `generations` chain"]
+    problems: list[str] = []
+    previous = None
+    for i, gen in enumerate(generations, start=1):
+        if not isinstance(gen, dict):
+            return problems + [f"generation {i} is not an object"]
+        if gen.get("rev") != i:
+            problems.append(f"generation {i} has rev {gen.get('rev')}")
+        if gen.get("prev_hash") != previous:
+            problems.append(f"generation {i}: prev_hash {gen.get('prev_hash')} does not match the "
+                            f"previous hash {previous}")
+        text = gen.get("signed_string")
+        if isinstance(text, str):
+            if _fields(text).get("content_hash") != gen.get("content_hash"):
+                problems.append(f"generation {i}: its signed string names another hash")
+            problems += _check_receipt(f"generation {i}", gen.get("kid"), text, gen.get("receipt"), keys)
+        previous = gen.get("content_hash")
+    last = generations[-1] if isinstance(generations[-1], dict) else {}
+    if last.get("content_hash") != proof.get("content_hash") or last.get("rev") != proof.get("rev"):
+        problems.append("the last generation is not the proof's revision")
+    return problems

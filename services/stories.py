@@ -39,11 +39,11 @@ def latest(paper: Paper, limit: int, *, include_drafts: bool = False) -> list[Pi
 def find(paper: Paper, id_or_slug: str, *, include_drafts: bool = False) -> Piece | None:
     """A piece by numeric id or slug, with section, persona and cited facts loaded; None when it
     does not exist, is not this paper's, or is not on air and drafts are not allowed."""
-    if not id_or_slug or len(id_or_slug) > MAX_ID_LENGTH:
-        return None
+    if not id_or_slug or len(id_or_slug) > MAX_ID_LENGTH or "\x00" in id_or_slug:
+        return None  # PostgreSQL refuses NUL in text: such an id names nothing
     query = select(Piece).where(Piece.paper_id == paper.id).options(
         joinedload(Piece.section), joinedload(Piece.persona), selectinload(Piece.cited_facts))
-    if id_or_slug.isdigit() and len(id_or_slug) < 19:
+    if id_or_slug.isascii() and id_or_slug.isdigit() and len(id_or_slug) < 19:  # not "²"
         query = query.where(Piece.id == int(id_or_slug))
     else:
         query = query.where(Piece.slug == id_or_slug)

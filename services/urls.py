@@ -36,6 +36,11 @@ def edition_page(day: date) -> str:
     return absolute(f"/cast/{day.isoformat()}")
 
 
+def edition_embed(day: date) -> str:
+    """The edition page in its frameable form (video only), for `<iframe>` embeds."""
+    return edition_page(day) + "?embed=1"
+
+
 def embed(id_or_slug: str) -> str:
     return absolute(f"/embed/{id_or_slug}")
 

@@ -37,6 +37,7 @@ def app(request, tmp_path_factory):
         "SQLALCHEMY_DATABASE_URI": url,
         "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
         "RATELIMIT_ENABLED": False,
+        "INSTANCE_PATH": str(instance),
         "OUTBOX_DIR": str(instance / "outbox"),
         "WEBHOOK_ALLOW_PRIVATE": True,
         "CACHE_TYPE": "NullCache",

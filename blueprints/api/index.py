@@ -28,15 +28,17 @@ LEVELS = {
 }
 
 
-def _routes(level: str) -> list[dict]:
-    reach = keys.LEVELS[level]
+def _routes(key) -> list[dict]:
+    reach = keys.LEVELS[key.kind]
+    # An agent key also reaches the writes its capabilities open (blueprints/api/desk.py `writer`).
+    capabilities = set(key.capabilities or []) if key.kind == "agent" else set()
     found = []
     for rule in current_app.url_map.iter_rules():
         if not rule.rule.startswith(API_PREFIX):
             continue
         view = current_app.view_functions[rule.endpoint]
         access = getattr(view, "access", "public")
-        if keys.LEVELS.get(access, 0) > reach:
+        if keys.LEVELS.get(access, 0) > reach and getattr(view, "agent_capability", None) not in capabilities:
             continue
         path = rule.rule.replace("<string:", "{").replace("<", "{").replace(">", "}")
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
@@ -91,23 +93,28 @@ def paper_index():
     else:
         body["levels"] = LEVELS
     if g.key is not None:
-        body["routes"] = _routes(g.key.kind)
+        body["routes"] = _routes(g.key)
     return body
 
 
 @bp.route("/openapi.json")
 @bp.response(200, description="This API as an OpenAPI 3.1 document, servers set to this host.")
+@bp.doc(responses={200: {"content": {"application/json": {"schema": {"type": "object"}}}}})
 def openapi_document():
     """The OpenAPI 3.1 document of this API"""
     return jsonify(document_for(urls.absolute("")))
 
 
 def document_for(server_url: str) -> dict:
-    """The OpenAPI document with `servers` set to `server_url` (cached per process)."""
-    base = current_app.extensions.setdefault("paperdesk.openapi", {})
-    if "doc" not in base:
-        base["doc"] = api.spec.to_dict()
-    doc = copy.copy(base["doc"])
+    """The OpenAPI document with `servers` set to `server_url`.
+
+    The finished document (`DeskApi.document`) is built once per process and app; only
+    `servers` differs per host, so each call gets a shallow copy with its own `servers`.
+    """
+    cached = current_app.extensions.setdefault("paperdesk.openapi", {})
+    if "doc" not in cached:
+        cached["doc"] = api.document()
+    doc = copy.copy(cached["doc"])
     doc["servers"] = [{"url": server_url, "description": "This paper's host."}]
     return doc
 

@@ -1,0 +1,82 @@
+"""Sections and the day-by-day archive (spec "Other resources": section row, day row;
+CONTRACT.md "list responses"). Rows come from services/archive.py as plain dicts."""
+from __future__ import annotations
+
+import re
+from datetime import date
+
+from marshmallow import Schema, ValidationError, fields
+
+from schemas.story import StoryRowOut
+from services import urls
+
+# A real calendar day in UTC written YYYY-MM-DD, nothing else (CONTRACT.md "status codes").
+# ASCII digits only: `\d` would also match other scripts' digits.
+DAY_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+_DAY_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
+
+
+def parse_day(text: str) -> date:
+    """'2026-11-01' -> date(2026, 11, 1). Raises ValueError for anything that is not a real
+    YYYY-MM-DD date ('2026-02-30', '2026-1-1', '20261101', '2026-11-01\\n')."""
+    if not isinstance(text, str) or not _DAY_RE.fullmatch(text):
+        raise ValueError("not YYYY-MM-DD")
+    return date.fromisoformat(text)
+
+
+class DayField(fields.Date):
+    """A path or query day: exactly `YYYY-MM-DD`, and a real date. Documented as
+    `{type: string, format: date, pattern: DAY_PATTERN}` so the OpenAPI document says what is
+    enforced."""
+
+    def __init__(self, **kwargs):
+        metadata = {"pattern": DAY_PATTERN, **kwargs.pop("metadata", {})}
+        super().__init__(metadata=metadata, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        try:
+            return parse_day(value)
+        except ValueError:
+            raise ValidationError("Not a real day in the form YYYY-MM-DD.") from None
+
+
+class DayPath(Schema):
+    day = DayField(required=True, metadata={
+        "description": "A UTC date, YYYY-MM-DD, that must exist on the calendar (2026-02-30 is a 400)."})
+
+
+class SectionRowOut(Schema):
+    name = fields.String(required=True, metadata={"description": "The section name; stories carry it in `section` and `category`."})
+    slug = fields.String(required=True)
+    description = fields.String(required=True, metadata={"description": "May be empty."})
+    count = fields.Integer(required=True, metadata={"description": "Pieces of this section on air."})
+    url = fields.Function(lambda row: urls.section_page(row["slug"]), required=True,
+                          metadata={"description": "Absolute URL of the section's page."})
+
+
+class SectionListOut(Schema):
+    sections = fields.List(fields.Nested(SectionRowOut), required=True,
+                           metadata={"description": "Active sections in the paper's own order."})
+    count = fields.Integer(required=True, metadata={"description": "Number of rows in `sections`."})
+
+
+class DayRowOut(Schema):
+    day = fields.Date(required=True, metadata={"description": "A UTC date (YYYY-MM-DD) on which pieces went on air."})
+    count = fields.Integer(required=True, metadata={"description": "Pieces that went on air that day and are on air now."})
+    url = fields.Function(lambda row: urls.day_page(row["day"]), required=True,
+                          metadata={"description": "Absolute URL of the back-issue page."})
+    api = fields.Function(lambda row: urls.api(f"/days/{row['day'].isoformat()}"), required=True,
+                          metadata={"description": "Absolute URL of `/api/v1/days/{day}`."})
+
+
+class DayListOut(Schema):
+    days = fields.List(fields.Nested(DayRowOut), required=True,
+                       metadata={"description": "Newest day first; at most 366 days."})
+    count = fields.Integer(required=True, metadata={"description": "Number of rows in `days`."})
+
+
+class DayStoriesOut(Schema):
+    day = fields.Date(required=True, metadata={"description": "The day asked for (YYYY-MM-DD, UTC)."})
+    stories = fields.List(fields.Nested(StoryRowOut), required=True,
+                          metadata={"description": "Pieces that went on air that day, newest first; empty for a day with nothing on air."})
+    count = fields.Integer(required=True, metadata={"description": "Number of rows in `stories`."})

@@ -1,0 +1,267 @@
+"""Bodies of the filing desk's writes and the shapes they answer with (CONTRACT.md "writes").
+
+Every input schema rejects unknown fields (marshmallow's RAISE, documented as
+`additionalProperties: false`), and every constraint below is exactly what the service enforces:
+string lengths match the columns, integers fit them, booleans and integers are JSON's own types
+(no `"true"`, no `1` for true, no `1.0` for 1), and text never holds a NUL character, which
+PostgreSQL cannot store.
+"""
+from __future__ import annotations
+
+import math
+
+from marshmallow import Schema, ValidationError, fields, validate
+
+from models.paper import INDEX_STYLES, SUBSCRIBE_PATHS
+from schemas.common import Timestamp
+from services import urls
+from services.filing import MAX_FACTS
+
+NO_NUL = r"^[^\x00]*$"
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+CONFIG_DEPTH = 8
+
+
+def _no_nul(value: str) -> None:
+    # Lone surrogates can arrive through JSON `\ud800` escapes; neither database can store them.
+    if "\x00" in value or any("\ud800" <= ch <= "\udfff" for ch in value):
+        raise ValidationError("must not contain NUL characters or unpaired surrogates")
+
+
+class Text(fields.String):
+    """A string of `min_length`..`max_length` characters without NUL (documented as `pattern`)."""
+
+    def __init__(self, *, max_length: int | None = None, min_length: int | None = None, **kwargs):
+        metadata = {"pattern": NO_NUL, **kwargs.pop("metadata", {})}
+        validators = [_no_nul]
+        if max_length is not None or min_length is not None:
+            validators.insert(0, validate.Length(min=min_length, max=max_length))
+        super().__init__(validate=validators, metadata=metadata, **kwargs)
+
+
+class StrictInt(fields.Integer):
+    """A JSON integer: floats, strings and booleans are refused."""
+
+    def __init__(self, **kwargs):
+        super().__init__(strict=True, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, bool):
+            raise self.make_error("invalid")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+class StrictBool(fields.Boolean):
+    """A JSON boolean: `true` or `false` only (marshmallow would also take 1, "yes", "on")."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, bool):
+            raise self.make_error("invalid")
+        return value
+
+
+def HttpUrl(**kwargs) -> fields.URL:
+    """An absolute http(s) URL of at most 2000 characters."""
+    return fields.URL(schemes={"http", "https"}, require_tld=False,
+                      validate=validate.Length(max=2000), **kwargs)
+
+
+def _check_json(value, depth: int = 0) -> None:
+    """Reject what neither JSON column can hold faithfully: NUL text, non-finite numbers, and
+    nesting deeper than CONFIG_DEPTH."""
+    if depth > CONFIG_DEPTH:
+        raise ValidationError(f"nested deeper than {CONFIG_DEPTH} levels")
+    if isinstance(value, str):
+        _no_nul(value)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise ValidationError("numbers must be finite")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _no_nul(key)
+            _check_json(item, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check_json(item, depth + 1)
+
+
+def _check_config(value: dict) -> None:
+    _check_json(value)
+    help_desk = value.get("help_desk")
+    if help_desk is not None and not (
+        isinstance(help_desk, str) and help_desk.startswith(("mailto:", "https://", "http://"))
+    ):
+        raise ValidationError("help_desk must be a mailto: address or an http(s) URL")
+
+
+# ----------------------------------------------------------------------------- stories
+
+
+class CitedFactIn(Schema):
+    n = StrictInt(validate=validate.Range(min=1, max=MAX_FACTS),
+                  metadata={"description": "Optional; when given, facts must be numbered 1..k in order."})
+    statement = Text(required=True, min_length=1, max_length=4000)
+    source = Text(required=True, min_length=1, max_length=300, metadata={"description": "The publisher."})
+    instrument = Text(required=True, min_length=1, max_length=300, metadata={"description": "The instrument cited."})
+    claim_key = Text(required=True, min_length=1, max_length=300, metadata={"description": "Pointer into the fact record."})
+
+
+class StoryPatch(Schema):
+    """A revision: only the fields given change; every `[^N]` marker must still have fact N."""
+
+    headline = Text(min_length=1, max_length=300)
+    dek = Text(max_length=600, metadata={"description": "The standfirst; may be empty."})
+    prose = Text(min_length=1, max_length=50_000,
+                 metadata={"description": "Markdown; every `[^N]` marker needs cited fact N."})
+    section = Text(min_length=1, max_length=80, metadata={"description": "An active section's name."})
+    byline = Text(min_length=1, max_length=120, metadata={
+        "description": "An active persona's name. An agent key files only as its own persona."})
+    cited_facts = fields.List(fields.Nested(CitedFactIn), validate=validate.Length(max=MAX_FACTS),
+                              metadata={"description": f"Numbered 1..k in order (at most {MAX_FACTS}); "
+                                                       "marker `[^N]` refers to entry N."})
+    image = HttpUrl(allow_none=True, metadata={"description": "The story's art, or null."})
+
+
+class StoryIn(StoryPatch):
+    """A new draft. `byline` is required for an admin key; an agent key may omit it."""
+
+    headline = Text(required=True, min_length=1, max_length=300)
+    dek = Text(load_default="", max_length=600, metadata={"description": "The standfirst; may be empty."})
+    prose = Text(required=True, min_length=1, max_length=50_000,
+                 metadata={"description": "Markdown; every `[^N]` marker needs cited fact N."})
+    section = Text(required=True, min_length=1, max_length=80,
+                   metadata={"description": "An active section's name."})
+    cited_facts = fields.List(fields.Nested(CitedFactIn), load_default=list,
+                              validate=validate.Length(max=MAX_FACTS),
+                              metadata={"description": f"Numbered 1..k in order (at most {MAX_FACTS}); "
+                                                       "marker `[^N]` refers to entry N."})
+    image = HttpUrl(allow_none=True, load_default=None, metadata={"description": "The story's art, or null."})
+
+
+# ----------------------------------------------------------------------------- the cast
+
+
+class CastIn(Schema):
+    day = fields.Date(required=True, metadata={"description": "The UTC day of the edition (YYYY-MM-DD); one per day."})
+    title = Text(required=True, min_length=1, max_length=300)
+    summary = Text(load_default="", max_length=4000)
+    video_url = HttpUrl(required=True)
+    poster_url = HttpUrl(required=True)
+    mime_type = fields.String(load_default="video/mp4", validate=[
+        validate.Length(max=80), validate.Regexp(r"^(video|audio)/[A-Za-z0-9.+-]+$")])
+    length_bytes = StrictInt(load_default=0, validate=validate.Range(min=0, max=INT64_MAX),
+                             metadata={"description": "Size of the video file, for podcast enclosures."})
+    duration_seconds = StrictInt(load_default=0, validate=validate.Range(min=0, max=INT32_MAX))
+
+
+class EditionOut(Schema):
+    day = fields.Date(required=True)
+    title = fields.String(required=True)
+    summary = fields.String(required=True)
+    video_url = fields.String(required=True)
+    poster_url = fields.String(required=True)
+    mime_type = fields.String(required=True)
+    length_bytes = fields.Integer(required=True)
+    duration_seconds = fields.Integer(required=True)
+    published_at = Timestamp(required=True)
+    url = fields.Function(lambda e: urls.edition_page(e.day), required=True,
+                          metadata={"description": "Absolute URL of the edition's page."})
+
+
+# ----------------------------------------------------------------------------- sections
+
+
+_POSITION = {"description": "0-based place in the paper's order; others shift to make room. "
+                            "Past the end means last."}
+
+
+class SectionPatch(Schema):
+    name = Text(min_length=1, max_length=80, metadata={"description": "The string stories carry in `section` and `category`."})
+    description = Text(max_length=4000)
+    position = StrictInt(validate=validate.Range(min=0, max=10_000), metadata=_POSITION)
+    active = StrictBool(metadata={"description": "An inactive section takes no new filings."})
+
+
+class SectionIn(SectionPatch):
+    name = Text(required=True, min_length=1, max_length=80,
+                metadata={"description": "The string stories carry in `section` and `category`."})
+
+
+class SectionOut(Schema):
+    name = fields.String(required=True)
+    slug = fields.String(required=True, metadata={"description": "Stable: a rename keeps it."})
+    description = fields.String(required=True)
+    position = fields.Integer(required=True)
+    active = fields.Boolean(required=True)
+    url = fields.Function(lambda s: urls.section_page(s.slug), required=True)
+
+
+# ----------------------------------------------------------------------------- personas
+
+
+class PersonaPatch(Schema):
+    name = Text(min_length=1, max_length=120, metadata={"description": "The byline."})
+    title = Text(max_length=120)
+    beat = Text(max_length=200)
+    bio = Text(max_length=4000)
+    position = StrictInt(validate=validate.Range(min=0, max=10_000), metadata=_POSITION)
+    active = StrictBool(metadata={"description": "An inactive persona files nothing and leaves the masthead."})
+    declared_ai = StrictBool(validate=validate.Equal(True), metadata={
+        "description": "Every persona is a declared AI persona; only `true` is accepted."})
+
+
+class PersonaIn(PersonaPatch):
+    name = Text(required=True, min_length=1, max_length=120, metadata={"description": "The byline."})
+
+
+class PersonaOut(Schema):
+    name = fields.String(required=True)
+    slug = fields.String(required=True, metadata={"description": "Stable: a rename keeps it (and the avatar URL)."})
+    title = fields.String(required=True)
+    beat = fields.String(required=True)
+    bio = fields.String(required=True)
+    position = fields.Integer(required=True)
+    active = fields.Boolean(required=True)
+    avatar = fields.Function(lambda p: urls.avatar(p.slug), required=True)
+    declared_ai = fields.Constant(True, required=True, metadata={"description": "Always true."})
+
+
+# ----------------------------------------------------------------------------- config
+
+
+class ConfigPatch(Schema):
+    nameplate = Text(min_length=1, max_length=200)
+    motto = Text(max_length=300)
+    description = Text(max_length=4000)
+    is_public = StrictBool(metadata={"description": "A private paper answers its public lane with 404."})
+    index_style = fields.String(validate=validate.OneOf(INDEX_STYLES))
+    subscribe_path = fields.String(validate=validate.OneOf(SUBSCRIBE_PATHS))
+    config = fields.Dict(keys=fields.String(), validate=_check_config, metadata={
+        "description": "Merged into the stored config (RFC 7396 style, one level): a key set to "
+                       "null is removed. `help_desk` (mailto: or http(s) URL) feeds `search_help`."})
+
+
+class KeySummaryOut(Schema):
+    prefix = fields.String(required=True)
+    kind = fields.String(required=True)
+    label = fields.String(required=True)
+    persona = fields.Function(lambda k: k.persona.name if k.persona else None, required=True, allow_none=True)
+    capabilities = fields.List(fields.String(), required=True)
+    created_at = Timestamp(required=True)
+    revoked_at = Timestamp(required=True, allow_none=True)
+    last_used_at = Timestamp(required=True, allow_none=True)
+
+
+class ConfigOut(Schema):
+    """The config as read; an admin key also sees the paper's desk keys (never the keys themselves)."""
+
+    paper = fields.String(required=True, metadata={"description": "The paper's slug."})
+    nameplate = fields.String(required=True)
+    motto = fields.String(required=True)
+    description = fields.String(required=True)
+    host = fields.String(required=True, allow_none=True, metadata={"description": "Custom host, if any."})
+    is_public = fields.Boolean(required=True)
+    index_style = fields.String(required=True)
+    subscribe_path = fields.String(required=True)
+    config = fields.Dict(required=True)
+    desk_keys = fields.List(fields.Nested(KeySummaryOut), metadata={"description": "Admin keys only: the paper's desk keys (prefix, kind, label; never the key)."})

@@ -1,0 +1,162 @@
+"""The front document, video editions (the cast), short-form posts and the masthead (spec
+"Other resources"; CONTRACT.md "list responses")."""
+from __future__ import annotations
+
+import re
+from datetime import datetime, timezone
+
+from marshmallow import Schema, ValidationError, fields, validate
+
+from schemas.common import Timestamp
+from schemas.story import StoryRowOut
+from services import urls
+
+POSTS_LIMIT_MAX = 100
+
+
+# --- the front document -------------------------------------------------------------------
+
+class FrontPaperOut(Schema):
+    slug = fields.String(required=True, metadata={"description": "The paper's slug."})
+    nameplate = fields.String(required=True)
+    motto = fields.String(required=True, metadata={"description": "May be empty."})
+    description = fields.String(required=True, metadata={"description": "May be empty."})
+    home = fields.String(required=True, metadata={"description": "Absolute URL of the paper's home page."})
+    config = fields.Dict(keys=fields.String(), required=True, metadata={
+        "description": "The paper's public configuration. Keys beginning with `_` and keys naming "
+                       "secrets (containing secret, token, password, private, credential or "
+                       "api_key) are withheld."})
+
+
+class NewsroomOut(Schema):
+    personas = fields.Integer(required=True, metadata={"description": "Active personas on the masthead."})
+    sections = fields.Integer(required=True, metadata={"description": "Active sections."})
+    on_air = fields.Integer(required=True, metadata={"description": "Pieces on air."})
+    days = fields.Integer(required=True, metadata={"description": "UTC days with pieces on air (the archive's length, uncapped)."})
+    editions = fields.Integer(required=True, metadata={"description": "Published video editions."})
+    latest_on_air_at = Timestamp(required=True, allow_none=True, metadata={"description": "When the newest piece went on air; null before the first."})
+    latest_edition = fields.Date(required=True, allow_none=True, metadata={"description": "Day of the newest video edition; null before the first."})
+    declared_ai = fields.Constant(True, required=True, metadata={"description": "Always true: every byline is a declared AI persona."})
+
+
+class RailOut(Schema):
+    section = fields.String(required=True, metadata={"description": "The section name."})
+    slug = fields.String(required=True)
+    url = fields.Function(lambda rail: urls.section_page(rail["slug"]), required=True,
+                          metadata={"description": "Absolute URL of the section's page."})
+    stories = fields.List(fields.Nested(StoryRowOut), required=True,
+                          metadata={"description": "Up to six newest pieces on air in this section, newest first."})
+
+
+class FrontOut(Schema):
+    """Also served verbatim at `/front.json`."""
+
+    paper = fields.Nested(FrontPaperOut, required=True)
+    newsroom = fields.Nested(NewsroomOut, required=True)
+    rails = fields.List(fields.Nested(RailOut), required=True,
+                        metadata={"description": "One rail per active section, in section order (empty rails included)."})
+
+
+# --- the cast -----------------------------------------------------------------------------
+
+class CastEditionOut(Schema):
+    day = fields.Date(required=True, metadata={"description": "The UTC day the edition covers (YYYY-MM-DD)."})
+    title = fields.String(required=True)
+    summary = fields.String(required=True)
+    video_url = fields.String(required=True)
+    poster_url = fields.String(required=True)
+    embed_url = fields.Function(lambda e: urls.edition_embed(e.day), required=True,
+                                metadata={"description": "Absolute URL of a frameable page that plays the video."})
+    url = fields.Function(lambda e: urls.edition_page(e.day), required=True,
+                          metadata={"description": "Absolute URL of the edition's page."})
+    duration_seconds = fields.Integer(required=True)
+    mime_type = fields.String(required=True)
+    length_bytes = fields.Integer(required=True)
+    published_at = Timestamp(required=True)
+
+
+class CastOut(Schema):
+    editions = fields.List(fields.Nested(CastEditionOut), required=True,
+                           metadata={"description": "One per published day, newest first; empty until an edition is published."})
+    count = fields.Integer(required=True, metadata={"description": "Number of rows in `editions`."})
+
+
+# --- posts --------------------------------------------------------------------------------
+
+class SinceField(fields.DateTime):
+    """An instant as RFC 3339 / ISO 8601 ('2026-11-01T12:00:00Z', '...+02:00', naive
+    '2026-11-01T12:00:00' read as UTC, or a bare date meaning its midnight UTC). Loads as an aware UTC datetime; anything else is a
+    validation error (400 on the query string)."""
+
+    _SHAPE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
+                        r"([Tt ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?"
+                        r"([Zz]|[+-][0-9]{2}(:?[0-9]{2}(:?[0-9]{2}(\.[0-9]+)?)?)?)?)?", re.ASCII)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, str) or not self._SHAPE.fullmatch(value.strip()):
+            raise ValidationError("Not an RFC 3339 / ISO 8601 time (e.g. 2026-11-01T12:00:00Z).")
+        text = value.strip().upper().replace("Z", "+00:00")
+        # RFC 3339 allows a leap second; Python's datetime does not.
+        text = re.sub(r"(T[0-9]{2}:[0-9]{2}):60", r"\1:59", text)
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise ValidationError("Not a real time (e.g. 2026-11-01T12:00:00Z).") from None
+        if moment.tzinfo is None:
+            return moment.replace(tzinfo=timezone.utc)
+        try:
+            return moment.astimezone(timezone.utc)
+        except OverflowError:
+            # '0001-01-01T00:00:00+01:00' is valid RFC 3339 but before datetime.min in UTC.
+            edge = datetime.min if moment.year == 1 else datetime.max
+            return edge.replace(tzinfo=timezone.utc)
+
+
+class PostsQuery(Schema):
+    limit = fields.Integer(
+        load_default=20, validate=validate.Range(min=1, max=POSTS_LIMIT_MAX),
+        metadata={"description": "How many posts, 1-100 (default 20). Outside that range: 400."})
+    since = SinceField(metadata={
+        "description": "Only pieces that went on air strictly after this time. RFC 3339 / "
+                       "ISO 8601; a time without an offset is read as UTC. Unparseable: 400."})
+
+
+class PostOut(Schema):
+    id = fields.String(required=True, metadata={"description": "The piece id (use on `/api/v1/stories/{id}`)."})
+    headline = fields.String(required=True, metadata={"description": "The piece's headline, in full."})
+    dek = fields.String(metadata={
+        "description": "Present only when it fits: when len(headline) + len(dek) + len(link) + 4 "
+                       "(two `\\n\\n` separators) is at most 280 characters (Unicode code points). "
+                       "An empty dek is never included."})
+    link = fields.String(required=True, metadata={"description": "Absolute URL of the story's page."})
+    image = fields.String(required=True, metadata={"description": "The story's own art, otherwise its share card (1200x630 PNG)."})
+    text = fields.String(required=True, metadata={
+        "description": "The composed post, at most 280 characters: headline, dek (when included) "
+                       "and link joined by `\\n\\n`. When headline and link alone exceed 280, the "
+                       "headline is cut at a word boundary where possible and ends with `…`."})
+    on_air_at = Timestamp(required=True)
+
+
+class PostListOut(Schema):
+    posts = fields.List(fields.Nested(PostOut), required=True, metadata={"description": "Newest first."})
+    count = fields.Integer(required=True, metadata={"description": "Number of rows in `posts`."})
+
+
+# --- the masthead -------------------------------------------------------------------------
+
+class MastheadPersonaOut(Schema):
+    name = fields.String(required=True, metadata={"description": "The byline stories carry."})
+    slug = fields.String(required=True)
+    title = fields.String(required=True)
+    beat = fields.String(required=True)
+    bio = fields.String(required=True)
+    avatar = fields.Function(lambda p: urls.avatar(p["slug"]), required=True,
+                             metadata={"description": "Absolute, stable URL of the persona's SVG portrait."})
+    declared_ai = fields.Constant(True, required=True, metadata={"description": "Always true."})
+    pieces = fields.Integer(required=True, metadata={"description": "Pieces on air under this byline."})
+
+
+class MastheadOut(Schema):
+    personas = fields.List(fields.Nested(MastheadPersonaOut), required=True,
+                           metadata={"description": "Active personas in masthead order."})
+    count = fields.Integer(required=True, metadata={"description": "Number of rows in `personas`."})

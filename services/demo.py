@@ -1,0 +1,315 @@
+"""The demo newsroom (CONTRACT.md "demo data"): a public paper and its private companion, each
+with sections, AI personas, a signing key, signed pieces on air over many UTC days, a few drafts
+and a few video editions.
+
+Pieces are written in bulk, not through the ORM unit of work, so `--pieces 100000` takes
+seconds: rows are built in Python with explicit ids and inserted in batches. Each revision's
+basis, content hash and Ed25519 receipt come from the same functions the filing desk uses
+(`filing.validate`, `filing.revision_basis`, `filing.seal`), so a seeded piece verifies exactly
+like a filed one. Functions flush; the CLI command commits once.
+"""
+from __future__ import annotations
+
+import math
+import random
+import time as timer
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, timezone
+from typing import Callable
+
+from sqlalchemy import func, insert, select, text
+
+from extensions import db
+from models import CitedFact, Edition, Paper, Persona, Piece, PieceRevision, Section, SigningKey
+from services import filing, provenance
+from services.demo_content import PERSONAS, SECTIONS, compose
+
+SEED_FILER = "seed-demo"
+DEFAULT_PIECES = 60
+PRIVATE_PIECES = 24
+DRAFTS = 3
+BATCH = 2000
+MIN_DAYS, MAX_DAYS, PER_DAY = 14, 365, 4
+IMAGE_EVERY = 9  # one piece in nine carries its own art
+EDITION_DAYS_AGO = (1, 2, 3, 5)
+# Public sample clips (Google's test-video bucket) so the cast and podcast feed play in a browser;
+# (name, approximate bytes for the enclosure length, seconds).
+SAMPLE_MEDIA = "https://commondatastorage.googleapis.com/gtv-videos-bucket/sample"
+SAMPLE_CLIPS = [("ForBiggerBlazes", 2_498_125, 15), ("ForBiggerEscapes", 2_299_653, 15),
+                ("ForBiggerFun", 12_917_485, 60), ("ForBiggerJoyrides", 2_505_215, 15)]
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class PaperSpec:
+    """What to build for one demo paper."""
+
+    slug: str
+    nameplate: str
+    motto: str
+    description: str
+    is_public: bool
+    index_style: str
+    subscribe_path: str
+    pieces: int
+    drafts: int = DRAFTS
+
+
+@dataclass
+class SeedReport:
+    """What `seed_paper` wrote, for the CLI summary."""
+
+    slug: str
+    pieces: int = 0
+    drafts: int = 0
+    facts: int = 0
+    images: int = 0
+    days: int = 0
+    editions: int = 0
+    seconds: float = 0.0
+
+
+def demo_specs(slug: str, pieces: int) -> list[PaperSpec]:
+    """The public paper `slug` with `pieces` on air, and its private companion `{slug}-private`
+    (keyed index, `/subscribe` path, PRIVATE_PIECES on air)."""
+    name = "The Demo Desk" if slug == "demo" else f"The {slug.replace('-', ' ').title()} Desk"
+    return [
+        PaperSpec(slug=slug, nameplate=name, motto="Cited, signed and on air.",
+                  description="A demonstration newsroom: invented news about fictional places, "
+                              "filed by declared AI personas, every claim footnoted and every "
+                              "piece signed.",
+                  is_public=True, index_style="levels", subscribe_path="subscribers",
+                  pieces=pieces),
+        PaperSpec(slug=f"{slug}-private", nameplate=f"{name}: Private Wire",
+                  motto="For keyholders only.",
+                  description="A private demonstration desk: it answers only to its own keys.",
+                  is_public=False, index_style="keyed", subscribe_path="subscribe",
+                  pieces=PRIVATE_PIECES),
+    ]
+
+
+def existing_slugs(slugs: list[str]) -> list[str]:
+    """Those of `slugs` that name a paper already."""
+    query = select(Paper.slug).where(Paper.slug.in_(slugs)).order_by(Paper.slug)
+    return list(db.session.scalars(query))
+
+
+def delete_paper(slug: str) -> None:
+    """Delete the paper `slug` and every row that belongs to it, children first.
+
+    Ownership is found by walking foreign keys to `papers` (cascading keys first), so tables added
+    later (subscribers, deliveries) go too, on SQLite without `PRAGMA foreign_keys` as well.
+    """
+    paper_id = db.session.scalar(select(Paper.id).where(Paper.slug == slug))
+    if paper_id is None:
+        return
+    papers = Paper.__table__
+    owned: dict[str, object] = {}
+
+    def owner_clause(table, seen=()):
+        if table is papers:
+            return papers.c.id == paper_id
+        if table.name not in owned:
+            clause = None
+            for fk in sorted(table.foreign_keys, key=lambda fk: fk.ondelete != "CASCADE"):
+                parent = fk.column.table
+                if parent is table or parent.name in seen:
+                    continue
+                if parent is papers:
+                    clause = fk.parent == paper_id
+                    break
+                parent_clause = owner_clause(parent, (*seen, table.name))
+                if parent_clause is not None:
+                    clause = fk.parent.in_(select(fk.column).where(parent_clause))
+                    break
+            owned[table.name] = clause
+        return owned[table.name]
+
+    for table in reversed(db.metadata.sorted_tables):
+        clause = owner_clause(table)
+        if clause is not None:
+            db.session.execute(table.delete().where(clause))
+    db.session.expire_all()
+
+
+def span_days(count: int) -> int:
+    """How many UTC days (ending today) `count` on-air pieces are spread over."""
+    return max(MIN_DAYS, min(MAX_DAYS, math.ceil(count / PER_DAY)))
+
+
+def air_time(i: int, count: int, days: int, now: datetime) -> datetime:
+    """When on-air piece `i` of `count` (0 = oldest) went on air: pieces are dealt evenly over
+    `days` UTC days ending today, spaced through 06:00-22:00 (today: up to `now`, never after)."""
+    bucket = i * days // count
+    first = -(-bucket * count // days)
+    size = -(-(bucket + 1) * count // days) - first
+    day = now.date() - timedelta(days=days - 1 - bucket)
+    midnight = datetime.combine(day, time(), timezone.utc)
+    start, end = midnight + timedelta(hours=6), midnight + timedelta(hours=22)
+    if day == now.date():
+        start = start if now - midnight >= timedelta(hours=7) else midnight
+        end = max(start, now - timedelta(minutes=1))
+    step = (end - start) / size
+    return (start + step * (i - first) + step / 2).replace(microsecond=0)
+
+
+def _next_id(model) -> int:
+    return (db.session.scalar(select(func.coalesce(func.max(model.id), 0))) or 0) + 1
+
+
+def _reset_sequences(models) -> None:
+    """PostgreSQL: move each table's id sequence past the ids written explicitly, so later ORM
+    inserts do not collide. SQLite needs nothing (its rowids follow max(id))."""
+    if db.session.get_bind().dialect.name != "postgresql":
+        return
+    for model in models:
+        table = model.__tablename__
+        highest = f"(SELECT max(id) FROM {table})"
+        db.session.execute(text(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), "
+                                f"COALESCE({highest}, 1), {highest} IS NOT NULL)"))
+
+
+def _newsroom(paper: Paper) -> tuple[dict[str, Section], dict[str, Persona]]:
+    """Add the paper's sections (in order) and personas; returns them by section name."""
+    sections = {}
+    for position, (name, description) in enumerate(SECTIONS):
+        sections[name] = Section(paper_id=paper.id, name=name, slug=filing.slugify(name),
+                                 description=description, position=position)
+    personas = {}
+    for position, spec in enumerate(PERSONAS):
+        persona = Persona(paper_id=paper.id, name=spec["name"], slug=filing.slugify(spec["name"]),
+                          title=spec["title"], beat=spec["beat"], bio=spec["bio"],
+                          position=position)
+        personas.update({name: persona for name in spec["sections"]})
+    db.session.add_all([*sections.values(), *set(personas.values())])
+    db.session.flush()
+    return sections, personas
+
+
+def _unique(slug: str, taken: dict[str, int]) -> str:
+    """`slug`, or `slug-2`, `slug-3`... when taken; `taken` counts uses per base slug."""
+    candidate = slug
+    while candidate in taken:
+        taken[slug] = taken.get(slug, 1) + 1
+        candidate = f"{slug}-{taken[slug]}"
+    taken[candidate] = 1
+    return candidate
+
+
+def _batches(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
+             rng: random.Random, report: SeedReport):
+    """Yield (piece rows, cited fact rows, revision rows) of at most BATCH pieces: composed,
+    validated, hashed and signed as the filing desk would, with explicit ids."""
+    sections, personas = _newsroom(paper)
+    order = [name for name, _ in SECTIONS]
+    piece_id, fact_id, rev_id = _next_id(Piece), _next_id(CitedFact), _next_id(PieceRevision)
+    days = span_days(spec.pieces)
+    taken: dict[str, int] = {}
+    total = spec.pieces + spec.drafts
+    pieces, facts, revisions = [], [], []
+    for i in range(total):
+        section = order[i % len(order)]
+        story = compose(rng, section)
+        on_air = i < spec.pieces
+        on_air_at = air_time(i, spec.pieces, days, now) if on_air else None
+        filed_at = (on_air_at or now) - timedelta(minutes=rng.randint(4, 240))
+        slug = _unique(filing.slugify(story["headline"]), taken)
+        image = f"https://picsum.photos/seed/{slug}/1200/675" if i % IMAGE_EVERY == 4 else None
+        draft = filing.Draft(headline=story["headline"], dek=story["dek"], prose=story["prose"],
+                             section=sections[section], persona=personas[section],
+                             cited_facts=story["cited_facts"], image=image)
+        filing.validate(draft)
+        basis = filing.revision_basis(paper.slug, piece_id, slug, 1, draft)
+        sealed = filing.seal(key, paper.slug, piece_id, 1, basis, prev_hash=None,
+                             filer=SEED_FILER, now=filed_at)
+        pieces.append({
+            "id": piece_id, "paper_id": paper.id, "slug": slug, "section_id": sections[section].id,
+            "persona_id": personas[section].id, "headline": draft.headline, "dek": draft.dek,
+            "prose": draft.prose, "image": image, "rev": 1, "content_hash": sealed["content_hash"],
+            "on_air": on_air, "on_air_at": on_air_at,
+            "on_air_day": on_air_at.date() if on_air_at else None, "filed_at": filed_at,
+            "updated_at": on_air_at or filed_at, "filed_by_key_id": None})
+        for n, fact in enumerate(draft.cited_facts, start=1):
+            facts.append({"id": fact_id, "piece_id": piece_id, "n": n,
+                          **{name: fact[name] for name in filing.FACT_FIELDS}})
+            fact_id += 1
+        revisions.append({"id": rev_id, "piece_id": piece_id, "rev": 1, "basis": basis,
+                          "prev_hash": None, "filer": SEED_FILER, "filed_at": filed_at, **sealed})
+        piece_id, rev_id = piece_id + 1, rev_id + 1
+        report.pieces += on_air
+        report.drafts += not on_air
+        report.facts += len(draft.cited_facts)
+        report.images += image is not None
+        if len(pieces) >= BATCH or i == total - 1:
+            yield pieces, facts, revisions
+            pieces, facts, revisions = [], [], []
+    # Each piece has its own day while there are fewer pieces than days.
+    report.days = min(days, spec.pieces)
+
+
+def _insert(connection, batch) -> None:
+    # Core inserts: one executemany per table (the ORM's bulk path splits a batch wherever a
+    # nullable column such as `image` changes between None and a value).
+    for model, rows in zip((Piece, CitedFact, PieceRevision), batch):
+        if rows:
+            connection.execute(insert(model.__table__), rows)
+
+
+def _write_pieces(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
+                  rng: random.Random, report: SeedReport, progress: Progress) -> None:
+    """Write the paper's on-air pieces and drafts in batches. One writer thread inserts batch n
+    on the session's connection while this thread composes and signs batch n + 1; they never
+    use the connection at the same time (each insert is awaited before the next starts)."""
+    connection = db.session.connection()
+    total, written = spec.pieces + spec.drafts, 0
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="seed-writer") as writer:
+        pending = None
+        for batch in _batches(paper, spec, key, now=now, rng=rng, report=report):
+            if pending is not None:
+                pending.result()
+            pending = writer.submit(_insert, connection, batch)
+            written += len(batch[0])
+            if total > 5 * BATCH and (written % (5 * BATCH) == 0 or written == total):
+                progress(f"  {paper.slug}: {written:,}/{total:,} pieces written")
+        if pending is not None:
+            pending.result()
+    _reset_sequences((Piece, CitedFact, PieceRevision))
+
+
+def _write_editions(paper: Paper, now: datetime, report: SeedReport) -> None:
+    """One video edition on each of a few recent days (never today: it is not over yet)."""
+    for n, days_ago in enumerate(EDITION_DAYS_AGO):
+        day: date = now.date() - timedelta(days=days_ago)
+        clip, length, seconds = SAMPLE_CLIPS[n % len(SAMPLE_CLIPS)]
+        db.session.add(Edition(
+            paper_id=paper.id, day=day, title=f"{paper.nameplate}, {day.day} {day:%B %Y}",
+            summary="The day's pieces in a short video, read by the desk's AI personas.",
+            video_url=f"{SAMPLE_MEDIA}/{clip}.mp4", poster_url=f"{SAMPLE_MEDIA}/images/{clip}.jpg",
+            mime_type="video/mp4", length_bytes=length, duration_seconds=seconds,
+            published_at=datetime.combine(day, time(18, 0), timezone.utc)))
+        report.editions += 1
+    db.session.flush()
+
+
+def seed_paper(spec: PaperSpec, *, now: datetime, seed: int = 1,
+               progress: Progress = lambda message: None) -> SeedReport:
+    """Build one demo paper from `spec` (its slug must be free). The text is deterministic in
+    (`seed`, slug); times end at `now`. Flushes; the caller commits."""
+    started = timer.perf_counter()
+    report = SeedReport(slug=spec.slug)
+    paper = Paper(slug=spec.slug, nameplate=spec.nameplate, motto=spec.motto,
+                  description=spec.description, is_public=spec.is_public,
+                  index_style=spec.index_style, subscribe_path=spec.subscribe_path,
+                  config={"timezone": "UTC", "language": "en"}, version=1, created_at=now)
+    db.session.add(paper)
+    db.session.flush()
+    key = provenance.create_signing_key(paper, now)
+    _write_pieces(paper, spec, key, now=now, rng=random.Random(f"{seed}:{spec.slug}"),
+                  report=report, progress=progress)
+    _write_editions(paper, now, report)
+    paper.bump()
+    db.session.flush()
+    report.seconds = timer.perf_counter() - started
+    return report

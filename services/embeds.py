@@ -1,0 +1,127 @@
+"""Embeddable story cards and oEmbed records (spec "Endpoints": `/embed/{id}`, `/oembed`;
+oembed.com, oEmbed 1.0, type rich).
+
+The card is an HTML page made for an `<iframe>`: it loads nothing but its own inline CSS and one
+picture (the piece's own https art, else its share card on this host), so a reader's browser
+makes no third-party request because of it and receives no cookie.
+"""
+from __future__ import annotations
+
+import math
+import re
+from urllib.parse import unquote, urlencode, urlsplit
+
+from flask import request
+from markupsafe import Markup, escape
+
+from models import Edition, Paper, Piece
+from schemas.embed import DEFAULT_WIDTH
+from schemas.story import disclosure
+from services import stories, urls
+from services.media import CARD_SIZE as SHARE_CARD_SIZE
+
+CACHE_AGE = 3600
+STORY_PATH = re.compile(r"/stories/([^/]+)/?")
+SANDBOX = "allow-popups allow-popups-to-escape-sandbox allow-top-navigation-by-user-activation"
+
+
+def story_from_url(paper: Paper, url: str) -> Piece | None:
+    """The on-air piece a story page address names, or None.
+
+    Accepted: `http` or `https`, the request's own host (port included, case-insensitive), the
+    path `/stories/<slug or id>` with an optional trailing slash; a query or fragment is ignored.
+    Any other address (another host, another path, a draft, an unknown piece) is None.
+    """
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:  # e.g. an unbalanced '[' in the host part
+        return None
+    if parts.scheme.lower() not in ("http", "https") or parts.netloc.lower() != request.host.lower():
+        return None
+    match = STORY_PATH.fullmatch(parts.path)
+    if match is None:
+        return None
+    return stories.find(paper, unquote(match.group(1)))
+
+
+def picture(piece: Piece) -> str:
+    """The card's picture: the piece's own art when it is an https URL (or on this host), else
+    its share card. Plain-http art elsewhere would be mixed content and is refused by the card's
+    `img-src 'self' https: data:` policy, so it is never used."""
+    image = (piece.image or "").strip()
+    if image.startswith("https://") or image.startswith(urls.absolute("/")):
+        return image
+    return urls.share_card(piece.slug)
+
+
+def natural_height(piece: Piece, width: int) -> int:
+    """Pixels the card needs at `width` to show its picture, up to three lines of headline, the
+    byline and the whole disclosure (estimated from text lengths and the card's type sizes)."""
+    text_width = width - 32
+    picture_height = round(width * SHARE_CARD_SIZE[1] / SHARE_CARD_SIZE[0])
+    headline_lines = min(3, max(1, math.ceil(len(piece.headline) * 10.5 / text_width)))
+    disclosure_lines = math.ceil(len(disclosure(piece.persona.name)) * 6.6 / text_width)
+    # padding + nameplate + headline + byline + disclosure, each with its line height.
+    return picture_height + 24 + 22 + headline_lines * 25 + 22 + disclosure_lines * 17 + 16
+
+
+def card_size(piece: Piece, maxwidth: int | None, maxheight: int | None) -> tuple[int, int]:
+    """(width, height) of the iframe: width `maxwidth` or 480; height the card's natural height,
+    capped at `maxheight` (the card hides its picture when the frame is too short for it)."""
+    width = maxwidth or DEFAULT_WIDTH
+    height = natural_height(piece, width)
+    if maxheight is not None:
+        height = min(height, maxheight)
+    return width, height
+
+
+def iframe(piece: Piece, width: int, height: int) -> Markup:
+    """The `<iframe>` snippet for a story card: sandboxed (links may open a new tab, nothing
+    else), lazy-loaded, titled with the headline."""
+    return Markup(
+        f'<iframe src="{escape(urls.embed(piece.slug))}" width="{width}" height="{height}" '
+        f'frameborder="0" loading="lazy" title="{escape(piece.headline)}" '
+        f'sandbox="{SANDBOX}"></iframe>'
+    )
+
+
+def player_iframe(edition: Edition) -> Markup:
+    """The `<iframe>` snippet for a video edition's frameable player (`/cast/<day>?embed=1`),
+    16:9 at 640 pixels wide."""
+    return Markup(
+        f'<iframe src="{escape(urls.edition_embed(edition.day))}" width="640" height="360" '
+        f'frameborder="0" loading="lazy" allowfullscreen title="{escape(edition.title)}"></iframe>'
+    )
+
+
+def oembed_record(piece: Piece, paper: Paper, maxwidth: int | None, maxheight: int | None) -> dict:
+    """The oEmbed 1.0 rich record for `piece` (shape: schemas.embed.OEmbedOut)."""
+    width, height = card_size(piece, maxwidth, maxheight)
+    return {
+        "type": "rich",
+        "version": "1.0",
+        "title": piece.headline,
+        "author_name": piece.persona.name,
+        "author_url": masthead_entry(piece.persona.slug),
+        "provider_name": paper.nameplate,
+        "provider_url": urls.home(),
+        "html": str(iframe(piece, width, height)),
+        "width": width,
+        "height": height,
+        # The share card, not the piece's own art: its size is known, and oEmbed requires
+        # thumbnail_width and thumbnail_height beside thumbnail_url.
+        "thumbnail_url": urls.share_card(piece.slug),
+        "thumbnail_width": SHARE_CARD_SIZE[0],
+        "thumbnail_height": SHARE_CARD_SIZE[1],
+        "cache_age": CACHE_AGE,
+    }
+
+
+def masthead_entry(persona_slug: str) -> str:
+    """The persona's entry on the masthead page (`/masthead#<slug>`)."""
+    return urls.absolute(f"/masthead#{persona_slug}")
+
+
+def oembed_url(story_url: str) -> str:
+    """The oEmbed endpoint address for a story page (the pages' discovery `<link>`)."""
+    return urls.absolute("/oembed?" + urlencode({"url": story_url, "format": "json"}))

@@ -1,0 +1,232 @@
+"""The reader's feeds of a paper: RSS 2.0, the podcast of video editions and llms.txt.
+
+Issue #5 item 2; spec rule 6 of "What the service does" and rule 5 (every byline is a declared
+AI persona, and the disclosure is never removed). Feeds are built with feedgen (lxml underneath,
+so every untrusted string is escaped by the serialiser, after `xml_safe` drops the characters XML
+cannot carry). Each builder issues a constant number of statements whatever the number of rows.
+Sitemaps live in `services/sitemaps.py`.
+"""
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from feedgen.feed import FeedGenerator
+from markupsafe import escape
+from sqlalchemy import select
+from sqlalchemy.orm import selectinload
+
+from extensions import db
+from models import Edition, Paper, Piece, Section
+from schemas.story import disclosure
+from services import prose, stories, urls
+
+RSS_ITEMS = 50
+LLMS_LATEST = 20
+DEFAULT_LANGUAGE = "en"
+# XML 1.0 forbids these code points even as character references (lxml raises on them).
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
+_SPACE = re.compile(r"\s+")
+
+
+def xml_safe(text: str | None) -> str:
+    """`text` without the characters XML 1.0 cannot carry ('' for None)."""
+    return _NOT_XML.sub("", text or "")
+
+
+def one_line(text: str | None) -> str:
+    """`text` made XML-safe with every run of whitespace (newlines too) collapsed to a space."""
+    return _SPACE.sub(" ", xml_safe(text)).strip()
+
+
+def paper_language(paper: Paper) -> str:
+    """The paper's language tag (config `language`, default `en`), for RSS and Google News."""
+    language = (paper.config or {}).get("language") if isinstance(paper.config, dict) else None
+    return one_line(language) or DEFAULT_LANGUAGE
+
+
+def persona_label(name: str) -> str:
+    """A byline with its AI-persona disclosure kept: 'Ada Quill (AI persona)'."""
+    return f"{name} (AI persona)"
+
+
+# --- prose -> HTML --------------------------------------------------------------------------
+
+def render_prose(piece: Piece, story_url: str) -> str:
+    """A piece's prose as HTML (services/prose: each `[^N]` a visible footnote link) followed
+    by its cited facts as the numbered `fact-N` list. In-page links (`#fact-N`, `#ref-N`) are
+    made absolute on `story_url`: a feed reader resolves a bare fragment against the feed.
+    Needs `piece.cited_facts` loaded."""
+    rendered = prose.render(piece.prose, {fact.n for fact in piece.cited_facts})
+    facts = prose.render_facts(piece.cited_facts, rendered.referenced)
+    html = str(rendered.html)
+    if facts:
+        html += f'<section class="cited-facts"><h2>Cited facts</h2>{facts}</section>'
+    return html.replace('href="#', f'href="{escape(story_url)}#')
+
+
+def _prose_html(piece: Piece, story_url: str) -> str:
+    byline = persona_label(piece.persona.name)
+    head = (f'<p class="byline">By {escape(byline)}. '
+            f"<em>{escape(disclosure(piece.persona.name))}</em></p>")
+    return xml_safe(head + render_prose(piece, story_url))
+
+
+# --- RSS ------------------------------------------------------------------------------------
+
+def latest_pieces(paper: Paper, limit: int) -> list[Piece]:
+    """The `limit` newest pieces on air with section, persona (joined) and cited facts
+    (one SELECT ... IN): two statements."""
+    query = stories.rows_query(paper).options(selectinload(Piece.cited_facts)).limit(limit)
+    return list(db.session.scalars(query))
+
+
+def _channel(paper: Paper, *, title: str, self_path: str, built: datetime) -> FeedGenerator:
+    fg = FeedGenerator()
+    fg.title(one_line(title))
+    # feedgen takes the channel <link> from the last link given: self first, then home.
+    fg.link(href=urls.absolute(self_path), rel="self", type="application/rss+xml")
+    fg.link(href=urls.home(), rel="alternate")
+    fg.description(one_line(paper.motto) or one_line(paper.description) or one_line(paper.nameplate))
+    fg.language(paper_language(paper))
+    fg.lastBuildDate(built)
+    fg.generator("Paper Desk")
+    return fg
+
+
+def build_rss(paper: Paper) -> bytes:
+    """`/rss.xml`: RSS 2.0 of the 50 newest pieces on air, newest first. Each item has title,
+    link and permalink guid (the story page), pubDate (on_air_at), description (the dek),
+    content:encoded (byline with disclosure, prose with `[^N]` markers, cited facts),
+    category (section) and dc:creator ('Name (AI persona)'). Three statements."""
+    pieces = latest_pieces(paper, RSS_ITEMS)
+    built = max((p.updated_at for p in pieces), default=paper.created_at)
+    fg = _channel(paper, title=paper.nameplate, self_path="/rss.xml", built=built)
+    fg.load_extension("dc", atom=False, rss=True)
+    for piece in pieces:
+        url = urls.story_page(piece.slug)
+        entry = fg.add_entry(order="append")
+        entry.title(one_line(piece.headline))
+        entry.link(href=url)
+        entry.guid(url, permalink=True)
+        entry.pubDate(piece.on_air_at)
+        entry.description(one_line(piece.dek) or one_line(piece.headline))
+        entry.content(_prose_html(piece, url))
+        entry.category(term=one_line(piece.section.name))
+        # RSS <author> must be an e-mail address; personas have none, so dc:creator carries it.
+        entry.dc.dc_creator(one_line(persona_label(piece.persona.name)))
+    return fg.rss_str(pretty=False)
+
+
+# --- podcast --------------------------------------------------------------------------------
+
+def _duration(seconds: int) -> str:
+    hours, rest = divmod(max(0, int(seconds or 0)), 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def _artwork(url: str | None) -> str | None:
+    # iTunes takes only .jpg or .png artwork (feedgen enforces it on items).
+    return url if url and url.lower().endswith((".jpg", ".png")) else None
+
+
+def owner_email(paper: Paper, host: str) -> str:
+    """The podcast owner's address: config `contact_email`, else `desk@<host>`."""
+    config = paper.config if isinstance(paper.config, dict) else {}
+    return one_line(config.get("contact_email")) or f"desk@{host}"
+
+
+def build_podcast(paper: Paper, host: str) -> bytes:
+    """`/podcast.xml`: every video edition, newest day first, as an RSS item with an enclosure
+    (url, length in bytes, MIME type) and iTunes tags (author, summary, image, explicit no,
+    duration); the channel carries itunes:author, summary, image, category News and owner.
+    One statement."""
+    editions = list(db.session.scalars(
+        select(Edition).where(Edition.paper_id == paper.id)
+        .order_by(Edition.day.desc(), Edition.id.desc())
+    ))
+    built = max((e.published_at for e in editions), default=paper.created_at)
+    name = one_line(paper.nameplate)
+    summary = one_line(paper.description) or one_line(paper.motto) or name
+    fg = _channel(paper, title=f"{paper.nameplate}: the cast", self_path="/podcast.xml", built=built)
+    fg.load_extension("podcast", atom=False, rss=True)
+    fg.podcast.itunes_author(name)
+    fg.podcast.itunes_summary(summary)
+    config = paper.config if isinstance(paper.config, dict) else {}
+    artwork = _artwork(config.get("podcast_image")) or next(
+        (a for a in (_artwork(e.poster_url) for e in editions) if a), None)
+    if artwork:
+        fg.podcast.itunes_image(artwork)
+    fg.podcast.itunes_explicit("no")
+    fg.podcast.itunes_category({"cat": "News"})
+    fg.podcast.itunes_owner(name=name, email=owner_email(paper, host))
+    for edition in editions:
+        page = urls.edition_page(edition.day)
+        entry = fg.add_entry(order="append")
+        entry.title(one_line(edition.title))
+        entry.link(href=page)
+        entry.guid(page, permalink=True)
+        entry.pubDate(edition.published_at)
+        entry.description(one_line(edition.summary) or one_line(edition.title))
+        entry.enclosure(xml_safe(edition.video_url), str(max(0, edition.length_bytes or 0)),
+                        one_line(edition.mime_type) or "video/mp4")
+        entry.podcast.itunes_author(name)
+        entry.podcast.itunes_summary(one_line(edition.summary) or one_line(edition.title))
+        if _artwork(edition.poster_url):
+            entry.podcast.itunes_image(edition.poster_url)
+        entry.podcast.itunes_duration(_duration(edition.duration_seconds))
+        entry.podcast.itunes_explicit("no")
+    return fg.rss_str(pretty=False)
+
+
+# --- llms.txt -------------------------------------------------------------------------------
+
+def _link_text(text: str) -> str:
+    # llmstxt.org links are `[title](url)`: a bracket in a headline would end the title early.
+    return one_line(text).replace("[", "(").replace("]", ")")
+
+
+def _link(title: str, url: str, note: str = "") -> str:
+    note = one_line(note)
+    return f"- [{_link_text(title)}]({url})" + (f": {note}" if note else "")
+
+
+def build_llms_txt(paper: Paper, *, signature_note: str) -> str:
+    """`/llms.txt` in the llmstxt.org format: `# nameplate`, a `> summary` blockquote, a
+    paragraph with the AI-persona disclosure and `signature_note`, then link sections `## API`,
+    `## Feeds`, `## Latest` (20 newest pieces on air: `- [headline](url): dek`) and
+    `## Optional` (masthead, sections). Two statements."""
+    name = one_line(paper.nameplate)
+    summary = one_line(paper.motto) or one_line(paper.description) or f"{name}, a news paper published as data."
+    about = " ".join(filter(None, [
+        one_line(paper.description) if one_line(paper.description) != summary else "",
+        f"Every byline on {name} is a declared AI persona: pieces are written by AI systems, "
+        "not by human reporters, and wherever a byline is shown its AI-persona disclosure must "
+        "be shown too and never removed.",
+        "Prose carries `[^N]` markers that point at numbered cited facts; render them as "
+        "footnotes and never strip them.",
+        one_line(signature_note),
+    ]))
+    pieces = list(db.session.scalars(stories.rows_query(paper).limit(LLMS_LATEST)))
+    sections = db.session.execute(
+        select(Section.name, Section.slug, Section.description)
+        .where(Section.paper_id == paper.id, Section.active.is_(True))
+        .order_by(Section.position, Section.id)
+    ).all()
+    lines = [f"# {name}", "", f"> {summary}", "", about, "", "## API", "",
+             _link("API index", urls.api(), "every endpoint and feed of this paper as absolute URLs"),
+             _link("OpenAPI document", urls.api("/openapi.json"), "this API as OpenAPI 3.1"),
+             _link("API guide", urls.absolute("/api"), "the playground: try each public endpoint "
+                   "and build embed snippets"),
+             "", "## Feeds", "",
+             _link("RSS", urls.absolute("/rss.xml"), "the 50 newest pieces with full prose and cited facts"),
+             _link("Podcast", urls.absolute("/podcast.xml"), "the video editions, with enclosures"),
+             _link("Front page JSON", urls.absolute("/front.json"), "the same document as /api/v1/front"),
+             _link("Sitemap", urls.absolute("/sitemap.xml"), "home, sections, back issues and every piece on air"),
+             "", "## Latest", ""]
+    lines += [_link(p.headline, urls.story_page(p.slug), p.dek) for p in pieces]
+    lines += ["", "## Optional", "",
+              _link("Masthead", urls.api("/masthead"), "the desk's AI personas, each declared as such")]
+    lines += [_link(f"Section: {section_name}", urls.section_page(slug), description)
+              for section_name, slug, description in sections]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,139 @@
+"""The front document, the cast and the masthead (spec "Endpoints": `/front`, `/cast`,
+`/masthead`; spec rule 6: `/front.json` serves the same document as `/api/v1/front`).
+
+Every function issues a fixed number of SQL statements, whatever the number of sections,
+pieces, editions or personas. They read `flask.request` (through services/urls) for absolute
+URLs, so call them inside a request.
+"""
+from __future__ import annotations
+
+from sqlalchemy import and_, distinct, func, select, union_all
+from sqlalchemy.orm import joinedload
+
+from extensions import db
+from models import Edition, Paper, Persona, Piece, Section
+from schemas.front import FrontOut
+from services import urls
+
+RAIL_SIZE = 6
+# Config keys never shown publicly: private by convention (leading `_`) or by what they name.
+_SECRET_WORDS = ("secret", "token", "password", "private", "credential", "api_key")
+
+
+def public_config(paper: Paper) -> dict:
+    """The paper's config without private keys: top-level keys that start with `_` or whose
+    lower-cased name contains secret, token, password, private, credential or api_key."""
+    config = paper.config if isinstance(paper.config, dict) else {}
+    return {
+        key: value for key, value in config.items()
+        if not key.startswith("_") and not any(word in key.lower() for word in _SECRET_WORDS)
+    }
+
+
+def active_sections(paper: Paper) -> list[Section]:
+    """The paper's active sections in its own order (position, then id)."""
+    return list(db.session.scalars(
+        select(Section).where(Section.paper_id == paper.id, Section.active.is_(True))
+        .order_by(Section.position, Section.id)
+    ))
+
+
+def rail_pieces(paper: Paper, sections: list[Section], size: int = RAIL_SIZE) -> dict[int, list[Piece]]:
+    """Up to `size` newest pieces on air per section, newest first: `{section_id: [Piece]}`,
+    section and persona loaded. One statement: a UNION ALL of per-section `LIMIT size`
+    subqueries, each an index range scan on ix_pieces_section_air, so its cost follows the rail
+    size, not the archive's (a window function would rank every piece on air)."""
+    rails: dict[int, list[Piece]] = {section.id: [] for section in sections}
+    if not sections:
+        return rails
+    parts = []
+    for section in sections:
+        top = (
+            select(Piece.id)
+            .where(Piece.paper_id == paper.id, Piece.section_id == section.id,
+                   Piece.on_air.is_(True))
+            .order_by(Piece.on_air_at.desc(), Piece.id.desc())
+            .limit(size)
+            .subquery()
+        )
+        # Wrapped as a subquery: SQLite refuses LIMIT inside a bare compound SELECT member.
+        parts.append(select(top.c.id))
+    ids = union_all(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
+    query = (
+        select(Piece)
+        .where(Piece.id.in_(select(ids.c.id)))
+        .options(joinedload(Piece.section), joinedload(Piece.persona))
+        .order_by(Piece.on_air_at.desc(), Piece.id.desc())
+    )
+    for piece in db.session.scalars(query):
+        rails[piece.section_id].append(piece)
+    return rails
+
+
+def newsroom(paper: Paper) -> dict:
+    """Counts about the desk, in one statement of scalar subqueries: active `personas` and
+    `sections`, pieces `on_air`, `days` with pieces on air, `editions`, `latest_on_air_at`
+    (aware UTC or None) and `latest_edition` (date or None)."""
+    on_air = and_(Piece.paper_id == paper.id, Piece.on_air.is_(True))
+    query = select(
+        select(func.count(Persona.id))
+        .where(Persona.paper_id == paper.id, Persona.active.is_(True)).scalar_subquery(),
+        select(func.count(Section.id))
+        .where(Section.paper_id == paper.id, Section.active.is_(True)).scalar_subquery(),
+        select(func.count(Piece.id)).where(on_air).scalar_subquery(),
+        select(func.count(distinct(Piece.on_air_day))).where(on_air).scalar_subquery(),
+        select(func.max(Piece.on_air_at)).where(on_air).scalar_subquery(),
+        select(func.count(Edition.id)).where(Edition.paper_id == paper.id).scalar_subquery(),
+        select(func.max(Edition.day)).where(Edition.paper_id == paper.id).scalar_subquery(),
+    )
+    personas, sections, pieces, days, latest, editions, latest_edition = db.session.execute(query).one()
+    return {"personas": personas, "sections": sections, "on_air": pieces, "days": days,
+            "editions": editions, "latest_on_air_at": latest, "latest_edition": latest_edition}
+
+
+def build_front(paper: Paper) -> dict:
+    """The front document, JSON-ready (times already RFC 3339 text): `{"paper": {slug,
+    nameplate, motto, description, home, config}, "newsroom": {...}, "rails": [{section, slug,
+    url, stories: [story rows]}]}`, one rail per active section in section order, at most six
+    newest pieces on air each. Served by `GET /api/v1/front` and `/front.json` alike.
+    Three SQL statements whatever the paper's size."""
+    sections = active_sections(paper)
+    rails = rail_pieces(paper, sections)
+    document = {
+        "paper": {
+            "slug": paper.slug,
+            "nameplate": paper.nameplate,
+            "motto": paper.motto or "",
+            "description": paper.description or "",
+            "home": urls.home(),
+            "config": public_config(paper),
+        },
+        "newsroom": newsroom(paper),
+        "rails": [{"section": s.name, "slug": s.slug, "stories": rails[s.id]} for s in sections],
+    }
+    return FrontOut().dump(document)
+
+
+def list_editions(paper: Paper) -> list[Edition]:
+    """The paper's video editions, newest day first (one per day by constraint)."""
+    return list(db.session.scalars(
+        select(Edition).where(Edition.paper_id == paper.id).order_by(Edition.day.desc())
+    ))
+
+
+def list_masthead(paper: Paper) -> list[dict]:
+    """Active personas in masthead order (position, then id), each `{"name", "slug", "title",
+    "beat", "bio", "pieces"}` where pieces counts their pieces on air. One aggregate query."""
+    count = func.count(Piece.id)
+    query = (
+        select(Persona.name, Persona.slug, Persona.title, Persona.beat, Persona.bio,
+               count.label("pieces"))
+        .outerjoin(Piece, and_(Piece.persona_id == Persona.id, Piece.on_air.is_(True)))
+        .where(Persona.paper_id == paper.id, Persona.active.is_(True))
+        .group_by(Persona.id, Persona.name, Persona.slug, Persona.title, Persona.beat,
+                  Persona.bio, Persona.position)
+        .order_by(Persona.position, Persona.id)
+    )
+    return [{"name": name, "slug": slug, "title": title or "", "beat": beat or "",
+             "bio": bio or "", "pieces": pieces}
+            for name, slug, title, beat, bio, pieces in db.session.execute(query)]

@@ -1,0 +1,192 @@
+"""Pictures the paper draws itself: persona avatars (SVG) and story share cards (PNG).
+
+Both are deterministic: the same persona or piece always gives the same bytes, so their URLs
+are stable and cache well. Share cards are rendered with Pillow once per piece revision and
+kept on disk under `{instance_path}/cards/`.
+"""
+from __future__ import annotations
+
+import colorsys
+import hashlib
+import io
+import os
+import tempfile
+from pathlib import Path
+from xml.sax.saxutils import escape, quoteattr
+
+from PIL import Image, ImageDraw, ImageFont
+from sqlalchemy import select
+from sqlalchemy.orm import joinedload
+
+from extensions import db
+from models import Paper, Persona, Piece
+
+CARD_SIZE = (1200, 630)
+# Bump when the card's drawing changes, so cards rendered by older code are not served.
+CARD_STYLE = "card-v1"
+AVATAR_SIZE = 256
+
+
+def colour_for(text: str, *, lightness: float = 0.36, saturation: float = 0.55) -> str:
+    """A stable `#rrggbb` colour for `text`: its hue comes from the SHA-256 of the text; the
+    default lightness keeps white lettering readable on it."""
+    hue = int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16) % 360 / 360
+    red, green, blue = colorsys.hls_to_rgb(hue, lightness, saturation)
+    return "#{:02x}{:02x}{:02x}".format(round(red * 255), round(green * 255), round(blue * 255))
+
+
+def initials(name: str) -> str:
+    """'Ada Quill' -> 'AQ', 'Rex' -> 'R', 'Jean-Luc de la Mer' -> 'JM'; '?' for a blank name."""
+    words = [w for w in name.replace("-", " ").split() if w[0].isalnum()]
+    if not words:
+        return "?"
+    letters = words[0][0] + (words[-1][0] if len(words) > 1 else "")
+    return letters.upper()
+
+
+# --- avatars ------------------------------------------------------------------------------
+
+def find_persona(paper: Paper, slug: str) -> Persona | None:
+    """Any persona of this paper by slug (retired ones too: old bylines still point at their
+    portraits), or None."""
+    if not slug or len(slug) > 120:
+        return None
+    return db.session.scalar(select(Persona).where(Persona.paper_id == paper.id, Persona.slug == slug))
+
+
+def avatar_svg(persona: Persona) -> str:
+    """A square SVG portrait: the persona's initials on a colour derived from its slug, with an
+    `AI` badge (every persona is a declared AI). Text is XML-escaped."""
+    background = colour_for(persona.slug)
+    ring = colour_for(persona.slug, lightness=0.5)
+    label = f"{persona.name}, an AI persona"
+    size, half = AVATAR_SIZE, AVATAR_SIZE // 2
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" '
+        f'viewBox="0 0 {size} {size}" role="img" aria-label={quoteattr(label)}>'
+        f"<title>{escape(label)}</title>"
+        f'<rect width="{size}" height="{size}" fill="{background}"/>'
+        f'<circle cx="{half}" cy="{half}" r="{half - 16}" fill="none" stroke="{ring}" stroke-width="8"/>'
+        f'<text x="{half}" y="{half}" dy="0.35em" text-anchor="middle" '
+        "font-family=\"system-ui, -apple-system, 'Segoe UI', Helvetica, Arial, sans-serif\" "
+        f'font-size="96" font-weight="600" fill="#ffffff">{escape(initials(persona.name))}</text>'
+        f'<rect x="172" y="196" width="64" height="36" rx="8" fill="#ffffff"/>'
+        f'<text x="204" y="214" dy="0.35em" text-anchor="middle" font-family="Helvetica, Arial, '
+        f'sans-serif" font-size="22" font-weight="700" fill="{background}">AI</text>'
+        "</svg>"
+    )
+
+
+# --- share cards --------------------------------------------------------------------------
+
+def find_card_piece(paper: Paper, slug: str) -> Piece | None:
+    """The on-air piece of this paper with this slug (section and persona loaded), or None."""
+    if not slug or len(slug) > 120:
+        return None
+    return db.session.scalar(
+        select(Piece)
+        .where(Piece.paper_id == paper.id, Piece.slug == slug, Piece.on_air.is_(True))
+        .options(joinedload(Piece.section), joinedload(Piece.persona))
+    )
+
+
+def card_key(paper: Paper, piece: Piece) -> str:
+    """The cache key of a piece's card: piece id + its content hash (which covers headline,
+    section and byline) + a digest of what else is drawn (the nameplate) and the card style."""
+    digest = piece.content_hash.removeprefix("sha256:")[:32]
+    extra = hashlib.sha256(f"{CARD_STYLE}|{paper.nameplate}".encode("utf-8")).hexdigest()[:8]
+    return f"{piece.id}-{digest}-{extra}"
+
+
+def card_path(instance_path: str, paper: Paper, piece: Piece) -> Path:
+    """The card's PNG file on disk, rendered (atomically) first if it is not there yet."""
+    folder = Path(instance_path) / "cards"
+    path = folder / f"{card_key(paper, piece)}.png"
+    if not path.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        data = render_card(paper.nameplate, piece.section.name, piece.headline, piece.persona.name)
+        # Write then rename: a concurrent request never reads half a file.
+        handle, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+    return path
+
+
+def _font(size: int) -> ImageFont.FreeTypeFont:
+    return ImageFont.load_default(size=size)
+
+
+def wrap(text: str, font, width: int) -> list[str]:
+    """Greedy word wrap of `text` into lines no wider than `width` pixels; a word wider than a
+    line is broken between characters."""
+    lines: list[str] = []
+    line = ""
+    for word in text.split():
+        candidate = f"{line} {word}" if line else word
+        if font.getlength(candidate) <= width:
+            line = candidate
+            continue
+        if line:
+            lines.append(line)
+        line = ""
+        for char in word:
+            if font.getlength(line + char) > width and line:
+                lines.append(line)
+                line = ""
+            line += char
+    if line:
+        lines.append(line)
+    return lines
+
+
+def clip(text: str, font, width: int) -> str:
+    """`text` on one line no wider than `width` pixels, ending with `…` when cut."""
+    if font.getlength(text) <= width:
+        return text
+    while text and font.getlength(text + "…") > width:
+        text = text[:-1]
+    return text.rstrip() + "…"
+
+
+def _fit_headline(headline: str, width: int, height: int) -> tuple[ImageFont.FreeTypeFont, list[str], int]:
+    """The largest font (72 down to 40 px) at which the headline fits the box; at the smallest,
+    the lines that fit, the last ending with an ellipsis."""
+    for size in range(72, 39, -4):
+        font, leading = _font(size), int(size * 1.2)
+        lines = wrap(headline, font, width)
+        if len(lines) * leading <= height:
+            return font, lines, leading
+    room = max(1, height // leading)
+    kept = lines[:room]
+    if len(lines) > room:
+        kept[-1] = clip(kept[-1] + "…", font, width) if font.getlength(kept[-1] + "…") > width \
+            else kept[-1] + "…"
+    return font, kept, leading
+
+
+def render_card(nameplate: str, section: str, headline: str, byline: str) -> bytes:
+    """A 1200x630 PNG share card: nameplate, section in its colour, the headline wrapped to
+    fit, and the byline marked as an AI persona. Same inputs, same bytes."""
+    width, height = CARD_SIZE
+    accent = colour_for(section)
+    image = Image.new("RGB", CARD_SIZE, "#faf7f0")
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((0, 0, 24, height), fill=accent)
+    margin, text_width = 80, width - 80 - 72
+    draw.text((margin, 52), clip(nameplate, _font(44), text_width), font=_font(44), fill="#1a1a1a")
+    draw.text((margin, 124), clip(section.upper(), _font(30), text_width), font=_font(30), fill=accent)
+    font, lines, leading = _fit_headline(headline, text_width, 520 - 180)
+    for i, line in enumerate(lines):
+        draw.text((margin, 180 + i * leading), line, font=font, fill="#111111")
+    draw.line((margin, 540, width - 72, 540), fill="#d8d2c4", width=2)
+    credit = clip(f"By {byline}, an AI persona", _font(28), text_width)
+    draw.text((margin, 556), credit, font=_font(28), fill="#555555")
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()

@@ -1,0 +1,73 @@
+"""Queries only the reader pages need (blueprints/pages.py); the rest come from services/front.py,
+services/archive.py and services/stories.py. On-air pieces only, always: drafts never reach a
+page. Each function issues one SQL statement whatever the number of rows.
+"""
+from __future__ import annotations
+
+import re
+from datetime import date
+
+from sqlalchemy import func, select
+
+from extensions import db
+from models import Edition, Paper, Piece, Section
+from services import stories
+
+SECTION_PAGE_SIZE = 50
+DAY_PAGE_SIZE = 200
+RELATED_SIZE = 4
+_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
+
+
+def parse_day(text: str) -> date | None:
+    """`YYYY-MM-DD` naming a real calendar day -> date; anything else (`2026-02-30`, `2026-1-1`,
+    `today`) -> None."""
+    if not _DAY.fullmatch(text or ""):
+        return None
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def find_section(paper: Paper, slug: str) -> Section | None:
+    """An active section of this paper by slug, or None."""
+    if not slug or len(slug) > 80 or "\x00" in slug:  # PostgreSQL refuses NUL in text
+        return None
+    return db.session.scalar(select(Section).where(
+        Section.paper_id == paper.id, Section.slug == slug, Section.active.is_(True)))
+
+
+def section_pieces(paper: Paper, section: Section, limit: int = SECTION_PAGE_SIZE) -> list[Piece]:
+    """The `limit` newest pieces on air in `section`, section and persona loaded."""
+    query = stories.rows_query(paper).where(Piece.section_id == section.id).limit(limit)
+    return list(db.session.scalars(query))
+
+
+def related_pieces(paper: Paper, piece: Piece, limit: int = RELATED_SIZE) -> list[Piece]:
+    """Up to `limit` newest other pieces on air in `piece`'s section ("more in this section")."""
+    query = (stories.rows_query(paper)
+             .where(Piece.section_id == piece.section_id, Piece.id != piece.id).limit(limit))
+    return list(db.session.scalars(query))
+
+
+def day_pieces(paper: Paper, day: date, limit: int = DAY_PAGE_SIZE) -> list[Piece]:
+    """Up to `limit` pieces that went on air on UTC `day`, newest first, section and persona
+    loaded (a back issue longer than that shows its newest `limit`)."""
+    query = stories.rows_query(paper).where(Piece.on_air_day == day).limit(limit)
+    return list(db.session.scalars(query))
+
+
+def neighbour_days(paper: Paper, day: date) -> tuple[date | None, date | None]:
+    """(the latest day before `day`, the earliest day after it) with pieces on air; None where
+    there is none. One statement of two scalar subqueries on the indexed `on_air_day`."""
+    aired = (Piece.paper_id == paper.id) & Piece.on_air.is_(True)
+    before = select(func.max(Piece.on_air_day)).where(aired, Piece.on_air_day < day)
+    after = select(func.min(Piece.on_air_day)).where(aired, Piece.on_air_day > day)
+    row = db.session.execute(select(before.scalar_subquery(), after.scalar_subquery())).one()
+    return row[0], row[1]
+
+
+def find_edition(paper: Paper, day: date) -> Edition | None:
+    """The video edition of UTC `day`, or None."""
+    return db.session.scalar(select(Edition).where(Edition.paper_id == paper.id, Edition.day == day))

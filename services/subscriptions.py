@@ -1,0 +1,234 @@
+"""The subscriber list: double opt-in, confirm and unsubscribe tokens, the admin batch, counts
+(spec "States and transitions", "Subscriber fields"; CONTRACT.md "subscribe"; docs/ALERTS.md).
+
+Tokens are itsdangerous signatures of `[paper id, subscriber id, email]` with one salt per
+purpose. Confirm tokens expire after 7 days; unsubscribe tokens never do (an old alert's link
+must keep working). The confirm email goes out during the request, at most one per address
+per CONFIRM_INTERVAL.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from flask import current_app, render_template
+from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from extensions import db
+from models import Paper, Section, Subscriber
+from services import mail, urls, webhooks
+
+log = logging.getLogger("paperdesk.subscriptions")
+
+CONFIRM_MAX_AGE = 7 * 24 * 3600
+CONFIRM_INTERVAL = timedelta(minutes=10)
+SALTS = {"confirm": "paperdesk.subscriber.confirm", "unsubscribe": "paperdesk.subscriber.unsubscribe"}
+
+
+class SectionsError(ValueError):
+    """Section names that are not active sections of the paper; `.names` lists them."""
+
+    def __init__(self, names: list[str]):
+        super().__init__(f"Unknown section(s): {', '.join(names)}")
+        self.names = names
+
+
+@dataclass
+class Preferences:
+    cadence: str = "daily"
+    sections: list[str] | None = None
+    cast: bool = True
+
+
+def active_sections(paper: Paper) -> list[str]:
+    """The paper's active section names, in the paper's order."""
+    return list(db.session.scalars(select(Section.name).where(
+        Section.paper_id == paper.id, Section.active.is_(True)).order_by(Section.position, Section.id)))
+
+
+def check_sections(paper: Paper, names: list[str] | None) -> list[str] | None:
+    """Return `names` de-duplicated in the paper's order (None stays None: every section).
+    Raises SectionsError for names that are not active sections of the paper."""
+    if names is None:
+        return None
+    known = active_sections(paper)
+    unknown = [n for n in dict.fromkeys(names) if n not in known]
+    if unknown:
+        raise SectionsError(unknown)
+    return [n for n in known if n in set(names)]
+
+
+# --- tokens -------------------------------------------------------------------------------
+
+def _serializer(purpose: str) -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt=SALTS[purpose])
+
+
+def make_token(purpose: str, subscriber: Subscriber) -> str:
+    """A signed token for `purpose` ('confirm' or 'unsubscribe') naming this subscriber."""
+    return _serializer(purpose).dumps([subscriber.paper_id, subscriber.id, subscriber.email])
+
+
+def read_token(purpose: str, token: str, paper: Paper) -> Subscriber | None:
+    """The subscriber a token names on `paper`, or None when the token is bad, expired (confirm:
+    7 days), for another paper, or older than the row's last unsubscribe."""
+    try:
+        payload, signed_at = _serializer(purpose).loads(
+            token or "", max_age=CONFIRM_MAX_AGE if purpose == "confirm" else None,
+            return_timestamp=True)
+        paper_id, subscriber_id, email = payload
+    except (BadSignature, SignatureExpired, ValueError, TypeError):
+        return None
+    if paper_id != paper.id:
+        return None
+    row = db.session.get(Subscriber, subscriber_id)
+    if row is None or row.paper_id != paper.id or row.email != email:
+        return None
+    if purpose == "confirm" and row.unsubscribed_at is not None and signed_at <= row.unsubscribed_at:
+        return None
+    return row
+
+
+def confirm_url(subscriber: Subscriber) -> str:
+    return urls.absolute(f"/subscribe/confirm?token={make_token('confirm', subscriber)}")
+
+
+def unsubscribe_url(subscriber: Subscriber) -> str:
+    return urls.absolute(f"/subscribe/unsubscribe?token={make_token('unsubscribe', subscriber)}")
+
+
+def sender_address(paper: Paper) -> str:
+    """`alerts@<the paper's host>` (the request's host name, without a port)."""
+    from tenancy import host_name
+    from flask import request
+
+    host = host_name(request.host).strip("[]")
+    return f"alerts@{host if '.' in host else host + '.localdomain'}"
+
+
+def list_id(paper: Paper) -> str:
+    """RFC 2919 List-Id: `The Demo Times alerts <alerts.demo.<host>>`."""
+    return f"{paper.nameplate} alerts <alerts.{paper.slug}.{sender_address(paper).split('@', 1)[1]}>"
+
+
+# --- subscribing ---------------------------------------------------------------------------
+
+def _upsert(paper: Paper, email: str, prefs: Preferences, now: datetime, *, admin: bool) -> Subscriber:
+    row = db.session.scalar(select(Subscriber).where(Subscriber.paper_id == paper.id, Subscriber.email == email))
+    if row is None:
+        try:
+            with db.session.begin_nested():
+                row = Subscriber(paper_id=paper.id, email=email, cadence=prefs.cadence,
+                                 sections=prefs.sections, cast=prefs.cast, created_at=now)
+                db.session.add(row)
+            return row
+        except IntegrityError:  # the same address posted twice at once: use the winner's row
+            row = db.session.scalar(select(Subscriber).where(
+                Subscriber.paper_id == paper.id, Subscriber.email == email))
+    if row.unsubscribed_at is not None:
+        row.unsubscribed_at, row.confirmed_at, row.confirm_sent_at = None, None, None
+    # A stranger may not change a confirmed reader's choices; the admin (the paper) may.
+    if row.confirmed_at is None or admin:
+        row.cadence, row.sections, row.cast = prefs.cadence, prefs.sections, prefs.cast
+    return row
+
+
+def subscribe(paper: Paper, email: str, prefs: Preferences, now: datetime) -> Subscriber:
+    """Public subscribe: add or refresh an unconfirmed row and send the confirm email (unless
+    one went out in the last 10 minutes, or the address is already confirmed). Commits.
+    Mail failures are logged, never raised: the answer must not depend on the address."""
+    row = _upsert(paper, email, prefs, now, admin=False)
+    db.session.commit()
+    send_confirmation(paper, row, now)
+    return row
+
+
+def subscribe_batch(paper: Paper, emails: list[str], prefs: Preferences, now: datetime,
+                    webhook: str | None = None) -> list[tuple[Subscriber, str | None]]:
+    """Admin subscribe: each address gets a row (joining only on its click) and a confirm
+    email; with `webhook`, each row gets that URL and its own fresh secret. Commits.
+    Returns (row, secret or None) per distinct address, in the given order."""
+    result = []
+    for email in dict.fromkeys(emails):
+        row = _upsert(paper, email, prefs, now, admin=True)
+        secret = None
+        if webhook:
+            secret = webhooks.new_secret()
+            row.webhook_url, row.webhook_secret = webhook, secret
+        result.append((row, secret))
+    db.session.commit()
+    for row, _ in result:
+        send_confirmation(paper, row, now)
+    return result
+
+
+def send_confirmation(paper: Paper, row: Subscriber, now: datetime) -> bool:
+    """Send the confirm email now unless the row is confirmed or one was sent within
+    CONFIRM_INTERVAL. Records `confirm_sent_at` only on success. Returns True when sent."""
+    if row.confirmed_at is not None:
+        return False
+    if row.confirm_sent_at is not None and now - row.confirm_sent_at < CONFIRM_INTERVAL:
+        return False
+    link = confirm_url(row)
+    context = {"paper": paper, "link": link, "subscriber": row, "home": urls.home()}
+    message = mail.compose(
+        from_name=paper.nameplate, from_addr=sender_address(paper), to=row.email,
+        subject=f"Confirm your {paper.nameplate} alerts", now=now, list_id=list_id(paper),
+        text=render_template("mail/confirm.txt", **context),
+        html=render_template("mail/confirm.html", **context))
+    try:
+        with mail.open_mailer(current_app.config) as mailer:
+            mailer.send(message)
+    except (mail.MailError, ValueError) as exc:
+        log.warning("confirm email to subscriber %s failed: %s", row.id, exc)
+        return False
+    row.confirm_sent_at = now
+    db.session.commit()
+    return True
+
+
+def confirm(row: Subscriber, now: datetime) -> Subscriber:
+    """Confirm the address (idempotent: the first confirmation time stays). Commits."""
+    if row.confirmed_at is None:
+        row.confirmed_at, row.unsubscribed_at = now, None
+        db.session.commit()
+    return row
+
+
+def unsubscribe(row: Subscriber, now: datetime) -> Subscriber:
+    """Take the address off the list (idempotent). Alerts not yet sent to it are dropped by
+    the sender. Commits."""
+    if row.unsubscribed_at is None:
+        row.unsubscribed_at, row.confirmed_at = now, None
+        db.session.commit()
+    return row
+
+
+# --- reading -------------------------------------------------------------------------------
+
+def counts(paper: Paper) -> dict:
+    """`{count, confirmed}`: addresses on the list (not unsubscribed), and the confirmed ones.
+    One aggregate query."""
+    count, confirmed = db.session.execute(
+        select(func.count(Subscriber.id), func.count(Subscriber.confirmed_at))
+        .where(Subscriber.paper_id == paper.id, Subscriber.unsubscribed_at.is_(None))).one()
+    return {"count": count, "confirmed": confirmed}
+
+
+def rows(paper: Paper) -> list[dict]:
+    """Admin rows (spec "Subscriber row"), oldest first; `webhook` and `webhook_secret` only on
+    rows with a webhook. Two queries whatever the number of rows."""
+    every = active_sections(paper)
+    out = []
+    for row in db.session.scalars(select(Subscriber).where(
+            Subscriber.paper_id == paper.id, Subscriber.unsubscribed_at.is_(None)).order_by(Subscriber.id)):
+        item = {"email": row.email, "confirmed_at": row.confirmed_at, "cadence": row.cadence,
+                "sections": row.sections if row.sections is not None else every, "cast": row.cast,
+                "last_sent_at": row.last_sent_at}
+        if row.webhook_url:
+            item["webhook"], item["webhook_secret"] = row.webhook_url, row.webhook_secret
+        out.append(item)
+    return out

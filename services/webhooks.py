@@ -1,0 +1,225 @@
+"""Signed webhook deliveries through an outbox (CONTRACT.md "webhooks"; docs/ALERTS.md).
+
+A delivery is a JSON POST `{id, type, created_at, data}` with `X-Desk-Event`,
+`X-Desk-Delivery` and `X-Desk-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
+Only a 2xx answer counts; redirects are not followed; each attempt has a bounded timeout.
+Targets are checked when the URL is given and again at each attempt, against the addresses
+the name resolves to *then*, and the connection goes to the checked address (no DNS rebinding).
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import ipaddress
+import json
+import secrets
+import socket
+import ssl
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+from sqlalchemy import func, select
+
+from clock import rfc3339
+from extensions import db
+from models import Subscriber, WebhookDelivery
+
+TIMEOUT_SECONDS = 5.0
+MAX_ATTEMPTS = 8
+BASE_BACKOFF = timedelta(minutes=1)
+MAX_BACKOFF = timedelta(hours=6)
+USER_AGENT = "PaperDesk-Webhooks/1"
+
+
+class WebhookTargetError(ValueError):
+    """The URL is not an acceptable webhook target (scheme, host or resolved address)."""
+
+
+def new_secret() -> str:
+    """A fresh webhook secret: `whsec_` + 32 random bytes, URL-safe."""
+    return "whsec_" + secrets.token_urlsafe(32)
+
+
+def sign(secret: str, timestamp: int, body: bytes) -> str:
+    """The `X-Desk-Signature` value for `body` sent at `timestamp` (unix seconds)."""
+    mac = hmac.new(secret.encode("utf-8"), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return f"t={timestamp},v1={mac.hexdigest()}"
+
+
+def verify(secret: str, header: str, body: bytes, now: int, tolerance: int = 300) -> bool:
+    """The receiver's check (the recipe in docs/ALERTS.md): a `v1` matching the HMAC of
+    "<t>.<body>" and `t` within `tolerance` seconds of `now`."""
+    parts = dict(item.split("=", 1) for item in header.split(",") if "=" in item)
+    try:
+        timestamp = int(parts["t"])
+    except (KeyError, ValueError):
+        return False
+    if abs(now - timestamp) > tolerance:
+        return False
+    expected = sign(secret, timestamp, body).split("v1=", 1)[1]
+    return hmac.compare_digest(expected, parts.get("v1", ""))
+
+
+def _refused(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    return (ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_multicast
+            or ip.is_reserved or ip.is_unspecified)
+
+
+def check_url(url: str, *, allow_private: bool, resolve: bool = True) -> list[str]:
+    """Check a webhook URL; return the addresses it may be delivered to.
+
+    https only, unless `allow_private` (then http too). With `resolve`, every address the
+    host resolves to must be public unless `allow_private`. Raises WebhookTargetError.
+    """
+    parts = urlsplit(url)
+    schemes = ("https", "http") if allow_private else ("https",)
+    if parts.scheme not in schemes:
+        raise WebhookTargetError("The webhook URL must use https.")
+    if not parts.hostname or parts.username or parts.password:
+        raise WebhookTargetError("The webhook URL needs a host and no credentials.")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        raise WebhookTargetError("The webhook URL has a bad port.") from exc
+    if not resolve:
+        return []
+    try:
+        infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise WebhookTargetError("The webhook host does not resolve.") from exc
+    addresses = list(dict.fromkeys(info[4][0] for info in infos))
+    if not allow_private and any(_refused(a) for a in addresses):
+        raise WebhookTargetError("The webhook host resolves to a loopback, private or link-local address.")
+    return addresses
+
+
+class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+    """HTTPS to a pre-checked address, with SNI and certificate checks for the URL's host."""
+
+    def __init__(self, host, address, **kwargs):
+        super().__init__(host, **kwargs)
+        self._address = address
+
+    def connect(self):
+        sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+
+
+class _PinnedHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, host, address, **kwargs):
+        super().__init__(host, **kwargs)
+        self._address = address
+
+    def connect(self):
+        self.sock = socket.create_connection((self._address, self.port), self.timeout)
+
+
+@dataclass
+class Attempt:
+    ok: bool
+    status: int | None
+    error: str | None
+
+
+def post(url: str, body: bytes, headers: dict, *, allow_private: bool,
+         timeout: float = TIMEOUT_SECONDS) -> Attempt:
+    """One POST attempt. Never follows a redirect (a 3xx is a failure); never raises for
+    network trouble or a refused target: the outcome is in the returned Attempt."""
+    try:
+        addresses = check_url(url, allow_private=allow_private)
+    except WebhookTargetError as exc:
+        return Attempt(False, None, str(exc))
+    parts = urlsplit(url)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    kind = _PinnedHTTPSConnection if parts.scheme == "https" else _PinnedHTTPConnection
+    extra = {"context": ssl.create_default_context()} if parts.scheme == "https" else {}
+    conn = kind(parts.hostname, addresses[0], port=parts.port, timeout=timeout, **extra)
+    try:
+        conn.request("POST", path, body=body, headers={
+            **headers, "Content-Type": "application/json", "User-Agent": USER_AGENT})
+        response = conn.getresponse()
+        response.read(65536)
+        status = response.status
+    except (OSError, http.client.HTTPException) as exc:
+        return Attempt(False, None, f"{type(exc).__name__}: {exc}"[:500])
+    finally:
+        conn.close()
+    return Attempt(200 <= status < 300, status, None if 200 <= status < 300 else f"HTTP {status}")
+
+
+def enqueue(subscriber: Subscriber, event: str, data: dict, now: datetime,
+            alert_id: int | None = None) -> WebhookDelivery:
+    """Add a delivery of `data` to the outbox (flushes; the caller commits)."""
+    delivery_id = "dlv_" + secrets.token_hex(12)
+    body = json.dumps({"id": delivery_id, "type": event, "created_at": rfc3339(now), "data": data},
+                      separators=(",", ":"), ensure_ascii=False)
+    row = WebhookDelivery(delivery_id=delivery_id, subscriber_id=subscriber.id, alert_id=alert_id,
+                          event=event, url=subscriber.webhook_url, body=body, created_at=now,
+                          attempts=0, next_attempt_at=now)
+    db.session.add(row)
+    db.session.flush()
+    return row
+
+
+def backoff(attempts: int) -> timedelta:
+    """Wait before attempt `attempts + 1`: 1 min, 2, 4, ... capped at 6 h."""
+    return min(BASE_BACKOFF * (2 ** max(0, attempts - 1)), MAX_BACKOFF)
+
+
+@dataclass
+class DeliveryReport:
+    delivered: int = 0
+    failed: int = 0
+    given_up: int = 0
+
+
+def deliver_due(now: datetime, *, allow_private: bool, limit: int | None = None) -> DeliveryReport:
+    """Attempt every outbox delivery due at `now`, one row per transaction, claimed with
+    `FOR UPDATE SKIP LOCKED` (PostgreSQL) so concurrent runs never post the same row at once.
+    A failure schedules the next attempt with backoff; after MAX_ATTEMPTS it is given up."""
+    report = DeliveryReport()
+    tried: set[int] = set()
+    while limit is None or len(tried) < limit:
+        query = (select(WebhookDelivery)
+                 .where(WebhookDelivery.delivered_at.is_(None), WebhookDelivery.failed_at.is_(None),
+                        WebhookDelivery.next_attempt_at <= now)
+                 .order_by(WebhookDelivery.id).limit(1)
+                 .with_for_update(skip_locked=True))
+        if tried:
+            query = query.where(WebhookDelivery.id.not_in(tried))
+        row = db.session.scalar(query)
+        if row is None:
+            db.session.commit()
+            break
+        tried.add(row.id)
+        secret = db.session.scalar(select(Subscriber.webhook_secret).where(Subscriber.id == row.subscriber_id))
+        body = row.body.encode("utf-8")
+        timestamp = int(now.timestamp())
+        attempt = post(row.url, body, {"X-Desk-Event": row.event, "X-Desk-Delivery": row.delivery_id,
+                                       "X-Desk-Signature": sign(secret or "", timestamp, body)},
+                       allow_private=allow_private)
+        row.attempts += 1
+        row.last_status, row.last_error = attempt.status, attempt.error
+        if attempt.ok:
+            row.delivered_at = now
+            report.delivered += 1
+        elif row.attempts >= MAX_ATTEMPTS:
+            row.failed_at = now
+            report.given_up += 1
+            report.failed += 1
+        else:
+            row.next_attempt_at = now + backoff(row.attempts)
+            report.failed += 1
+        db.session.commit()
+    return report
+
+
+def pending_count() -> int:
+    """Deliveries neither delivered nor given up."""
+    return db.session.scalar(select(func.count()).select_from(WebhookDelivery).where(
+        WebhookDelivery.delivered_at.is_(None), WebhookDelivery.failed_at.is_(None))) or 0

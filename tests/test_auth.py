@@ -1,0 +1,195 @@
+"""Desk keys on the keyed lane, through HTTP (spec "Authentication"; CONTRACT.md "keys",
+"status codes", "caching", "CORS"): every key kind on its own paper, on another paper's host,
+revoked, missing and malformed; keyed answers are private and carry no CORS headers."""
+from __future__ import annotations
+
+import pytest
+
+from extensions import db
+from services import keys
+
+OTHER = "http://other.localhost"
+KEYED_GETS = ["/api/v1/agent", "/api/v1/config", "/api/v1/stories/{id}/proof"]
+
+
+def bearer(key: str) -> dict:
+    return {"Authorization": f"Bearer {key}"}
+
+
+@pytest.fixture
+def newsroom(desk):
+    """Paper `demo` (bare host) with one filed piece and a key of each kind; paper `other`."""
+    paper = desk.paper("demo")
+    other = desk.paper("other")
+    piece = desk.piece(paper, "Rates rise again")
+    return {
+        "paper": paper,
+        "piece": piece,
+        "read": desk.key(paper, "read"),
+        "admin": desk.key(paper, "admin"),
+        "agent": desk.key(paper, "agent", persona=desk.persona(paper, "Ada Quill"),
+                          capabilities=["file"]),
+        "other_admin": desk.key(other, "admin"),
+    }
+
+
+@pytest.mark.parametrize("kind", ["read", "admin", "agent"])
+def test_every_kind_reads_the_keyed_lane_of_its_own_paper(client, newsroom, kind):
+    for url in KEYED_GETS:
+        response = client.get(url.format(id=newsroom["piece"].id), headers=bearer(newsroom[kind]))
+        assert response.status_code == 200, (url, response.get_json())
+    body = client.get("/api/v1/agent", headers={"X-Desk-Key": newsroom[kind]}).get_json()
+    assert body["key"]["active"] is True and body["key"]["kind"] == kind
+    assert body["key"]["paper"] == "demo"
+
+
+@pytest.mark.parametrize("kind", ["read", "admin", "agent"])
+def test_a_key_on_another_papers_host_is_403(client, newsroom, kind):
+    for url in KEYED_GETS + ["/api/v1/stories"]:
+        response = client.get(url.format(id=1), headers=bearer(newsroom[kind]), base_url=OTHER)
+        assert response.status_code == 403, url
+        assert response.mimetype == "application/problem+json"
+    # Also on writes: the key is refused before the body is looked at.
+    response = client.post("/api/v1/sections", json={"name": "Sport"}, base_url=OTHER,
+                           headers=bearer(newsroom[kind]))
+    assert response.status_code == 403
+
+
+@pytest.mark.parametrize("kind", ["read", "admin", "agent"])
+def test_a_revoked_key_is_401(client, newsroom, kind):
+    plain = newsroom[kind]
+    keys.revoke(plain[len("desk_"):][:12])
+    db.session.commit()
+    for url in KEYED_GETS + ["/api/v1/stories"]:
+        response = client.get(url.format(id=newsroom["piece"].id), headers=bearer(plain))
+        assert response.status_code == 401, url
+        assert response.headers["WWW-Authenticate"] == 'Bearer realm="desk"'
+        assert "revoked" in response.get_json()["detail"]
+
+
+def test_a_missing_key_is_401_on_keyed_routes_only(client, newsroom):
+    piece_id = newsroom["piece"].id
+    for url in KEYED_GETS:
+        response = client.get(url.format(id=piece_id))
+        assert response.status_code == 401, url
+        assert response.headers["WWW-Authenticate"] == 'Bearer realm="desk"'
+        assert response.mimetype == "application/problem+json"
+    for method, url in [("post", "/api/v1/stories"), ("patch", f"/api/v1/stories/{piece_id}"),
+                        ("put", f"/api/v1/stories/{piece_id}/air"),
+                        ("delete", f"/api/v1/stories/{piece_id}/air"), ("post", "/api/v1/cast"),
+                        ("post", "/api/v1/sections"), ("patch", "/api/v1/sections/world"),
+                        ("post", "/api/v1/personas"), ("patch", "/api/v1/personas/ada-quill"),
+                        ("patch", "/api/v1/config")]:
+        response = getattr(client, method)(url, json={})
+        assert response.status_code == 401, (method, url)
+        assert response.headers["WWW-Authenticate"] == 'Bearer realm="desk"'
+    # The public lane needs none.
+    assert client.get("/api/v1/stories").status_code == 200
+
+
+@pytest.mark.parametrize("headers", [
+    {"Authorization": "Bearer nope"},
+    {"Authorization": "Basic ZGVzazpkZXNr"},
+    {"Authorization": "Bearer desk_short"},
+    {"X-Desk-Key": "desk_" + "x" * 43},
+    {"X-Desk-Key": ""},
+])
+def test_malformed_or_unknown_keys_are_401_even_on_the_public_lane(client, newsroom, headers):
+    for url in ["/api/v1/agent", "/api/v1/stories"]:
+        response = client.get(url, headers=headers)
+        assert response.status_code == 401, (url, headers)
+        assert response.headers["WWW-Authenticate"] == 'Bearer realm="desk"'
+
+
+def test_a_tampered_key_with_a_known_prefix_is_401(client, newsroom):
+    plain = newsroom["admin"]
+    forged = plain[:-1] + ("A" if plain[-1] != "A" else "B")
+    response = client.get("/api/v1/agent", headers=bearer(forged))
+    assert response.status_code == 401
+
+
+def test_a_read_key_cannot_write(client, newsroom):
+    piece_id = newsroom["piece"].id
+    headers = bearer(newsroom["read"])
+    for method, url, body in [
+        ("post", "/api/v1/stories", {"headline": "x", "prose": "y", "section": "World", "byline": "Ada Quill"}),
+        ("patch", f"/api/v1/stories/{piece_id}", {"headline": "Changed"}),
+        ("put", f"/api/v1/stories/{piece_id}/air", None),
+        ("delete", f"/api/v1/stories/{piece_id}/air", None),
+        ("post", "/api/v1/cast", {"day": "2026-11-01", "title": "t", "video_url": "https://v.example/a.mp4",
+                                  "poster_url": "https://v.example/a.jpg"}),
+        ("post", "/api/v1/sections", {"name": "Sport"}),
+        ("patch", "/api/v1/sections/world", {"position": 2}),
+        ("post", "/api/v1/personas", {"name": "Nova"}),
+        ("patch", "/api/v1/personas/ada-quill", {"active": False}),
+        ("patch", "/api/v1/config", {"motto": "Read keys write nothing"}),
+    ]:
+        response = getattr(client, method)(url, json=body, headers=headers)
+        assert response.status_code == 403, (method, url, response.get_json())
+    story = client.get(f"/api/v1/stories/{piece_id}").get_json()
+    assert story["headline"] == "Rates rise again" and story["rev"] == 1
+
+
+@pytest.mark.parametrize("kind", ["read", "admin", "agent"])
+def test_keyed_answers_are_private_without_cors(client, newsroom, kind):
+    origin = {"Origin": "https://elsewhere.example"}
+    for url in KEYED_GETS + ["/api/v1/stories", "/api/v1"]:
+        response = client.get(url.format(id=newsroom["piece"].id),
+                              headers={**bearer(newsroom[kind]), **origin})
+        assert response.status_code == 200, url
+        assert response.headers["Cache-Control"] == "private, no-store", url
+        assert "ETag" not in response.headers
+        assert not [h for h in response.headers.keys() if h.lower().startswith("access-control-")], url
+    # A keyed write answer too.
+    response = client.patch("/api/v1/config", json={"motto": "New"},
+                            headers={**bearer(newsroom["admin"]), **origin})
+    assert response.status_code == 200
+    assert response.headers["Cache-Control"] == "private, no-store"
+    assert "Access-Control-Allow-Origin" not in response.headers
+
+
+def test_a_private_paper_is_readable_with_its_key(client, desk):
+    paper = desk.paper("secret", public=False)
+    piece = desk.piece(paper, "Only for the desk")
+    draft = desk.piece(paper, "Still a draft", on_air_at=None)
+    key = desk.key(paper, "read")
+    base = "http://secret.localhost"
+    assert client.get("/api/v1/stories", base_url=base).status_code == 404
+    listed = client.get("/api/v1/stories", base_url=base, headers=bearer(key)).get_json()
+    assert {s["headline"] for s in listed["stories"]} == {"Only for the desk", "Still a draft"}
+    assert {s["on_air"] for s in listed["stories"] if s["headline"] == "Still a draft"} == {False}
+    assert client.get(f"/api/v1/stories/{piece.id}", base_url=base,
+                      headers=bearer(key)).status_code == 200
+    assert client.get(f"/api/v1/stories/{draft.id}/proof", base_url=base,
+                      headers=bearer(key)).status_code == 200
+    assert client.get("/api/v1/config", base_url=base,
+                      headers=bearer(key)).get_json()["is_public"] is False
+
+
+def test_config_as_read_and_admin_sees_key_summaries_never_keys(client, newsroom):
+    as_read = client.get("/api/v1/config", headers=bearer(newsroom["read"])).get_json()
+    assert as_read["nameplate"] == "The Demo Times" and as_read["config"] == {"timezone": "UTC"}
+    assert "desk_keys" not in as_read
+    as_admin = client.get("/api/v1/config", headers=bearer(newsroom["admin"]))
+    body = as_admin.get_json()
+    assert {k["kind"] for k in body["desk_keys"]} == {"read", "admin", "agent"}
+    assert newsroom["admin"] not in as_admin.get_data(as_text=True)
+    agent_row = next(k for k in body["desk_keys"] if k["kind"] == "agent")
+    assert agent_row["persona"] == "Ada Quill" and agent_row["capabilities"] == ["file"]
+
+
+def test_the_index_read_with_a_key_lists_the_routes_its_level_reaches(client, newsroom):
+    def routes(kind):
+        body = client.get("/api/v1", headers=bearer(newsroom[kind])).get_json()
+        return {(r["method"], r["path"].removeprefix("http://localhost"), r["access"])
+                for r in body["routes"]}
+
+    read, admin, agent = [{(m, p) for m, p, _ in routes(kind)} for kind in ("read", "admin", "agent")]
+    assert ("GET", "/api/v1/stories/{id}/proof") in read and ("GET", "/api/v1/agent") in read
+    assert not {(m, p) for m, p, access in routes("read") if access == "admin"}
+    assert {("POST", "/api/v1/stories"), ("PUT", "/api/v1/stories/{id}/air"),
+            ("PATCH", "/api/v1/config"), ("POST", "/api/v1/sections")} <= admin
+    # The agent key holds `file`: it may file, and nothing else beyond reading.
+    assert ("POST", "/api/v1/stories") in agent
+    assert ("PUT", "/api/v1/stories/{id}/air") not in agent
+    assert ("PATCH", "/api/v1/stories/{id}") not in agent

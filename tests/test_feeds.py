@@ -1,0 +1,292 @@
+"""The reader's feeds through HTTP: `/rss.xml`, `/podcast.xml`, `/front.json`, `/llms.txt`,
+`/sitemap.xml` (and its split pages) and `/sitemap-news.xml` (issue #5 item 2)."""
+from __future__ import annotations
+
+import contextlib
+import io
+from datetime import timedelta
+from pathlib import Path
+
+import feedparser
+import llms_txt
+import podcastparser
+import pytest
+from lxml import etree
+from sqlalchemy import event
+
+from clock import utcnow
+from extensions import db
+from tests.factories import T0
+
+DATA = Path(__file__).parent / "data"
+SM = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
+NEWS = "{http://www.google.com/schemas/sitemap-news/0.9}"
+FEEDS = ["/rss.xml", "/podcast.xml", "/llms.txt", "/sitemap.xml", "/sitemap-1.xml",
+         "/sitemap-news.xml"]
+
+
+def _schema(name: str) -> etree.XMLSchema:
+    return etree.XMLSchema(etree.parse(str(DATA / name)))
+
+
+def _locs(body: bytes) -> list[str]:
+    return [el.text for el in etree.fromstring(body).iter(f"{SM}loc")]
+
+
+@contextlib.contextmanager
+def _statements():
+    """Collect every SQL statement the engine runs inside the block."""
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        seen.append(statement)
+
+    engine = db.engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def _newsroom(desk):
+    """A paper with pieces over three days (one with a `[^N]`-laden prose), a draft and two
+    video editions."""
+    paper = desk.paper("demo")
+    desk.piece(paper, "Rates rise again", section="Business", facts=2,
+               prose="Rates rose[^1].\n\nThe *bank* said so[^2].", on_air_at=T0)
+    desk.piece(paper, "Comet seen", section="Science", byline="Rex Ledger",
+               on_air_at=T0 + timedelta(days=1))
+    desk.piece(paper, "Talks resume", section="World", on_air_at=T0 + timedelta(days=2))
+    desk.piece(paper, "Secret draft", on_air_at=None)
+    desk.edition(paper, T0.date())
+    desk.edition(paper, (T0 + timedelta(days=1)).date())
+    return paper
+
+
+def test_rss_parses_with_items_authors_categories_and_disclosure(client, desk):
+    _newsroom(desk)
+    response = client.get("/rss.xml")
+    assert response.status_code == 200
+    assert response.headers["Content-Type"] == "application/rss+xml; charset=utf-8"
+    feed = feedparser.parse(response.data)
+    assert feed.bozo == 0, feed.get("bozo_exception")
+    assert feed.version == "rss20"
+    assert feed.feed.title == "The Demo Times"
+    assert feed.feed.link == "http://localhost/"
+    assert feed.feed.language == "en"
+    assert [e.title for e in feed.entries] == ["Talks resume", "Comet seen", "Rates rise again"]
+    assert "Secret draft" not in response.get_data(as_text=True)
+    for entry in feed.entries:
+        assert entry.link.startswith("http://localhost/stories/")
+        assert entry.id == entry.link
+        assert entry.author.endswith("(AI persona)")
+        assert entry.tags[0].term in {"World", "Business", "Science"}
+        assert entry.summary == "The standfirst."
+        assert entry.published_parsed is not None
+    rates = feed.entries[2]
+    assert rates.author == "Ada Quill (AI persona)" and rates.tags[0].term == "Business"
+    html = rates.content[0].value
+    assert "is an AI persona of The Demo Times" in html
+    story = "http://localhost/stories/rates-rise-again"
+    assert f'href="{story}#fact-1"' in html and f'href="{story}#fact-2"' in html
+    assert ">[1]</a></sup>" in html and "<em>bank</em>" in html
+    assert 'id="fact-2"' in html and "Fact 2" in html and "Statistics Office" in html
+    assert feed.entries[1].author == "Rex Ledger (AI persona)"
+
+
+def test_rss_prose_is_rendered_without_raw_html(client, desk):
+    paper = desk.paper("demo")
+    desk.piece(paper, "Odd <b>title</b> \x0b & co", facts=1,
+               prose="<script>alert(1)</script> [link](javascript:alert(1)) fact[^1]")
+    response = client.get("/rss.xml")
+    feed = feedparser.parse(response.data)
+    assert feed.bozo == 0
+    assert feed.entries[0].title == "Odd <b>title</b> & co"
+    html = etree.fromstring(response.data).findtext(
+        "channel/item/{http://purl.org/rss/1.0/modules/content/}encoded")
+    assert "&lt;script&gt;" in html and "<script>" not in html
+    assert 'href="javascript:' not in html
+    assert 'href="http://localhost/stories/odd-b-title-b-co#fact-1"' in html
+
+
+def test_podcast_has_an_enclosure_and_itunes_tags_per_edition(client, desk):
+    _newsroom(desk)
+    response = client.get("/podcast.xml")
+    assert response.headers["Content-Type"] == "application/rss+xml; charset=utf-8"
+    feed = feedparser.parse(response.data)
+    assert feed.bozo == 0, feed.get("bozo_exception")
+    itunes = "{http://www.itunes.com/dtds/podcast-1.0.dtd}"
+    channel = etree.fromstring(response.data).find("channel")
+    assert channel.findtext(f"{itunes}explicit") == "no"
+    assert channel.findtext(f"{itunes}summary") == "A test paper."
+    assert [item.findtext(f"{itunes}explicit") for item in channel.iter("item")] == ["no", "no"]
+    assert feed.feed.author == "The Demo Times"
+    assert feed.feed.tags[0].term == "News"
+    assert feed.feed.image.href.endswith(".jpg")
+    assert feed.feed.publisher_detail.email == "desk@localhost"
+    assert [e.title for e in feed.entries] == ["The cast, 2026-11-02", "The cast, 2026-11-01"]
+    for entry in feed.entries:
+        (enclosure,) = entry.enclosures
+        assert enclosure.href.startswith("https://cdn.example.com/demo/")
+        assert enclosure.length == "12345678" and enclosure.type == "video/mp4"
+        assert entry.itunes_duration == "0:02:00"
+        assert entry.summary == "The day in two minutes."
+        assert entry.link.startswith("http://localhost/cast/")
+
+    parsed = podcastparser.parse("http://localhost/podcast.xml", io.BytesIO(response.data))
+    assert parsed["title"] == "The Demo Times: the cast"
+    assert parsed["cover_url"].endswith(".jpg")
+    assert len(parsed["episodes"]) == 2
+    for episode in parsed["episodes"]:
+        (enclosure,) = episode["enclosures"]
+        assert enclosure["file_size"] == 12_345_678 and enclosure["mime_type"] == "video/mp4"
+        assert episode["total_time"] == 120 and episode["explicit"] is False
+
+
+def test_podcast_without_editions_is_an_empty_channel(client, desk):
+    desk.paper("demo")
+    feed = feedparser.parse(client.get("/podcast.xml").data)
+    assert feed.bozo == 0 and feed.entries == []
+
+
+def test_front_json_is_the_api_front_byte_for_byte(client, desk):
+    _newsroom(desk)
+    api = client.get("/api/v1/front", base_url="http://demo.localhost")
+    page = client.get("/front.json", base_url="http://demo.localhost",
+                      headers={"Origin": "https://elsewhere.example"})
+    assert page.status_code == 200 and page.mimetype == "application/json"
+    assert page.data == api.data
+    assert [rail["section"] for rail in page.get_json()["rails"]] == ["World", "Business", "Science"]
+    assert "http://demo.localhost/stories/talks-resume" in page.get_data(as_text=True)
+    assert page.headers["Access-Control-Allow-Origin"] == "*"
+    again = client.get("/front.json", base_url="http://demo.localhost",
+                       headers={"If-None-Match": page.headers["ETag"]})
+    assert again.status_code == 304
+
+
+def test_llms_txt_parses_with_llms_txt(client, desk):
+    paper = _newsroom(desk)
+    desk.piece(paper, "Brackets [in] a headline", on_air_at=T0 + timedelta(days=3))
+    response = client.get("/llms.txt")
+    assert response.headers["Content-Type"] == "text/plain; charset=utf-8"
+    text = response.get_data(as_text=True)
+    parsed = llms_txt.parse_llms_file(text)
+    assert parsed.title == "The Demo Times"
+    assert parsed.summary == "All the news that fits"
+    assert "AI persona" in parsed.info and "never proves that a claim is true" in parsed.info
+    assert list(parsed.sections) == ["API", "Feeds", "Latest", "Optional"]
+    api = {link["title"]: link["url"] for link in parsed.sections["API"]}
+    assert api["OpenAPI document"] == "http://localhost/api/v1/openapi.json"
+    assert api["API guide"] == "http://localhost/api"
+    feeds = {link["url"] for link in parsed.sections["Feeds"]}
+    assert feeds == {"http://localhost/rss.xml", "http://localhost/podcast.xml",
+                     "http://localhost/front.json", "http://localhost/sitemap.xml"}
+    latest = parsed.sections["Latest"]
+    assert [link["title"] for link in latest] == [
+        "Brackets (in) a headline", "Talks resume", "Comet seen", "Rates rise again"]
+    assert latest[1]["url"] == "http://localhost/stories/talks-resume"
+    assert latest[1]["desc"] == "The standfirst."
+    optional = [link["title"] for link in parsed.sections["Optional"]]
+    assert optional[0] == "Masthead" and "Section: World" in optional
+    assert "Secret draft" not in text
+
+
+def test_sitemap_validates_and_lists_home_sections_days_and_pieces(client, desk):
+    _newsroom(desk)
+    response = client.get("/sitemap.xml", base_url="http://demo.localhost:8080")
+    assert response.headers["Content-Type"] == "application/xml; charset=utf-8"
+    document = etree.fromstring(response.data)
+    _schema("sitemap.xsd").assertValid(document)
+    base = "http://demo.localhost:8080"
+    assert _locs(response.data) == [
+        f"{base}/", f"{base}/sections/world", f"{base}/sections/business",
+        f"{base}/sections/science", f"{base}/days/2026-11-03", f"{base}/days/2026-11-02",
+        f"{base}/days/2026-11-01", f"{base}/stories/rates-rise-again",
+        f"{base}/stories/comet-seen", f"{base}/stories/talks-resume"]
+    lastmods = {url.findtext(f"{SM}loc"): url.findtext(f"{SM}lastmod") for url in document}
+    assert lastmods[f"{base}/stories/comet-seen"] == "2026-11-02T08:00:00Z"
+    assert lastmods[f"{base}/"] == "2026-11-03T08:00:00Z"
+
+
+def test_a_large_sitemap_becomes_an_index_of_pages(client, desk, app, monkeypatch):
+    _newsroom(desk)
+    whole = _locs(client.get("/sitemap.xml").data)
+    assert len(whole) == 10
+    monkeypatch.setitem(app.config, "SITEMAP_MAX_URLS", 4)
+    index = etree.fromstring(client.get("/sitemap.xml").data)
+    _schema("siteindex.xsd").assertValid(index)
+    assert index.tag == f"{SM}sitemapindex"
+    pages = [el.findtext(f"{SM}loc") for el in index]
+    assert pages == [f"http://localhost/sitemap-{n}.xml" for n in (1, 2, 3)]
+    assert all(el.findtext(f"{SM}lastmod") for el in index)
+    split = []
+    for page in pages:
+        body = client.get(page.removeprefix("http://localhost")).data
+        _schema("sitemap.xsd").assertValid(etree.fromstring(body))
+        split += _locs(body)
+    assert split == whole
+    missing = client.get("/sitemap-4.xml")
+    assert missing.status_code == 404 and missing.mimetype == "application/problem+json"
+    assert client.get("/sitemap-0.xml").status_code == 404
+
+
+def test_news_sitemap_lists_only_the_last_two_days(client, desk):
+    paper = desk.paper("demo")
+    now = utcnow()
+    desk.piece(paper, "Fresh news", on_air_at=now - timedelta(hours=3))
+    desk.piece(paper, "Yesterday", on_air_at=now - timedelta(hours=30))
+    desk.piece(paper, "Old news", on_air_at=now - timedelta(days=5))
+    desk.piece(paper, "Unaired", on_air_at=None)
+    response = client.get("/sitemap-news.xml")
+    assert response.headers["Content-Type"] == "application/xml; charset=utf-8"
+    document = etree.fromstring(response.data)
+    urls = list(document)
+    assert [u.findtext(f"{SM}loc") for u in urls] == [
+        "http://localhost/stories/fresh-news", "http://localhost/stories/yesterday"]
+    news = urls[0].find(f"{NEWS}news")
+    assert news.findtext(f"{NEWS}publication/{NEWS}name") == "The Demo Times"
+    assert news.findtext(f"{NEWS}publication/{NEWS}language") == "en"
+    assert news.findtext(f"{NEWS}title") == "Fresh news"
+    assert news.findtext(f"{NEWS}publication_date").endswith("Z")
+    again = client.get("/sitemap-news.xml", headers={"If-None-Match": response.headers["ETag"]})
+    assert again.status_code == 304
+
+
+@pytest.mark.parametrize("path", FEEDS)
+def test_each_feed_has_an_etag_and_answers_304(client, desk, path):
+    paper = _newsroom(desk)
+    first = client.get(path)
+    assert first.status_code == 200 and first.headers["ETag"]
+    assert "max-age" in first.headers["Cache-Control"]
+    again = client.get(path, headers={"If-None-Match": first.headers["ETag"]})
+    assert again.status_code == 304 and again.data == b""
+    desk.piece(paper, "Newer", on_air_at=utcnow())
+    assert client.get(path, headers={"If-None-Match": first.headers["ETag"]}).status_code == 200
+
+
+@pytest.mark.parametrize("path", FEEDS + ["/front.json"])
+def test_a_private_papers_feeds_are_404(client, desk, path):
+    secret = desk.paper("secret", public=False)
+    desk.piece(secret, "Hidden")
+    response = client.get(path, base_url="http://secret.localhost")
+    assert response.status_code == 404
+    assert response.mimetype == "application/problem+json"
+
+
+@pytest.mark.parametrize("path", ["/rss.xml", "/sitemap.xml", "/llms.txt", "/podcast.xml"])
+def test_feeds_issue_the_same_statements_for_3_and_30_pieces(client, desk, path):
+    paper = desk.paper("demo")
+    for i in range(3):
+        desk.piece(paper, f"Story {i}", section=["World", "Business"][i % 2],
+                   on_air_at=T0 + timedelta(days=i))
+        desk.edition(paper, (T0 + timedelta(days=i)).date())
+    with _statements() as few:
+        assert client.get(path).status_code == 200
+    for i in range(3, 30):
+        desk.piece(paper, f"Story {i}", byline=["Ada Quill", "Rex Ledger"][i % 2],
+                   section=["World", "Business", "Science"][i % 3], on_air_at=T0 + timedelta(days=i))
+        desk.edition(paper, (T0 + timedelta(days=i)).date())
+    with _statements() as many:
+        assert client.get(path).status_code == 200
+    assert len(many) == len(few)

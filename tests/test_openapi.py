@@ -1,0 +1,194 @@
+"""`/api/v1/openapi.json` and `flask openapi`: a valid OpenAPI 3.1 document that declares every
+route the app serves under `/api/v1`, `/embed/` and `/oembed`, with every error it can answer
+(spec "Versioning"; CONTRACT.md "the document", "errors", "status codes")."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from openapi_spec_validator import OpenAPIV31SpecValidator, validate
+
+from errors import PROBLEM_MIME
+
+DOCUMENTED_PREFIXES = ("/api/v1", "/embed/", "/oembed")
+IGNORED_METHODS = {"HEAD", "OPTIONS"}
+PROBLEM_REF = "#/components/schemas/Problem"
+
+
+@pytest.fixture
+def demo(desk):
+    paper = desk.paper("demo")
+    desk.piece(paper, "Rates rise again")
+    return paper
+
+
+@pytest.fixture
+def doc(client, demo):
+    response = client.get("/api/v1/openapi.json")
+    assert response.status_code == 200
+    assert response.mimetype == "application/json"
+    return response.get_json()
+
+
+def openapi_path(rule: str) -> str:
+    """werkzeug rule -> OpenAPI path: `/stories/<string:id>` -> `/stories/{id}`."""
+    return re.sub(r"<(?:[^<>]*:)?([^<>:]+)>", r"{\1}", rule)
+
+
+def documented_rules(app) -> list[tuple[str, set[str], str]]:
+    """(OpenAPI path, methods, endpoint) of every route under the documented prefixes."""
+    return [(openapi_path(rule.rule), set(rule.methods) - IGNORED_METHODS, rule.endpoint)
+            for rule in app.url_map.iter_rules()
+            if rule.rule == "/api/v1" or rule.rule.startswith(DOCUMENTED_PREFIXES)]
+
+
+def operations(doc):
+    for path, item in doc["paths"].items():
+        shared = item.get("parameters", [])
+        for method, operation in item.items():
+            if method != "parameters":
+                yield path, method, operation, shared + operation.get("parameters", [])
+
+
+def resolve(doc, node: dict) -> dict:
+    while "$ref" in node:
+        target = doc
+        for part in node["$ref"].removeprefix("#/").split("/"):
+            target = target[part]
+        node = target
+    return node
+
+
+def walk(node):
+    if isinstance(node, dict):
+        yield node
+        for value in node.values():
+            yield from walk(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from walk(value)
+
+
+def test_document_is_valid_openapi_31(doc):
+    validate(doc, cls=OpenAPIV31SpecValidator)
+    assert doc["openapi"].startswith("3.1")
+    assert doc["info"]["title"] and doc["info"]["version"] == "1"
+    # 3.1 is JSON Schema: `nullable` (3.0) must not appear; allow_none becomes a "null" type.
+    assert not [node for node in walk(doc["components"]["schemas"])
+                if "nullable" in node or "x-nullable" in node]
+    problem = doc["components"]["schemas"]["Problem"]
+    assert set(problem["required"]) == {"type", "title", "status", "detail"}
+
+
+def test_servers_is_the_request_host(client, desk):
+    desk.paper("demo")
+    for base in ("http://localhost", "http://demo.localhost:8080"):
+        body = client.get("/api/v1/openapi.json", base_url=base).get_json()
+        assert body["servers"][0]["url"] == base
+    # The per-host copy never leaks into the cached document.
+    assert client.get("/api/v1/openapi.json").get_json()["servers"][0]["url"] == "http://localhost"
+
+
+def test_both_security_schemes(doc):
+    schemes = doc["components"]["securitySchemes"]
+    assert schemes["bearer"] == {**schemes["bearer"], "type": "http", "scheme": "bearer"}
+    assert schemes["deskKey"] == {**schemes["deskKey"], "type": "apiKey", "in": "header",
+                                  "name": "X-Desk-Key"}
+
+
+def test_every_route_and_method_is_documented(app, doc):
+    rules = documented_rules(app)
+    assert any(path == "/api/v1/stories/{id}" for path, _, _ in rules)
+    missing = [(path, method) for path, methods, _ in rules for method in sorted(methods)
+               if method.lower() not in doc["paths"].get(path, {})]
+    assert missing == []
+    served = {(path, method.lower()) for path, methods, _ in rules for method in methods}
+    phantom = [(path, method) for path, method, _, _ in operations(doc) if (path, method) not in served]
+    assert phantom == []
+
+
+def test_every_operation_has_a_summary_a_success_and_a_problem_default(doc):
+    for path, method, operation, _ in operations(doc):
+        label = f"{method.upper()} {path}"
+        assert operation.get("summary", "").strip(), label
+        responses = operation["responses"]
+        assert any(code[0] in "23" for code in responses), label
+        assert "default" in responses, label
+
+
+def test_every_error_is_documented_with_its_real_media_type(doc):
+    for path, method, operation, _ in operations(doc):
+        machine = not path.startswith("/embed/")
+        for code, response in operation["responses"].items():
+            if code != "default" and code[0] not in "45":
+                continue
+            content = resolve(doc, response)["content"]
+            label = f"{method.upper()} {path} {code}"
+            if machine and code != "414":  # 414: gunicorn's own page, before the app runs
+                assert list(content) == [PROBLEM_MIME], label
+                assert content[PROBLEM_MIME]["schema"] == {"$ref": PROBLEM_REF}, label
+            else:
+                assert list(content) == ["text/html"], label
+
+
+def test_each_route_documents_the_errors_it_can_give(app, doc):
+    keyed_paths = {(path, method.lower())
+                   for path, methods, endpoint in documented_rules(app) for method in methods
+                   if getattr(app.view_functions[endpoint], "access", "public") != "public"}
+    for path, method, operation, parameters in operations(doc):
+        label = f"{method.upper()} {path}"
+        codes = set(operation["responses"])
+        locations = {p["in"] for p in parameters}
+        assert {"404", "414", "429"} <= codes, label  # no paper on this host; limits
+        if "query" in locations:
+            assert "400" in codes, label
+        if "path" in locations:
+            assert "404" in codes, label
+        if "requestBody" in operation:
+            assert {"400", "413", "415", "422"} <= codes, label
+        else:
+            assert "422" not in codes, label  # bad query/path values are 400s (errors.py)
+        security = operation.get("security", [])
+        if any(security):
+            assert {"401", "403"} <= codes, label
+            headers = operation["responses"]["401"]["headers"]
+            assert headers["WWW-Authenticate"]["required"] is True
+        if (path, method) in keyed_paths:
+            assert {} not in security and {"bearer": []} in security and {"deskKey": []} in security, label
+
+
+def test_documented_errors_match_real_answers(client, doc):
+    bad = client.get("/api/v1/stories?limit=abc")
+    assert bad.status_code == 400 and bad.mimetype == PROBLEM_MIME
+    assert "400" in doc["paths"]["/api/v1/stories"]["get"]["responses"]
+    missing = client.get("/api/v1/stories/no-such-piece")
+    assert missing.status_code == 404 and missing.mimetype == PROBLEM_MIME
+    assert "404" in doc["paths"]["/api/v1/stories/{id}"]["get"]["responses"]
+    nowhere = client.get("/api/v1/openapi.json", base_url="http://nowhere.localhost")
+    assert nowhere.status_code == 404 and nowhere.mimetype == PROBLEM_MIME
+
+
+def test_cli_writes_the_same_document(runner, client, doc, tmp_path):
+    out = tmp_path / "openapi.json"
+    result = runner.invoke(args=["openapi", "--output", str(out), "--server", "http://localhost"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text(encoding="utf-8")) == doc
+    to_stdout = runner.invoke(args=["openapi", "--server", "http://example.test"])
+    assert json.loads(to_stdout.stdout)["servers"][0]["url"] == "http://example.test"
+
+
+def test_every_json_body_refuses_what_is_not_json_as_documented(client, desk, demo, doc):
+    headers = {"Authorization": f"Bearer {desk.key(demo, 'admin')}"}
+    bodies = [(path, method) for path, method, operation, _ in operations(doc)
+              if "requestBody" in operation and not path.startswith("/embed/")]
+    for path, method in bodies:
+        url = re.sub(r"\{[^}]+\}", "1", path)
+        for data, content_type, status in [("{not json", "application/json", 400),
+                                           ("plain words", "text/plain", 415)]:
+            response = client.open(url, method=method.upper(), data=data, headers=headers,
+                                   content_type=content_type)
+            label = f"{method.upper()} {path} {content_type}"
+            assert response.status_code == status, label
+            assert response.mimetype == PROBLEM_MIME, label
+            assert str(status) in doc["paths"][path][method]["responses"], label

@@ -1,0 +1,274 @@
+"""Proofs, receipt keys, rotation, `flask verify-proof` and the agent cockpit, through HTTP and
+the CLI (spec rule 4, "Proof fields"; CONTRACT.md "proof").
+
+Verification here uses the `cryptography` package and `rfc8785` + hashlib directly: nothing from
+the app's own provenance code (PyNaCl), so the proof is checked the way any client would."""
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import json
+
+import pytest
+import rfc8785
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from tests.factories import T0
+
+
+def bearer(key: str) -> dict:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def published_keys(client) -> dict[str, dict]:
+    response = client.get("/api/v1/receipt-keys")
+    assert response.status_code == 200
+    return {k["kid"]: k for k in response.get_json()["keys"]}
+
+
+def recompute(basis: dict) -> str:
+    return "sha256:" + hashlib.sha256(rfc8785.dumps(basis)).hexdigest()
+
+
+def signature_ok(public_key_b64: str, message: str, receipt_b64: str) -> bool:
+    key = Ed25519PublicKey.from_public_bytes(base64.b64decode(public_key_b64))
+    try:
+        key.verify(base64.b64decode(receipt_b64), message.encode("utf-8"))
+    except InvalidSignature:
+        return False
+    return True
+
+
+def holds(proof: dict, keys: dict[str, dict]) -> bool:
+    """The offline recipe of docs/PROOFS.md: hash the basis, find the hash in the signed string,
+    verify the receipt under the published key named by kid."""
+    verify = proof["receipt_verify"]
+    digest = recompute(proof["basis"])
+    return (digest == proof["content_hash"]
+            and f"\ncontent_hash={digest}\n" in verify["signed_string"]
+            and verify["kid"] in keys
+            and signature_ok(keys[verify["kid"]]["public_key"], verify["signed_string"], proof["receipt"]))
+
+
+@pytest.fixture
+def newsroom(desk):
+    paper = desk.paper("demo")
+    return {"paper": paper, "read": desk.key(paper, "read"), "admin": desk.key(paper, "admin")}
+
+
+def fetch_proof(client, key: str, piece_id) -> dict:
+    response = client.get(f"/api/v1/stories/{piece_id}/proof", headers=bearer(key))
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()
+
+
+def test_a_proof_verifies_with_any_ed25519_library(client, desk, newsroom):
+    piece = desk.piece(newsroom["paper"], "Rates rise again", facts=3, image="https://cdn.example.com/r.jpg")
+    proof = fetch_proof(client, newsroom["read"], piece.id)
+    keys = published_keys(client)
+    assert holds(proof, keys)
+    assert proof["id"] == str(piece.id) and proof["rev"] == 1
+    assert proof["receipt_verify"]["alg"] == "Ed25519"
+    assert proof["receipt_verify"]["public_key"] == keys[proof["receipt_verify"]["kid"]]["public_key"]
+    assert proof["receipt_verify"]["keys_url"] == "http://localhost/api/v1/receipt-keys"
+    assert "RFC 8785" in proof["hash_basis"] and "sha256" in proof["hash_basis"].lower()
+    assert "never" in proof["disclaimer"] and "true" in proof["disclaimer"]
+    # The basis holds every published field of the story as served.
+    story = client.get(f"/api/v1/stories/{piece.id}").get_json()
+    basis = proof["basis"]
+    for name in ("headline", "dek", "prose", "section", "byline", "image", "slug", "rev"):
+        assert basis[name] == story[name], name
+    assert basis["cited_facts"] == [{k: f[k] for k in ("n", "statement", "source", "instrument", "claim_key")}
+                                    for f in story["cited_facts"]]
+    assert basis["paper"] == "demo" and basis["piece"] == story["id"]
+    assert story["content_hash"] == proof["content_hash"]
+    # The signed string binds paper, piece, rev, hash, filing time and filer.
+    lines = proof["receipt_verify"]["signed_string"].split("\n")
+    assert lines[1:5] == ["paper=demo", f"piece={piece.id}", "rev=1", f"content_hash={proof['content_hash']}"]
+    assert any(line.startswith("filed_at=") and line.endswith("Z") for line in lines)
+    assert any(line.startswith("filer=") for line in lines)
+
+
+def test_changing_any_published_field_breaks_verification(client, desk, newsroom):
+    piece = desk.piece(newsroom["paper"], facts=2)
+    proof = fetch_proof(client, newsroom["read"], piece.id)
+    keys = published_keys(client)
+    assert holds(proof, keys)
+    for name, value in proof["basis"].items():
+        forged = copy.deepcopy(proof)
+        if name == "cited_facts":
+            forged["basis"][name][0]["statement"] += " (amended)"
+        elif isinstance(value, int):
+            forged["basis"][name] = value + 1
+        else:
+            forged["basis"][name] = (value or "") + " (edited)"
+        assert not holds(forged, keys), name
+        # Re-hashing the forged basis and putting the new hash in the signed string does not
+        # help: the receipt was signed over the original string.
+        digest = recompute(forged["basis"])
+        forged["content_hash"] = digest
+        forged["receipt_verify"]["signed_string"] = proof["receipt_verify"]["signed_string"].replace(
+            proof["content_hash"], digest)
+        assert not holds(forged, keys), name
+
+
+def test_a_revision_extends_the_chain(client, desk, newsroom):
+    piece = desk.piece(newsroom["paper"], facts=2)
+    first = fetch_proof(client, newsroom["read"], piece.id)
+    for headline in ("Rates rise once more", "Rates rise, third time"):
+        response = client.patch(f"/api/v1/stories/{piece.id}", json={"headline": headline},
+                                headers=bearer(newsroom["admin"]))
+        assert response.status_code == 200
+    proof = fetch_proof(client, newsroom["read"], piece.id)
+    keys = published_keys(client)
+    assert holds(proof, keys) and proof["rev"] == 3
+    chain = proof["generations"]
+    assert [g["rev"] for g in chain] == [1, 2, 3]
+    assert chain[0]["prev_hash"] is None and chain[0]["content_hash"] == first["content_hash"]
+    assert chain[1]["prev_hash"] == chain[0]["content_hash"]
+    assert chain[2]["prev_hash"] == chain[1]["content_hash"] == proof["generations"][1]["content_hash"]
+    assert chain[2]["content_hash"] == proof["content_hash"]
+    assert f"prev_hash={chain[1]['content_hash']}" in proof["receipt_verify"]["signed_string"]
+    for generation in chain:
+        assert signature_ok(keys[generation["kid"]]["public_key"], generation["signed_string"],
+                            generation["receipt"])
+        assert generation["filed_at"].endswith("Z") and generation["filer"]
+    assert chain[1]["filer"].startswith("admin key ")
+
+
+def test_rotation_keeps_old_receipts_verifiable(client, runner, desk, newsroom):
+    old_piece = desk.piece(newsroom["paper"], "Before the rotation")
+    old_proof = fetch_proof(client, newsroom["read"], old_piece.id)
+    old_kid = old_proof["receipt_verify"]["kid"]
+    etag = client.get("/api/v1/receipt-keys").headers["ETag"]
+
+    result = runner.invoke(args=["rotate-receipt-key", "--paper", "demo"])
+    assert result.exit_code == 0, result.output
+    assert f"retired {old_kid}" in result.output
+
+    response = client.get("/api/v1/receipt-keys", headers={"If-None-Match": etag})
+    assert response.status_code == 200
+    keys = {k["kid"]: k for k in response.get_json()["keys"]}
+    assert len(keys) == 2 and keys[old_kid]["retired_at"] is not None
+    (new_kid,) = [kid for kid, k in keys.items() if k["retired_at"] is None]
+    assert new_kid in result.output
+
+    assert holds(fetch_proof(client, newsroom["read"], old_piece.id), keys)
+    filed = client.post("/api/v1/stories", headers=bearer(newsroom["admin"]), json={
+        "headline": "After the rotation", "prose": "New key.", "section": "World", "byline": "Ada Quill"})
+    new_proof = fetch_proof(client, newsroom["read"], filed.get_json()["id"])
+    assert new_proof["receipt_verify"]["kid"] == new_kid and holds(new_proof, keys)
+    # A revision of the old piece is signed with the new key; its first generation keeps the old one.
+    client.patch(f"/api/v1/stories/{old_piece.id}", json={"dek": "Revised."}, headers=bearer(newsroom["admin"]))
+    revised = fetch_proof(client, newsroom["read"], old_piece.id)
+    assert [g["kid"] for g in revised["generations"]] == [old_kid, new_kid] and holds(revised, keys)
+
+
+def test_proofs_cover_drafts_and_never_leak_the_signing_key(client, desk, newsroom):
+    from extensions import db
+    from models import SigningKey
+
+    draft = desk.piece(newsroom["paper"], on_air_at=None)
+    response = client.get(f"/api/v1/stories/{draft.id}/proof", headers=bearer(newsroom["read"]))
+    assert response.status_code == 200 and holds(response.get_json(), published_keys(client))
+    seed = db.session.query(SigningKey).one().private_seed
+    for text in (response.get_data(as_text=True), client.get("/api/v1/receipt-keys").get_data(as_text=True),
+                 client.get("/api/v1/config", headers=bearer(newsroom["admin"])).get_data(as_text=True)):
+        assert seed not in text and "private" not in text
+    missing = client.get("/api/v1/stories/999999/proof", headers=bearer(newsroom["read"]))
+    assert missing.status_code == 404 and missing.mimetype == "application/problem+json"
+
+
+# ----------------------------------------------------------------------------- flask verify-proof
+
+
+def test_verify_proof_cli_from_a_file_and_from_the_database(client, runner, desk, newsroom, tmp_path):
+    piece = desk.piece(newsroom["paper"], facts=2)
+    proof = fetch_proof(client, newsroom["read"], piece.id)
+    proof_file, keys_file = tmp_path / "proof.json", tmp_path / "keys.json"
+    proof_file.write_text(json.dumps(proof), encoding="utf-8")
+    keys_file.write_text(client.get("/api/v1/receipt-keys").get_data(as_text=True), encoding="utf-8")
+
+    ok = runner.invoke(args=["verify-proof", str(proof_file), "--keys", str(keys_file)])
+    assert ok.exit_code == 0, ok.output
+    assert ok.output.startswith("OK:") and "never proves" in ok.output
+
+    from_db = runner.invoke(args=["verify-proof", "--paper", "demo", "--piece", str(piece.id)])
+    assert from_db.exit_code == 0, from_db.output
+
+    embedded = runner.invoke(args=["verify-proof", str(proof_file)])
+    assert embedded.exit_code == 0 and "pass --keys" in embedded.output
+
+    forged = copy.deepcopy(proof)
+    forged["basis"]["headline"] = "Something else"
+    proof_file.write_text(json.dumps(forged), encoding="utf-8")
+    bad = runner.invoke(args=["verify-proof", str(proof_file), "--keys", str(keys_file)])
+    assert bad.exit_code == 1
+    assert "FAILED" in bad.output and "content hash mismatch" in bad.output
+
+    assert runner.invoke(args=["verify-proof"]).exit_code != 0
+    assert runner.invoke(args=["verify-proof", "--paper", "demo", "--piece", "999999"]).exit_code != 0
+
+
+def test_every_seeded_piece_has_a_valid_receipt(client, runner, desk):
+    result = runner.invoke(args=["seed-demo", "--pieces", "12", "--subscribers", "0"])
+    assert result.exit_code == 0, result.output
+    from extensions import db
+    from models import Paper, Piece
+
+    papers = {p.id: p.slug for p in db.session.query(Paper)}
+    pieces = [(papers[p.paper_id], p.id) for p in db.session.query(Piece)]
+    db.session.rollback()
+    assert len(pieces) >= 12
+    for slug, piece_id in pieces:
+        checked = runner.invoke(args=["verify-proof", "--paper", slug, "--piece", str(piece_id)])
+        assert checked.exit_code == 0, checked.output
+
+
+# ----------------------------------------------------------------------------- GET /api/v1/agent
+
+
+def test_agent_check_for_an_agent_key(client, desk, newsroom):
+    paper = newsroom["paper"]
+    key = desk.key(paper, "agent", persona=desk.persona(paper, "Ada Quill"), capabilities=["file"],
+                   label="night desk bot")
+    body = client.get("/api/v1/agent", headers={"X-Desk-Key": key}).get_json()
+    assert body["key"] == {"active": True, "kind": "agent", "prefix": key[5:17],
+                           "label": "night desk bot", "paper": "demo"}
+    assert body["avatar"] == "http://localhost/masthead/ada-quill/avatar.svg"
+    assert body["persona"] == {"name": "Ada Quill", "slug": "ada-quill", "declared_ai": True}
+    assert body["capability"] == ["file"]
+    may = {(m["method"], m["url"]) for m in body["may"]}
+    assert ("POST", "http://localhost/api/v1/stories") in may
+    assert ("PUT", "http://localhost/api/v1/stories/{id}/air") not in may
+    assert all(m["action"] for m in body["may"])
+    assert body["guide"] == "http://localhost/api"
+    assert body["search_help"] == "mailto:desk@demo.localhost"
+
+
+@pytest.mark.parametrize("kind", ["read", "admin"])
+def test_agent_check_for_read_and_admin_keys(client, newsroom, kind):
+    body = client.get("/api/v1/agent", headers=bearer(newsroom[kind])).get_json()
+    assert body["key"]["kind"] == kind and body["key"]["active"] is True
+    assert body["avatar"] is None and body["persona"] is None
+    assert body["capability"] == [kind]
+    may = {(m["method"], m["url"].removeprefix("http://localhost")) for m in body["may"]}
+    assert ("GET", "/api/v1/stories/{id}/proof") in may
+    assert (("PUT", "/api/v1/stories/{id}/air") in may) is (kind == "admin")
+    assert body["search_help"].startswith("mailto:desk@")
+
+
+def test_agent_check_on_a_custom_host(client, desk):
+    paper = desk.paper("harbour", host="news.harbour.test")
+    key = desk.key(paper, "read")
+    body = client.get("/api/v1/agent", base_url="http://news.harbour.test", headers=bearer(key)).get_json()
+    assert body["search_help"] == "mailto:desk@news.harbour.test"
+    assert body["guide"] == "http://news.harbour.test/api"
+
+
+def test_seeded_times_are_rfc3339(client, desk, newsroom):
+    piece = desk.piece(newsroom["paper"], on_air_at=T0)
+    proof = fetch_proof(client, newsroom["read"], piece.id)
+    assert proof["generations"][0]["filed_at"] == "2026-11-01T07:55:00Z"

@@ -1,0 +1,221 @@
+"""`GET /api/v1/search` through HTTP (spec "Endpoints" rule 1; CONTRACT.md "status codes")."""
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from urllib.parse import quote
+
+import pytest
+from sqlalchemy import event
+
+from extensions import db
+from services import filing
+from tests.factories import T0
+
+
+def search(client, q, **kwargs):
+    return client.get("/api/v1/search?q=" + quote(q, safe=""), **kwargs)
+
+
+def headlines(response) -> list[str]:
+    assert response.status_code == 200, response.get_data(as_text=True)
+    body = response.get_json()
+    assert body["count"] == len(body["stories"])
+    return [row["headline"] for row in body["stories"]]
+
+
+def test_matches_headline_dek_and_prose(client, desk):
+    paper = desk.paper("demo")
+    desk.piece(paper, "Zebra crossing reopens", dek="Traffic resumes.", prose="Cars move.", facts=0)
+    desk.piece(paper, "Harbour news", dek="A quokka visits the docks.", prose="Cars move.", facts=0)
+    desk.piece(paper, "Museum news", dek="Doors open.", prose="A narwhal tusk is shown.", facts=0)
+    assert headlines(search(client, "zebra")) == ["Zebra crossing reopens"]
+    assert headlines(search(client, "QUOKKA")) == ["Harbour news"]
+    assert headlines(search(client, "narwhal")) == ["Museum news"]
+    assert headlines(search(client, "platypus")) == []
+
+
+def test_answer_shape_and_stripped_q(client, desk):
+    paper = desk.paper("demo")
+    piece = desk.piece(paper, "Rates rise again")
+    response = search(client, "  rates \t")
+    body = response.get_json()
+    assert body["q"] == "rates"
+    assert body["count"] == 1
+    row = body["stories"][0]
+    assert row["id"] == str(piece.id) and row["section"] == "World" and row["byline"] == "Ada Quill"
+    assert row["url"] == "http://localhost/stories/rates-rise-again"
+    assert row["on_air_at"] == "2026-11-01T08:00:00Z"
+    assert response.headers["ETag"]
+
+
+def test_every_term_is_required(client, desk):
+    paper = desk.paper("demo")
+    desk.piece(paper, "Alpha and beta meet", on_air_at=T0)
+    desk.piece(paper, "Alpha alone", on_air_at=T0 + timedelta(hours=1))
+    desk.piece(paper, "Beta alone", on_air_at=T0 + timedelta(hours=2))
+    assert headlines(search(client, "alpha beta")) == ["Alpha and beta meet"]
+    assert headlines(search(client, "beta alpha")) == ["Alpha and beta meet"]
+    assert headlines(search(client, "alpha")) == ["Alpha alone", "Alpha and beta meet"]
+
+
+def test_terms_are_stemmed(client, desk):
+    paper = desk.paper("demo")
+    desk.piece(paper, "The central bank holds its rate", facts=0, prose="Unchanged.")
+    desk.piece(paper, "Markets rising", facts=0, prose="Unchanged.")
+    assert headlines(search(client, "rates")) == ["The central bank holds its rate"]
+    assert headlines(search(client, "market rises")) == ["Markets rising"]
+
+
+def test_newest_on_air_first_ties_by_id(client, desk):
+    paper = desk.paper("demo")
+    desk.piece(paper, "Storm one", on_air_at=T0 + timedelta(hours=1))
+    desk.piece(paper, "Storm two", on_air_at=T0 + timedelta(hours=3))
+    desk.piece(paper, "Storm three", on_air_at=T0 + timedelta(hours=2))
+    desk.piece(paper, "Storm four", on_air_at=T0 + timedelta(hours=3))
+    assert headlines(search(client, "storm")) == ["Storm four", "Storm two", "Storm three", "Storm one"]
+
+
+def test_at_most_thirty_rows_the_newest(client, desk):
+    paper = desk.paper("demo")
+    for i in range(33):
+        desk.piece(paper, f"Election night {i}", facts=0, prose="Votes.",
+                   on_air_at=T0 + timedelta(minutes=i))
+    body = search(client, "election").get_json()
+    assert body["count"] == 30
+    assert [s["headline"] for s in body["stories"]] == [f"Election night {i}" for i in range(32, 2, -1)]
+
+
+def test_drafts_and_other_papers_never_appear(client, desk):
+    paper = desk.paper("demo")
+    other = desk.paper("other")
+    desk.piece(paper, "Comet seen on air")
+    desk.piece(paper, "Comet draft", on_air_at=None)
+    desk.piece(other, "Comet elsewhere")
+    aired_then_pulled = desk.piece(paper, "Comet pulled")
+    filing.take_off_air(paper, aired_then_pulled, T0 + timedelta(days=1))
+    db.session.commit()
+    assert headlines(search(client, "comet")) == ["Comet seen on air"]
+    assert headlines(search(client, "comet", base_url="http://other.localhost")) == ["Comet elsewhere"]
+    # A desk key shows drafts on /stories, but search is the public face: on air only.
+    key = desk.key(paper, "read")
+    assert headlines(search(client, "comet", headers={"X-Desk-Key": key})) == ["Comet seen on air"]
+
+
+def test_revised_piece_is_found_by_its_new_words_only(client, desk):
+    paper = desk.paper("demo")
+    piece = desk.piece(paper, "Volcano rumbles", dek="Ash falls.", prose="Villages wait.", facts=0)
+    draft = filing.Draft(headline="Glacier retreats", dek="Ice melts.", prose="Valleys change.",
+                         section=desk.section(paper, "Science"), persona=desk.persona(paper))
+    filing.revise_piece(paper, piece, draft, filer="test", now=T0 + timedelta(hours=1))
+    db.session.commit()
+    assert headlines(search(client, "volcano")) == []
+    assert headlines(search(client, "ash")) == []
+    body = search(client, "glacier valleys").get_json()
+    assert [(s["headline"], s["rev"], s["section"]) for s in body["stories"]] == [
+        ("Glacier retreats", 2, "Science")]
+
+
+def test_words_inside_a_term_form_a_phrase(client, desk):
+    paper = desk.paper("demo")
+    desk.piece(paper, "Covid-19 cases fall", facts=0, prose="Wards empty.")
+    desk.piece(paper, "19 covid stories", facts=0, prose="Archive.")
+    assert headlines(search(client, "covid-19")) == ["Covid-19 cases fall"]
+    assert "19 covid stories" in headlines(search(client, "covid 19"))
+
+
+@pytest.mark.parametrize("q", [
+    '"', '""', '"alpha', "*", "alp*", "NEAR(", "NEAR(alpha beta)", "NEAR(alpha beta, 2)",
+    "alpha OR beta", "alpha AND beta", "alpha NOT beta", "-alpha", "-x", "col:x", "headline:alpha",
+    "{headline dek}:alpha", "^alpha", "alpha+", "'", "\\", "&", "|", "!", "!alpha", "alpha & beta",
+    "alpha | beta", "alpha <-> beta", "alpha:*", "alpha:A", "(alpha", ")", "'; DROP TABLE pieces;--",
+    "alpha\x00beta", "\x00", "%", "_", "\u200b", "\ufeff", "a\u0301", "\U0001F600", "\ud7ff",
+])
+def test_operators_are_never_interpreted(client, desk, q):
+    paper = desk.paper("demo")
+    desk.piece(paper, "Alpha or beta", facts=0, prose="Gamma.")
+    response = search(client, q)
+    assert response.status_code in (200, 400)
+    assert response.status_code == 200, "every one of these is 1-4 terms"
+    assert response.get_json()["q"] == q.strip()
+
+
+def test_operators_match_as_plain_words(client, desk):
+    paper = desk.paper("demo")
+    desk.piece(paper, "Alpha only", facts=0, prose="Nothing else.", on_air_at=T0)
+    desk.piece(paper, "Zebra crossing", facts=0, prose="Nothing else.", on_air_at=T0)
+    # OR is a word here, not an operator: no piece holds alpha, or and beta.
+    assert headlines(search(client, "alpha OR beta")) == []
+    # No prefix queries, no column filters, no negation.
+    assert headlines(search(client, "zeb*")) == []
+    assert headlines(search(client, "headline:zebra")) == []
+    assert headlines(search(client, "-zebra")) == ["Zebra crossing"]
+    assert headlines(search(client, '"zebra')) == ["Zebra crossing"]
+    # Terms without letters or digits are ignored; none left is an empty answer.
+    assert headlines(search(client, "zebra & !")) == ["Zebra crossing"]
+    assert search(client, "& | !").get_json() == {"q": "& | !", "stories": [], "count": 0}
+
+
+@pytest.mark.parametrize("url", [
+    "/api/v1/search", "/api/v1/search?q=", "/api/v1/search?q=%20%20", "/api/v1/search?q=%E3%80%80",
+    "/api/v1/search?q=" + "a" * 121, "/api/v1/search?q=one+two+three+four+five",
+    "/api/v1/search?q=one%E3%80%80two%E2%80%83three%C2%A0four%0Afive",
+])
+def test_malformed_q_is_a_400_problem(client, desk, url):
+    desk.paper("demo")
+    response = client.get(url)
+    assert response.status_code == 400
+    assert response.mimetype == "application/problem+json"
+    body = response.get_json()
+    assert body["status"] == 400 and "q" in body["errors"]
+
+
+def test_limits_are_inclusive(client, desk):
+    paper = desk.paper("demo")
+    desk.piece(paper, "One two three four", facts=0, prose="Five.")
+    assert headlines(search(client, "one two three four")) == ["One two three four"]
+    assert headlines(search(client, "\u3000one\u2003two\xa0three\nfour\u3000")) == ["One two three four"]
+    assert search(client, "a" * 120).status_code == 200
+    assert search(client, " " * 10 + "a" * 110).status_code == 200
+
+
+def test_documented_constraints_are_the_enforced_ones(client, desk):
+    desk.paper("demo")
+    operation = client.get("/api/v1/openapi.json").get_json()["paths"]["/api/v1/search"]["get"]
+    (param,) = [p for p in operation["parameters"] if p["name"] == "q"]
+    assert param["in"] == "query" and param["required"] is True
+    schema = param["schema"]
+    assert (schema["type"], schema["minLength"], schema["maxLength"]) == ("string", 1, 120)
+    pattern = re.compile(schema["pattern"])
+    samples = ["a", " a ", "a b c d", "a b c d e", "", " ", "\u3000", "a\u3000b", "a\x1cb c d e",
+               "\x85a\x85", "a\u200bb c d e", "a\ufeffb", "a b c d\n", "a\nb\nc\nd\ne", "x" * 120,
+               "x" * 121, "a  b\t\tc\r\nd", '" * ( )', "a" * 119 + " "]
+    for q in samples:
+        allowed = 1 <= len(q) <= 120 and pattern.match(q) is not None
+        status = search(client, q).status_code
+        assert status == (200 if allowed else 400), (q, status)
+
+
+def test_statement_count_does_not_grow_with_rows(app, client, desk):
+    paper = desk.paper("demo")
+    for i in range(12):
+        desk.piece(paper, f"Harvest {i}" if i < 2 else f"Harvest festival {i}",
+                   on_air_at=T0 + timedelta(minutes=i))
+
+    def statements(q):
+        seen = []
+
+        def count(*args):
+            seen.append(1)
+
+        with app.app_context():
+            event.listen(db.engine, "before_cursor_execute", count)
+            try:
+                rows = len(search(client, q).get_json()["stories"])
+            finally:
+                event.remove(db.engine, "before_cursor_execute", count)
+        return rows, len(seen)
+
+    few, many = statements("harvest festival"), statements("harvest")
+    assert (few[0], many[0]) == (10, 12)
+    assert few[1] == many[1]
