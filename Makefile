@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 5000
 export FLASK_APP := app
 
-.PHONY: install run test test-sqlite test-postgres schemathesis ci openapi bench clean
+.PHONY: install run test test-sqlite test-postgres schemathesis ci openapi bench bench-alerts clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -42,6 +42,9 @@ ci: ## what CI runs: install, test on both backends, schemathesis on both backen
 
 openapi: install ## write the OpenAPI document to openapi.json
 	$(BIN)/flask openapi --output openapi.json
+
+bench-alerts: install ## send-alerts to 10 000 readers over a local SMTP sink (PostgreSQL too with BENCH_DATABASE_URL); appends to docs/PERFORMANCE.md
+	$(BIN)/python bench/alerts.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) instance .pytest_cache build

@@ -9,13 +9,16 @@ from __future__ import annotations
 import os
 
 from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 import config
 import errors
 import http_cache
+import logging_setup
 import security
 import tenancy
 from extensions import api, cache, cors, db, limiter, migrate
+from services import purge
 
 
 def create_app(test_config: dict | None = None) -> Flask:
@@ -25,12 +28,18 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.config.from_mapping(settings)
     os.makedirs(app.instance_path, exist_ok=True)
     app.json.sort_keys = False
+    trusted = app.config["TRUSTED_PROXIES"]
+    if trusted > 0:
+        # Host is never taken from X-Forwarded-Host: tenancy trusts Host, which the proxy passes.
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=trusted, x_proto=trusted)
 
+    logging_setup.configure(app)  # first: its hooks open and close every request
     register_extensions(app)
     register_blueprints(app)
     errors.register(app)
     security.register(app)
     register_commands(app)
+    http_cache.register_store(app)  # last: it must see the view's answer before other hooks
     return app
 
 
@@ -40,6 +49,7 @@ def register_extensions(app: Flask) -> None:
     db.init_app(app)
     migrate.init_app(app, db, directory=os.path.join(os.path.dirname(__file__), "migrations"))
     cache.init_app(app)
+    purge.init_app(app)
     limiter.init_app(app)
     # Order matters: tenancy sets g.paper and g.key, then the 304 shortcut may answer at once.
     tenancy.register(app)

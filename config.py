@@ -36,11 +36,18 @@ def load() -> dict:
     database_url = _database_url(instance)
     engine_options: dict = {"pool_pre_ping": True}
     if database_url.startswith("postgresql"):
+        # Per gunicorn worker (sync workers serve one request at a time, so a small pool is
+        # plenty); workers x (size + overflow) must stay under the server's max_connections.
         engine_options.update(
             pool_size=int(os.environ.get("DB_POOL_SIZE", "5")),
             max_overflow=int(os.environ.get("DB_MAX_OVERFLOW", "5")),
+            pool_timeout=int(os.environ.get("DB_POOL_TIMEOUT", "10")),
             pool_recycle=1800,
         )
+        statement_timeout = os.environ.get("DB_STATEMENT_TIMEOUT_MS", "")
+        if statement_timeout:
+            # A runaway query is cancelled by the server before gunicorn kills the worker.
+            engine_options["connect_args"] = {"options": f"-c statement_timeout={int(statement_timeout)}"}
     return {
         "INSTANCE_PATH": str(instance),
         "SECRET_KEY": os.environ.get("SECRET_KEY", "dev-only-secret-change-me"),
@@ -67,9 +74,27 @@ def load() -> dict:
         "SUBSCRIBE_ADDRESS_RATELIMIT": os.environ.get("SUBSCRIBE_ADDRESS_RATELIMIT", "3/hour;10/day"),
         # Port for links in alert emails built outside a request (`send-alerts`); empty: none.
         "PUBLIC_PORT": os.environ.get("PUBLIC_PORT", ""),
+        # flask-caching: SimpleCache (per process) in development, RedisCache + CACHE_REDIS_URL in
+        # production (shared by workers), NullCache to turn every cache off. It holds whole public
+        # answers (http_cache.py) and built feeds, keyed by the paper's version.
         "CACHE_TYPE": os.environ.get("CACHE_TYPE", "SimpleCache"),
         "CACHE_REDIS_URL": os.environ.get("CACHE_REDIS_URL", ""),
-        "CACHE_DEFAULT_TIMEOUT": 300,
+        "CACHE_DEFAULT_TIMEOUT": int(os.environ.get("CACHE_DEFAULT_TIMEOUT", "300")),
+        "CACHE_KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "paperdesk:"),
+        "CACHE_THRESHOLD": int(os.environ.get("CACHE_THRESHOLD", "2000")),  # SimpleCache entries
+        # Answers larger than this are served fresh each time rather than stored (bytes).
+        "RESPONSE_CACHE_MAX_BYTES": int(os.environ.get("RESPONSE_CACHE_MAX_BYTES", str(2 << 20))),
+        # CDN purge hook (services/purge.py): empty = off. PURGE_HEADER is one "Name: value" line
+        # sent with each purge (e.g. "Fastly-Key: ...").
+        "PURGE_URL": os.environ.get("PURGE_URL", ""),
+        "PURGE_HEADER": os.environ.get("PURGE_HEADER", ""),
+        "PURGE_TIMEOUT": float(os.environ.get("PURGE_TIMEOUT", "5")),
+        # Number of proxies in front whose X-Forwarded-For/-Proto are trusted (werkzeug
+        # ProxyFix); 0 = none, the only safe value when clients reach the app directly.
+        "TRUSTED_PROXIES": int(os.environ.get("TRUSTED_PROXIES", "0")),
+        "LOG_LEVEL": os.environ.get("LOG_LEVEL", "INFO").upper(),
+        "LOG_FORMAT": os.environ.get("LOG_FORMAT", "json").lower(),  # json | text
+        "LOG_REQUESTS": _flag("LOG_REQUESTS", True),  # one line per request at INFO
         "MAX_CONTENT_LENGTH": 64 * 1024,
         # flask-smorest / apispec: the document is served by our own view (servers per host).
         "API_TITLE": "Paper Desk",

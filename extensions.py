@@ -11,6 +11,7 @@ from flask_migrate import Migrate
 from flask_smorest import Api
 from flask_smorest.utils import prepare_response
 from flask_sqlalchemy import SQLAlchemy
+from marshmallow import fields
 from sqlalchemy import MetaData
 from sqlalchemy.orm import DeclarativeBase
 
@@ -51,6 +52,10 @@ class DeskApi(Api):
     def _register_error_handlers(self):
         pass
 
+    def _init_spec(self, **kwargs):
+        super()._init_spec(**kwargs)
+        self.ma_plugin.converter.add_attribute_function(constant_attributes)
+
     def _register_responses(self):
         # flask-smorest registers one response per status as application/json and the default
         # one as DEFAULT_ERROR; ours are problem+json and the default is named "Problem".
@@ -68,6 +73,18 @@ class DeskApi(Api):
         """The finished OpenAPI 3.1 document (without `servers`): apispec's output with every
         error answer the app can give documented with its real status and content type."""
         return openapi_doc.finish(self.spec.to_dict())
+
+
+def constant_attributes(self, field, ret, **kwargs) -> dict:
+    """apispec attribute function: a `fields.Constant` is documented as JSON Schema `const` with
+    its type (apispec gives it only a `default`, which promises nothing about the value)."""
+    if not isinstance(field, fields.Constant):
+        return {}
+    types = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    attributes = {"const": field.constant}
+    if "type" not in ret and type(field.constant) in types:
+        attributes["type"] = types[type(field.constant)]
+    return attributes
 
 
 api = DeskApi()

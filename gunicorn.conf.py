@@ -1,9 +1,16 @@
 """Production defaults for `gunicorn wsgi:app` (CONTRACT.md "the document": a request line limit
-included). Every value can be overridden on the command line (`--workers 2`) or through the
-environment variables named below. Behind a proxy, set FORWARDED_ALLOW_IPS to its address so
-X-Forwarded-Proto is trusted (and PUBLIC_URL_SCHEME=https)."""
+included; docs/DEPLOYING.md). Every value can be overridden on the command line (`--workers 2`)
+or through the environment variables named below.
+
+Behind a proxy, the app (not gunicorn) decides what to trust: set TRUSTED_PROXIES to the number
+of proxies in front (werkzeug's ProxyFix in app.py) and PUBLIC_URL_SCHEME=https.
+"""
 import multiprocessing
 import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import logging_setup  # noqa: E402  (the project root, whatever the working directory)
 
 wsgi_app = "wsgi:app"
 bind = os.environ.get("GUNICORN_BIND", f"0.0.0.0:{os.environ.get('PORT', '8000')}")
@@ -13,10 +20,10 @@ bind = os.environ.get("GUNICORN_BIND", f"0.0.0.0:{os.environ.get('PORT', '8000')
 workers = int(os.environ.get("WEB_CONCURRENCY", min(multiprocessing.cpu_count() * 2 + 1, 17)))
 threads = int(os.environ.get("GUNICORN_THREADS", "1"))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))   # a worker silent this long is restarted
-graceful_timeout = 30
+graceful_timeout = 30   # on SIGTERM/SIGHUP, in-flight requests get this long to finish
 keepalive = 5
 # Recycle workers now and then so slow leaks cannot grow without bound.
-max_requests = 2000
+max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "2000"))
 max_requests_jitter = 200
 # The heartbeat file lives in memory, not on a disk that may stall fchmod.
 worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
@@ -28,12 +35,19 @@ limit_request_line = 8190
 limit_request_fields = 64
 limit_request_field_size = 8190
 
-# Logs to stdout/stderr, for the process manager to collect.
-accesslog = "-"
+# Logs: JSON lines on stderr. The app writes one line per request (method, path, status,
+# duration, paper, request id: logging_setup.py), which is the access log; gunicorn's own access
+# log would say the same thing again without the request id, so it is off unless asked for
+# (GUNICORN_ACCESSLOG=- writes it to stdout, as JSON too).
+accesslog = os.environ.get("GUNICORN_ACCESSLOG") or None
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s"'
+logconfig_dict = logging_setup.gunicorn_logconfig()
 
-forwarded_allow_ips = os.environ.get("FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
+# gunicorn itself trusts no X-Forwarded-* header: ProxyFix in the app does, when TRUSTED_PROXIES
+# says how many proxies there are, so the one setting governs scheme and client address alike.
+forwarded_allow_ips = ""
+secure_scheme_headers = {}
 # No runtime control socket: one fewer thing listening, and several instances never collide.
 control_socket_disable = True

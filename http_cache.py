@@ -1,35 +1,74 @@
-"""HTTP caching and CORS policy for public and keyed answers (CONTRACT.md "caching", "CORS").
+"""HTTP caching and CORS policy for public and keyed answers (CONTRACT.md "caching", "CORS";
+issue 6 "Caching").
 
-A public GET's ETag is derived from the paper's `version`, which every write moves, so a matching
-`If-None-Match` is answered 304 before the view runs: no piece is loaded. Keyed answers are
-`private, no-store` and never carry CORS headers.
+Everything hangs on the paper's `version`, which every write moves (`Paper.bump`):
+
+1. ETag / 304. A public GET's ETag is `{paper id}.{version}.{salt}`, so a matching
+   `If-None-Match` is answered 304 in before_request, before the view runs: no piece is loaded.
+2. Response cache. A public GET's answer, as its view made it (status 200, body, the view's own
+   headers), is stored in flask-caching (`extensions.cache`: SimpleCache in development,
+   RedisCache in production) under the paper's id and version, the scheme and host (answers hold
+   absolute URLs) and the path with its query sorted by name. The next identical GET is answered
+   from there in before_request. A hit still passes through every after_request hook (security
+   headers, CORS, ETag and Cache-Control, rate-limit headers, request id), so it carries exactly
+   the headers a miss would. A write needs no invalidation: the version in the key moves.
+   Requests that present a key (`Authorization` or `X-Desk-Key`) never read or write it.
+3. Surrogate keys for a CDN: every public answer (but a 304) carries `Surrogate-Key:
+   paper-<id>`, and a piece's own answers (story, card, oEmbed, share card) `piece-<id>` too
+   (`tag_piece`). services/purge.py posts those keys to PURGE_URL when a piece goes on or off air.
+
+Keyed answers are `private, no-store` and never carry CORS headers or surrogate keys.
 """
 from __future__ import annotations
 
-from flask import Flask, Response, g, request
+import hashlib
+import logging
+from urllib.parse import urlencode
+
+from flask import Flask, Response, current_app, g, request
+from flask.globals import request_ctx
+
+from extensions import cache
 
 # Bump when the wire format changes, so clients holding old ETags refetch after a deploy.
 FORMAT_SALT = "f1"
 PUBLIC_CACHE_CONTROL = "public, max-age=60, stale-while-revalidate=300"
+KEY_HEADERS = ("Authorization", "X-Desk-Key")
+# Headers a view sets to manage caching itself: such an answer is not stored (news sitemap).
+_SELF_MANAGED = ("ETag", "Cache-Control", "Vary", "Set-Cookie", "Last-Modified", "Expires")
+log = logging.getLogger("paperdesk.cache")
 
 
 def no_etag(view):
-    """Mark a view whose GET answer is personal or one-off (confirm links): no ETag, no 304."""
+    """Mark a view whose GET answer is personal or one-off (confirm links): no ETag, no 304, and
+    never stored by the response cache."""
     view.no_etag = True
     return view
 
 
-def _cacheable() -> bool:
-    if request.method not in ("GET", "HEAD") or g.get("key") is not None or "paper" not in g:
-        return False
-    view = request.url_rule and request.endpoint and _view_function()
-    return view is not None and not getattr(view, "no_etag", False)
+def uncached(view):
+    """Mark a view whose public GET answer keeps its ETag but must not be stored by the response
+    cache (an answer that depends on more than the paper's data and the URL)."""
+    view.no_response_cache = True
+    return view
+
+
+def tag_piece(piece) -> None:
+    """Give the current answer the surrogate key `piece-<id>` besides `paper-<id>`, so a CDN
+    purge of that piece reaches it. Call from views that answer for one piece."""
+    g.setdefault("surrogate_keys", []).append(f"piece-{piece.id}")
 
 
 def _view_function():
-    from flask import current_app
+    return current_app.view_functions.get(request.endpoint) if request.endpoint else None
 
-    return current_app.view_functions.get(request.endpoint)
+
+def _cacheable() -> bool:
+    """A public GET/HEAD of a paper, by a view that allows ETags."""
+    if request.method not in ("GET", "HEAD") or g.get("key") is not None or "paper" not in g:
+        return False
+    view = _view_function()
+    return view is not None and not getattr(view, "no_etag", False)
 
 
 def current_etag() -> str:
@@ -37,9 +76,16 @@ def current_etag() -> str:
     return f"{g.paper.id}.{g.paper.version}.{FORMAT_SALT}"
 
 
+def surrogate_keys() -> str:
+    """The Surrogate-Key header value of the current public answer: `paper-<id>` then any
+    piece keys (space-separated, as Fastly and Varnish xkey read it)."""
+    return " ".join([f"paper-{g.paper.id}", *dict.fromkeys(g.get("surrogate_keys", ()))])
+
+
 def answer_not_modified():
     """before_request: a public GET whose If-None-Match holds the current ETag gets 304 at once."""
-    if not _cacheable():
+    g.public_get = _cacheable()
+    if not g.public_get:
         return None
     etag = current_etag()
     if request.if_none_match.contains_weak(etag):
@@ -51,14 +97,77 @@ def answer_not_modified():
     return None
 
 
+def response_cache_key() -> str:
+    """The cache key of the current public GET: paper id and version, then a digest of scheme,
+    host, path and the query with its names sorted (values of one name keep their order)."""
+    args = sorted(request.args.items(multi=True), key=lambda item: item[0])
+    raw = "\n".join([request.scheme, request.host.lower(), request.path, urlencode(args)])
+    digest = hashlib.blake2b(raw.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
+    return f"resp:{g.paper.id}:{g.paper.version}:{FORMAT_SALT}:{digest}"
+
+
+def _response_cacheable() -> bool:
+    if not g.get("public_get") or any(name in request.headers for name in KEY_HEADERS):
+        return False
+    return not getattr(_view_function(), "no_response_cache", False)
+
+
+def answer_from_cache():
+    """before_request (after the 304 check): a stored answer for this public GET, if any.
+    A cache that fails (Redis down) is logged and skipped: the request is served fresh."""
+    if not _response_cacheable():
+        return None
+    key = g.response_cache_key = response_cache_key()
+    try:
+        entry = cache.get(key)
+    except Exception:  # noqa: BLE001 - a cache outage must never fail a request
+        log.warning("response cache read failed", exc_info=True)
+        return None
+    if entry is None:
+        return None
+    status, headers, body = entry
+    g.response_cache_hit = True
+    return current_app.response_class(body, status=status, headers=headers)
+
+
+def _storable(response: Response) -> bool:
+    if response.status_code != 200 or response.is_streamed or response.direct_passthrough:
+        return False
+    if any(name in response.headers for name in _SELF_MANAGED):
+        return False
+    # A view that read or wrote the session answers per visitor (Flask sets the cookie later).
+    session = getattr(request_ctx, "_session", None)
+    if session is not None and getattr(session, "accessed", False):
+        return False
+    length = response.calculate_content_length()
+    return length is not None and length <= current_app.config["RESPONSE_CACHE_MAX_BYTES"]
+
+
+def store_answer(response: Response) -> Response:
+    """after_request (registered last, so it runs first and sees the view's own answer): give a
+    public answer its Surrogate-Key and store a fresh 200 in the response cache."""
+    if not g.get("public_get") or response.status_code == 304 or g.get("response_cache_hit"):
+        return response
+    response.headers["Surrogate-Key"] = surrogate_keys()
+    key = g.get("response_cache_key")
+    if key is not None and _storable(response):
+        headers = [(k, v) for k, v in response.headers.items() if k != "Content-Length"]
+        try:
+            cache.set(key, (response.status_code, headers, response.get_data()))
+        except Exception:  # noqa: BLE001 - a cache outage must never fail a request
+            log.warning("response cache write failed", exc_info=True)
+    return response
+
+
 def decorate(response: Response) -> Response:
     """after_request: cache headers on public GETs; keyed answers private and without CORS."""
     if g.get("key") is not None:
         response.headers["Cache-Control"] = "private, no-store"
         for name in [h for h in response.headers.keys() if h.lower().startswith("access-control-")]:
             del response.headers[name]
+        response.headers.pop("Surrogate-Key", None)
         return response
-    if response.status_code == 200 and _cacheable():
+    if response.status_code == 200 and g.get("public_get"):
         if "ETag" not in response.headers:
             response.set_etag(current_etag())
         response.headers.setdefault("Cache-Control", PUBLIC_CACHE_CONTROL)
@@ -67,7 +176,14 @@ def decorate(response: Response) -> Response:
 
 
 def register(app: Flask) -> None:
-    """Install the hooks. Call before CORS is initialised: after_request hooks run in reverse
-    order, so `decorate` then runs after flask-cors and can strip its headers from keyed answers."""
+    """Install the before hooks (after tenancy's) and `decorate`. Call before CORS is
+    initialised: after_request hooks run in reverse order, so `decorate` then runs after
+    flask-cors and can strip its headers from keyed answers."""
     app.before_request(answer_not_modified)
+    app.before_request(answer_from_cache)
     app.after_request(decorate)
+
+
+def register_store(app: Flask) -> None:
+    """Install `store_answer`. Call after every other after_request hook is registered."""
+    app.after_request(store_answer)

@@ -52,10 +52,11 @@ def load_paper() -> None:
     paper = paper_for_host(request.host)
     if paper is None:
         abort(404, description="No paper is served on this host.")
-    g.paper = paper
     g.key = keys.authenticate(request, paper)
     if not paper.is_public and g.key is None:
+        # Set g.paper only once visible: error pages must not show a private paper's name.
         abort(404, description="No paper is served on this host.")
+    g.paper = paper
 
 
 def register(app: Flask) -> None:

@@ -5,9 +5,10 @@ document. The card alone may be framed by any site (security.allow_framing).
 """
 from __future__ import annotations
 
-from flask import abort, g, make_response, render_template
+from flask import Response, abort, g, make_response, render_template
 from flask_smorest import Blueprint
 
+import http_cache
 import security
 from schemas.embed import OEmbedOut, OEmbedQuery
 from schemas.story import disclosure
@@ -18,7 +19,7 @@ bp = Blueprint("embed", __name__, description="Embeddable story cards and oEmbed
 HTML = {"text/html": {"schema": {"type": "string"}}}
 
 
-@bp.route("/embed/<string:id>")
+@bp.route("/embed/<string(maxlength=200):id>")
 @bp.doc(responses={
     "200": {"description": "A self-contained HTML card: headline, picture, byline with its "
                            "AI-persona disclosure and the paper's name, each linking to the story "
@@ -34,6 +35,7 @@ def card(id: str):
     if piece is None:
         html = render_template("embed/missing.html", paper=g.paper, home=urls.home())
         return security.allow_framing(make_response(html, 404), "embed")
+    http_cache.tag_piece(piece)
     html = render_template(
         "embed/card.html", piece=piece, paper=g.paper, story_url=urls.story_page(piece.slug),
         picture=embeds.picture(piece), disclosure=disclosure(piece.persona.name),
@@ -48,12 +50,15 @@ def card(id: str):
 @bp.arguments(OEmbedQuery, location="query", as_kwargs=True)
 @bp.response(200, OEmbedOut)
 @bp.alt_response(404, description="`url` is not the page of a piece on air on this paper.")
-@bp.alt_response(501, description="`format=xml`: only JSON is served.")
+@bp.doc(responses={200: {"content": {"text/xml": {"schema": {
+    "type": "string", "description": "With `format=xml`: the same record as oEmbed XML."}}}}})
 def oembed(url: str, format: str, maxwidth: int | None = None, maxheight: int | None = None):
-    """The oEmbed 1.0 record (type rich) of a story page on this paper"""
-    if format == "xml":
-        abort(501, description="Only format=json is served.")
+    """The oEmbed 1.0 record (type rich) of a story page on this paper, as JSON or XML"""
     piece = embeds.story_from_url(g.paper, url)
     if piece is None:
         abort(404, description="url is not the page of a piece on air on this paper.")
-    return embeds.oembed_record(piece, g.paper, maxwidth, maxheight)
+    http_cache.tag_piece(piece)
+    record = embeds.oembed_record(piece, g.paper, maxwidth, maxheight)
+    if format == "xml":
+        return Response(embeds.oembed_xml(record), mimetype="text/xml")
+    return record

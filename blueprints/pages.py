@@ -14,6 +14,7 @@ from datetime import date, datetime
 
 from flask import Blueprint, abort, g, make_response, render_template, request
 
+import http_cache
 import security
 from clock import rfc3339
 from schemas.story import disclosure
@@ -80,6 +81,7 @@ def story(id: str):
     piece = stories.find(g.paper, id)
     if piece is None:
         abort(404, description="There is no such story on air in this paper.")
+    http_cache.tag_piece(piece)
     facts = piece.cited_facts
     rendered = prose.render(piece.prose, {fact.n for fact in facts})
     story_url = urls.story_page(piece.slug)

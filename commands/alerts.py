@@ -4,6 +4,7 @@ services/webhooks.py; docs/ALERTS.md has the crontab line."""
 from __future__ import annotations
 
 import sys
+import time
 
 import click
 from flask import current_app
@@ -30,21 +31,34 @@ def send_alerts(no_webhooks: bool) -> None:
     Exits 1 when a message or a webhook delivery failed (they are retried by the next run).
     """
     now = utcnow()
+    started = time.perf_counter()
     plan = alerts.plan_alerts(now)
-    total = alerts.unsent_count()
+    click.echo(f"planned: {plan.recorded} new alert(s) recorded, {plan.skipped} address(es) with "
+               f"nothing due ({time.perf_counter() - started:.1f}s)")
     try:
         mailer = mail.open_mailer(current_app.config)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
-    with mailer:
-        if sys.stdout.isatty() and total:
-            with click.progressbar(length=total, label="sending alerts") as bar:
-                report = alerts.send_recorded(now, mailer, progress=bar.update)
-        else:
-            report = alerts.send_recorded(now, mailer)
-    for error in report.errors[:5]:
-        click.echo(f"error: {error}", err=True)
-    hooks = webhooks.DeliveryReport() if no_webhooks else _deliver_webhooks(now)
+    with alerts.send_lock() as mine:
+        if not mine:
+            # SQLite: another run is sending; it also sends what this run just recorded.
+            click.echo("another send-alerts run is sending on this database; this run only planned")
+            click.echo(f"sent 0, failed 0, skipped {plan.skipped}")
+            return
+        total = alerts.unsent_count()
+        started = time.perf_counter()
+        with mailer:
+            if sys.stdout.isatty() and total:
+                with click.progressbar(length=total, label="sending alerts") as bar:
+                    report = alerts.send_recorded(now, mailer, progress=bar.update)
+            else:
+                report = alerts.send_recorded(now, mailer)
+        seconds = time.perf_counter() - started
+        if report.sent:
+            click.echo(f"mailed: {report.sent} in {seconds:.1f}s ({report.sent / seconds:.0f} a second)")
+        for error in report.errors[:5]:
+            click.echo(f"error: {error}", err=True)
+        hooks = webhooks.DeliveryReport() if no_webhooks else _deliver_webhooks(now)
     click.echo(f"sent {report.sent}, failed {report.failed}, skipped {plan.skipped + report.skipped}")
     if report.failed or hooks.failed:
         sys.exit(1)

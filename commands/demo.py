@@ -3,6 +3,7 @@ the URLs to try and a fresh demo admin key)."""
 from __future__ import annotations
 
 import re
+import time
 
 import click
 from flask import current_app
@@ -11,7 +12,7 @@ from sqlalchemy import select
 
 import clock
 from extensions import db
-from models import Paper
+from models import CADENCES, Paper
 from services import demo, keys, stories
 
 SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,53}[a-z0-9])?$")
@@ -30,17 +31,21 @@ def _slug(ctx, param, value: str) -> str:
               help="Slug of the public demo paper; its private companion is SLUG-private.")
 @click.option("--pieces", type=click.IntRange(0, 1_000_000), default=demo.DEFAULT_PIECES,
               show_default=True, help="Pieces on air on the public paper (100000 for benchmarks).")
-@click.option("--subscribers", type=click.IntRange(0, 100_000), default=12, show_default=True,
-              help="Sample subscribers (skipped until the subscriber model lands).")
+@click.option("--subscribers", type=click.IntRange(0, 1_000_000), default=demo.DEFAULT_SUBSCRIBERS,
+              show_default=True,
+              help="Confirmed sample subscribers on the public paper (readerNNNNN@example.test; "
+                   "no email is sent). 100000 for benchmarks.")
+@click.option("--subscriber-cadence", type=click.Choice(["mixed", *CADENCES]), default="mixed",
+              show_default=True, help="Cadence of every sample subscriber, or a mix.")
 @click.option("--seed", type=int, default=1, show_default=True,
               help="Text seed: the same seed writes the same pieces.")
 @click.option("--if-empty", is_flag=True, help="Leave papers that already exist alone (make run).")
 @click.option("--reset", is_flag=True, help="Delete the demo papers first, then seed them again.")
 @with_appcontext
-def seed_demo(slug: str, pieces: int, subscribers: int, seed: int, if_empty: bool,
-              reset: bool) -> None:
+def seed_demo(slug: str, pieces: int, subscribers: int, subscriber_cadence: str, seed: int,
+              if_empty: bool, reset: bool) -> None:
     """Create the demo papers: sections, AI personas, signed pieces on air over many days,
-    drafts and video editions."""
+    drafts, video editions and confirmed sample subscribers."""
     if if_empty and reset:
         raise click.UsageError("--if-empty and --reset contradict each other; pick one.")
     specs = demo.demo_specs(slug, pieces)
@@ -67,12 +72,17 @@ def seed_demo(slug: str, pieces: int, subscribers: int, seed: int, if_empty: boo
                        f"{report.drafts} drafts, {report.facts:,} cited facts, {report.images:,} "
                        f"with art, {report.editions} video editions, all signed "
                        f"({report.seconds:.1f}s)")
+            if spec.is_public and subscribers:
+                started = time.perf_counter()
+                paper = db.session.scalar(select(Paper).where(Paper.slug == spec.slug))
+                demo.seed_subscribers(paper, subscribers, now=now,
+                                      cadence=None if subscriber_cadence == "mixed" else subscriber_cadence)
+                click.echo(f"{spec.slug}: {subscribers:,} confirmed subscribers "
+                           f"({subscriber_cadence}), no email sent ({time.perf_counter() - started:.1f}s)")
         db.session.commit()
     except Exception:
         db.session.rollback()
         raise
-    # TODO(subscribers issue): seed `subscribers` sample rows once the subscriber model exists.
-    click.echo(f"subscribers: skipped ({subscribers} requested); there is no subscriber model yet")
 
 
 def _host(slug: str, port: int) -> str:

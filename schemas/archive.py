@@ -7,6 +7,8 @@ from datetime import date
 
 from marshmallow import Schema, ValidationError, fields
 
+from schemas.common import computed_url
+
 from schemas.story import StoryRowOut
 from services import urls
 
@@ -50,7 +52,7 @@ class SectionRowOut(Schema):
     slug = fields.String(required=True)
     description = fields.String(required=True, metadata={"description": "May be empty."})
     count = fields.Integer(required=True, metadata={"description": "Pieces of this section on air."})
-    url = fields.Function(lambda row: urls.section_page(row["slug"]), required=True,
+    url = computed_url(lambda row: urls.section_page(row["slug"]),
                           metadata={"description": "Absolute URL of the section's page."})
 
 
@@ -63,9 +65,9 @@ class SectionListOut(Schema):
 class DayRowOut(Schema):
     day = fields.Date(required=True, metadata={"description": "A UTC date (YYYY-MM-DD) on which pieces went on air."})
     count = fields.Integer(required=True, metadata={"description": "Pieces that went on air that day and are on air now."})
-    url = fields.Function(lambda row: urls.day_page(row["day"]), required=True,
+    url = computed_url(lambda row: urls.day_page(row["day"]),
                           metadata={"description": "Absolute URL of the back-issue page."})
-    api = fields.Function(lambda row: urls.api(f"/days/{row['day'].isoformat()}"), required=True,
+    api = computed_url(lambda row: urls.api(f"/days/{row['day'].isoformat()}"),
                           metadata={"description": "Absolute URL of `/api/v1/days/{day}`."})
 
 

@@ -24,3 +24,15 @@ class Timestamp(fields.DateTime):
 
     def _serialize(self, value, attr, obj, **kwargs):
         return None if value is None else rfc3339(value)
+
+
+def computed_text(fn, **kwargs) -> fields.Function:
+    """A required string computed from the object (`fn(obj) -> str`), documented as a string."""
+    metadata = {"type": "string", **kwargs.pop("metadata", {})}
+    return fields.Function(fn, required=True, metadata=metadata, **kwargs)
+
+
+def computed_url(fn, **kwargs) -> fields.Function:
+    """A required absolute URL computed from the object, documented as a string of format uri."""
+    metadata = {"type": "string", "format": "uri", **kwargs.pop("metadata", {})}
+    return fields.Function(fn, required=True, metadata=metadata, **kwargs)

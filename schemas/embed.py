@@ -27,7 +27,7 @@ class OEmbedQuery(Schema):
                                  "at this value."})
     format = fields.String(
         load_default="json", validate=validate.OneOf(["json", "xml"]),
-        metadata={"description": "`json` (default). `xml` is recognised but not served: 501."})
+        metadata={"description": "`json` (default) or `xml` (oEmbed XML, `text/xml`)."})
 
 
 class OEmbedOut(Schema):

@@ -28,9 +28,9 @@ DESCRIPTIONS = {
     "404-path": "No paper on this host, or nothing by that name on this paper.",
     "413": "The request body is larger than 64 KiB.",
     "415": "The request body is not JSON (send Content-Type: application/json).",
-    "422": "The JSON body failed validation (`errors` names each field).",
     "414": ("The request line is longer than 8190 bytes: refused by the HTTP server in front of "
             "the app (gunicorn.conf.py), with its own HTML page."),
+    "422": "The JSON body failed validation (`errors` names each field).",
     "429": "Too many requests from this client; retry after `Retry-After` seconds.",
 }
 # Answered by gunicorn before the app runs, so never problem+json.
@@ -87,16 +87,13 @@ def _drop_shadowed_parameters(item: dict) -> None:
 
 def _needed(operation: dict, has_path_params: bool) -> dict[str, str]:
     """Status -> description of every error answer this operation can give besides the default."""
-    responses = operation.setdefault("responses", {})
     has_body = "requestBody" in operation
     has_query = any(p.get("in") == "query" for p in operation.get("parameters", []))
+    # flask-smorest documents 422 for each @arguments: there, query/path/header values are parsed.
+    parses_values = "422" in operation["responses"] and not has_body
     needed = {"404": DESCRIPTIONS["404-path" if has_path_params else "404"],
               "414": DESCRIPTIONS["414"], "429": DESCRIPTIONS["429"]}
-    if not has_body and "422" in responses:
-        # webargs failed on query/path/header values: errors.py answers those 400, not 422.
-        responses.pop("422")
-        needed["400"] = DESCRIPTIONS["400"]
-    if has_query:
+    if has_query or parses_values:
         needed["400"] = DESCRIPTIONS["400"]
     if any(requirement for requirement in operation.get("security", [])):
         needed["401"] = DESCRIPTIONS["401"]
@@ -111,7 +108,12 @@ def _needed(operation: dict, has_path_params: bool) -> dict[str, str]:
 def _finish_operation(operation: dict, machine: bool, components: dict, *, has_path_params: bool):
     responses = operation["responses"] = {str(code): response for code, response
                                           in operation.get("responses", {}).items()}
-    for code, description in _needed(operation, has_path_params).items():
+    needed = _needed(operation, has_path_params)
+    if "requestBody" not in operation:
+        # flask-smorest documents 422 for every @arguments; errors.py answers bad query and path
+        # values 400 instead (CONTRACT.md "status codes"), and only a JSON body can get 422.
+        responses.pop("422", None)
+    for code, description in needed.items():
         responses.setdefault(code, {"description": description})
     for code in list(responses):
         if code == "default" or code[0] in "45":

@@ -2,12 +2,10 @@
 "full story"). Views hand these schemas `Piece` rows with `section` and `persona` loaded."""
 from __future__ import annotations
 
+from flask import g
 from marshmallow import Schema, fields
 
-from schemas.common import Timestamp
-
-from flask import g
-
+from schemas.common import Timestamp, computed_text, computed_url
 from services import urls
 
 DISCLOSURE = ("{byline} is an AI persona of {paper}'s masthead, declared as such; this piece "
@@ -22,14 +20,14 @@ def disclosure(byline: str) -> str:
 class StoryRowOut(Schema):
     """One entry of a story list."""
 
-    id = fields.Function(lambda p: str(p.id), required=True, metadata={"description": "Use on `/api/v1/stories/{id}`."})
+    id = computed_text(lambda p: str(p.id), metadata={"description": "Use on `/api/v1/stories/{id}`."})
     slug = fields.String(required=True, metadata={"description": "Also accepted on `/api/v1/stories/{id}`."})
     headline = fields.String(required=True)
     dek = fields.String(required=True, metadata={"description": "The standfirst."})
-    section = fields.Function(lambda p: p.section.name, required=True, metadata={"description": "The section name."})
-    byline = fields.Function(lambda p: p.persona.name, required=True, metadata={"description": "A declared AI persona (see `disclosure` on the full story)."})
+    section = computed_text(lambda p: p.section.name, metadata={"description": "The section name."})
+    byline = computed_text(lambda p: p.persona.name, metadata={"description": "A declared AI persona (see `disclosure` on the full story)."})
     rev = fields.Integer(required=True, metadata={"description": "Revision number, 1 for the first filing."})
-    url = fields.Function(lambda p: urls.story_page(p.slug), required=True, metadata={"description": "Absolute URL of the story's page."})
+    url = computed_url(lambda p: urls.story_page(p.slug), metadata={"description": "Absolute URL of the story's page."})
     on_air_at = Timestamp(required=True, allow_none=True, metadata={"description": "When the piece went on air (RFC 3339, UTC); null for a draft."})
     on_air = fields.Boolean(required=True, metadata={"description": "Always true on the public lane; false marks a draft (keyed lane)."})
 
@@ -46,7 +44,7 @@ class PersonaRefOut(Schema):
     name = fields.String(required=True)
     slug = fields.String(required=True)
     title = fields.String(required=True)
-    avatar = fields.Function(lambda p: urls.avatar(p.slug), required=True)
+    avatar = computed_url(lambda p: urls.avatar(p.slug))
     declared_ai = fields.Constant(True, required=True, metadata={"description": "Always true."})
 
 
@@ -55,12 +53,11 @@ class StoryOut(StoryRowOut):
 
     prose = fields.String(required=True, metadata={"description": "Markdown with `[^N]` markers. Render them as footnotes; never strip them."})
     cited_facts = fields.List(fields.Nested(CitedFactOut), required=True)
-    category = fields.Function(lambda p: p.section.name, required=True, metadata={"description": "Equal to `section`."})
+    category = computed_text(lambda p: p.section.name, metadata={"description": "Equal to `section`."})
     image = fields.String(required=True, allow_none=True, metadata={"description": "The story's art (URL) or null."})
     persona = fields.Nested(PersonaRefOut, required=True)
-    disclosure = fields.Function(
+    disclosure = computed_text(
         lambda p: disclosure(p.persona.name),
-        required=True,
         metadata={"description": "States that the byline is an AI persona. Clients must show it."},
     )
     content_hash = fields.String(required=True, metadata={"description": "`sha256:` + hex; the proof is at `/api/v1/stories/{id}/proof` (keyed)."})

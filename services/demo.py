@@ -21,12 +21,17 @@ from typing import Callable
 from sqlalchemy import func, insert, select, text
 
 from extensions import db
-from models import CitedFact, Edition, Paper, Persona, Piece, PieceRevision, Section, SigningKey
+from models import (CADENCES, CitedFact, Edition, Paper, Persona, Piece, PieceRevision, Section,
+                    SigningKey, Subscriber)
 from services import filing, provenance
 from services.demo_content import PERSONAS, SECTIONS, compose
 
 SEED_FILER = "seed-demo"
 DEFAULT_PIECES = 60
+DEFAULT_SUBSCRIBERS = 12
+# Sample readers: cadence and cast by position (half daily, three in ten weekly, two instant).
+SUBSCRIBER_CADENCES = ("daily", "instant", "daily", "weekly", "daily",
+                       "weekly", "daily", "instant", "daily", "weekly")
 PRIVATE_PIECES = 24
 DRAFTS = 3
 BATCH = 2000
@@ -313,3 +318,40 @@ def seed_paper(spec: PaperSpec, *, now: datetime, seed: int = 1,
     db.session.flush()
     report.seconds = timer.perf_counter() - started
     return report
+
+
+def subscriber_email(n: int) -> str:
+    """The address of sample reader `n` (1-based): `reader00001@example.test` (RFC 2606 `.test`:
+    nothing can ever be delivered there)."""
+    return f"reader{n:05d}@example.test"
+
+
+def seed_subscribers(paper: Paper, count: int, *, now: datetime, cadence: str | None = None) -> int:
+    """Add `count` confirmed sample subscribers to `paper`, in bulk (one executemany per
+    BATCH rows), sending nothing. Deterministic: reader n gets `subscriber_email(n)`, a cadence
+    from SUBSCRIBER_CADENCES (or `cadence` for all), a section choice among every section
+    (null), and pairs of the paper's sections, cast off for one in four, and a confirmation
+    2 to 6 days before `now`, so each first alert window holds pieces. Numbering continues after
+    the paper's existing `readerNNNNN` rows. Flushes; returns how many were written."""
+    if cadence is not None and cadence not in CADENCES:
+        raise ValueError(f"cadence must be one of {', '.join(CADENCES)}")
+    names = list(db.session.scalars(select(Section.name).where(Section.paper_id == paper.id)
+                                    .order_by(Section.position, Section.id)))
+    choices = [None, *(names[i:i + 2] for i in range(0, len(names) - 1, 2)), names[::2] or None]
+    start = db.session.scalar(select(func.count(Subscriber.id)).where(
+        Subscriber.paper_id == paper.id, Subscriber.email.like("reader%@example.test"))) or 0
+    connection = db.session.connection()
+    rows = []
+    for n in range(start + 1, start + count + 1):
+        confirmed = now - timedelta(days=2 + n // 3 % 5, minutes=n % 1440)
+        rows.append({"paper_id": paper.id, "email": subscriber_email(n),
+                     "cadence": cadence or SUBSCRIBER_CADENCES[n % len(SUBSCRIBER_CADENCES)],
+                     "sections": choices[(n + n // len(SUBSCRIBER_CADENCES)) % len(choices)], "cast": n % 4 != 0,
+                     "webhook_url": None, "webhook_secret": None,
+                     "created_at": confirmed - timedelta(minutes=3),
+                     "confirm_sent_at": confirmed - timedelta(minutes=3), "confirmed_at": confirmed,
+                     "unsubscribed_at": None, "last_sent_at": None})
+        if len(rows) >= BATCH or n == start + count:
+            connection.execute(insert(Subscriber.__table__), rows)
+            rows = []
+    return count

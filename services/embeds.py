@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from urllib.parse import unquote, urlencode, urlsplit
+from xml.etree import ElementTree
 
 from flask import request
 from markupsafe import Markup, escape
@@ -115,6 +116,15 @@ def oembed_record(piece: Piece, paper: Paper, maxwidth: int | None, maxheight: i
         "thumbnail_height": SHARE_CARD_SIZE[1],
         "cache_age": CACHE_AGE,
     }
+
+
+def oembed_xml(record: dict) -> bytes:
+    """The oEmbed XML form of a record (oEmbed 1.0 section 2.3.4): `<oembed>` with one child per
+    field, UTF-8, standalone."""
+    root = ElementTree.Element("oembed")
+    for name, value in record.items():
+        ElementTree.SubElement(root, name).text = str(value)
+    return ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
 def masthead_entry(persona_slug: str) -> str:

@@ -10,8 +10,11 @@ import hashlib
 import hmac
 import secrets
 
+from typing import NoReturn
+
 from flask import Request
 from sqlalchemy import select
+from werkzeug.exceptions import Forbidden, Unauthorized
 
 from extensions import db
 from models import KEY_KINDS, DeskKey, Paper, Persona, utcnow
@@ -55,16 +58,11 @@ def presented_key(request: Request) -> str | None:
     return None if key is None else key.strip()
 
 
-def _unauthorized(detail: str):
-    exc = _http(401, detail)
+def _unauthorized(detail: str) -> NoReturn:
+    exc = Unauthorized(description=detail)
+    # errors.py copies `data["headers"]` onto the problem answer.
     exc.data = {"headers": {"WWW-Authenticate": REALM}}
     raise exc
-
-
-def _http(code: int, detail: str):
-    from werkzeug.exceptions import default_exceptions
-
-    return default_exceptions[code](description=detail)
 
 
 def authenticate(request: Request, paper: Paper) -> DeskKey | None:
@@ -85,7 +83,7 @@ def authenticate(request: Request, paper: Paper) -> DeskKey | None:
     if row.revoked_at is not None:
         _unauthorized("The desk key has been revoked.")
     if row.paper_id != paper.id:
-        raise _http(403, "This desk key belongs to another paper.")
+        raise Forbidden(description="This desk key belongs to another paper.")
     return row
 
 
@@ -94,7 +92,7 @@ def require(key: DeskKey | None, level: str) -> DeskKey:
     if key is None:
         _unauthorized("This route needs a desk key.")
     if LEVELS[key.kind] < LEVELS[level]:
-        raise _http(403, f"This route needs a {level} key.")
+        raise Forbidden(description=f"This route needs a {level} key.")
     return key
 
 

@@ -4,13 +4,22 @@ SMTP_URL forms: `smtp://host:25` (plain), `smtp+starttls://user:pass@host:587`,
 `smtps://user:pass@host:465`; user and password are percent-decoded. A `Mailer` keeps one
 connection for a whole batch; when a message fails, it resets the session (RSET, else a fresh
 connection on the next message) so one bad message does not poison the batch.
+
+Two ways to make a message: `compose()` (the email package; confirm emails and the odd
+alert) and `Template` (alerts to many readers: headers and bodies are rendered once, each
+reader's copy is made by string substitution and `binascii` quoted-printable into an
+`Outgoing`, ready for the wire, about a hundred times cheaper than `compose()`).
 """
 from __future__ import annotations
 
+import binascii
+import secrets
 import smtplib
 import ssl
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
+from email import policy
 from email.message import EmailMessage
 from email.utils import format_datetime, formataddr, make_msgid
 from pathlib import Path
@@ -45,10 +54,77 @@ def compose(*, from_name: str, from_addr: str, to: str, subject: str, text: str,
     return message
 
 
+@dataclass(frozen=True)
+class Outgoing:
+    """A message ready for the wire: envelope sender, one recipient, the CRLF message bytes."""
+
+    sender: str
+    to: str
+    data: bytes
+    smtputf8: bool = False
+
+
+def _crlf(text: str) -> str:
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text.replace("\n", "\r\n") + ("" if text.endswith("\n") else "\r\n")
+
+
+class Template:
+    """One message for many readers: multipart/alternative (text + HTML, both UTF-8
+    quoted-printable), with `List-Id` and, when `one_click`, RFC 8058 `List-Unsubscribe-Post`.
+
+    `text` and `html` are rendered once with placeholder strings standing for the per-reader
+    values; `fill()` substitutes them (HTML-escaped in the HTML part) and returns that reader's
+    `Outgoing`, with its own `To`, `Message-ID` and `List-Unsubscribe: <url>` (one unfolded line,
+    never an RFC 2047 encoded word, so mail clients can read it). The shared headers are made
+    once by the email package (RFC 2047 for a non-ASCII nameplate or subject)."""
+
+    def __init__(self, *, from_name: str, from_addr: str, subject: str, text: str, html: str,
+                 now: datetime, list_id: str | None = None, one_click: bool = False):
+        self.sender = from_addr
+        self.text, self.html = _crlf(text), _crlf(html)
+        self.boundary = "=_pd_" + secrets.token_hex(12)  # "=_" never occurs in quoted-printable
+        head = EmailMessage(policy=policy.SMTP)
+        head["From"] = formataddr((from_name, from_addr))
+        head["Subject"] = subject
+        head["Date"] = format_datetime(now)
+        head["Auto-Submitted"] = "auto-generated"
+        if list_id:
+            head["List-Id"] = list_id
+        if one_click:
+            head["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
+        head["MIME-Version"] = "1.0"
+        head["Content-Type"] = f'multipart/alternative; boundary="{self.boundary}"'
+        self.headers = bytes(head).split(b"\r\n\r\n", 1)[0] + b"\r\n"
+
+    def fill(self, *, to: str, message_id: str, values: dict[str, tuple[str, str]],
+             unsubscribe_url: str | None = None) -> Outgoing:
+        """This reader's message. `values` maps each placeholder to (text value, HTML value).
+        An internationalised address (RFC 6531) is written as UTF-8 and sent with SMTPUTF8.
+        Raises ValueError for a line break in a header value."""
+        for value in (to, message_id, unsubscribe_url or ""):
+            if "\r" in value or "\n" in value:
+                raise ValueError("line break in a header value")
+        text, html = self.text, self.html
+        for placeholder, (plain, escaped) in values.items():
+            text, html = text.replace(placeholder, plain), html.replace(placeholder, escaped)
+        own = f"To: {to}\r\nMessage-ID: {message_id}\r\n"
+        if unsubscribe_url:
+            own += f"List-Unsubscribe: <{unsubscribe_url}>\r\n"
+        boundary = self.boundary.encode()
+        part = b'Content-Type: text/%s; charset="utf-8"\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n'
+        data = b"".join([
+            own.encode("utf-8"), self.headers, b"\r\n",
+            b"--", boundary, b"\r\n", part % b"plain", binascii.b2a_qp(text.encode("utf-8"), istext=True),
+            b"--", boundary, b"\r\n", part % b"html", binascii.b2a_qp(html.encode("utf-8"), istext=True),
+            b"--", boundary, b"--\r\n"])
+        return Outgoing(self.sender, to, data, smtputf8=not to.isascii())
+
+
 class Mailer:
     """Send messages for one batch. Use as a context manager; `send` raises MailError."""
 
-    def send(self, message: EmailMessage) -> None:  # pragma: no cover - interface
+    def send(self, message: EmailMessage | Outgoing) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 
     def close(self) -> None:
@@ -67,12 +143,12 @@ class OutboxMailer(Mailer):
     def __init__(self, directory: str):
         self.directory = Path(directory)
 
-    def send(self, message: EmailMessage) -> None:
+    def send(self, message: EmailMessage | Outgoing) -> None:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             name = f"{datetime.now().strftime('%Y%m%dT%H%M%S')}-{uuid.uuid4().hex[:12]}.eml"
             temp = self.directory / (name + ".tmp")
-            temp.write_bytes(bytes(message))
+            temp.write_bytes(message.data if isinstance(message, Outgoing) else bytes(message))
             temp.rename(self.directory / name)  # readers never see half a message
         except OSError as exc:
             raise MailError(f"outbox: {exc}") from exc
@@ -112,12 +188,16 @@ class SmtpMailer(Mailer):
                 self._conn.close()
         self._conn = None
 
-    def send(self, message: EmailMessage) -> None:
+    def send(self, message: EmailMessage | Outgoing) -> None:
         for attempt in (1, 2):
             try:
                 if self._conn is None:
                     self._conn = self._connect()
-                self._conn.send_message(message)
+                if isinstance(message, Outgoing):
+                    options = ["SMTPUTF8", "BODY=8BITMIME"] if message.smtputf8 else []
+                    self._conn.sendmail(message.sender, [message.to], message.data, options)
+                else:
+                    self._conn.send_message(message)
                 return
             except smtplib.SMTPServerDisconnected as exc:
                 # A reused connection the server has since closed: one fresh try.

@@ -12,6 +12,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 import time_machine
+from sqlalchemy import select
 
 from tests.smtp import body_text, free_port, smtp  # noqa: F401  (fixture)
 
@@ -221,3 +222,78 @@ def test_two_concurrent_runs_alert_nobody_twice(client, desk, smtp, app):
     assert all(p.returncode == 0 for p in runs), outputs
     alerts = [m["To"] for m in smtp.messages if m["List-Unsubscribe"]]
     assert sorted(alerts) == sorted(f"c{i}@example.com" for i in range(40))
+
+
+def test_seed_demo_subscribers_are_confirmed_mixed_and_sent_nothing_until_a_run(runner, client, desk, smtp, app):
+    result = runner.invoke(args=["seed-demo", "--subscribers", "25"])
+    assert result.exit_code == 0, result.output
+    assert "demo: 25 confirmed subscribers (mixed), no email sent" in result.output
+    assert smtp.messages == []  # seeding mails nobody
+    from extensions import db
+    from models import Paper
+
+    key = desk.key(db.session.scalar(select(Paper).where(Paper.slug == "demo")), "admin")
+    body = client.get("/api/v1/subscribers", headers={"Authorization": f"Bearer {key}"}).get_json()
+    assert (body["count"], body["confirmed"]) == (25, 25)
+    rows = body["subscribers"]
+    assert [r["email"] for r in rows] == [f"reader{n:05d}@example.test" for n in range(1, 26)]
+    assert {r["cadence"] for r in rows} == {"instant", "daily", "weekly"}
+    assert len({tuple(r["sections"]) for r in rows}) >= 4 and {r["cast"] for r in rows} == {True, False}
+    assert all(r["confirmed_at"] and r["last_sent_at"] is None for r in rows)
+    # The private paper takes no subscribers; each reader's first window holds news.
+    private = client.get("/api/v1", base_url="http://demo-private.localhost")
+    assert private.status_code == 404
+    result, summary = run(runner)
+    assert summary == "sent 25, failed 0, skipped 0", result.output
+    assert sorted(m["To"] for m in smtp.messages) == [r["email"] for r in rows]
+
+
+def test_seed_demo_subscriber_cadence_sets_every_reader(runner, client, desk):
+    result = runner.invoke(args=["seed-demo", "--paper", "gazette", "--pieces", "40",
+                                 "--subscribers", "7", "--subscriber-cadence", "instant"])
+    assert result.exit_code == 0, result.output
+    from extensions import db
+    from models import Paper, Subscriber
+
+    paper = db.session.scalar(select(Paper).where(Paper.slug == "gazette"))
+    cadences = db.session.scalars(select(Subscriber.cadence).where(Subscriber.paper_id == paper.id)).all()
+    assert cadences == ["instant"] * 7
+    assert runner.invoke(args=["seed-demo", "--subscriber-cadence", "hourly"]).exit_code == 2
+
+
+def test_alerts_carry_non_ascii_text_and_long_lines_intact(client, desk, runner, smtp):
+    paper = desk.paper("demo", nameplate="Le Québec Gazette — édition du soir")
+    headline = "Café owners in Zürich “cautiously optimistic” as rents fall " + "é" * 90
+    with time_machine.travel(T, tick=False) as clock:
+        join(client, smtp, "lecteur@example.com", cadence="instant")
+        desk.piece(paper, headline, dek="Prix = 4,50 € . and a trailing space ", on_air_at=T + timedelta(minutes=5))
+        clock.move_to(T + timedelta(minutes=10))
+        assert run(runner)[1] == "sent 1, failed 0, skipped 0"
+    [alert] = alerts_to(smtp, "lecteur@example.com")
+    assert alert["From"].addresses[0].display_name == "Le Québec Gazette — édition du soir"
+    assert alert["Subject"] == "Le Québec Gazette — édition du soir: 1 new piece"
+    text, html = body_text(alert), alert.get_body(("html",)).get_content()
+    assert headline in text and "Prix = 4,50 € . and a trailing space" in text
+    assert headline in html and "List-Unsubscribe" not in text
+    unsubscribe = re.fullmatch(r"<(\S+)>", alert["List-Unsubscribe"]).group(1)
+    assert unsubscribe in text and unsubscribe in html
+    assert re.match(r"<alert\.\d+\.\d+\.demo@localhost\.localdomain>$", alert["Message-ID"])
+
+
+def test_on_sqlite_a_second_run_only_plans_while_another_sends(client, desk, runner, smtp, app):
+    if app.backend != "sqlite":
+        pytest.skip("PostgreSQL runs share the work with SKIP LOCKED (test_two_concurrent_runs...)")
+    from services import alerts
+
+    paper = desk.paper("demo")
+    with time_machine.travel(T, tick=False) as clock:
+        join(client, smtp, "one@example.com", cadence="instant")
+        desk.piece(paper, "News", on_air_at=T + timedelta(minutes=5))
+        clock.move_to(T + timedelta(minutes=10))
+        with alerts.send_lock() as mine:  # this test plays the run that is sending
+            assert mine
+            result, summary = run(runner)
+        assert result.exit_code == 0 and "another send-alerts run is sending" in result.output
+        assert summary == "sent 0, failed 0, skipped 0" and alerts_to(smtp, "one@example.com") == []
+        clock.move_to(T + timedelta(minutes=11))
+        assert run(runner)[1] == "sent 1, failed 0, skipped 1"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from urllib.parse import quote
+from xml.etree import ElementTree
 
 import lxml.html
 import pytest
@@ -250,14 +251,18 @@ def test_story_address_by_id_and_on_another_papers_host(client, desk):
     assert client.get(f"/oembed?url=http://other.localhost/stories/{piece.id}").status_code == 404
 
 
-def test_xml_format_is_501(client, desk):
+def test_xml_format_carries_the_same_record(client, desk):
     paper = desk.paper("demo")
-    desk.piece(paper, "Rates rise again")
-    response = oembed(client, "http://localhost/stories/rates-rise-again", format="xml")
-    assert response.status_code == 501
-    assert response.mimetype == "application/problem+json"
-    assert oembed(client, "http://localhost/stories/rates-rise-again",
-                  format="json").status_code == 200
+    desk.piece(paper, "Rates <rise> & again")
+    url = "http://localhost/stories/rates-rise-again"
+    response = oembed(client, url, format="xml", maxwidth=300)
+    assert response.status_code == 200 and response.mimetype == "text/xml"
+    root = ElementTree.fromstring(response.data)
+    assert root.tag == "oembed"
+    as_json = oembed(client, url, format="json", maxwidth=300).get_json()
+    assert {child.tag: child.text for child in root} == {k: str(v) for k, v in as_json.items()}
+    assert root.findtext("title") == "Rates <rise> & again"
+    assert oembed(client, url, format="yaml").status_code == 400
 
 
 def test_headline_is_escaped_in_the_snippet(client, desk):
@@ -282,6 +287,7 @@ def test_embed_and_oembed_are_documented(client, desk):
     assert params["maxwidth"]["schema"]["minimum"] == 220
     assert params["maxwidth"]["schema"]["maximum"] == 640
     assert params["url"]["required"] is True
-    assert {"200", "400", "404", "501"} <= set(record["responses"])
+    assert {"200", "400", "404"} <= set(record["responses"])
+    assert set(record["responses"]["200"]["content"]) == {"application/json", "text/xml"}
     out = record["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
     assert out.endswith("/OEmbedOut")

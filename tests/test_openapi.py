@@ -77,6 +77,11 @@ def test_document_is_valid_openapi_31(doc):
     # 3.1 is JSON Schema: `nullable` (3.0) must not appear; allow_none becomes a "null" type.
     assert not [node for node in walk(doc["components"]["schemas"])
                 if "nullable" in node or "x-nullable" in node]
+    # fields.Constant is documented as a JSON Schema `const`: `declared_ai` is always true.
+    declared = [schema["properties"]["declared_ai"] for schema in doc["components"]["schemas"].values()
+                if "declared_ai" in schema.get("properties", {})]
+    assert declared and all(p.get("const", p.get("enum") == [True]) is True
+                            and p["type"] == "boolean" for p in declared)
     problem = doc["components"]["schemas"]["Problem"]
     assert set(problem["required"]) == {"type", "title", "status", "detail"}
 

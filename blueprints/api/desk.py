@@ -159,7 +159,7 @@ def file_story(body: dict):
     return _reloaded(piece.id), 201, {"Location": urls.api(f"/stories/{piece.id}")}
 
 
-@bp.route("/stories/<string:id>", methods=["PATCH"])
+@bp.route("/stories/<string(maxlength=200):id>", methods=["PATCH"])
 @writer("revise")
 @json_body
 @bp.arguments(StoryPatch)
@@ -190,7 +190,7 @@ def revise_story(body: dict, id: str):
     return _reloaded(piece.id)
 
 
-@bp.route("/stories/<string:id>/air", methods=["PUT"])
+@bp.route("/stories/<string(maxlength=200):id>/air", methods=["PUT"])
 @keyed(bp, "admin")
 @bp.response(200, StoryOut)
 @bp.alt_response(404, description="No such piece on this paper.")
@@ -201,7 +201,7 @@ def air_story(id: str):
     return _reloaded(piece.id)
 
 
-@bp.route("/stories/<string:id>/air", methods=["DELETE"])
+@bp.route("/stories/<string(maxlength=200):id>/air", methods=["DELETE"])
 @keyed(bp, "admin")
 @bp.response(200, StoryOut)
 @bp.alt_response(404, description="No such piece on this paper.")

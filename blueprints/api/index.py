@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import re
 
 from flask import current_app, g, jsonify
 from sqlalchemy import select
@@ -11,6 +12,9 @@ from extensions import api, db
 from models import SigningKey
 from schemas.paper import PaperIndexOut, ReceiptKeysOut
 from services import keys, urls
+
+# `<string(maxlength=200):id>` -> `{id}`
+RULE_VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
 bp = api_blueprint("index", __name__, "The paper index, the OpenAPI document and receipt keys.")
 
@@ -40,7 +44,7 @@ def _routes(key) -> list[dict]:
         access = getattr(view, "access", "public")
         if keys.LEVELS.get(access, 0) > reach and getattr(view, "agent_capability", None) not in capabilities:
             continue
-        path = rule.rule.replace("<string:", "{").replace("<", "{").replace(">", "}")
+        path = RULE_VARIABLE.sub(r"{\1}", rule.rule)
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
             found.append({"method": method, "path": urls.absolute(path), "access": access})
     return sorted(found, key=lambda r: (r["path"], r["method"]))

@@ -66,7 +66,7 @@ def help_desk(paper) -> str:
     return f"mailto:desk@{host}"
 
 
-@bp.route("/stories/<string:id>/proof")
+@bp.route("/stories/<string(maxlength=200):id>/proof")
 @keyed(bp, "read")
 @bp.response(200, ProofOut)
 @bp.alt_response(404, description="No such piece on this paper.")

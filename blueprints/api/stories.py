@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from flask import g
 
+import http_cache
 from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint, not_found
 from schemas.story import StoriesQuery, StoryListOut, StoryOut
 from services import stories
@@ -27,7 +28,7 @@ def list_stories(limit: int):
     return {"stories": rows, "count": len(rows)}
 
 
-@bp.route("/stories/<string:id>")
+@bp.route("/stories/<string(maxlength=200):id>")
 @bp.doc(security=OPTIONAL_SECURITY)
 @bp.response(200, StoryOut)
 @bp.alt_response(404, description="No such piece on air on this paper.")
@@ -36,4 +37,5 @@ def get_story(id: str):
     piece = stories.find(g.paper, id, include_drafts=g.key is not None)
     if piece is None:
         not_found()
+    http_cache.tag_piece(piece)
     return piece

@@ -1,0 +1,134 @@
+"""JSON logs with a request id (issue 6, "Production setup").
+
+Every request gets an id: the client's (or the proxy's) `X-Request-ID` when it is a sane token,
+else a fresh one. It is echoed on the answer and stamped on every log record written while the
+request runs. When the answer is done, one INFO line on the `paperdesk.request` logger says what
+happened: method, path, status, duration in ms, paper slug, request id. That line is the access
+log; gunicorn's own access log is off by default (gunicorn.conf.py) so a request is logged once.
+
+`configure(app)` installs the JSON formatter on the `paperdesk` loggers (LOG_FORMAT=text keeps
+plain lines for a developer's terminal). gunicorn.conf.py uses `JsonFormatter` for gunicorn's own
+messages, so a production process writes nothing but JSON lines.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import sys
+import time
+import uuid
+from datetime import datetime, timezone
+
+from flask import Flask, Response, g, has_request_context, request
+
+REQUEST_ID_HEADER = "X-Request-ID"
+# Accept what proxies and tracers send (uuids, hex, base64url, dotted ids), nothing that could
+# break a log line or a header.
+_SANE_ID = re.compile(r"[A-Za-z0-9._:@/+=-]{1,128}", re.ASCII)
+# LogRecord attributes that are not "extra" fields.
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+log = logging.getLogger("paperdesk.request")
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: `time` (RFC 3339 UTC, ms), `level`, `logger`, `message`, the
+    current `request_id` when there is one, any `extra={...}` fields, and `exc_info` text."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry = {
+            "time": datetime.fromtimestamp(record.created, timezone.utc)
+            .isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if has_request_context() and "request_id" in g:
+            entry["request_id"] = g.request_id
+        for name, value in vars(record).items():
+            if name not in _STANDARD and not name.startswith("_"):
+                entry[name] = value
+        if record.exc_info:
+            entry["exc_info"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str, ensure_ascii=False)
+
+
+def request_id_from(header: str | None) -> str:
+    """The incoming id when it is 1-128 safe characters, else a new random one (32 hex)."""
+    if header and _SANE_ID.fullmatch(header):
+        return header
+    return uuid.uuid4().hex
+
+
+def start_request() -> None:
+    """before_request (installed first, so it runs first): the request id and the clock."""
+    g.request_id = request_id_from(request.headers.get(REQUEST_ID_HEADER))
+    g.request_started = time.perf_counter()
+
+
+def finish_request(response: Response) -> Response:
+    """after_request (installed first, so it runs last): echo the id, log the request line."""
+    if "request_id" not in g:  # a request that failed before any before_request hook ran
+        start_request()
+    response.headers[REQUEST_ID_HEADER] = g.request_id
+    if log.isEnabledFor(logging.INFO):
+        paper = g.get("paper")
+        log.info("%s %s %s", request.method, request.path, response.status_code, extra={
+            "method": request.method,
+            "path": request.path,
+            "query": request.query_string.decode("latin-1"),
+            "status": response.status_code,
+            "duration_ms": round((time.perf_counter() - g.request_started) * 1000, 2),
+            "paper": paper.slug if paper is not None else None,
+            "remote_addr": request.remote_addr,
+        })
+    return response
+
+
+def configure(app: Flask) -> None:
+    """Give the `paperdesk` loggers one stderr handler (JSON unless LOG_FORMAT=text) at
+    LOG_LEVEL, once per process, and install the request-id hooks on `app`.
+
+    Call before any other hook is registered: before_request hooks run in registration order and
+    after_request hooks in reverse, so the id exists first and the line is written last.
+    """
+    logger = logging.getLogger("paperdesk")
+    logger.setLevel(app.config["LOG_LEVEL"])
+    ours = [h for h in logger.handlers if getattr(h, "_paperdesk", False)]
+    if app.testing:
+        # Under a test runner records go to the root logger, where pytest's caplog collects them.
+        logger.propagate = True
+    else:
+        if not ours:
+            ours = [logging.StreamHandler(sys.stderr)]
+            ours[0]._paperdesk = True
+            logger.addHandler(ours[0])
+        # Our handler writes the line; the root logger (gunicorn's) must not write it again.
+        logger.propagate = False
+    for handler in ours:
+        handler.setFormatter(JsonFormatter() if app.config["LOG_FORMAT"] != "text" else
+                             logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    log.setLevel(logging.NOTSET if app.config["LOG_REQUESTS"] else logging.WARNING)
+    app.before_request(start_request)
+    app.after_request(finish_request)
+
+
+def gunicorn_logconfig() -> dict:
+    """logging.config dict for gunicorn.conf.py: gunicorn's error log as JSON lines on stderr;
+    its access log (when GUNICORN_ACCESSLOG turns it on) as JSON lines on stdout."""
+    return {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": JsonFormatter}},
+        "handlers": {
+            "stderr": {"class": "logging.StreamHandler", "formatter": "json",
+                       "stream": "ext://sys.stderr"},
+            "stdout": {"class": "logging.StreamHandler", "formatter": "json",
+                       "stream": "ext://sys.stdout"},
+        },
+        "root": {"level": "WARNING", "handlers": ["stderr"]},
+        "loggers": {
+            "gunicorn.error": {"level": "INFO", "handlers": ["stderr"], "propagate": False},
+            "gunicorn.access": {"level": "INFO", "handlers": ["stdout"], "propagate": False},
+        },
+    }
