@@ -44,7 +44,7 @@ class JsonFormatter(logging.Formatter):
             "message": record.getMessage(),
         }
         if has_request_context() and "request_id" in g:
-            entry["request_id"] = g.request_id
+            entry["request_id"] = g.request_id  # any record written while a request runs
         for name, value in vars(record).items():
             if name not in _STANDARD and not name.startswith("_"):
                 entry[name] = value
@@ -74,6 +74,7 @@ def finish_request(response: Response) -> Response:
     if log.isEnabledFor(logging.INFO):
         paper = g.get("paper")
         log.info("%s %s %s", request.method, request.path, response.status_code, extra={
+            "request_id": g.request_id,
             "method": request.method,
             "path": request.path,
             "query": request.query_string.decode("latin-1"),
