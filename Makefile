@@ -43,6 +43,11 @@ ci: ## what CI runs: install, test on both backends, schemathesis on both backen
 openapi: install ## write the OpenAPI document to openapi.json
 	$(BIN)/flask openapi --output openapi.json
 
+bench: install ## load benchmarks at 100 000 pieces on SQLite and PostgreSQL (BENCH_DATABASE_URL), cold and warm, then bench-alerts; writes docs/PERFORMANCE.md
+	@command -v wrk >/dev/null 2>&1 || apt-get install -y -q wrk || sudo apt-get install -y -q wrk
+	$(BIN)/python -m bench.http_bench $(HTTP_BENCH_ARGS)
+	$(MAKE) bench-alerts
+
 bench-alerts: install ## send-alerts to 10 000 readers over a local SMTP sink (PostgreSQL too with BENCH_DATABASE_URL); appends to docs/PERFORMANCE.md
 	$(BIN)/python bench/alerts.py $(BENCH_ARGS)
 

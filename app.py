@@ -51,7 +51,9 @@ def register_extensions(app: Flask) -> None:
     cache.init_app(app)
     purge.init_app(app)
     limiter.init_app(app)
-    # Order matters: tenancy sets g.paper and g.key, then the 304 shortcut may answer at once.
+    # Order matters: fresh cache state, tenancy sets g.paper and g.key, then the 304 shortcut or
+    # the response cache may answer at once.
+    app.before_request(http_cache.begin)
     tenancy.register(app)
     http_cache.register(app)
     cors.init_app(

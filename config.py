@@ -34,8 +34,11 @@ def load() -> dict:
     """
     instance = Path(os.environ.get("INSTANCE_PATH") or ROOT / "instance")
     database_url = _database_url(instance)
-    engine_options: dict = {"pool_pre_ping": True}
+    engine_options: dict = {}
     if database_url.startswith("postgresql"):
+        # A server restart must not fail the next request on each pooled connection. (A SQLite
+        # file cannot go away under a connection, so it skips the ping's round trip.)
+        engine_options["pool_pre_ping"] = _flag("DB_POOL_PRE_PING", True)
         # Per gunicorn worker (sync workers serve one request at a time, so a small pool is
         # plenty); workers x (size + overflow) must stay under the server's max_connections.
         engine_options.update(
@@ -81,6 +84,7 @@ def load() -> dict:
         "CACHE_REDIS_URL": os.environ.get("CACHE_REDIS_URL", ""),
         "CACHE_DEFAULT_TIMEOUT": int(os.environ.get("CACHE_DEFAULT_TIMEOUT", "300")),
         "CACHE_KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "paperdesk:"),
+        "CACHE_NO_NULL_WARNING": True,  # NullCache is a deliberate choice (benchmarks, tests)
         "CACHE_THRESHOLD": int(os.environ.get("CACHE_THRESHOLD", "2000")),  # SimpleCache entries
         # Answers larger than this are served fresh each time rather than stored (bytes).
         "RESPONSE_CACHE_MAX_BYTES": int(os.environ.get("RESPONSE_CACHE_MAX_BYTES", str(2 << 20))),

@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 
 from flask import Flask, Response, json, render_template, request
-from sqlalchemy.exc import OperationalError
-from werkzeug.exceptions import HTTPException, InternalServerError, ServiceUnavailable
+from sqlalchemy.exc import IntegrityError, OperationalError
+from werkzeug.exceptions import BadRequest, Conflict, HTTPException, InternalServerError, ServiceUnavailable
 from werkzeug.http import HTTP_STATUS_CODES
 
 log = logging.getLogger("paperdesk.errors")
@@ -90,6 +90,10 @@ def handle_http_exception(error: HTTPException):
         if name.lower() != "content-type":
             headers[name] = value
     detail = data.get("message") or (error.description if _own_description(error) else None)
+    if status == 429:
+        # flask-limiter's description is the limit alone ("300 per 1 minute").
+        detail = (f"Too many requests: the limit is {error.description}. Retry after the number "
+                  f"of seconds in Retry-After." if _own_description(error) else None)
     if status == 400 and messages:
         # webargs answers a body that is not JSON at all with 400 under the "json" location.
         body = isinstance(messages, dict) and set(messages) <= {"json", "form"}
@@ -103,6 +107,9 @@ def handle_http_exception(error: HTTPException):
     response = Response(html, status=status, mimetype="text/html")
     for name, value in headers.items():
         response.headers[name] = value
+    # As on problem answers: an error page is never stored (a cached 429 or 503 would outlive
+    # the condition, a cached 404 the piece going on air).
+    response.headers["Cache-Control"] = "no-store"
     return response
 
 
@@ -115,6 +122,18 @@ def handle_unexpected(error: Exception):
     """Log an unexpected exception and answer 500 (or 503 when the database is unreachable)."""
     if isinstance(error, HTTPException):
         return handle_http_exception(error)
+    if isinstance(error, RecursionError) and request.is_json:
+        # The JSON parser recurses once per nesting level: `[[[[...` 60 000 deep (well inside
+        # 64 KiB) exhausts the stack. That is bad input, on any route that reads a JSON body.
+        return handle_http_exception(BadRequest(description="The JSON body is nested too deeply."))
+    if isinstance(error, IntegrityError):
+        # A uniqueness race the services' own checks could not see (two writers at once):
+        # nothing was written (the request's transaction is rolled back); trying again works.
+        log.warning("write conflict on %s %s: %s", request.method, request.path,
+                    str(error.orig).splitlines()[0][:200])
+        return handle_http_exception(Conflict(description=(
+            "This write collided with another made at the same moment; nothing was written. "
+            "Retry it.")))
     if isinstance(error, OperationalError):
         log.error("database unavailable: %s", error.__class__.__name__)
         return handle_http_exception(_unavailable())

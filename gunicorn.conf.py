@@ -9,6 +9,8 @@ import multiprocessing
 import os
 import sys
 
+from gunicorn.glogging import Logger
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import logging_setup  # noqa: E402  (the project root, whatever the working directory)
 
@@ -23,8 +25,9 @@ timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))   # a worker silent this
 graceful_timeout = 30   # on SIGTERM/SIGHUP, in-flight requests get this long to finish
 keepalive = 5
 # Recycle workers now and then so slow leaks cannot grow without bound.
-max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "2000"))
-max_requests_jitter = 200
+# A worker serves hundreds of requests a second and takes about a second to boot, so not too often.
+max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "50000"))
+max_requests_jitter = 5000
 # The heartbeat file lives in memory, not on a disk that may stall fchmod.
 worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
@@ -43,7 +46,19 @@ accesslog = os.environ.get("GUNICORN_ACCESSLOG") or None
 errorlog = "-"
 loglevel = os.environ.get("GUNICORN_LOGLEVEL", "info")
 access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s"'
-logconfig_dict = logging_setup.gunicorn_logconfig()
+
+
+class JsonLogger(Logger):
+    """gunicorn's logger with JSON lines (logging_setup.JsonFormatter) on its handlers."""
+
+    def setup(self, cfg):
+        super().setup(cfg)
+        for log in (self.error_log, self.access_log):
+            for handler in log.handlers:
+                handler.setFormatter(logging_setup.JsonFormatter())
+
+
+logger_class = JsonLogger
 
 # gunicorn itself trusts no X-Forwarded-* header: ProxyFix in the app does, when TRUSTED_PROXIES
 # says how many proxies there are, so the one setting governs scheme and client address alike.

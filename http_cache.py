@@ -3,7 +3,7 @@ issue 6 "Caching").
 
 Everything hangs on the paper's `version`, which every write moves (`Paper.bump`):
 
-1. ETag / 304. A public GET's ETag is `{paper id}.{version}.{salt}`, so a matching
+1. ETag / 304. A public GET's ETag is `{paper id}.{version}.{birth}.{salt}`, so a matching
    `If-None-Match` is answered 304 in before_request, before the view runs: no piece is loaded.
 2. Response cache. A public GET's answer, as its view made it (status 200, body, the view's own
    headers), is stored in flask-caching (`extensions.cache`: SimpleCache in development,
@@ -56,7 +56,7 @@ def uncached(view):
 def tag_piece(piece) -> None:
     """Give the current answer the surrogate key `piece-<id>` besides `paper-<id>`, so a CDN
     purge of that piece reaches it. Call from views that answer for one piece."""
-    g.setdefault("surrogate_keys", []).append(f"piece-{piece.id}")
+    g.surrogate_keys.append(f"piece-{piece.id}")
 
 
 def _view_function():
@@ -71,15 +71,31 @@ def _cacheable() -> bool:
     return view is not None and not getattr(view, "no_etag", False)
 
 
+def paper_state() -> str:
+    """`{id}.{version}.{birth}`: names what the current paper's public answers hold. `birth`
+    (its creation time, hex seconds) tells apart a paper deleted and made again under the same
+    id, whose version starts over (`seed-demo --reset` on SQLite reuses the highest id)."""
+    paper = g.paper
+    birth = int(paper.created_at.timestamp()) if paper.created_at else 0
+    return f"{paper.id}.{paper.version}.{birth:x}"
+
+
 def current_etag() -> str:
     """The (unquoted) strong ETag of every public answer of the current paper at its version."""
-    return f"{g.paper.id}.{g.paper.version}.{FORMAT_SALT}"
+    return f"{paper_state()}.{FORMAT_SALT}"
 
 
 def surrogate_keys() -> str:
     """The Surrogate-Key header value of the current public answer: `paper-<id>` then any
     piece keys (space-separated, as Fastly and Varnish xkey read it)."""
-    return " ".join([f"paper-{g.paper.id}", *dict.fromkeys(g.get("surrogate_keys", ()))])
+    return " ".join([f"paper-{g.paper.id}", *dict.fromkeys(g.surrogate_keys)])
+
+
+def begin() -> None:
+    """before_request, ahead of tenancy: this request's cache state starts empty (a test that
+    holds an app context open sees one `g` across requests)."""
+    g.public_get, g.response_cache_key, g.response_cache_hit = False, None, False
+    g.surrogate_keys = []
 
 
 def answer_not_modified():
@@ -103,7 +119,7 @@ def response_cache_key() -> str:
     args = sorted(request.args.items(multi=True), key=lambda item: item[0])
     raw = "\n".join([request.scheme, request.host.lower(), request.path, urlencode(args)])
     digest = hashlib.blake2b(raw.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
-    return f"resp:{g.paper.id}:{g.paper.version}:{FORMAT_SALT}:{digest}"
+    return f"resp:{paper_state()}.{FORMAT_SALT}:{digest}"
 
 
 def _response_cacheable() -> bool:
@@ -146,10 +162,10 @@ def _storable(response: Response) -> bool:
 def store_answer(response: Response) -> Response:
     """after_request (registered last, so it runs first and sees the view's own answer): give a
     public answer its Surrogate-Key and store a fresh 200 in the response cache."""
-    if not g.get("public_get") or response.status_code == 304 or g.get("response_cache_hit"):
+    if not g.get("public_get") or response.status_code == 304 or g.response_cache_hit:
         return response
     response.headers["Surrogate-Key"] = surrogate_keys()
-    key = g.get("response_cache_key")
+    key = g.response_cache_key
     if key is not None and _storable(response):
         headers = [(k, v) for k, v in response.headers.items() if k != "Content-Length"]
         try:
@@ -176,7 +192,8 @@ def decorate(response: Response) -> Response:
 
 
 def register(app: Flask) -> None:
-    """Install the before hooks (after tenancy's) and `decorate`. Call before CORS is
+    """Install the 304 and cache before hooks (after tenancy's; `begin` goes before it) and
+    `decorate`. Call before CORS is
     initialised: after_request hooks run in reverse order, so `decorate` then runs after
     flask-cors and can strip its headers from keyed answers."""
     app.before_request(answer_not_modified)

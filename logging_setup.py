@@ -7,8 +7,8 @@ happened: method, path, status, duration in ms, paper slug, request id. That lin
 log; gunicorn's own access log is off by default (gunicorn.conf.py) so a request is logged once.
 
 `configure(app)` installs the JSON formatter on the `paperdesk` loggers (LOG_FORMAT=text keeps
-plain lines for a developer's terminal). gunicorn.conf.py uses `JsonFormatter` for gunicorn's own
-messages, so a production process writes nothing but JSON lines.
+plain lines for a developer's terminal). gunicorn.conf.py puts `JsonFormatter` on gunicorn's own
+logger too, so a production process writes nothing but JSON lines.
 """
 from __future__ import annotations
 
@@ -113,23 +113,3 @@ def configure(app: Flask) -> None:
     app.before_request(start_request)
     app.after_request(finish_request)
 
-
-def gunicorn_logconfig() -> dict:
-    """logging.config dict for gunicorn.conf.py: gunicorn's error log as JSON lines on stderr;
-    its access log (when GUNICORN_ACCESSLOG turns it on) as JSON lines on stdout."""
-    return {
-        "version": 1,
-        "disable_existing_loggers": False,
-        "formatters": {"json": {"()": JsonFormatter}},
-        "handlers": {
-            "stderr": {"class": "logging.StreamHandler", "formatter": "json",
-                       "stream": "ext://sys.stderr"},
-            "stdout": {"class": "logging.StreamHandler", "formatter": "json",
-                       "stream": "ext://sys.stdout"},
-        },
-        "root": {"level": "WARNING", "handlers": ["stderr"]},
-        "loggers": {
-            "gunicorn.error": {"level": "INFO", "handlers": ["stderr"], "propagate": False},
-            "gunicorn.access": {"level": "INFO", "handlers": ["stdout"], "propagate": False},
-        },
-    }

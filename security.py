@@ -1,4 +1,5 @@
-"""Security headers on every answer (issue 5: "framing forbidden everywhere else").
+"""Security headers on every answer (issue 5: "framing forbidden everywhere else"), and the
+request body limit (issue 7: 64 KiB, 413).
 
 Everything: `X-Frame-Options: DENY` and a Content-Security-Policy with `frame-ancestors 'none'`,
 `X-Content-Type-Options: nosniff`, `Referrer-Policy: strict-origin-when-cross-origin`, HSTS when
@@ -14,7 +15,8 @@ from __future__ import annotations
 
 import re
 
-from flask import Flask, Response, request
+from flask import Flask, Response, current_app, request
+from werkzeug.exceptions import RequestEntityTooLarge
 
 PAGE_CSP = ("default-src 'self'; img-src 'self' https: data:; media-src 'self' https:; "
             "style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'self'; "
@@ -45,6 +47,9 @@ def add_headers(response: Response) -> Response:
         policy = response.headers.get("Content-Security-Policy")
         if policy is None:
             response.headers["Content-Security-Policy"] = PAGE_CSP
+        elif policy not in FRAMEABLE.values() and "frame-ancestors" not in policy:
+            # A view's own policy (the avatar SVG's) still forbids framing.
+            response.headers["Content-Security-Policy"] = f"{policy}; frame-ancestors 'none'"
         if policy in FRAMEABLE.values():
             response.headers.pop("X-Frame-Options", None)
         else:
@@ -59,6 +64,31 @@ def add_headers(response: Response) -> Response:
     return response
 
 
+def refuse_large_bodies() -> None:
+    """before_request: 413 for a body larger than MAX_CONTENT_LENGTH (64 KiB) on any route,
+    whether or not its view reads the body.
+
+    A declared Content-Length is checked at once. A chunked body has none: werkzeug reads it
+    through a stream capped at the limit, which stops *silently* at the cap (a form would be
+    parsed from its first 64 KiB), so it is read here, into the request's cache where the view's
+    parser finds it, and one byte more is asked for: the capped stream raises the 413 then. A
+    chunked body of exactly the limit is refused too (nothing tells it from a longer one).
+    """
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    if limit is None:
+        return
+    if request.content_length is not None:
+        if request.content_length > limit:
+            raise RequestEntityTooLarge()
+        return
+    if "chunked" in request.headers.get("Transfer-Encoding", "").lower():
+        if len(request.get_data(cache=True)) >= limit:
+            request.stream.read(1)
+            raise RequestEntityTooLarge()  # a stream that did not raise at its cap
+
+
 def register(app: Flask) -> None:
-    """Install the after_request hook (it runs for static files and error pages too)."""
+    """Install the hooks: the body limit, and the headers (on static files and error pages
+    too)."""
+    app.before_request(refuse_large_bodies)
     app.after_request(add_headers)

@@ -8,7 +8,7 @@ a valid key for it opens it.
 from __future__ import annotations
 
 from flask import Flask, abort, current_app, g, request
-from sqlalchemy import or_, select
+from sqlalchemy import bindparam, or_, select
 
 from extensions import db
 from models import Paper
@@ -26,6 +26,13 @@ def host_name(raw_host: str) -> str:
     return host.rsplit(":", 1)[0] if ":" in host else host
 
 
+# Built once: every request runs one of these, and building the expression costs more than
+# SQLAlchemy's compiled-statement cache saves (issue 6, docs/PERFORMANCE.md).
+_BY_HOST = select(Paper).where(Paper.host == bindparam("host"))
+_BY_HOST_OR_SLUG = select(Paper).where(or_(Paper.host == bindparam("host"),
+                                           Paper.slug == bindparam("slug")))
+
+
 def paper_for_host(raw_host: str) -> Paper | None:
     """The paper served on this host, or None. One indexed query."""
     host = host_name(raw_host)
@@ -35,8 +42,10 @@ def paper_for_host(raw_host: str) -> Paper | None:
         slug = current_app.config["DEFAULT_PAPER"]
     elif host.endswith("." + domain):
         slug = host[: -len(domain) - 1]
-    clause = Paper.host == host if slug is None else or_(Paper.host == host, Paper.slug == slug)
-    papers = db.session.scalars(select(Paper).where(clause)).all()
+    if slug is None:
+        papers = db.session.scalars(_BY_HOST, {"host": host}).all()
+    else:
+        papers = db.session.scalars(_BY_HOST_OR_SLUG, {"host": host, "slug": slug}).all()
     # A custom host wins over a slug match when both exist.
     for paper in papers:
         if paper.host == host:
@@ -44,11 +53,23 @@ def paper_for_host(raw_host: str) -> Paper | None:
     return papers[0] if papers else None
 
 
+def _public_read() -> bool:
+    if request.method not in ("GET", "HEAD") or db.engine.dialect.name != "postgresql":
+        return False
+    return "Authorization" not in request.headers and "X-Desk-Key" not in request.headers
+
+
 def load_paper() -> None:
     """before_request: set `g.paper` and `g.key`, or abort 404/401/403."""
     g.key = None
+    g.pop("paper", None)  # a test holding an app context open reuses one `g` across requests
     if request.endpoint in UNSCOPED:
         return
+    if _public_read():
+        # Under READ COMMITTED each statement sees its own snapshot in a transaction or not, so
+        # a read needs none: autocommit saves PostgreSQL the BEGIN and ROLLBACK round trips
+        # (two of the three a cached answer costs). Writes and keyed requests keep theirs.
+        db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
     paper = paper_for_host(request.host)
     if paper is None:
         abort(404, description="No paper is served on this host.")

@@ -104,6 +104,7 @@ def run_backend(backend: str, url: str, subscribers: int, workdir: Path) -> dict
         if not ready.wait(30):
             raise RuntimeError("the SMTP sink did not start")
         env["SMTP_URL"] = f"smtp://127.0.0.1:{port}"
+        load = os.getloadavg()[0]  # other work on the machine shares its CPUs with the three processes
         started = time.perf_counter()
         result = flask(env, "send-alerts", check=False)
         seconds = time.perf_counter() - started
@@ -114,7 +115,7 @@ def run_backend(backend: str, url: str, subscribers: int, workdir: Path) -> dict
     timings = " ".join(line for line in result.stdout.splitlines() if line.startswith(("planned", "timing")))
     figures = {"backend": backend, "subscribers": subscribers, "sent": accepted.value,
                "seconds": seconds, "rate": accepted.value / seconds if seconds else 0.0,
-               "exit": result.returncode, "summary": summary, "timings": timings}
+               "exit": result.returncode, "summary": summary, "timings": timings, "load": load}
     if result.returncode != 0:
         print(result.stdout[-2000:], result.stderr[-4000:], sep="\n", file=sys.stderr)
     return figures
@@ -140,7 +141,7 @@ def machine() -> str:
 
 def row(figures: dict, when: str, host: str, note: str) -> str:
     return (f"| {when} | {figures['backend']} | {figures['subscribers']:,} | {figures['sent']:,} | "
-            f"{figures['seconds']:.1f} | **{figures['rate']:.0f}** | {host} | {note} |")
+            f"{figures['seconds']:.1f} | **{figures['rate']:.0f}** | {figures['load']:.1f} | {host} | {note} |")
 
 
 def record(rows: list[str]) -> None:
@@ -161,8 +162,8 @@ def record(rows: list[str]) -> None:
     DOC.write_text(head + TABLE_MARK + "\n".join(lines))
 
 
-HEADER = ("| date (UTC) | backend | readers | messages | seconds | messages/s | machine | note |\n"
-          "|---|---|---:|---:|---:|---:|---|---|")
+HEADER = ("| date (UTC) | backend | readers | messages | seconds | messages/s | load | machine | note |\n"
+          "|---|---|---:|---:|---:|---:|---:|---|---|")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
         ok &= good
         verdict = "meets" if figures["rate"] >= TARGET else "BELOW"
         print(f"[{figures['backend']}] {figures['sent']:,} messages to {figures['subscribers']:,} readers in "
-              f"{figures['seconds']:.1f}s: {figures['rate']:.0f} messages/s ({verdict} the {TARGET}/s target); "
+              f"{figures['seconds']:.1f}s: {figures['rate']:.0f} messages/s ({verdict} the {TARGET}/s target; "
+              f"load {figures['load']:.1f} at the start); "
               f"{figures['timings']} {figures['summary']!r}{'' if good else ' FAILED'}")
     if not args.no_record and results:
         record([row(f, when, host, args.note) for f in results])

@@ -23,8 +23,11 @@ def _deliver_webhooks(now) -> webhooks.DeliveryReport:
 
 @click.command("send-alerts")
 @click.option("--no-webhooks", is_flag=True, help="Record webhook deliveries but do not post them now.")
+@click.option("--connections", type=click.IntRange(1, 32), default=4, show_default=True,
+              help="SMTP connections used in parallel (each message is still recorded as sent "
+                   "before its connection sends another).")
 @with_appcontext
-def send_alerts(no_webhooks: bool) -> None:
+def send_alerts(no_webhooks: bool, connections: int) -> None:
     """Send every due alert (email, then webhooks); ends with `sent N, failed M, skipped K`.
 
     Idempotent and crash-safe: run it from cron as often as the `instant` cadence needs.
@@ -39,26 +42,24 @@ def send_alerts(no_webhooks: bool) -> None:
         mailer = mail.open_mailer(current_app.config)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
-    with alerts.send_lock() as mine:
-        if not mine:
-            # SQLite: another run is sending; it also sends what this run just recorded.
-            click.echo("another send-alerts run is sending on this database; this run only planned")
-            click.echo(f"sent 0, failed 0, skipped {plan.skipped}")
-            return
-        total = alerts.unsent_count()
-        started = time.perf_counter()
-        with mailer:
-            if sys.stdout.isatty() and total:
-                with click.progressbar(length=total, label="sending alerts") as bar:
-                    report = alerts.send_recorded(now, mailer, progress=bar.update)
-            else:
-                report = alerts.send_recorded(now, mailer)
-        seconds = time.perf_counter() - started
-        if report.sent:
-            click.echo(f"mailed: {report.sent} in {seconds:.1f}s ({report.sent / seconds:.0f} a second)")
-        for error in report.errors[:5]:
-            click.echo(f"error: {error}", err=True)
-        hooks = webhooks.DeliveryReport() if no_webhooks else _deliver_webhooks(now)
+    total = alerts.unsent_count()
+    started = time.perf_counter()
+    config = current_app.config
+    more = {"connections": connections, "open_mailer": lambda: mail.open_mailer(config)}
+    with mailer:
+        if sys.stdout.isatty() and total:
+            with click.progressbar(length=total, label="sending alerts") as bar:
+                report = alerts.send_recorded(now, mailer, progress=bar.update, **more)
+        else:
+            report = alerts.send_recorded(now, mailer, **more)
+    seconds = time.perf_counter() - started
+    if report.deferred:
+        click.echo("another send-alerts run is sending; it sends what this run recorded too")
+    if report.sent:
+        click.echo(f"mailed: {report.sent} in {seconds:.1f}s ({report.sent / seconds:.0f} a second)")
+    for error in report.errors[:5]:
+        click.echo(f"error: {error}", err=True)
+    hooks = webhooks.DeliveryReport() if no_webhooks else _deliver_webhooks(now)
     click.echo(f"sent {report.sent}, failed {report.failed}, skipped {plan.skipped + report.skipped}")
     if report.failed or hooks.failed:
         sys.exit(1)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint, inspect
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
@@ -44,8 +44,15 @@ class Paper(db.Model):
     )
 
     def bump(self) -> None:
-        """Move the paper's version: every cached answer and ETag for this paper goes stale."""
-        self.version = (self.version or 0) + 1
+        """Move the paper's version: every cached answer and ETag for this paper goes stale.
+
+        Written as `version = version + 1` in SQL once the row exists, so two concurrent
+        writes each move it: a Python increment of a value read earlier would let them both
+        write N + 1, and answers cached at N + 1 after the first would outlive the second."""
+        if inspect(self).persistent:
+            self.version = type(self).version + 1
+        else:
+            self.version = (self.version or 0) + 1
 
 
 class Section(db.Model):

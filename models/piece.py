@@ -32,7 +32,7 @@ class Piece(db.Model):
     __table_args__ = (
         UniqueConstraint("paper_id", "slug"),
         Index("ix_pieces_paper_air", "paper_id", "on_air", "on_air_at"),
-        Index("ix_pieces_paper_day", "paper_id", "on_air_day"),
+        Index("ix_pieces_paper_air_day", "paper_id", "on_air", "on_air_day", "on_air_at"),
         Index("ix_pieces_section_air", "section_id", "on_air", "on_air_at"),
     )
 

@@ -12,12 +12,15 @@ the PostgreSQL database it made are always removed. Settings: scripts/schemathes
     .venv/bin/python scripts/ci_schemathesis.py --backend sqlite --lanes public -n 10
 
 Exit status: 0 when every lane passed, 1 otherwise (2 when the set-up itself failed).
-JUnit reports land in build/schemathesis/<backend>-<lane>/.
+JUnit reports land in build/schemathesis/<backend>-<lane>/; the figures of the run (test cases
+generated and server errors found, per lane and in all) in build/schemathesis/figures.json.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -56,6 +59,13 @@ SERVER_ERROR_MARKERS = ("unhandled error", "Traceback (most recent call last)", 
                         "Worker failed to boot")
 
 
+# Schemathesis's closing summary: "Test cases:" then "  1234 generated, 1234 passed". A server
+# error is reported under its kind's title, "Server error" (check not_a_server_error, ST101).
+CASES_LINE = re.compile(r"^\s*([0-9]+) generated\b")
+SERVER_ERROR_LINE = re.compile(r"\bServer error\b")
+FIGURES = REPORTS / "figures.json"
+
+
 class SetupError(RuntimeError):
     """The app could not be prepared or started: no lane ran."""
 
@@ -67,6 +77,8 @@ class LaneResult:
     ok: bool
     seconds: float
     note: str = ""
+    cases: int = 0          # "Test cases: N generated" of schemathesis's summary
+    server_errors: int = 0  # 5xx answers schemathesis reported, plus exceptions in the server log
 
 
 def log(message: str) -> None:
@@ -208,17 +220,30 @@ def run_lane(base: str, backend: str, lane: str, key: str | None, args, log_path
     offset = log_path.stat().st_size
     started = time.monotonic()
     # From the reports folder: schemathesis keeps its crash cache (`.schemathesis/`) in its cwd.
-    result = subprocess.run(cmd, cwd=REPORTS, stdin=subprocess.DEVNULL,
-                            env={**os.environ, "NO_COLOR": "1"})
+    # Its output is passed through line by line, and read for the summary's figures.
+    process = subprocess.Popen(cmd, cwd=REPORTS, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, errors="replace",
+                               env={**os.environ, "NO_COLOR": "1"})
+    cases, reported_5xx, in_cases = 0, 0, False
+    for line in process.stdout:
+        sys.stdout.write(line)
+        if in_cases and (found := CASES_LINE.match(line)):
+            cases = int(found.group(1))
+        in_cases = line.strip() == "Test cases:"
+        reported_5xx += bool(SERVER_ERROR_LINE.search(line))
+    returncode = process.wait()
+    sys.stdout.flush()
     seconds = time.monotonic() - started
     errors = server_errors(log_path, offset)
     if errors:
         print(f"\n----- unexpected exceptions in the server log during {backend}/{lane} -----")
         print("\n".join(errors[:200]))
-    ok = result.returncode == 0 and not errors
-    note = "" if ok else (f"schemathesis exit {result.returncode}" if result.returncode
+    ok = returncode == 0 and not errors
+    note = "" if ok else (f"schemathesis exit {returncode}" if returncode
                           else "exceptions in the server log")
-    return LaneResult(backend, lane, ok, seconds, note)
+    exceptions = sum(1 for line in errors if any(m in line for m in SERVER_ERROR_MARKERS))
+    return LaneResult(backend, lane, ok, seconds, note, cases=cases,
+                      server_errors=reported_5xx + exceptions)
 
 
 def run_backend(backend: str, args) -> list[LaneResult]:
@@ -297,9 +322,21 @@ def main(argv: list[str]) -> int:
             results.append(LaneResult(backend, "set-up", False, 0.0, str(exc)))
     print("\n===== schemathesis summary =====")
     for r in results:
-        print(f"{'ok  ' if r.ok else 'FAIL'}  {r.backend:<10} {r.lane:<12} {r.seconds:6.1f}s  {r.note}")
+        print(f"{'ok  ' if r.ok else 'FAIL'}  {r.backend:<10} {r.lane:<12} {r.seconds:6.1f}s  "
+              f"{r.cases:6d} cases  {r.server_errors} server errors  {r.note}")
     failed = sum(not r.ok for r in results)
-    print(f"schemathesis: {len(results) - failed} lanes passed, {failed} failed", flush=True)
+    cases = sum(r.cases for r in results)
+    server = sum(r.server_errors for r in results)
+    print(f"schemathesis: {len(results) - failed} lanes passed, {failed} failed; "
+          f"{cases} test cases generated; server errors found: {server}", flush=True)
+    # For scripts/ci_figures.py (docs/SECURITY.md quotes the last CI run's figures).
+    FIGURES.write_text(json.dumps({
+        "cases": cases, "server_errors": server, "lanes_failed": failed,
+        "max_examples": args.max_examples, "seed": args.seed,
+        "lanes": [{"backend": r.backend, "lane": r.lane, "ok": r.ok, "cases": r.cases,
+                   "server_errors": r.server_errors, "seconds": round(r.seconds, 1)}
+                  for r in results],
+    }, indent=2) + "\n", encoding="utf-8")
     if setup_failed:
         return 2
     return 1 if failed else 0

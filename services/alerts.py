@@ -3,155 +3,46 @@ windows (spec "Events"; CONTRACT.md "subscribe", "webhooks"; docs/ALERTS.md).
 
 Crash safety rests on one rule: a window is recorded (an `AlertDelivery` row, unique per
 subscriber and period and per window start) and committed BEFORE anything is sent, and marked
-`sent_at` in its own transaction right after the SMTP server accepted it. A run killed midway
-leaves unsent rows that the next run sends; a sent row is never sent again. The one gap is
-between the server's "250" and that commit (a few hundred microseconds): a crash there sends
-that one message again on the next run, with the same Message-ID (at-least-once). Rows are
-claimed one at a time with `SELECT ... FOR UPDATE SKIP LOCKED`, so two runs on PostgreSQL never
-send the same row; on SQLite (no row locks) `send_lock()` lets one run send at a time.
+`sent_at` in its own transaction right after the SMTP server accepted it, before the next
+message goes out. A run killed midway leaves unsent rows that the next run sends; a sent row
+is never sent again. The one gap is between the server's "250" and that commit: a crash there
+sends that one message again on the next run, with the same Message-ID (at-least-once).
+Concurrent runs: planning inserts with ON CONFLICT DO NOTHING (the unique constraints decide);
+sending holds `send_lock()` (a PostgreSQL advisory lock, an SQLite `flock`), so one run sends.
 
-Throughput (docs/PERFORMANCE.md): a run reads each paper's recent pieces once (`Content`), renders
-each distinct alert (same pieces, editions, cadence and period) once into a `mail.Template`, and
-makes each reader's copy by substitution; planning inserts a chunk of windows in one statement.
+Throughput (docs/PERFORMANCE.md): planning inserts a chunk of windows with one INSERT;
+sending reads unsent rows in batches, makes each message with `alert_content.Composer`
+(rendered once per distinct alert), hands it to one of several SMTP connections
+(`mail.SenderPool`) and records it as sent in one statement (a group commit when several
+connections finished at once) before that connection sends again.
 """
 from __future__ import annotations
 
-import bisect
 import fcntl
 import os
+from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from types import SimpleNamespace
+from datetime import datetime
 from typing import Callable, Iterator
 
-from flask import current_app, render_template
-from markupsafe import escape
-from sqlalchemy import bindparam, delete, func, select, update
+from sqlalchemy import bindparam, delete, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 
-from clock import rfc3339
 from extensions import db
-from models import AlertDelivery, Edition, Paper, Persona, Piece, Section, Subscriber
+from models import AlertDelivery, Paper, Subscriber
 from models.types import UTCDateTime
-from services import mail, subscriptions, urls, webhooks
+from services import mail, webhooks
+from services.alert_content import (MAX_LOOKBACK, Composer, Content, alert_data, paper_context,
+                                    period_for)
 
-# A window never reaches further back than this (a reader who was silent for months gets the
-# recent news, not the whole archive).
-MAX_LOOKBACK = timedelta(days=31)
 CHUNK = 1000
 # Consecutive failed messages after which the run stops trying (the SMTP server is down).
 GIVE_UP_AFTER = 5
-# Distinct rendered alerts kept per run (each is a few tens of kilobytes).
-TEMPLATE_CACHE = 512
-# Stand-ins for the per-reader values in a rendered alert; letters only, so autoescape keeps them.
-EMAIL_SLOT, UNSUBSCRIBE_SLOT = "PDxREADERxEMAILx7c1f", "PDxUNSUBSCRIBExURLx7c1f"
-
-
-def period_for(cadence: str, now: datetime) -> str:
-    """The cadence slot `now` falls in: instant -> the run time; daily -> the UTC date;
-    weekly -> the ISO week (`2026-W47`)."""
-    if cadence == "daily":
-        return now.date().isoformat()
-    if cadence == "weekly":
-        year, week, _ = now.isocalendar()
-        return f"{year}-W{week:02d}"
-    return rfc3339(now)
-
-
-def paper_base_url(paper: Paper) -> str:
-    """The paper's public origin outside a request: its custom host, else `{slug}.{PAPER_DOMAIN}`
-    (the bare PAPER_DOMAIN for DEFAULT_PAPER), with PUBLIC_URL_SCHEME and PUBLIC_PORT."""
-    config = current_app.config
-    host = paper.host or (config["PAPER_DOMAIN"] if paper.slug == config["DEFAULT_PAPER"]
-                          else f"{paper.slug}.{config['PAPER_DOMAIN']}")
-    port = config.get("PUBLIC_PORT") or ""
-    return f"{config['PUBLIC_URL_SCHEME']}://{host}{':' + str(port) if port else ''}"
-
-
-def paper_context(paper: Paper):
-    """A request context on the paper's host, so `services.urls` builds its absolute URLs."""
-    return current_app.test_request_context("/", base_url=paper_base_url(paper))
-
-
-_PIECE_COLUMNS = (Piece.id, Piece.slug, Piece.headline, Piece.dek, Piece.on_air_at,
-                  Section.name.label("section"), Persona.name.label("byline"))
-_EDITION_COLUMNS = (Edition.id, Edition.day, Edition.title, Edition.video_url, Edition.poster_url,
-                    Edition.published_at)
-
-
-def _pieces_query(paper_id: int, start: datetime, end: datetime):
-    return (select(*_PIECE_COLUMNS)
-            .join(Section, Section.id == Piece.section_id).join(Persona, Persona.id == Piece.persona_id)
-            .where(Piece.paper_id == paper_id, Piece.on_air.is_(True),
-                   Piece.on_air_at > start, Piece.on_air_at <= end)
-            .order_by(Piece.on_air_at, Piece.id))
-
-
-def _editions_query(paper_id: int, start: datetime, end: datetime):
-    return (select(*_EDITION_COLUMNS).where(Edition.paper_id == paper_id, Edition.published_at > start,
-                                            Edition.published_at <= end)
-            .order_by(Edition.published_at, Edition.id))
-
-
-def window_content(subscriber, start: datetime, end: datetime) -> tuple[list, list]:
-    """(pieces, editions) of the window (start, end]: pieces on air in the subscriber's
-    sections, oldest first, as dicts; editions (rows with id, day, title, video_url,
-    poster_url, published_at) published in it when `cast` is on. Two queries."""
-    query = _pieces_query(subscriber.paper_id, start, end)
-    if subscriber.sections is not None:
-        query = query.where(Section.name.in_(subscriber.sections))
-    pieces = [row._asdict() for row in db.session.execute(query)]
-    editions = list(db.session.execute(_editions_query(subscriber.paper_id, start, end))) if subscriber.cast else []
-    return pieces, editions
-
-
-class Content:
-    """Every paper's on-air pieces and editions in (since, until], read once per paper per run,
-    answering `window_content` for any window inside that span without a query (a window
-    reaching outside it falls back to `window_content`)."""
-
-    def __init__(self, since: datetime, until: datetime):
-        self.since, self.until = since, until
-        self._papers: dict[int, tuple[list, list, list, list]] = {}
-
-    def _load(self, paper_id: int):
-        if paper_id not in self._papers:
-            pieces = [row._asdict() for row in db.session.execute(_pieces_query(paper_id, self.since, self.until))]
-            editions = list(db.session.execute(_editions_query(paper_id, self.since, self.until)))
-            self._papers[paper_id] = (pieces, [p["on_air_at"] for p in pieces],
-                                      editions, [e.published_at for e in editions])
-        return self._papers[paper_id]
-
-    def window(self, subscriber, start: datetime, end: datetime) -> tuple[list, list]:
-        if start < self.since or end > self.until:
-            return window_content(subscriber, start, end)
-        pieces, piece_times, editions, edition_times = self._load(subscriber.paper_id)
-        chosen = pieces[bisect.bisect_right(piece_times, start):bisect.bisect_right(piece_times, end)]
-        if subscriber.sections is not None:
-            wanted = set(subscriber.sections)
-            chosen = [p for p in chosen if p["section"] in wanted]
-        cast = editions[bisect.bisect_right(edition_times, start):bisect.bisect_right(edition_times, end)]
-        return chosen, cast if subscriber.cast else []
-
-
-def alert_data(paper: Paper, subscriber, alert, pieces, editions) -> dict:
-    """The `data` of an alert (webhook payload and email template context). Needs a request
-    context on the paper's host."""
-    edition_rows = [{"day": e.day.isoformat(), "title": e.title, "url": urls.edition_page(e.day),
-                     "video_url": e.video_url, "poster_url": e.poster_url} for e in editions]
-    return {
-        "paper": paper.slug, "email": subscriber.email, "cadence": subscriber.cadence,
-        "period": alert.period,
-        "window": {"start": rfc3339(alert.window_start), "end": rfc3339(alert.window_end)},
-        "pieces": [{"id": str(p["id"]), "slug": p["slug"], "headline": p["headline"], "dek": p["dek"],
-                    "section": p["section"], "byline": p["byline"], "url": urls.story_page(p["slug"]),
-                    "on_air_at": rfc3339(p["on_air_at"])} for p in pieces],
-        "edition": edition_rows[-1] if edition_rows else None,
-        "editions": edition_rows,
-    }
+# Unsent rows read per query while sending.
+BATCH = 200
 
 
 # --- planning ------------------------------------------------------------------------------
@@ -249,6 +140,9 @@ class SendReport:
     failed: int = 0
     skipped: int = 0
     errors: list[str] = field(default_factory=list)
+    streak: int = 0  # failures in a row
+    stopped: bool = False  # GIVE_UP_AFTER failures in a row
+    deferred: bool = False  # another run held the send lock
 
 
 def unsent_count() -> int:
@@ -256,158 +150,191 @@ def unsent_count() -> int:
                              .where(AlertDelivery.sent_at.is_(None))) or 0
 
 
+# pg_advisory_lock key of the send phase: "PDALERTS" as a 63-bit integer.
+SEND_LOCK_KEY = int.from_bytes(b"PDALERTS", "big") & (2 ** 63 - 1)
+
+
 @contextmanager
 def send_lock() -> Iterator[bool]:
-    """Yield True when this run may send. SQLite has no row locks, so two runs at once (cron
-    overlapping a long run) could both send a row: an exclusive `flock` on `<database>.send-lock`
-    beside the database file lets one send at a time (the kernel drops it if the run dies).
-    PostgreSQL needs none (rows are claimed with SKIP LOCKED): always True."""
+    """Yield True when this run holds the send lock of the database, False when another run
+    does. One run sends at a time, so it may read unsent rows in batches without row locks.
+    PostgreSQL: a session advisory lock on a connection of its own; SQLite: an exclusive
+    `flock` on `<database file>.send-lock`. Both go when the holder dies (the server ends the
+    session; the kernel closes the file), so a killed run never blocks the next one."""
+    with _send_lock() as (mine, _):
+        yield mine
+
+
+@contextmanager
+def _send_lock():
+    """`send_lock()`, yielding (mine, writer): on PostgreSQL `writer` is the lock's own
+    connection in autocommit mode, so marking a message sent is one round trip (statement and
+    commit at once); on SQLite it is None (the session writes, in-process)."""
     url = db.engine.url
-    if url.get_backend_name() != "sqlite" or not url.database or url.database == ":memory:":
-        yield True
+    if url.get_backend_name() == "postgresql":
+        with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            mine = bool(conn.execute(select(func.pg_try_advisory_lock(SEND_LOCK_KEY))).scalar())
+            try:
+                yield mine, conn
+            finally:
+                if mine:
+                    try:
+                        conn.execute(select(func.pg_advisory_unlock(SEND_LOCK_KEY)))
+                    except Exception:
+                        conn.invalidate()  # never hand a connection holding the lock back to the pool
+                        raise
+        return
+    if not url.database or url.database == ":memory:":
+        yield True, None
         return
     with open(os.path.abspath(url.database) + ".send-lock", "a+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            yield False
+            yield False, None
             return
-        yield True  # closing the file releases the lock
+        yield True, None  # closing the file releases the lock
 
 
 # Built once: statement construction is a visible share of a message's cost at this rate.
-# _CLAIM: the next unsent row after id `after`, with its subscriber, locked for this transaction
-# (PostgreSQL skips rows another run holds).
-_CLAIM = (select(AlertDelivery.id, AlertDelivery.subscriber_id, AlertDelivery.period,
+# _BATCH: the next `n` unsent rows after id `after`, with their subscribers.
+_BATCH = (select(AlertDelivery.id, AlertDelivery.subscriber_id, AlertDelivery.period,
                  AlertDelivery.window_start, AlertDelivery.window_end, Subscriber.paper_id,
                  Subscriber.email, Subscriber.cadence, Subscriber.sections, Subscriber.cast,
                  Subscriber.confirmed_at, Subscriber.unsubscribed_at)
           .join(Subscriber, Subscriber.id == AlertDelivery.subscriber_id)
           .where(AlertDelivery.sent_at.is_(None), AlertDelivery.id > bindparam("after"))
-          .order_by(AlertDelivery.id).limit(1)
-          .with_for_update(of=AlertDelivery, skip_locked=True))
-_MARK_SENT = (update(AlertDelivery).where(AlertDelivery.id == bindparam("alert_id"))
+          .order_by(AlertDelivery.id).limit(bindparam("n")))
+_ANY_AFTER = (select(AlertDelivery.id).where(AlertDelivery.sent_at.is_(None), AlertDelivery.id > bindparam("after"))
+              .limit(1))
+_MARK_SENT = (update(AlertDelivery).where(AlertDelivery.id.in_(bindparam("ids", expanding=True)))
               .values(sent_at=bindparam("now", type_=UTCDateTime()), attempts=AlertDelivery.attempts + 1))
-_MARK_READER = (update(Subscriber).where(Subscriber.id == bindparam("subscriber_id"))
-                .values(last_sent_at=bindparam("now", type_=UTCDateTime())))
+_MARK_READERS = (update(Subscriber).where(Subscriber.id.in_(bindparam("subscriber_ids", expanding=True)))
+                 .values(last_sent_at=bindparam("now", type_=UTCDateTime())))
+# PostgreSQL: both in one statement, committed on the spot (autocommit): one round trip.
+_MARK_SENT_PG = text(
+    "WITH sent AS (UPDATE alert_deliveries SET sent_at = :now, attempts = attempts + 1"
+    " WHERE id = ANY(CAST(:ids AS integer[])) RETURNING subscriber_id)"
+    " UPDATE subscribers SET last_sent_at = :now FROM sent WHERE subscribers.id = sent.subscriber_id"
+).bindparams(bindparam("now", type_=UTCDateTime()))
 _MARK_FAILED = (update(AlertDelivery).where(AlertDelivery.id == bindparam("alert_id"))
                 .values(attempts=AlertDelivery.attempts + 1, last_error=bindparam("error")))
 _DROP = delete(AlertDelivery).where(AlertDelivery.id == bindparam("alert_id"))
-# Plain UPDATE/DELETE by id: nothing of these tables is loaded in the session to keep in step.
-_BULK = {"execution_options": {"synchronize_session": False}}
 
 
-class Composer:
-    """Makes each claimed row's message: the window's content from `Content`, one rendered
-    `mail.Template` per distinct (paper, pieces, editions, cadence, period), and the reader's
-    copy by substitution. Keeps one request context pushed, on the current paper's host."""
-
-    def __init__(self, now: datetime):
-        self.now = now
-        self.content = Content(now - MAX_LOOKBACK, now)
-        self.templates: dict[tuple, mail.Template] = {}
-        self.papers: dict[int, tuple[Paper, str, str]] = {}
-        self._context, self._context_paper = None, None
-
-    def _enter(self, paper_id: int) -> tuple[Paper, str, str]:
-        """(paper, slug, mail domain), with a request context on its host pushed. The slug and
-        domain are read once: the ORM object expires at every commit (one commit a message)."""
-        if self._context_paper != paper_id:
-            self.close()
-            paper = db.session.get(Paper, paper_id)
-            self._context = paper_context(paper)
-            self._context.push()
-            self._context_paper = paper_id
-            if paper_id not in self.papers:
-                domain = subscriptions.sender_address(paper).rsplit("@", 1)[1]
-                self.papers[paper_id] = (paper, paper.slug, domain)
-        return self.papers[paper_id]
-
-    def close(self) -> None:
-        if self._context is not None:
-            self._context.pop()
-        self._context, self._context_paper = None, None
-
-    def message(self, row) -> mail.Outgoing | None:
-        """The alert for a claimed row, or None when its window holds nothing any more
-        (everything in it was taken off air since it was recorded)."""
-        pieces, editions = self.content.window(row, row.window_start, row.window_end)
-        if not pieces and not editions:
-            return None
-        paper, slug, domain = self._enter(row.paper_id)
-        key = (row.paper_id, tuple(p["id"] for p in pieces), tuple(e.id for e in editions),
-               row.cadence, row.period)
-        template = self.templates.get(key)
-        if template is None:
-            if len(self.templates) >= TEMPLATE_CACHE:
-                self.templates.clear()
-            template = self.templates[key] = self._render(paper, row, pieces, editions)
-        reader = SimpleNamespace(id=row.subscriber_id, paper_id=row.paper_id, email=row.email)
-        unsubscribe = subscriptions.unsubscribe_url(reader)
-        # The same id on a resend after a crash (see the module docstring): receivers that
-        # de-duplicate by Message-ID show one copy.
-        message_id = f"<alert.{row.id}.{int(row.window_end.timestamp())}.{slug}@{domain}>"
-        return template.fill(to=row.email, message_id=message_id, unsubscribe_url=unsubscribe, values={
-            EMAIL_SLOT: (row.email, str(escape(row.email))),
-            UNSUBSCRIBE_SLOT: (unsubscribe, str(escape(unsubscribe)))})
-
-    def _render(self, paper: Paper, row, pieces, editions) -> mail.Template:
-        """Render `templates/mail/alert.*` once for every reader of this content. Per-reader
-        values reach the templates only as `unsubscribe` and `data.email` (stand-ins replaced
-        per message); `data.window` differs per reader, so it is not given."""
-        data = alert_data(paper, SimpleNamespace(email=EMAIL_SLOT, cadence=row.cadence), row, pieces, editions)
-        del data["window"]
-        count = len(pieces)
-        subject = (f"{paper.nameplate}: {count} new piece{'s' if count != 1 else ''}" if count
-                   else f"{paper.nameplate}: today's video edition")
-        context = {"paper": paper, "data": data, "unsubscribe": UNSUBSCRIBE_SLOT, "home": urls.home()}
-        return mail.Template(from_name=paper.nameplate, from_addr=subscriptions.sender_address(paper),
-                             subject=subject, now=self.now, list_id=subscriptions.list_id(paper),
-                             one_click=True, text=render_template("mail/alert.txt", **context),
-                             html=render_template("mail/alert.html", **context))
-
-
-def send_recorded(now: datetime, mailer: mail.Mailer,
-                  progress: Callable[[int], None] | None = None) -> SendReport:
-    """Send every recorded, unsent alert, one row per transaction: claim (one query), send,
-    then mark it sent (two UPDATEs) and commit at once. A failed message stays unsent for the
-    next run; after GIVE_UP_AFTER failures in a row the run stops (the server is down). Rows of
-    addresses that left the list are dropped."""
+def send_recorded(now: datetime, mailer: mail.Mailer, progress: Callable[[int], None] | None = None,
+                  *, connections: int = 1, open_mailer: Callable[[], mail.Mailer] | None = None) -> SendReport:
+    """Send every recorded, unsent alert, holding `send_lock()`. Rows are read BATCH at a time;
+    each message goes out on one of `connections` SMTP connections (`mailer`, plus more from
+    `open_mailer()`), and is marked sent and committed as soon as the server accepted it,
+    before its connection hands over another. A failed message stays unsent for the next run;
+    after GIVE_UP_AFTER failures in a row the run stops (the server is down). Rows of addresses
+    that left the list are dropped. When another run holds the lock, `deferred` is set and
+    this run sends nothing: the holder sends what this one recorded (it looks again after
+    letting the lock go)."""
     report = SendReport()
     composer = Composer(now)
-    after, streak = 0, 0
+    pool = mail.SenderPool(mailer, open_mailer or (lambda: mailer), connections if open_mailer else 1)
+    after = 0
     try:
-        while streak < GIVE_UP_AFTER:
-            row = db.session.execute(_CLAIM, {"after": after}).first()
-            if row is None:
-                db.session.commit()
+        while True:
+            with _send_lock() as (mine, writer):
+                if not mine:
+                    report.deferred = True
+                    break
+                after = _send_batches(now, pool, composer, report, after, progress, writer)
+            db.session.commit()
+            # Rows a concurrent run recorded while this one held the lock: it gave up sending.
+            if report.stopped or db.session.scalar(_ANY_AFTER, {"after": after}) is None:
                 break
-            after = row.id
-            if row.confirmed_at is None or row.unsubscribed_at is not None:
-                db.session.execute(_DROP, {"alert_id": row.id}, **_BULK)
-                db.session.commit()
-                report.skipped += 1
-                progress and progress(1)
-                continue
-            try:
-                message = composer.message(row)
-                if message is not None:
-                    mailer.send(message)
-            except mail.MailError as exc:
-                db.session.execute(_MARK_FAILED, {"alert_id": row.id, "error": str(exc)[:1000]}, **_BULK)
-                db.session.commit()
-                report.failed += 1
-                report.errors.append(str(exc))
-                streak += 1
-            else:
-                # Nothing between the server's "250" and this commit but two one-row UPDATEs:
-                # the gap in which a crash would send this message again is kept minimal.
-                db.session.execute(_MARK_SENT, {"alert_id": row.id, "now": now}, **_BULK)
-                db.session.execute(_MARK_READER, {"subscriber_id": row.subscriber_id, "now": now}, **_BULK)
-                db.session.commit()
-                report.sent += 1
-                streak = 0
-            progress and progress(1)
     finally:
+        pool.close()
         composer.close()
+        db.session.commit()
     return report
+
+
+def _send_batches(now, pool: mail.SenderPool, composer: Composer, report: SendReport, after: int,
+                  progress, writer) -> int:
+    """Send the unsent rows after id `after`, keeping every connection busy; return the last
+    id read. On the way out (an error, Ctrl-C) it still records what is in flight."""
+    rows: deque = deque()
+    exhausted = False
+    try:
+        while True:
+            while pool.free and not report.stopped:
+                if not rows and not exhausted:
+                    batch = db.session.execute(_BATCH, {"after": after, "n": BATCH}).all()
+                    db.session.commit()
+                    rows.extend(batch)
+                    after, exhausted = (batch[-1].id, False) if batch else (after, True)
+                if not rows:
+                    break
+                row = rows.popleft()
+                if row.confirmed_at is None or row.unsubscribed_at is not None:
+                    _write(writer, (_DROP, {"alert_id": row.id}))
+                    report.skipped += 1
+                    progress and progress(1)
+                    continue
+                message = composer.message(row)
+                if message is None:  # everything in the window went off air since: nothing to say
+                    _outcomes([(row, None)], now, report, writer)
+                    progress and progress(1)
+                    continue
+                pool.submit(row, message)
+            if not pool.busy:
+                return after
+            results = pool.results()
+            _outcomes(results, now, report, writer)
+            progress and progress(len(results))
+    finally:
+        while pool.busy:  # never leave a message the server accepted unrecorded
+            _outcomes(pool.results(), now, report, writer)
+
+
+def _write(writer, *statements) -> None:
+    """Run `statements` ((statement, params) pairs) and commit them: on PostgreSQL through the
+    autocommit `writer` (one statement, one round trip); on SQLite in a session transaction.
+    Core execution: the ORM's bulk-UPDATE layer costs more than the statement at this rate,
+    and nothing of these rows is loaded in the session."""
+    if writer is not None:
+        for statement, params in statements:
+            writer.execute(statement, params)
+        return
+    conn = db.session.connection()
+    for statement, params in statements:
+        conn.execute(statement, params)
+    db.session.commit()
+
+
+def _mark_sent(rows: list, now: datetime, writer) -> None:
+    ids = [row.id for row in rows]
+    if writer is not None:
+        _write(writer, (_MARK_SENT_PG, {"ids": ids, "now": now}))
+    else:
+        _write(None, (_MARK_SENT, {"ids": ids, "now": now}),
+               (_MARK_READERS, {"subscriber_ids": [row.subscriber_id for row in rows], "now": now}))
+
+
+def _outcomes(results: list, now: datetime, report: SendReport, writer) -> None:
+    """Record finished messages (`(row, error)` pairs): the accepted ones marked sent in one
+    statement and commit (a group commit when several connections finished at once), the
+    refused ones left unsent with their error. Raises what is not a MailError."""
+    sent = []
+    for row, error in results:
+        if error is None:
+            sent.append(row)
+            report.streak = 0
+        elif not isinstance(error, mail.MailError):
+            raise error
+        else:
+            _write(writer, (_MARK_FAILED, {"alert_id": row.id, "error": str(error)[:1000]}))
+            report.failed += 1
+            report.errors.append(str(error))
+            report.streak += 1
+            report.stopped = report.stopped or report.streak >= GIVE_UP_AFTER
+    if sent:
+        # Nothing between the server's "250" and this commit but one statement (two on
+        # SQLite): the gap in which a crash would send a message again is minimal.
+        _mark_sent(sent, now, writer)
+        report.sent += len(sent)

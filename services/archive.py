@@ -18,7 +18,8 @@ def list_sections(paper: Paper) -> list[dict]:
     """Active sections in the paper's order (position, then id), each
     `{"name", "slug", "description", "count"}` where count is its pieces on air.
     One aggregate query: sections LEFT JOIN on-air pieces, GROUP BY section."""
-    count = func.count(Piece.id)
+    # section_id, not id: PostgreSQL then counts from ix_pieces_section_air alone.
+    count = func.count(Piece.section_id)
     query = (
         select(Section.name, Section.slug, Section.description, count.label("count"))
         .outerjoin(Piece, and_(Piece.section_id == Section.id, Piece.on_air.is_(True)))
@@ -34,7 +35,8 @@ def list_days(paper: Paper, limit: int = MAX_DAYS) -> list[dict]:
     """Every UTC day with pieces on air, newest first, at most `limit` (366) rows:
     `[{"day": date, "count": int}]`. One GROUP BY on the indexed `on_air_day`."""
     query = (
-        select(Piece.on_air_day, func.count(Piece.id))
+        # count(*), not count(id): the GROUP BY then reads ix_pieces_paper_air_day alone.
+        select(Piece.on_air_day, func.count())
         .where(Piece.paper_id == paper.id, Piece.on_air.is_(True), Piece.on_air_day.is_not(None))
         .group_by(Piece.on_air_day)
         .order_by(Piece.on_air_day.desc())

@@ -248,6 +248,25 @@ def revise_piece(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: d
     return piece
 
 
+def lock_paper(paper: Paper) -> None:
+    """Serialise the writes of pieces on one paper: call before reading the piece a write
+    starts from. Without it two concurrent revisions both read rev N and both file rev N + 1
+    (the second fails on the (piece, rev) key), two filings with one headline take one slug,
+    and a revision built on a stale read drops the other's changes.
+
+    PostgreSQL: the paper's row is locked (SELECT ... FOR UPDATE) until the transaction ends; a
+    concurrent writer waits, then reads what this one committed. SQLite: the database's write
+    lock is taken now (BEGIN IMMEDIATE) rather than at the first write; a writer that cannot get
+    it within the busy timeout fails with "database is locked" (a 503 problem, Retry-After)."""
+    connection = db.session.connection()
+    if connection.dialect.name == "sqlite":
+        # pysqlite opens a transaction only before its first write: open it here, as a writer.
+        if not connection.connection.dbapi_connection.in_transaction:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        return
+    db.session.execute(select(Paper.id).where(Paper.id == paper.id).with_for_update())
+
+
 def put_on_air(paper: Paper, piece: Piece, now: datetime) -> Piece:
     """Put a piece on air at `now` (its day is now's UTC date). Already on air: unchanged."""
     if not piece.on_air:

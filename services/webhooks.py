@@ -2,7 +2,8 @@
 
 A delivery is a JSON POST `{id, type, created_at, data}` with `X-Desk-Event`,
 `X-Desk-Delivery` and `X-Desk-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
-Only a 2xx answer counts; redirects are not followed; each attempt has a bounded timeout.
+Only a 2xx answer counts; redirects are not followed; each attempt is bounded in total
+(TIMEOUT_SECONDS for connecting, sending and the whole answer, not per read).
 Targets are checked when the URL is given and again at each attempt, against the addresses
 the name resolves to *then*, and the connection goes to the checked address (no DNS rebinding).
 """
@@ -16,6 +17,7 @@ import json
 import secrets
 import socket
 import ssl
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
@@ -76,7 +78,10 @@ def check_url(url: str, *, allow_private: bool, resolve: bool = True) -> list[st
     https only, unless `allow_private` (then http too). With `resolve`, every address the
     host resolves to must be public unless `allow_private`. Raises WebhookTargetError.
     """
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # e.g. "https://[::1/hook": an unbalanced bracket
+        raise WebhookTargetError("The webhook URL is malformed.") from exc
     schemes = ("https", "http") if allow_private else ("https",)
     if parts.scheme not in schemes:
         raise WebhookTargetError("The webhook URL must use https.")
@@ -98,25 +103,55 @@ def check_url(url: str, *, allow_private: bool, resolve: bool = True) -> list[st
     return addresses
 
 
+class _Deadline:
+    """Cuts a connection's socket once an attempt has run `seconds` in all. The socket timeout
+    bounds each read, not the answer: a receiver dripping a byte a second would otherwise hold
+    the sender for ever."""
+
+    def __init__(self, conn: http.client.HTTPConnection, seconds: float):
+        self.conn, self.expired = conn, False
+        self.timer = threading.Timer(seconds, self._cut)
+        self.timer.daemon = True
+
+    def _cut(self) -> None:
+        self.expired = True
+        sock = self.conn.sock
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the read blocked on it
+            except OSError:
+                pass
+
+    def check(self) -> None:
+        """Raise TimeoutError if the deadline passed before the socket could be cut."""
+        if self.expired:
+            raise TimeoutError("deadline passed while connecting")
+
+
 class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     """HTTPS to a pre-checked address, with SNI and certificate checks for the URL's host."""
 
-    def __init__(self, host, address, **kwargs):
+    def __init__(self, host, address, deadline_seconds, **kwargs):
         super().__init__(host, **kwargs)
         self._address = address
+        self.deadline = _Deadline(self, deadline_seconds)
 
     def connect(self):
         sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = sock  # visible to the deadline during the TLS handshake
+        self.deadline.check()
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
 
 
 class _PinnedHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, host, address, **kwargs):
+    def __init__(self, host, address, deadline_seconds, **kwargs):
         super().__init__(host, **kwargs)
         self._address = address
+        self.deadline = _Deadline(self, deadline_seconds)
 
     def connect(self):
         self.sock = socket.create_connection((self._address, self.port), self.timeout)
+        self.deadline.check()
 
 
 @dataclass
@@ -128,8 +163,9 @@ class Attempt:
 
 def post(url: str, body: bytes, headers: dict, *, allow_private: bool,
          timeout: float = TIMEOUT_SECONDS) -> Attempt:
-    """One POST attempt. Never follows a redirect (a 3xx is a failure); never raises for
-    network trouble or a refused target: the outcome is in the returned Attempt."""
+    """One POST attempt of at most `timeout` seconds in all (connect, send, answer). Never
+    follows a redirect (a 3xx is a failure); never raises for network trouble or a refused
+    target: the outcome is in the returned Attempt."""
     try:
         addresses = check_url(url, allow_private=allow_private)
     except WebhookTargetError as exc:
@@ -138,7 +174,8 @@ def post(url: str, body: bytes, headers: dict, *, allow_private: bool,
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     kind = _PinnedHTTPSConnection if parts.scheme == "https" else _PinnedHTTPConnection
     extra = {"context": ssl.create_default_context()} if parts.scheme == "https" else {}
-    conn = kind(parts.hostname, addresses[0], port=parts.port, timeout=timeout, **extra)
+    conn = kind(parts.hostname, addresses[0], timeout, port=parts.port, timeout=timeout, **extra)
+    conn.deadline.timer.start()
     try:
         conn.request("POST", path, body=body, headers={
             **headers, "Content-Type": "application/json", "User-Agent": USER_AGENT})
@@ -146,9 +183,14 @@ def post(url: str, body: bytes, headers: dict, *, allow_private: bool,
         response.read(65536)
         status = response.status
     except (OSError, http.client.HTTPException) as exc:
+        if conn.deadline.expired:
+            return Attempt(False, None, f"timed out: no complete answer within {timeout:g}s")
         return Attempt(False, None, f"{type(exc).__name__}: {exc}"[:500])
     finally:
+        conn.deadline.timer.cancel()
         conn.close()
+    if conn.deadline.expired:  # the answer was complete just as the deadline passed
+        return Attempt(False, None, f"timed out: no complete answer within {timeout:g}s")
     return Attempt(200 <= status < 300, status, None if 200 <= status < 300 else f"HTTP {status}")
 
 

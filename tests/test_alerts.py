@@ -280,9 +280,7 @@ def test_alerts_carry_non_ascii_text_and_long_lines_intact(client, desk, runner,
     assert re.match(r"<alert\.\d+\.\d+\.demo@localhost\.localdomain>$", alert["Message-ID"])
 
 
-def test_on_sqlite_a_second_run_only_plans_while_another_sends(client, desk, runner, smtp, app):
-    if app.backend != "sqlite":
-        pytest.skip("PostgreSQL runs share the work with SKIP LOCKED (test_two_concurrent_runs...)")
+def test_a_second_run_only_plans_while_another_sends(client, desk, runner, smtp, app):
     from services import alerts
 
     paper = desk.paper("demo")

@@ -2,9 +2,10 @@
 database and a real SMTP server on loopback, is SIGKILLed mid-batch, and the next run completes
 the batch: every confirmed address gets exactly one alert, none twice, none lost.
 
-The kill is placed, not timed: the SMTP server accepts K alerts, then holds the next one in
-the DATA phase (received, not yet answered, so not accepted) and tells the test, which kills
-the sender right then. That is the "message in flight" case the design covers. The one case it
+The kill is placed, not timed: the SMTP server accepts K alerts, then holds every further one
+in the DATA phase (received, not yet answered, so not accepted) and tells the test once each
+of the run's connections has one held; the test kills the sender right then. That is the
+"message in flight" case the design covers, with one connection and with several. The one case it
 does not (a kill after the server's 250 and before the `sent_at` commit, which would send that
 message again) is documented in docs/ALERTS.md "Crash safety".
 """
@@ -23,12 +24,14 @@ from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import pytest
 import time_machine
 from aiosmtpd.controller import Controller
 from sqlalchemy import func, select
 
 from extensions import db
 from models import AlertDelivery
+from services import alerts
 from tests.smtp import body_text, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,42 +39,52 @@ ACCEPT_FIRST = 3  # alerts accepted before the server holds one and the sender i
 
 
 class HoldingHandler:
-    """Accepts every message, except that once `hold_after` alerts were accepted it holds the
-    next alert's DATA unanswered until `release()`, then refuses it (its sender is dead by then).
-    `holding` is set while that alert is held."""
+    """Accepts every message, except that once `hold_after` alerts were accepted it holds each
+    further alert's DATA unanswered until `release()`, then refuses it (its sender is dead by
+    then). `wait_held(n)` returns once `n` alerts are held at once."""
 
     def __init__(self):
         self.messages: list[email.message.EmailMessage] = []
         self.hold_after: int | None = None
-        self.holding = threading.Event()
-        self._release: asyncio.Event | None = None
+        self.held = 0
+        self._changed = threading.Condition()
         self._loop = None
+        self._release: asyncio.Event | None = None
 
     def alerts(self) -> list:
         return [m for m in self.messages if m["List-Unsubscribe"]]
 
     async def handle_DATA(self, server, session, envelope):
         message = email.message_from_bytes(envelope.content, policy=email.policy.default)
-        if (message["List-Unsubscribe"] and self.hold_after is not None and not self.holding.is_set()
-                and len(self.alerts()) >= self.hold_after):
-            self._loop, self._release = asyncio.get_running_loop(), asyncio.Event()
-            self.holding.set()
+        if message["List-Unsubscribe"] and self.hold_after is not None and len(self.alerts()) >= self.hold_after:
+            if self._release is None:
+                self._loop, self._release = asyncio.get_running_loop(), asyncio.Event()
+            with self._changed:
+                self.held += 1
+                self._changed.notify_all()
             await self._release.wait()
             return "451 4.3.0 held by the test, never accepted"
         self.messages.append(message)
         return "250 OK"
 
+    def wait_held(self, count: int, timeout: float) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: self.held >= count, timeout=timeout)
+
     def release(self) -> None:
+        self.hold_after = None
         if self._release is not None:
             self._loop.call_soon_threadsafe(self._release.set)
 
 
-def send_alerts(env: dict) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "flask", "--app", "app", "send-alerts"], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def send_alerts(env: dict, connections: int) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "flask", "--app", "app", "send-alerts",
+                             "--connections", str(connections)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_a_run_killed_mid_batch_is_completed_by_the_next_without_duplicates(client, desk, app):
+@pytest.mark.parametrize("connections", [1, 3])
+def test_a_run_killed_mid_batch_is_completed_by_the_next_without_duplicates(client, desk, app, connections):
     handler = HoldingHandler()
     controller = Controller(handler, hostname="127.0.0.1", port=free_port())
     controller.start()
@@ -94,9 +107,11 @@ def test_a_run_killed_mid_batch_is_completed_by_the_next_without_duplicates(clie
         env = {**os.environ, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "SMTP_URL": smtp_url,
                "PAPER_DOMAIN": "localhost", "DEFAULT_PAPER": "demo"}
         handler.hold_after = ACCEPT_FIRST
-        first = send_alerts(env)
+        first = send_alerts(env, connections)
         try:
-            held = handler.holding.wait(timeout=120)
+            # Every connection has a message in flight, none accepted: each connection's
+            # earlier accepted message was recorded before it handed this one over.
+            held = handler.wait_held(connections, timeout=120)
         finally:
             first.kill()  # SIGKILL: no cleanup, no rollback, no goodbye to the SMTP server
             output = first.communicate(timeout=60)
@@ -106,11 +121,13 @@ def test_a_run_killed_mid_batch_is_completed_by_the_next_without_duplicates(clie
         assert len(handler.alerts()) == ACCEPT_FIRST
 
         with app.app_context():
-            # Wait for the dead run's transaction to be gone (PostgreSQL notices the closed
-            # connection and releases its row lock): a plain FOR UPDATE blocks until then.
-            db.session.execute(select(AlertDelivery.id).where(AlertDelivery.sent_at.is_(None))
-                               .with_for_update()).all()
-            db.session.commit()
+            if app.backend == "postgresql":
+                # Wait for the server to end the dead run's session, and with it its send lock
+                # (the kernel drops SQLite's flock at once): a blocking lock call returns then.
+                with db.engine.connect() as conn:
+                    conn.execute(select(func.pg_advisory_lock(alerts.SEND_LOCK_KEY)))
+                    conn.execute(select(func.pg_advisory_unlock(alerts.SEND_LOCK_KEY)))
+                    conn.commit()
             # Every window was recorded before anything was sent, and every accepted alert was
             # marked sent before the next one went out.
             assert db.session.scalar(select(func.count(AlertDelivery.id))) == len(readers)
@@ -118,7 +135,7 @@ def test_a_run_killed_mid_batch_is_completed_by_the_next_without_duplicates(clie
                                      .where(AlertDelivery.sent_at.is_not(None))) == ACCEPT_FIRST
             db.session.remove()
 
-        second = send_alerts(env)
+        second = send_alerts(env, connections)
         out, err = second.communicate(timeout=120)
         assert second.returncode == 0, (out, err)
         assert out.strip().splitlines()[-1] == (

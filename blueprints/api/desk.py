@@ -142,6 +142,7 @@ def file_story(body: dict):
     The draft gets rev 1, a content hash and a signed receipt; it is not on air until
     `PUT /stories/{id}/air`.
     """
+    filing.lock_paper(g.paper)
     key, fields = g.key, dict(body)
     if key.kind == "agent":
         persona = _agent_persona(key)
@@ -171,6 +172,7 @@ def revise_story(body: dict, id: str):
     Only the fields given change. An agent key (capability `revise`) may revise only its own
     persona's drafts, never a piece on air. A body that changes nothing files nothing.
     """
+    filing.lock_paper(g.paper)  # before the read the revision is built on
     key, piece = g.key, _piece(id)
     if key.kind == "agent":
         if piece.persona_id != key.persona_id:
@@ -196,6 +198,7 @@ def revise_story(body: dict, id: str):
 @bp.alt_response(404, description="No such piece on this paper.")
 def air_story(id: str):
     """Put a piece on air (admin); already on air: unchanged"""
+    filing.lock_paper(g.paper)
     piece = filing.put_on_air(g.paper, _piece(id), utcnow())
     db.session.commit()
     return _reloaded(piece.id)
@@ -207,6 +210,7 @@ def air_story(id: str):
 @bp.alt_response(404, description="No such piece on this paper.")
 def unair_story(id: str):
     """Take a piece off air (admin): it leaves every public list, feed and page"""
+    filing.lock_paper(g.paper)
     piece = filing.take_off_air(g.paper, _piece(id), utcnow())
     db.session.commit()
     return _reloaded(piece.id)

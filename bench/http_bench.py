@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""`make bench`: public GETs under load at 100 000 pieces, on SQLite and PostgreSQL, cold and
+warm, as ratios of the app's own ceiling; how latency grows with the archive; worker memory.
+
+(Named http_bench.py, not http.py: a module called `http` in bench/ would shadow the standard
+library's `http` package for every script run from this directory.)
+
+For each backend (a fresh SQLite file; and a fresh PostgreSQL database at BENCH_DATABASE_URL,
+default postgresql://postgres@127.0.0.1:5432/paperdesk_bench, created and dropped here):
+
+1. bench/scale.py: 1 000 and 10 000 pieces, cold: list, front and search latency, one
+   request at a time (wrk -t1 -c1: the time a request takes, not the time it queues).
+   (A PostgreSQL database that existed before the run, or that BENCH_DATABASE_URL names, is
+   left behind empty; one the run created under the default name is dropped.)
+2. `flask seed-demo --pieces 100000 --subscribers 100000` (timed), then the statistics
+   docs/DEPLOYING.md asks for after a bulk load (SQLite `ANALYZE`; PostgreSQL `VACUUM
+   ANALYZE`, what autovacuum would soon do).
+3. gunicorn as in production (gunicorn.conf.py, 2 workers, rate limiter on, Redis for the
+   limiter and the cache when BENCH_REDIS_URL, default redis://127.0.0.1:6379/14, answers),
+   twice: cold (CACHE_TYPE=NullCache) and warm (the response cache primed). In each, wrk at
+   fixed concurrency (-t2 -c16, 8 s) against the ceiling (`/healthz`: the same app, its hooks
+   and logging, no database) before and after the endpoints, and each endpoint.
+4. The same latency probes as step 1 at 100 000 pieces (cold), and worker RSS (ps) after
+   each run.
+
+Results go to bench/results/<time>.json and, unless --no-record, to the generated part of
+docs/PERFORMANCE.md (between its bench markers; the rest of the file is left alone).
+
+    .venv/bin/python -m bench.http_bench                  # the full run (about 15 minutes)
+    .venv/bin/python -m bench.http_bench --quick --no-record   # a 2-minute smoke run
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+
+if __package__ in (None, ""):  # `python bench/http_bench.py`: import from the project root
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+from bench import harness, report, scale  # noqa: E402
+
+# (label, path template, kind). Kinds decide the targets (bench/report.py).
+ENDPOINTS = [
+    ("/api/v1/stories", "/api/v1/stories", "list"),
+    ("/api/v1/stories?limit=200", "/api/v1/stories?limit=200", "list"),
+    ("/api/v1/stories/{id}", "/api/v1/stories/{id}", "story"),
+    ("/stories/{id} (page)", "/stories/{id}", "page"),
+    ("/api/v1/front", "/api/v1/front", "front"),
+    ("/ (front page)", "/", "page"),
+    ("/api/v1/search (common)", f"/api/v1/search?q={harness.COMMON_TERM}", "search"),
+    ("/api/v1/search (rare)", "/api/v1/search?q=" + harness.RARE_TERM.replace(" ", "+"), "search"),
+    ("/rss.xml", "/rss.xml", "feed"),
+    ("/sitemap.xml", "/sitemap.xml", "feed"),
+    ("/embed/{id}", "/embed/{id}", "embed"),
+    ("304 /api/v1/stories", "/api/v1/stories", "304"),
+]
+CEILING = "/healthz"
+
+
+def run_mode(base: str, master: int, piece_id: int, mode: str, args) -> dict:
+    """The ceiling, every endpoint, the ceiling again, and worker RSS, against one server."""
+    load = dict(duration=args.duration, threads=args.threads, connections=args.connections)
+    rows = {}
+    urls = {label: base + path.format(id=piece_id) for label, path, _ in ENDPOINTS}
+    etag = None
+    for label, url in urls.items():
+        status, headers, _ = harness.get(url)
+        if status != 200:
+            raise harness.BenchError(f"{url} answered {status}")
+        etag = headers.get("ETag") if label.startswith("304") else etag
+        if mode == "warm":
+            harness.get(url)  # the first GET stored it; this one is served from the cache
+    first = harness.wrk(base + CEILING, **load)
+    for label, path, kind in ENDPOINTS:
+        headers = {"If-None-Match": etag} if kind == "304" else None
+        rows[label] = asdict(harness.wrk(urls[label], headers=headers, **load))
+        print(f"    {mode:<4} {label:<28} {rows[label]['rps']:8.1f} req/s  p50 "
+              f"{rows[label]['p50_ms']:7.2f} ms  p99 {rows[label]['p99_ms']:7.2f} ms", flush=True)
+    last = harness.wrk(base + CEILING, **load)
+    ceiling = {"first": asdict(first), "last": asdict(last), "rps": (first.rps + last.rps) / 2,
+               "p50_ms": (first.p50_ms + last.p50_ms) / 2, "p99_ms": (first.p99_ms + last.p99_ms) / 2}
+    print(f"    {mode:<4} ceiling {CEILING:<20} {ceiling['rps']:8.1f} req/s "
+          f"({first.rps:.0f} before, {last.rps:.0f} after)", flush=True)
+    return {"ceiling": ceiling, "endpoints": rows, "rss_mb": harness.worker_rss_mb(master)}
+
+
+def run_backend(backend: str, url: str, work: Path, args, redis_url: str | None) -> dict:
+    print(f"== {backend}", flush=True)
+    limiter = redis_url or "memory://"
+    result: dict = {"scale": {}}
+    for size in args.sizes:
+        print(f"  scale: {size:,} pieces", flush=True)
+        loads = scale.measure(backend, url, size, work, limiter_uri=limiter,
+                              duration=args.scale_duration)
+        result["scale"][str(size)] = {label: asdict(load) for label, load in loads.items()}
+    if backend == "postgresql":
+        harness.recreate_postgres(url)
+    elif os.path.exists(url[len("sqlite:///"):]):
+        os.remove(url[len("sqlite:///"):])
+    instance = work / f"instance-{backend}"
+    instance.mkdir(exist_ok=True)
+    env = harness.base_env(url, instance)
+    print(f"  seed-demo --pieces {args.pieces:,} --subscribers {args.subscribers:,}", flush=True)
+    seeded = harness.seed(env, args.pieces, args.subscribers)
+    result["seed"] = asdict(seeded)
+    print(f"    {seeded.pieces_seconds:.1f} s pieces, {seeded.subscribers_seconds:.1f} s subscribers, "
+          f"{seeded.wall_seconds:.1f} s in all", flush=True)
+    harness.analyze(url)
+    piece_id = harness.query_one(url, "SELECT max(id) FROM pieces WHERE paper_id = "
+                                      "(SELECT id FROM papers WHERE slug = 'demo') AND on_air")
+    env.update(RATELIMIT_STORAGE_URI=limiter, RATELIMIT_DEFAULT="1000000000 per minute")
+    for mode in ("cold", "warm"):
+        mode_env = dict(env)
+        if mode == "cold":
+            mode_env["CACHE_TYPE"] = "NullCache"
+        elif redis_url:
+            mode_env.update(CACHE_TYPE="RedisCache", CACHE_REDIS_URL=redis_url,
+                            CACHE_KEY_PREFIX=f"paperdesk-bench-{os.getpid()}-{backend}:")
+        else:
+            mode_env["CACHE_TYPE"] = "SimpleCache"
+        print(f"  {mode} ({mode_env['CACHE_TYPE']})", flush=True)
+        with harness.gunicorn(mode_env, work / f"gunicorn-{backend}-{mode}.log") as (base, master):
+            result[mode] = run_mode(base, master, piece_id, mode, args)
+            if mode == "cold":  # the largest point of the growth table, one request at a time
+                loads = scale.measure_server(base, duration=args.scale_duration)
+                result["scale"][str(args.pieces)] = {k: asdict(v) for k, v in loads.items()}
+        result[mode]["cache"] = mode_env["CACHE_TYPE"]
+    if backend == "postgresql":
+        harness.drop_postgres(url, keep_empty=args.pg_existed)
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pieces", type=int, default=100_000)
+    parser.add_argument("--subscribers", type=int, default=None, help="default: --pieces")
+    parser.add_argument("--sizes", default="1000,10000", help="smaller archives for the growth table")
+    parser.add_argument("--backends", default="sqlite,postgresql")
+    parser.add_argument("--duration", type=int, default=8, help="seconds of wrk per endpoint")
+    parser.add_argument("--scale-duration", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--quick", action="store_true", help="10 000 pieces, 3 s runs: a smoke test")
+    parser.add_argument("--no-record", action="store_true", help="leave docs/PERFORMANCE.md alone")
+    args = parser.parse_args()
+    if args.quick:
+        args.pieces, args.duration, args.scale_duration, args.sizes = 10_000, 3, 2, "1000"
+    args.subscribers = args.pieces if args.subscribers is None else args.subscribers
+    args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+
+    harness.ensure_wrk()
+    pg = os.environ.get("BENCH_DATABASE_URL", harness.DEFAULT_PG)
+    redis_url = os.environ.get("BENCH_REDIS_URL", harness.DEFAULT_REDIS)
+    redis_url = redis_url if harness.redis_reachable(redis_url) else None
+    backends = [b for b in args.backends.split(",") if b]
+    notes = []
+    if "postgresql" in backends and not harness.postgres_reachable(pg):
+        notes.append(f"PostgreSQL at {pg} was unreachable: skipped.")
+        backends.remove("postgresql")
+    # A database that was there before the run, or that BENCH_DATABASE_URL names (bench/alerts.py
+    # runs next on it, in `make bench`), is left there, empty; one made here is dropped.
+    args.pg_existed = "postgresql" in backends and (
+        "BENCH_DATABASE_URL" in os.environ or harness.postgres_exists(pg))
+    if redis_url is None:
+        notes.append("Redis was unreachable: limiter in memory, warm cache SimpleCache.")
+    started = time.monotonic()
+    results = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "machine": harness.machine(pg if "postgresql" in backends else None, redis_url),
+               "settings": {"pieces": args.pieces, "subscribers": args.subscribers,
+                            "sizes": args.sizes, "duration": args.duration,
+                            "scale_duration": args.scale_duration, "threads": args.threads,
+                            "connections": args.connections, "workers": 2,
+                            "redis": redis_url is not None},
+               "notes": notes, "backends": {}}
+    with tempfile.TemporaryDirectory(prefix="paperdesk-bench-") as tmp:
+        work = Path(tmp)
+        for backend in backends:
+            url = pg if backend == "postgresql" else f"sqlite:///{work / 'bench.db'}"
+            results["backends"][backend] = run_backend(backend, url, work, args, redis_url)
+    results["minutes"] = round((time.monotonic() - started) / 60, 1)
+    out = harness.ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"http-{datetime.now():%Y%m%d-%H%M%S}.json"
+    path.write_text(json.dumps(results, indent=2))
+    print(f"results: {path.relative_to(harness.ROOT)} ({results['minutes']} min)")
+    markdown = report.render(results)
+    print(report.summary(results))
+    if not args.no_record:
+        report.record(markdown)
+        print("docs/PERFORMANCE.md updated")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

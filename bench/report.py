@@ -1,0 +1,193 @@
+"""The issue-6 targets, checked against a bench/http_bench.py run, and the tables it writes into
+docs/PERFORMANCE.md (between BEGIN and END; everything else in the file is left as it is)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "PERFORMANCE.md"
+BEGIN = "<!-- bench/http_bench.py: generated from here -->"
+END = "<!-- bench/http_bench.py: generated up to here -->"
+ALERTS_SECTION = "## send-alerts throughput"
+NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
+
+# Minimum share of the ceiling's throughput, by endpoint kind (issue 6, "Targets").
+WARM = {"list": 0.8, "story": 0.8, "page": 0.8, "front": 0.8, "search": 0.8, "feed": 0.8,
+        "embed": 0.8, "304": 0.9}
+COLD = {"list": 0.3, "front": 0.3, "story": 0.5, "304": 0.9}
+COLD_ONLY_API = {"/stories/{id} (page)", "/ (front page)"}  # the targets name the API answers
+SEARCH_P99_MS = 50.0
+# "flat": p50 at the largest archive within 1.5 x (or 2 ms) of p50 at the smallest
+FLAT, FLAT_MS = 1.5, 2.0
+SEED_SECONDS = 120.0
+RSS_MB = 150.0
+KINDS = {"/api/v1/stories": "list", "/api/v1/stories?limit=200": "list",
+         "/api/v1/stories/{id}": "story", "/stories/{id} (page)": "page", "/api/v1/front": "front",
+         "/ (front page)": "page", "/api/v1/search (common)": "search",
+         "/api/v1/search (rare)": "search", "/rss.xml": "feed", "/sitemap.xml": "feed",
+         "/embed/{id}": "embed", "304 /api/v1/stories": "304"}
+
+
+def _target(label: str, mode: str) -> float | None:
+    kind = KINDS[label]
+    if mode == "warm":
+        return WARM.get(kind)
+    return None if label in COLD_ONLY_API else COLD.get(kind)
+
+
+def checks(results: dict) -> list[tuple[bool, str]]:
+    """(met, sentence) for every target the run can judge."""
+    out = []
+    for backend, data in results["backends"].items():
+        name = NAMES[backend]
+        for mode in ("cold", "warm"):
+            ceiling = data[mode]["ceiling"]["rps"]
+            for label, row in data[mode]["endpoints"].items():
+                target = _target(label, mode)
+                if target is not None:
+                    ratio = row["rps"] / ceiling
+                    out.append((ratio >= target, f"{name} {mode} {label}: {ratio:.0%} of the ceiling "
+                                                 f"(target {target:.0%})"))
+        p99 = data["scale"][str(results["settings"]["pieces"])]["search (common)"]["p99_ms"]
+        out.append((p99 < SEARCH_P99_MS, f"{name} search p99, common term, "
+                                         f"{results['settings']['pieces']:,} pieces, cold, one "
+                                         f"request at a time: {p99:.1f} ms (target < "
+                                         f"{SEARCH_P99_MS:.0f} ms)"))
+        sizes = sorted(data["scale"], key=int)
+        for label in ("list", "front"):
+            small, large = data["scale"][sizes[0]][label]["p50_ms"], data["scale"][sizes[-1]][label]["p50_ms"]
+            flat = large <= max(FLAT * small, small + FLAT_MS)
+            out.append((flat, f"{name} {label} p50 {int(sizes[0]):,} -> {int(sizes[-1]):,} pieces: "
+                              f"{small:.1f} -> {large:.1f} ms (flat: within {FLAT}x or "
+                              f"+{FLAT_MS:.0f} ms)"))
+        seconds = data["seed"]["pieces_seconds"]
+        out.append((seconds < SEED_SECONDS, f"{name} seeding {data['seed']['pieces']:,} pieces: "
+                                            f"{seconds:.0f} s (target < {SEED_SECONDS:.0f} s)"))
+        rss = max(data["cold"]["rss_mb"] + data["warm"]["rss_mb"])
+        out.append((rss < RSS_MB, f"{name} largest gunicorn worker: {rss:.0f} MB RSS "
+                                  f"(target < {RSS_MB:.0f} MB)"))
+    return out
+
+
+def summary(results: dict) -> str:
+    found = checks(results)
+    lines = [f"{'met   ' if ok else 'MISSED'} {text}" for ok, text in found]
+    lines.append(f"{sum(ok for ok, _ in found)} of {len(found)} targets met")
+    return "\n".join(lines)
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def _endpoint_table(data: dict) -> list[str]:
+    cold, warm = data["cold"], data["warm"]
+    lines = ["| endpoint | cold req/s | cold % of ceiling | cold p50 ms | cold p99 ms | warm req/s "
+             "| warm % of ceiling | warm p50 ms | warm p99 ms | targets (cold / warm) |",
+             "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|"]
+    for mode_rows in (("ceiling `/healthz`", cold["ceiling"], warm["ceiling"]),):
+        label, c, w = mode_rows
+        lines.append(f"| **{label}** | **{c['rps']:.0f}** | 100% | {_ms(c['p50_ms'])} | "
+                     f"{_ms(c['p99_ms'])} | **{w['rps']:.0f}** | 100% | {_ms(w['p50_ms'])} | "
+                     f"{_ms(w['p99_ms'])} | |")
+    for label, c in cold["endpoints"].items():
+        w = warm["endpoints"][label]
+        rc, rw = c["rps"] / cold["ceiling"]["rps"], w["rps"] / warm["ceiling"]["rps"]
+        marks = []
+        for ratio, mode in ((rc, "cold"), (rw, "warm")):
+            target = _target(label, mode)
+            marks.append("—" if target is None else f"{'✓' if ratio >= target else '✗'} ≥{target:.0%}")
+        errors = c["errors"] + w["errors"]
+        note = f" ({errors} failed)" if errors else ""
+        lines.append(f"| `{label}`{note} | {c['rps']:.0f} | {rc:.0%} | {_ms(c['p50_ms'])} | "
+                     f"{_ms(c['p99_ms'])} | {w['rps']:.0f} | {rw:.0%} | {_ms(w['p50_ms'])} | "
+                     f"{_ms(w['p99_ms'])} | {' / '.join(marks)} |")
+    return lines
+
+
+def _scale_table(results: dict) -> list[str]:
+    sizes = None
+    lines = []
+    for backend, data in results["backends"].items():
+        sizes = sorted(data["scale"], key=int)
+        if not lines:
+            heads = " | ".join(f"p50 @{int(s):,}" for s in sizes)
+            p99s = " | ".join(f"p99 @{int(s):,}" for s in sizes)
+            rps = " | ".join(f"req/s @{int(s):,}" for s in sizes)
+            lines += [f"| backend | endpoint | {heads} | {p99s} | {rps} |",
+                      "|---|---|" + "--:|" * (3 * len(sizes))]
+        for label in data["scale"][sizes[0]]:
+            cells = [data["scale"][s][label] for s in sizes]
+            lines.append(f"| {NAMES[backend]} | {label} | "
+                         + " | ".join(_ms(c["p50_ms"]) for c in cells) + " | "
+                         + " | ".join(_ms(c["p99_ms"]) for c in cells) + " | "
+                         + " | ".join(f"{c['rps']:.0f}" for c in cells) + " |")
+    return lines
+
+
+def render(results: dict) -> str:
+    s, m = results["settings"], results["machine"]
+    out = [BEGIN, "", "## HTTP: throughput and latency at 100 000 pieces", "",
+           f"Generated by `make bench` (bench/http_bench.py) on {results['started']}, in "
+           f"{results['minutes']} minutes. One run on a shared machine: expect ±10-15% between runs.",
+           "", "### The machine", "", "| | |", "|---|---|"]
+    out += [f"| {key} | {value} |" for key, value in m.items()]
+    out += ["", "### How it was run", "",
+            f"- gunicorn with the production `gunicorn.conf.py`, **2 sync workers**, JSON request "
+            f"logs on (to a file), the rate limiter on (limit set out of reach) with its storage in "
+            f"{'Redis' if s['redis'] else 'memory'}.",
+            f"- `wrk -t{s['threads']} -c{s['connections']} -d{s['duration']}s --latency` per "
+            f"endpoint, on the same 2 CPUs as the server.",
+            "- **ceiling**: `/healthz`, an endpoint of the same app (every hook, the request log) "
+            "that touches no database; measured before and after the endpoints, averaged. Each "
+            "ratio is to the ceiling of the same server run.",
+            "- **cold**: `CACHE_TYPE=NullCache` (no response cache, no feed cache). **warm**: "
+            f"`CACHE_TYPE={'RedisCache' if s['redis'] else 'SimpleCache'}`, each URL fetched twice "
+            "before its run.",
+            "- **304**: `If-None-Match` with the list's current ETag.",
+            f"- Search terms: common `council` (about 1 piece in 5), rare `castell brandt` (two "
+            f"names, both required: about 1 in 2 000).",
+            f"- Data: `flask seed-demo --pieces {s['pieces']} --subscribers {s['subscribers']}` into "
+            "a fresh database, then the statistics docs/DEPLOYING.md asks for after a bulk load "
+            "(SQLite `ANALYZE`, PostgreSQL `VACUUM ANALYZE`)."]
+    out += [f"- Note: {note}" for note in results["notes"]]
+    out += ["", "### Seeding", "", "| backend | pieces | pieces: seconds | subscribers | "
+            "subscribers: seconds | whole command | target |", "|---|--:|--:|--:|--:|--:|---|"]
+    for backend, data in results["backends"].items():
+        d = data["seed"]
+        out.append(f"| {NAMES[backend]} | {d['pieces']:,} | {d['pieces_seconds']:.1f} | "
+                   f"{d['subscribers']:,} | {d['subscribers_seconds']:.1f} | {d['wall_seconds']:.1f} s | "
+                   f"{'✓' if d['pieces_seconds'] < SEED_SECONDS else '✗'} < {SEED_SECONDS:.0f} s |")
+    for backend, data in results["backends"].items():
+        out += ["", f"### {NAMES[backend]}, {s['pieces']:,} pieces", ""] + _endpoint_table(data)
+    out += ["", "### Growth with the archive (cold, one request at a time)", "",
+            f"`wrk -t1 -c1 -d{s['scale_duration']}s` per point, response cache off, each size a "
+            "fresh database: the percentiles are what one request costs (at -c16 above they also "
+            "hold the time spent queueing behind the other 15).", ""] + _scale_table(results)
+    out += ["", "### Worker memory", "", "| backend | after the cold run (MB RSS, each worker) | "
+            "after the warm run | target |", "|---|---|---|---|"]
+    for backend, data in results["backends"].items():
+        cold = ", ".join(f"{v:.0f}" for v in data["cold"]["rss_mb"])
+        warm = ", ".join(f"{v:.0f}" for v in data["warm"]["rss_mb"])
+        ok = max(data["cold"]["rss_mb"] + data["warm"]["rss_mb"]) < RSS_MB
+        out.append(f"| {NAMES[backend]} | {cold} | {warm} | {'✓' if ok else '✗'} < {RSS_MB:.0f} MB |")
+    found = checks(results)
+    out += ["", f"### Targets: {sum(ok for ok, _ in found)} of {len(found)} met", ""]
+    out += [f"- {'✓' if ok else '✗ **missed**:'} {text}" for ok, text in found]
+    out += ["", END]
+    return "\n".join(out)
+
+
+def record(markdown: str) -> None:
+    """Put `markdown` (BEGIN..END) into docs/PERFORMANCE.md: in place of an earlier run's, else
+    before the send-alerts section, else at the end."""
+    text = DOC.read_text() if DOC.exists() else "# Performance\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + markdown + rest.split(END, 1)[1]
+    elif ALERTS_SECTION in text:
+        head, tail = text.split(ALERTS_SECTION, 1)
+        text = head.rstrip("\n") + "\n\n" + markdown + "\n\n" + ALERTS_SECTION + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + markdown + "\n"
+    DOC.parent.mkdir(exist_ok=True)
+    DOC.write_text(text)

@@ -1,0 +1,205 @@
+"""What an alert says: the pieces and editions of a subscriber's window, its data (webhook
+payload and template context), and its email, rendered once per distinct alert (spec "Events";
+docs/ALERTS.md). Used by services/alerts.py, which plans and sends.
+
+`Content` reads each paper's recent pieces once per run and answers every window from memory;
+`Composer` renders `templates/mail/alert.*` once per distinct (paper, pieces, editions,
+cadence, period) into a `mail.Template` and makes each reader's copy by substitution
+(docs/PERFORMANCE.md "send-alerts throughput").
+"""
+from __future__ import annotations
+
+import bisect
+from datetime import datetime, timedelta
+from types import SimpleNamespace
+
+from flask import current_app, render_template
+from markupsafe import escape
+from sqlalchemy import select
+
+from clock import rfc3339
+from extensions import db
+from models import Edition, Paper, Persona, Piece, Section
+from services import mail, subscriptions, urls
+
+# A window never reaches further back than this (a reader who was silent for months gets the
+# recent news, not the whole archive).
+MAX_LOOKBACK = timedelta(days=31)
+# Distinct rendered alerts kept per run (each is a few tens of kilobytes).
+TEMPLATE_CACHE = 512
+# Stand-ins for the per-reader values in a rendered alert; letters only, so autoescape keeps them.
+EMAIL_SLOT, UNSUBSCRIBE_SLOT = "PDxREADERxEMAILx7c1f", "PDxUNSUBSCRIBExURLx7c1f"
+
+
+def period_for(cadence: str, now: datetime) -> str:
+    """The cadence slot `now` falls in: instant -> the run time; daily -> the UTC date;
+    weekly -> the ISO week (`2026-W47`)."""
+    if cadence == "daily":
+        return now.date().isoformat()
+    if cadence == "weekly":
+        year, week, _ = now.isocalendar()
+        return f"{year}-W{week:02d}"
+    return rfc3339(now)
+
+
+def paper_base_url(paper: Paper) -> str:
+    """The paper's public origin outside a request: its custom host, else `{slug}.{PAPER_DOMAIN}`
+    (the bare PAPER_DOMAIN for DEFAULT_PAPER), with PUBLIC_URL_SCHEME and PUBLIC_PORT."""
+    config = current_app.config
+    host = paper.host or (config["PAPER_DOMAIN"] if paper.slug == config["DEFAULT_PAPER"]
+                          else f"{paper.slug}.{config['PAPER_DOMAIN']}")
+    port = config.get("PUBLIC_PORT") or ""
+    return f"{config['PUBLIC_URL_SCHEME']}://{host}{':' + str(port) if port else ''}"
+
+
+def paper_context(paper: Paper):
+    """A request context on the paper's host, so `services.urls` builds its absolute URLs."""
+    return current_app.test_request_context("/", base_url=paper_base_url(paper))
+
+
+_PIECE_COLUMNS = (Piece.id, Piece.slug, Piece.headline, Piece.dek, Piece.on_air_at,
+                  Section.name.label("section"), Persona.name.label("byline"))
+_EDITION_COLUMNS = (Edition.id, Edition.day, Edition.title, Edition.video_url, Edition.poster_url,
+                    Edition.published_at)
+
+
+def _pieces_query(paper_id: int, start: datetime, end: datetime):
+    return (select(*_PIECE_COLUMNS)
+            .join(Section, Section.id == Piece.section_id).join(Persona, Persona.id == Piece.persona_id)
+            .where(Piece.paper_id == paper_id, Piece.on_air.is_(True),
+                   Piece.on_air_at > start, Piece.on_air_at <= end)
+            .order_by(Piece.on_air_at, Piece.id))
+
+
+def _editions_query(paper_id: int, start: datetime, end: datetime):
+    return (select(*_EDITION_COLUMNS).where(Edition.paper_id == paper_id, Edition.published_at > start,
+                                            Edition.published_at <= end)
+            .order_by(Edition.published_at, Edition.id))
+
+
+def window_content(subscriber, start: datetime, end: datetime) -> tuple[list, list]:
+    """(pieces, editions) of the window (start, end]: pieces on air in the subscriber's
+    sections, oldest first, as dicts; editions (rows with id, day, title, video_url,
+    poster_url, published_at) published in it when `cast` is on. Two queries."""
+    query = _pieces_query(subscriber.paper_id, start, end)
+    if subscriber.sections is not None:
+        query = query.where(Section.name.in_(subscriber.sections))
+    pieces = [row._asdict() for row in db.session.execute(query)]
+    editions = list(db.session.execute(_editions_query(subscriber.paper_id, start, end))) if subscriber.cast else []
+    return pieces, editions
+
+
+class Content:
+    """Every paper's on-air pieces and editions in (since, until], read once per paper per run,
+    answering `window_content` for any window inside that span without a query (a window
+    reaching outside it falls back to `window_content`)."""
+
+    def __init__(self, since: datetime, until: datetime):
+        self.since, self.until = since, until
+        self._papers: dict[int, tuple[list, list, list, list]] = {}
+
+    def _load(self, paper_id: int):
+        if paper_id not in self._papers:
+            pieces = [row._asdict() for row in db.session.execute(_pieces_query(paper_id, self.since, self.until))]
+            editions = list(db.session.execute(_editions_query(paper_id, self.since, self.until)))
+            self._papers[paper_id] = (pieces, [p["on_air_at"] for p in pieces],
+                                      editions, [e.published_at for e in editions])
+        return self._papers[paper_id]
+
+    def window(self, subscriber, start: datetime, end: datetime) -> tuple[list, list]:
+        if start < self.since or end > self.until:
+            return window_content(subscriber, start, end)
+        pieces, piece_times, editions, edition_times = self._load(subscriber.paper_id)
+        chosen = pieces[bisect.bisect_right(piece_times, start):bisect.bisect_right(piece_times, end)]
+        if subscriber.sections is not None:
+            wanted = set(subscriber.sections)
+            chosen = [p for p in chosen if p["section"] in wanted]
+        cast = editions[bisect.bisect_right(edition_times, start):bisect.bisect_right(edition_times, end)]
+        return chosen, cast if subscriber.cast else []
+
+
+def alert_data(paper: Paper, subscriber, alert, pieces, editions) -> dict:
+    """The `data` of an alert (webhook payload and email template context). Needs a request
+    context on the paper's host."""
+    edition_rows = [{"day": e.day.isoformat(), "title": e.title, "url": urls.edition_page(e.day),
+                     "video_url": e.video_url, "poster_url": e.poster_url} for e in editions]
+    return {
+        "paper": paper.slug, "email": subscriber.email, "cadence": subscriber.cadence,
+        "period": alert.period,
+        "window": {"start": rfc3339(alert.window_start), "end": rfc3339(alert.window_end)},
+        "pieces": [{"id": str(p["id"]), "slug": p["slug"], "headline": p["headline"], "dek": p["dek"],
+                    "section": p["section"], "byline": p["byline"], "url": urls.story_page(p["slug"]),
+                    "on_air_at": rfc3339(p["on_air_at"])} for p in pieces],
+        "edition": edition_rows[-1] if edition_rows else None,
+        "editions": edition_rows,
+    }
+
+
+class Composer:
+    """Makes each unsent row's message: the window's content from `Content`, one rendered
+    `mail.Template` per distinct (paper, pieces, editions, cadence, period), and the reader's
+    copy by substitution. Keeps one request context pushed, on the current paper's host."""
+
+    def __init__(self, now: datetime):
+        self.now = now
+        self.content = Content(now - MAX_LOOKBACK, now)
+        self.templates: dict[tuple, mail.Template] = {}
+        self.papers: dict[int, tuple[Paper, str, str]] = {}
+        self._context, self._context_paper = None, None
+
+    def _enter(self, paper_id: int) -> tuple[Paper, str, str]:
+        """(paper, slug, mail domain), with a request context on its host pushed. The slug and
+        domain are read once: the ORM object expires at every commit (one commit a message)."""
+        if self._context_paper != paper_id:
+            self.close()
+            paper = db.session.get(Paper, paper_id)
+            self._context = paper_context(paper)
+            self._context.push()
+            self._context_paper = paper_id
+            if paper_id not in self.papers:
+                domain = subscriptions.sender_address(paper).rsplit("@", 1)[1]
+                self.papers[paper_id] = (paper, paper.slug, domain)
+        return self.papers[paper_id]
+
+    def close(self) -> None:
+        if self._context is not None:
+            self._context.pop()
+        self._context, self._context_paper = None, None
+
+    def message(self, row) -> mail.Outgoing | None:
+        """The alert for a claimed row, or None when its window holds nothing any more
+        (everything in it was taken off air since it was recorded)."""
+        pieces, editions = self.content.window(row, row.window_start, row.window_end)
+        if not pieces and not editions:
+            return None
+        paper, slug, domain = self._enter(row.paper_id)
+        key = (row.paper_id, tuple(p["id"] for p in pieces), tuple(e.id for e in editions),
+               row.cadence, row.period)
+        template = self.templates.get(key)
+        if template is None:
+            if len(self.templates) >= TEMPLATE_CACHE:
+                self.templates.clear()
+            template = self.templates[key] = self._render(paper, row, pieces, editions)
+        reader = SimpleNamespace(id=row.subscriber_id, paper_id=row.paper_id, email=row.email)
+        unsubscribe = subscriptions.unsubscribe_url(reader)
+        # The same id on a resend after a crash (see the module docstring): receivers that
+        # de-duplicate by Message-ID show one copy.
+        message_id = f"<alert.{row.id}.{int(row.window_end.timestamp())}.{slug}@{domain}>"
+        return template.fill(to=row.email, message_id=message_id, unsubscribe_url=unsubscribe, values={
+            EMAIL_SLOT: (row.email, str(escape(row.email))),
+            UNSUBSCRIBE_SLOT: (unsubscribe, str(escape(unsubscribe)))})
+
+    def _render(self, paper: Paper, row, pieces, editions) -> mail.Template:
+        """Render `templates/mail/alert.*` once for every reader of this content. Per-reader
+        values reach the templates only as `unsubscribe` and `data.email` (stand-ins replaced
+        per message); `data.window` differs per reader, so it is not given."""
+        data = alert_data(paper, SimpleNamespace(email=EMAIL_SLOT, cadence=row.cadence), row, pieces, editions)
+        del data["window"]
+        count = len(pieces)
+        subject = (f"{paper.nameplate}: {count} new piece{'s' if count != 1 else ''}" if count
+                   else f"{paper.nameplate}: today's video edition")
+        context = {"paper": paper, "data": data, "unsubscribe": UNSUBSCRIBE_SLOT, "home": urls.home()}
+        return mail.Template(from_name=paper.nameplate, from_addr=subscriptions.sender_address(paper),
+                             subject=subject, now=self.now, list_id=subscriptions.list_id(paper),
+                             one_click=True, text=render_template("mail/alert.txt", **context),
+                             html=render_template("mail/alert.html", **context))

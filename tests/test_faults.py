@@ -1,0 +1,413 @@
+"""Faults (issue 7 item 6): the database goes away and comes back; a webhook receiver hangs or
+drips; two gunicorn workers revise one piece at once.
+
+- Database gone: an app whose engine reaches the test database through something the test can
+  take away (SQLite: the file, opened afresh per request and renamed away; PostgreSQL: a TCP
+  relay to the server, stopped and restarted on the same port). Every kind of answer is a 503
+  (problem+json, or the HTML page) with Retry-After and no trace of the exception; the next
+  request after the database returns is served.
+- Webhooks: a receiver that accepts and never answers costs one bounded wait, and the delivery
+  is retried with backoff; one that drips its answer a byte at a time is cut off at the same
+  bound (a per-read timeout alone would wait for ever).
+- Two gunicorn workers (a real server, its own database) take N concurrent revisions of one
+  piece: every answer is a 200 or a 409/503 problem, never a 500; the final `rev` is 1 + the
+  number of 200s, and revisions 1..rev are all present and chained by `prev_hash`.
+- SMTP gone during `send-alerts` (nothing marked sent, the next run delivers) is
+  tests/test_alerts.py::test_smtp_down_marks_nothing_sent_and_next_run_delivers, and a killed
+  run is tests/test_alerts_kill.py: not repeated here.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+import time_machine
+from sqlalchemy import select
+from sqlalchemy.pool import NullPool
+
+from app import create_app
+from extensions import db
+from models import Piece, PieceRevision, Subscriber, WebhookDelivery
+from services import webhooks
+from tests.factories import Desk
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+LEAK_WORDS = ("traceback", "operationalerror", "sqlalchemy", "psycopg", "sqlite", "errno")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# ----------------------------------------------------------------------------- database gone
+
+
+class Relay:
+    """A TCP relay from a loopback port to `target`, which can be stopped (listener and every
+    live connection closed) and started again on the same port."""
+
+    def __init__(self, target: tuple[str, int]):
+        self.target, self.port = target, free_port()
+        self.sockets: list[socket.socket] = []
+        self.lock = threading.Lock()
+        self.listener: socket.socket | None = None
+
+    def start(self) -> "Relay":
+        self.listener = socket.create_server(("127.0.0.1", self.port))
+        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        listener, self.listener = self.listener, None
+        with self.lock:
+            live, self.sockets = self.sockets, []
+        for sock in [listener, *live]:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the threads blocked on it
+            except OSError:
+                pass
+            sock.close()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # stopped
+            try:
+                upstream = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                client.close()
+                continue
+            upstream.settimeout(None)
+            with self.lock:
+                self.sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        for sock in (source, sink):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def outage(app):
+    """(database URL for the fault app, engine options, take_away(), bring_back())."""
+    url = app.config["SQLALCHEMY_DATABASE_URI"]
+    if app.backend == "sqlite":
+        path = Path(url.removeprefix("sqlite:///"))
+        away = path.with_name(path.name + ".away")
+        # mode=rw: a missing file is an error, not a new empty database. NullPool: each request
+        # opens the file, as a server process would after a restart.
+        return (f"sqlite:///file:{path}?mode=rw&uri=true", {"poolclass": NullPool},
+                lambda: path.rename(away), lambda: away.rename(path))
+    parts = urlsplit(url)
+    relay = Relay((parts.hostname, parts.port or 5432)).start()
+    netloc = f"{parts.username}@127.0.0.1:{relay.port}" if parts.username else f"127.0.0.1:{relay.port}"
+    return (urlunsplit(parts._replace(netloc=netloc)),
+            {"pool_pre_ping": True, "connect_args": {"connect_timeout": 5}},
+            relay.stop, relay.start)
+
+
+def assert_unavailable(response, *, problem: bool) -> None:
+    assert response.status_code == 503, response.status_code
+    assert int(response.headers["Retry-After"]) > 0
+    assert response.headers["Cache-Control"] == "no-store"
+    text = response.get_data(as_text=True).lower()
+    assert not any(word in text for word in LEAK_WORDS), text[:400]
+    if problem:
+        assert response.mimetype == "application/problem+json"
+        assert response.get_json()["status"] == 503
+    else:
+        assert response.mimetype == "text/html"
+
+
+def test_database_gone_is_a_503_and_service_returns_with_it(app, desk, tmp_path):
+    paper = desk.paper("demo")
+    piece = desk.piece(paper, "Still here")
+    admin = desk.key(paper, "admin")
+    url, engine_options, take_away, bring_back = outage(app)
+    faulty = create_app({
+        "TESTING": True, "SQLALCHEMY_DATABASE_URI": url, "SQLALCHEMY_ENGINE_OPTIONS": engine_options,
+        "RATELIMIT_ENABLED": False, "INSTANCE_PATH": str(tmp_path), "OUTBOX_DIR": str(tmp_path / "out"),
+        "CACHE_TYPE": "NullCache", "CACHE_NO_NULL_WARNING": True,
+    })
+    client = faulty.test_client()
+    try:
+        assert client.get("/api/v1/stories").status_code == 200  # connections made and pooled
+        take_away()
+        try:
+            assert_unavailable(client.get("/api/v1/stories"), problem=True)
+            assert_unavailable(client.get(f"/api/v1/stories/{piece.id}/proof",
+                                          headers={"X-Desk-Key": admin}), problem=True)
+            assert_unavailable(client.post("/api/v1/subscribers", json={"email": "a@example.com"}),
+                               problem=True)
+            assert_unavailable(client.get("/readyz"), problem=True)
+            assert_unavailable(client.get("/rss.xml"), problem=True)
+            assert_unavailable(client.get("/"), problem=False)
+            assert_unavailable(client.get("/stories/still-here"), problem=False)
+            # The process itself is alive: a load balancer keeps it, and routes around it on /readyz.
+            assert client.get("/healthz").status_code == 200
+        finally:
+            bring_back()
+        # The first request after the database returns is served: no restart needed.
+        again = client.get("/api/v1/stories")
+        assert again.status_code == 200
+        assert [s["headline"] for s in again.get_json()["stories"]] == ["Still here"]
+        assert client.get("/readyz").status_code == 200
+        assert client.post("/api/v1/subscribers", json={"email": "a@example.com"}).status_code == 202
+    finally:
+        with faulty.app_context():
+            db.session.remove()
+            db.engine.dispose()
+
+
+# ----------------------------------------------------------------------------- webhooks
+
+
+class SlowReceiver:
+    """Accepts connections and reads the request; then either never answers ("hang"), drips
+    an answer one byte every `drip` seconds ("drip"), or answers 204 ("ok")."""
+
+    def __init__(self, mode: str = "hang", drip: float = 0.2):
+        self.mode, self.drip = mode, drip
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.server.getsockname()[1]}/hook"
+        self.requests = 0
+        self.done = threading.Event()
+        self.clients: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            self.clients.append(conn)
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        try:
+            conn.recv(65536)
+            self.requests += 1
+            if self.mode == "ok":
+                conn.sendall(b"HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n")
+            elif self.mode == "drip":
+                for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10_000:
+                    conn.sendall(bytes([byte]))
+                    if self.done.wait(self.drip):  # the peer's pace, not the test's
+                        return
+            else:
+                self.done.wait(60)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.done.set()
+        try:
+            self.server.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.server.close()
+        for conn in self.clients:
+            conn.close()
+
+
+def test_a_hanging_webhook_costs_a_bounded_wait_and_is_retried_later(app, client, desk, runner):
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    receiver = SlowReceiver("hang")
+    t0 = datetime(2026, 11, 20, 8, 0, tzinfo=timezone.utc)
+    try:
+        with time_machine.travel(t0, tick=False) as clock:
+            assert client.post("/api/v1/subscribers", headers={"X-Desk-Key": admin},
+                               json={"emails": ["hook@example.com"], "webhook": receiver.url}).status_code == 202
+            row = db.session.scalars(select(Subscriber)).one()
+            webhooks.enqueue(row, "test", {"hello": "world"}, t0)
+            db.session.commit()
+            started = time.monotonic()
+            result = runner.invoke(args=["deliver-webhooks"])
+            waited = time.monotonic() - started
+            assert result.exit_code == 1 and "delivered 0, failed 1, pending 1" in result.output
+            assert receiver.requests == 1
+            assert waited < webhooks.TIMEOUT_SECONDS + 3, waited
+            db.session.expire_all()
+            delivery = db.session.scalars(select(WebhookDelivery)).one()
+            assert delivery.attempts == 1 and delivery.delivered_at is None and delivery.failed_at is None
+            assert "timed out" in delivery.last_error
+            assert delivery.next_attempt_at == t0 + webhooks.backoff(1)
+            # The receiver recovers; once the backoff has passed, the next run delivers.
+            receiver.mode = "ok"
+            clock.move_to(t0 + webhooks.backoff(1) + timedelta(seconds=1))
+            result = runner.invoke(args=["deliver-webhooks"])
+            assert result.exit_code == 0 and "delivered 1, failed 0, pending 0" in result.output
+    finally:
+        receiver.close()
+
+
+def test_a_dripping_webhook_is_cut_off_at_the_same_bound():
+    receiver = SlowReceiver("drip", drip=0.2)
+    try:
+        started = time.monotonic()
+        attempt = webhooks.post(receiver.url, b"{}", {}, allow_private=True, timeout=1.0)
+        waited = time.monotonic() - started
+        assert not attempt.ok and attempt.status is None
+        # Each byte comes well within the 1 s per-read timeout; only a deadline on the whole
+        # attempt stops it (10 000 bytes at 0.2 s would be half an hour).
+        assert waited < 3, waited
+    finally:
+        receiver.close()
+
+
+# ----------------------------------------------------------------------------- gunicorn
+
+
+def _postgres_database(base_url: str, name: str):
+    import psycopg
+
+    parts = urlsplit(base_url.replace("postgresql+psycopg://", "postgresql://"))
+    admin = urlunsplit(parts._replace(scheme="postgresql"))
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+    def drop():
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    return urlunsplit(parts._replace(scheme="postgresql+psycopg", path="/" + name)), drop
+
+
+@pytest.fixture
+def served(app, tmp_path):
+    """gunicorn (the repo's gunicorn.conf.py, 2 sync workers) on its own database with paper
+    `demo`, one piece and an admin key. Yields (base URL, piece id, admin key, app over it)."""
+    drop = None
+    if app.backend == "sqlite":
+        url = f"sqlite:///{tmp_path / 'served.db'}"
+    else:
+        base = urlsplit(app.config["SQLALCHEMY_DATABASE_URI"]).path.lstrip("/")
+        url, drop = _postgres_database(app.config["SQLALCHEMY_DATABASE_URI"], f"{base}_filing")
+    instance = tmp_path / "instance"
+    owner = create_app({"TESTING": True, "SQLALCHEMY_DATABASE_URI": url, "RATELIMIT_ENABLED": False,
+                        "INSTANCE_PATH": str(instance), "CACHE_TYPE": "NullCache",
+                        "CACHE_NO_NULL_WARNING": True})
+    with owner.app_context():
+        from flask_migrate import upgrade
+
+        upgrade()
+        desk = Desk(owner)
+        paper = desk.paper("demo")
+        piece_id = desk.piece(paper, "One piece, many hands").id
+        admin = desk.key(paper, "admin")
+        db.session.remove()
+    env = {k: v for k, v in os.environ.items() if k not in ("FLASK_APP",)}
+    env.update(DATABASE_URL=url.replace("postgresql+psycopg://", "postgresql://"),
+               INSTANCE_PATH=str(instance), RATELIMIT_ENABLED="0", CACHE_TYPE="NullCache",
+               LOG_REQUESTS="0", PYTHONUNBUFFERED="1", GUNICORN_MAX_REQUESTS="0")
+    port = free_port()
+    server = subprocess.Popen(
+        [str(BIN / "gunicorn"), "--config", str(ROOT / "gunicorn.conf.py"), "--workers", "2",
+         "--bind", f"127.0.0.1:{port}", "--timeout", "60"],
+        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE, text=True, start_new_session=True)
+    log: list[str] = []
+    drain = None
+    try:
+        # Requests may be sent once gunicorn listens: they wait in the backlog for a worker.
+        for line in server.stderr:
+            log.append(line)
+            if "Listening at" in line:
+                break
+        else:
+            raise AssertionError("gunicorn did not start:\n" + "".join(log[-40:]))
+        drain = threading.Thread(target=lambda: log.extend(server.stderr), daemon=True)
+        drain.start()
+        yield f"http://127.0.0.1:{port}", piece_id, admin, owner, log
+    finally:
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+        if drain is not None:
+            drain.join(timeout=10)
+        server.stderr.close()
+        with owner.app_context():
+            db.session.remove()
+            db.engine.dispose()
+        if drop:
+            drop()
+
+
+def call(method: str, url: str, key: str, body: dict | None = None) -> tuple[int, dict, dict]:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method, headers={
+        "X-Desk-Key": key, "Content-Type": "application/json", "Host": "localhost"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, dict(response.headers), json.loads(response.read() or b"null")
+    except urllib.error.HTTPError as error:
+        return error.code, dict(error.headers), json.loads(error.read() or b"null")
+
+
+def test_two_workers_revising_one_piece_lose_no_revision(served):
+    base, piece_id, admin, owner, log = served
+    n = 16
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(
+            lambda i: call("PATCH", f"{base}/api/v1/stories/{piece_id}", admin,
+                           {"headline": f"Headline from hand {i}"}), range(n)))
+    statuses = [status for status, _, _ in answers]
+    print("concurrent revisions:", sorted(statuses))
+    assert all(status in (200, 409, 503) for status in statuses), statuses
+    for status, headers, body in answers:
+        if status != 200:
+            assert headers["Content-Type"] == "application/problem+json" and body["status"] == status
+    ok = [body for status, _, body in answers if status == 200]
+    assert ok, statuses
+    # Every 200 filed its own revision: no two share a rev.
+    assert len({body["rev"] for body in ok}) == len(ok)
+
+    status, headers, story = call("GET", f"{base}/api/v1/stories/{piece_id}", admin)
+    assert status == 200 and story["rev"] == 1 + len(ok), (story["rev"], statuses)
+    # The real server names itself without a version.
+    assert headers["Server"] == "gunicorn"
+    with owner.app_context():
+        revisions = db.session.scalars(select(PieceRevision).where(PieceRevision.piece_id == piece_id)
+                                       .order_by(PieceRevision.rev)).all()
+        assert [r.rev for r in revisions] == list(range(1, story["rev"] + 1))
+        assert revisions[0].prev_hash is None
+        for previous, current in zip(revisions, revisions[1:]):
+            assert current.prev_hash == previous.content_hash
+        piece = db.session.get(Piece, piece_id)
+        assert piece.content_hash == revisions[-1].content_hash
+        assert piece.headline == revisions[-1].basis["headline"]
+        db.session.remove()
+    assert not [line for line in log if "Traceback" in line or "unhandled error" in line], log[-20:]

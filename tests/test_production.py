@@ -1,0 +1,391 @@
+"""Production behaviour (issue 6): the response cache, surrogate keys and the CDN purge hook,
+request ids and JSON request logs, ProxyFix, /readyz without a database, gunicorn's config.
+
+The suite's `app` runs with NullCache; tests here build a second app on the same database with
+the cache they need (`make_app`), so they see exactly what production would.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from sqlalchemy import event
+
+import logging_setup
+from app import create_app
+from extensions import db
+from services import purge
+from tests.factories import T0
+
+ROOT = Path(__file__).resolve().parent.parent
+VOLATILE = {"X-Request-ID"}
+
+
+@pytest.fixture
+def make_app(app):
+    """Build apps on the suite's database with other settings; their engines close afterwards."""
+    made = []
+
+    def build(**overrides):
+        settings = {
+            "TESTING": True, "SQLALCHEMY_DATABASE_URI": app.config["SQLALCHEMY_DATABASE_URI"],
+            "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True}, "RATELIMIT_ENABLED": False,
+            "INSTANCE_PATH": app.instance_path, "OUTBOX_DIR": app.config["OUTBOX_DIR"],
+            "WEBHOOK_ALLOW_PRIVATE": True, "CACHE_TYPE": "SimpleCache",
+        }
+        built = create_app({**settings, **overrides})
+        made.append(built)
+        return built
+
+    yield build
+    for built in made:
+        with built.app_context():
+            db.session.remove()
+            db.engine.dispose()
+
+
+@contextlib.contextmanager
+def statements(app):
+    """Collect the SQL statements `app`'s engine runs inside the block."""
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        seen.append(statement)
+
+    with app.app_context():
+        engine = db.engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def bearer(key: str) -> dict:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def filing(headline: str) -> dict:
+    return {"headline": headline, "dek": "Ships return.", "section": "World", "byline": "Rex Ledger",
+            "prose": "The harbour reopened[^1].",
+            "cited_facts": [{"statement": "It reopened", "source": "Port Authority",
+                             "instrument": "Notice", "claim_key": "port-1"}]}
+
+
+@pytest.fixture
+def newsroom(desk):
+    paper = desk.paper("demo")
+    pieces = [desk.piece(paper, f"Story {n}", on_air_at=T0.replace(hour=9 + n)) for n in range(3)]
+    desk.edition(paper, T0.date())
+    return {"paper": paper, "pieces": pieces, "admin": desk.key(paper, "admin"),
+            "read": desk.key(paper, "read")}
+
+
+def public_paths(newsroom) -> list[str]:
+    piece = newsroom["pieces"][0]
+    return ["/api/v1/stories?limit=200", "/api/v1/stories", f"/api/v1/stories/{piece.id}",
+            "/api/v1/front", "/front.json", "/api/v1/days/2026-11-01", "/api/v1/search?q=story",
+            "/", f"/stories/{piece.slug}", "/days/2026-11-01", "/sections/world",
+            f"/embed/{piece.id}", f"/oembed?url=http://localhost/stories/{piece.slug}",
+            "/rss.xml", "/sitemap.xml", "/llms.txt", "/api/v1"]
+
+
+# ----------------------------------------------------------------------------- response cache
+
+
+def test_a_hot_public_get_is_served_from_the_cache_with_the_same_headers(make_app, newsroom):
+    cached = make_app()
+    client = cached.test_client()
+    origin = {"Origin": "https://reader.example"}
+    for path in public_paths(newsroom):
+        miss = client.get(path, headers=origin)
+        assert miss.status_code == 200, path
+        with statements(cached) as seen:
+            hit = client.get(path, headers=origin)
+        # Only the paper lookup (tenancy) reaches the database: the version is always fresh.
+        assert len(seen) == 1 and "papers" in seen[0], (path, seen)
+        assert hit.status_code == 200 and hit.data == miss.data, path
+        strip = lambda r: sorted((k, v) for k, v in r.headers.items() if k not in VOLATILE)  # noqa: E731
+        assert strip(hit) == strip(miss), path
+        assert hit.headers["ETag"] and "stale-while-revalidate" in hit.headers["Cache-Control"]
+        if path.startswith(("/api/v1", "/oembed", "/front.json")):
+            assert hit.headers["Access-Control-Allow-Origin"] == "*", path
+
+
+def test_the_cache_key_holds_the_host_and_the_sorted_query(make_app, newsroom, desk):
+    desk.paper("other", host="news.example.org")
+    client = make_app().test_client()
+    a = client.get("/api/v1/stories?limit=2&x=1").get_json()
+    assert client.get("/api/v1/stories?x=1&limit=2").get_json() == a
+    assert len(client.get("/api/v1/stories?limit=1").get_json()["stories"]) == 1
+    # The same path on another host is another answer, with that host's absolute URLs.
+    alias = client.get("/api/v1", base_url="http://demo.localhost").get_json()
+    assert alias["home"] == "http://demo.localhost/"
+    assert client.get("/api/v1").get_json()["home"] == "http://localhost/"
+    assert client.get("/api/v1", base_url="http://news.example.org").get_json()["paper"] == "other"
+
+
+def test_a_write_through_the_api_makes_the_cached_list_stale_at_once(make_app, newsroom):
+    client = make_app().test_client()
+    before = client.get("/api/v1/stories")
+    assert before.get_json()["count"] == 3
+    assert client.get("/api/v1/stories").get_json() == before.get_json()  # now cached
+    admin = bearer(newsroom["admin"])
+    filed = client.post("/api/v1/stories", json=filing("Harbour reopens"), headers=admin)
+    assert filed.status_code == 201
+    # A draft is not public: the list is the same, but under a new version.
+    assert client.get("/api/v1/stories").get_json()["count"] == 3
+    aired = client.put(f"/api/v1/stories/{filed.get_json()['id']}/air", headers=admin)
+    assert aired.status_code == 200
+    after = client.get("/api/v1/stories")
+    assert after.get_json()["count"] == 4
+    assert after.get_json()["stories"][0]["headline"] == "Harbour reopens"
+    assert after.headers["ETag"] != before.headers["ETag"]
+    gone = client.delete(f"/api/v1/stories/{filed.get_json()['id']}/air", headers=admin)
+    assert gone.status_code == 200
+    assert client.get("/api/v1/stories").get_json()["count"] == 3
+
+
+def test_keyed_requests_never_read_or_write_the_cache(make_app, newsroom, desk):
+    desk.piece(newsroom["paper"], "Secret draft", on_air_at=None)
+    cached = make_app()
+    client = cached.test_client()
+    public = client.get("/api/v1/stories").get_json()
+    assert "Secret draft" not in {s["headline"] for s in public["stories"]}
+    for _ in range(2):
+        with statements(cached) as seen:
+            keyed = client.get("/api/v1/stories", headers=bearer(newsroom["read"]))
+        assert len(seen) > 2  # paper, key, the list itself: never a cached answer
+        assert "Secret draft" in {s["headline"] for s in keyed.get_json()["stories"]}
+        assert keyed.headers["Cache-Control"] == "private, no-store"
+        assert "Surrogate-Key" not in keyed.headers
+    # ...and the keyed answer was not stored for the public lane either.
+    assert client.get("/api/v1/stories").get_json() == public
+    x_desk = client.get("/api/v1/stories", headers={"X-Desk-Key": newsroom["read"]}).get_json()
+    assert x_desk["count"] == 4
+
+
+def test_a_revalidation_is_answered_before_the_view(make_app, newsroom):
+    cached = make_app()
+    client = cached.test_client()
+    etag = client.get("/api/v1/stories?limit=200").headers["ETag"]
+    with statements(cached) as seen:
+        response = client.get("/api/v1/stories?limit=200", headers={"If-None-Match": etag})
+    assert response.status_code == 304 and response.data == b""
+    assert len(seen) == 1 and "pieces" not in seen[0]
+    assert "Surrogate-Key" not in response.headers  # a 304 must not rewrite the stored keys
+
+
+def test_errors_and_one_off_pages_are_not_stored(make_app, newsroom):
+    cached = make_app()
+    client = cached.test_client()
+    assert client.get("/api/v1/stories/999999").status_code == 404
+    with statements(cached) as seen:
+        assert client.get("/api/v1/stories/999999").status_code == 404
+    assert len(seen) > 1
+
+
+def test_a_redis_cache_keeps_answers_exact(make_app, newsroom):
+    url = os.environ.get("TEST_REDIS_URL")
+    if not url:
+        pytest.skip("set TEST_REDIS_URL=redis://127.0.0.1:6379/15 to test the Redis cache")
+    cached = make_app(CACHE_TYPE="RedisCache", CACHE_REDIS_URL=url,
+                      CACHE_KEY_PREFIX=f"paperdesk-test-{os.getpid()}:")
+    client = cached.test_client()
+    for path in ("/api/v1/front", f"/embed/{newsroom['pieces'][0].id}", "/rss.xml"):
+        miss = client.get(path)
+        with statements(cached) as seen:
+            hit = client.get(path)
+        assert len(seen) == 1 and hit.data == miss.data
+        assert hit.headers["Content-Type"] == miss.headers["Content-Type"]
+        assert hit.headers.get("Content-Security-Policy") == miss.headers.get("Content-Security-Policy")
+    with cached.app_context():
+        from extensions import cache
+        cache.clear()
+
+
+# ----------------------------------------------------------------------------- surrogate keys
+
+
+def test_surrogate_keys_name_the_paper_and_the_piece(client, newsroom):
+    paper, piece = newsroom["paper"], newsroom["pieces"][0]
+    both = f"paper-{paper.id} piece-{piece.id}"
+    for path in (f"/api/v1/stories/{piece.id}", f"/stories/{piece.slug}", f"/embed/{piece.slug}",
+                 f"/oembed?url=http://localhost/stories/{piece.slug}", f"/cards/{piece.slug}.png"):
+        response = client.get(path)
+        assert response.status_code == 200, path
+        assert response.headers["Surrogate-Key"] == both, path
+    for path in ("/api/v1/stories", "/api/v1/front", "/", "/rss.xml", "/sitemap.xml"):
+        assert client.get(path).headers["Surrogate-Key"] == f"paper-{paper.id}", path
+    assert "Surrogate-Key" not in client.get("/healthz").headers
+
+
+class Receiver:
+    """A real HTTP server on loopback that records every POST (a stand-in CDN purge API)."""
+
+    def __init__(self):
+        self.posts: list[dict] = []
+        received = self.posts
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                received.append({"path": self.path, "headers": dict(self.headers),
+                                 "body": json.loads(body)})
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/purge"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver():
+    server = Receiver()
+    yield server
+    server.close()
+
+
+def test_the_purge_hook_posts_surrogate_keys_when_a_piece_goes_on_and_off_air(make_app, newsroom,
+                                                                               receiver):
+    hooked = make_app(PURGE_URL=receiver.url, PURGE_HEADER="Fastly-Key: s3cret")
+    client = hooked.test_client()
+    admin, paper = bearer(newsroom["admin"]), newsroom["paper"]
+    filed = client.post("/api/v1/stories", json=filing("Harbour reopens"), headers=admin).get_json()
+    revised = client.patch(f"/api/v1/stories/{filed['id']}", json={"dek": "Still a draft."},
+                           headers=admin)
+    assert revised.status_code == 200
+    assert purge.sender.wait_idle(timeout=5)
+    assert receiver.posts == []  # drafts are not public: nothing to purge
+    keys = [f"paper-{paper.id}", f"piece-{filed['id']}"]
+
+    assert client.put(f"/api/v1/stories/{filed['id']}/air", headers=admin).status_code == 200
+    assert purge.sender.wait_idle(timeout=5)
+    assert [post["body"] for post in receiver.posts] == [{"surrogate_keys": keys}]
+    post = receiver.posts[0]
+    assert post["path"] == "/purge" and post["headers"]["Surrogate-Key"] == " ".join(keys)
+    assert post["headers"]["Fastly-Key"] == "s3cret"
+    assert post["headers"]["Content-Type"] == "application/json"
+
+    assert client.delete(f"/api/v1/stories/{filed['id']}/air", headers=admin).status_code == 200
+    assert purge.sender.wait_idle(timeout=5)
+    assert [post["body"] for post in receiver.posts] == [{"surrogate_keys": keys}] * 2
+
+
+def test_a_rejected_write_purges_nothing(make_app, newsroom, receiver):
+    client = make_app(PURGE_URL=receiver.url).test_client()
+    admin = bearer(newsroom["admin"])
+    assert client.put("/api/v1/stories/999999/air", headers=admin).status_code == 404
+    bad = client.post("/api/v1/stories", json={**filing("x"), "section": "Nope"}, headers=admin)
+    assert bad.status_code == 422
+    assert purge.sender.wait_idle(timeout=5)
+    assert receiver.posts == []
+
+
+# ----------------------------------------------------------------------------- request ids, logs
+
+
+def test_the_request_id_is_echoed_or_made(client, newsroom):
+    assert client.get("/api/v1", headers={"X-Request-ID": "trace-42.a"}).headers["X-Request-ID"] == "trace-42.a"
+    made = client.get("/api/v1").headers["X-Request-ID"]
+    assert len(made) == 32 and int(made, 16) >= 0
+    for bad in ("has spaces", "x" * 129, "line\tbreak"):
+        echoed = client.get("/api/v1", headers={"X-Request-ID": bad}).headers["X-Request-ID"]
+        assert echoed != bad and len(echoed) == 32
+    # On errors, 304s and the health checks too.
+    assert client.get("/nowhere", headers={"X-Request-ID": "r1"}).headers["X-Request-ID"] == "r1"
+    etag = client.get("/api/v1").headers["ETag"]
+    revalidated = client.get("/api/v1", headers={"If-None-Match": etag, "X-Request-ID": "r2"})
+    assert revalidated.status_code == 304 and revalidated.headers["X-Request-ID"] == "r2"
+    assert client.get("/healthz", headers={"X-Request-ID": "r3"}).headers["X-Request-ID"] == "r3"
+
+
+def test_one_json_line_per_request(client, newsroom, caplog):
+    with caplog.at_level(logging.INFO, logger="paperdesk.request"):
+        client.get("/api/v1/stories?limit=2", headers={"X-Request-ID": "trace-7"})
+        client.get("/api/v1/stories/999999")
+    lines = [json.loads(logging_setup.JsonFormatter().format(r))
+             for r in caplog.records if r.name == "paperdesk.request"]
+    assert len(lines) == 2
+    first, second = lines
+    assert first["level"] == "INFO" and first["request_id"] == "trace-7"
+    assert (first["method"], first["path"], first["query"], first["status"], first["paper"]) == (
+        "GET", "/api/v1/stories", "limit=2", 200, "demo")
+    assert isinstance(first["duration_ms"], float) and first["duration_ms"] >= 0
+    assert first["time"].endswith("Z") and first["message"] == "GET /api/v1/stories 200"
+    assert second["status"] == 404 and len(second["request_id"]) == 32
+
+
+def test_a_json_line_is_one_line_of_valid_json():
+    formatter = logging_setup.JsonFormatter()
+    try:
+        raise ValueError("boom\nsecond line")
+    except ValueError:
+        record = logging.getLogger("paperdesk.test").makeRecord(
+            "paperdesk.test", logging.ERROR, __file__, 1, "failed: %s", ("a\"b",), sys.exc_info(),
+            extra={"paper": "demo"})
+    line = formatter.format(record)
+    assert "\n" not in line
+    entry = json.loads(line)
+    assert entry["message"] == 'failed: a"b' and entry["paper"] == "demo"
+    assert "ValueError: boom" in entry["exc_info"]
+
+
+# ----------------------------------------------------------------------------- proxies, health
+
+
+def test_forwarded_headers_count_only_behind_a_trusted_proxy(make_app, newsroom, caplog):
+    forwarded = {"X-Forwarded-Proto": "https", "X-Forwarded-For": "203.0.113.9"}
+    direct = make_app().test_client().get("/api/v1", headers=forwarded)
+    assert "Strict-Transport-Security" not in direct.headers
+    with caplog.at_level(logging.INFO, logger="paperdesk.request"):
+        proxied = make_app(TRUSTED_PROXIES=1).test_client().get("/api/v1", headers=forwarded)
+    assert proxied.headers["Strict-Transport-Security"].startswith("max-age=")
+    line = [r for r in caplog.records if r.name == "paperdesk.request"][-1]
+    assert line.remote_addr == "203.0.113.9"
+
+
+@pytest.mark.parametrize("url", [
+    "postgresql+psycopg://nobody@127.0.0.1:1/nothing?connect_timeout=2",
+    "sqlite:////nonexistent-directory/paperdesk.db",
+])
+def test_readyz_is_a_503_problem_when_the_database_is_unreachable(url, tmp_path):
+    broken = create_app({"TESTING": True, "SQLALCHEMY_DATABASE_URI": url,
+                         "INSTANCE_PATH": str(tmp_path), "RATELIMIT_ENABLED": False,
+                         "CACHE_TYPE": "NullCache"})
+    client = broken.test_client()
+    assert client.get("/healthz").status_code == 200
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.mimetype == "application/problem+json"
+    assert response.get_json()["status"] == 503 and response.headers["Retry-After"]
+
+
+def test_readyz_answers_when_the_database_does(client):
+    response = client.get("/readyz")
+    assert response.status_code == 200 and response.get_json()["database"] == "ok"
+
+
+def test_gunicorn_config_loads():
+    result = subprocess.run([sys.executable, "-m", "gunicorn", "--check-config", "-c",
+                             str(ROOT / "gunicorn.conf.py")], cwd=ROOT, capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,115 @@
+"""No N+1 anywhere (issue 6 "Efficiency"): story lists, the front, a day, search and the feeds
+issue the same number of SQL statements for a handful of rows and for many, and no more than the
+few each one needs. Counted with SQLAlchemy's `before_cursor_execute`, with the response cache
+off (the suite's app uses NullCache), so every statement the views need is seen.
+
+tests/test_front.py, test_pages.py and test_feeds.py hold narrower counts of their own surfaces.
+"""
+from __future__ import annotations
+
+import contextlib
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import event
+
+from extensions import db
+from tests.factories import T0
+
+SECTIONS = ("World", "Business", "Science")
+DAY = T0.date().isoformat()
+
+# path -> the most statements it may take (the paper lookup included).
+PUBLIC = {
+    "/api/v1/stories?limit=200": 2,       # paper, rows with section and persona joined
+    "/api/v1/stories/{id}": 3,            # paper, the piece (joined), its cited facts
+    "/api/v1/front": 4,                   # paper, sections, rails (one UNION ALL), newsroom counts
+    "/front.json": 4,
+    f"/api/v1/days/{DAY}": 2,
+    "/api/v1/sections": 2,
+    "/api/v1/days": 2,
+    "/api/v1/posts?limit=100": 2,
+    "/api/v1/search?q=story": 5,          # PostgreSQL 2; SQLite picks a plan from a sample
+    "/": 4,                               # paper, sections, rails, newsroom
+    f"/days/{DAY}": 4,                    # paper, rows, neighbour days, nav sections
+    "/sections/world": 4,
+    "/stories/{slug}": 5,                 # + related pieces, nav sections
+    "/embed/{id}": 3,
+    "/rss.xml": 3,
+    "/sitemap.xml": 5,
+    "/llms.txt": 3,
+    "/podcast.xml": 2,
+}
+
+
+@contextlib.contextmanager
+def statements():
+    """Collect every SQL statement the engine runs inside the block."""
+    seen: list[str] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        seen.append(statement)
+
+    engine = db.engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def grow(desk, paper, total: int) -> None:
+    """File pieces on air (all on DAY, every section, both personas) until there are `total`."""
+    have = getattr(paper, "_grown", 0)
+    for n in range(have, total):
+        desk.piece(paper, f"Story {n}", section=SECTIONS[n % 3],
+                   byline=("Ada Quill", "Rex Ledger")[n % 2], facts=1 + n % 3,
+                   on_air_at=T0 + timedelta(minutes=n))
+    paper._grown = total
+
+
+def count(client, path: str, headers: dict | None = None) -> tuple[int, list[str]]:
+    with statements() as seen:
+        response = client.get(path, headers=headers or {})
+    assert response.status_code == 200, (path, response.data[:300])
+    return len(seen), seen
+
+
+@pytest.mark.parametrize("path", PUBLIC)
+def test_public_answers_take_a_constant_number_of_statements(client, desk, path):
+    paper = desk.paper("demo", sections=SECTIONS)
+    desk.edition(paper, T0.date())
+    counts = []
+    for total in (3, 45):
+        grow(desk, paper, total)
+        first = desk.piece(paper, "Rates rise again", facts=3, on_air_at=T0 - timedelta(days=1)) \
+            if total == 3 else first
+        url = path.format(id=first.id, slug=first.slug)
+        n, seen = count(client, url)
+        counts.append(n)
+    assert counts[0] == counts[1], (path, counts, "\n".join(s[:200] for s in seen))
+    assert counts[1] <= PUBLIC[path], (path, counts[1], "\n".join(s[:200] for s in seen))
+
+
+def test_lists_return_many_rows_in_the_same_statements(client, desk):
+    """The big answers really are big: 200 rows, six per rail, a whole day."""
+    paper = desk.paper("demo", sections=SECTIONS)
+    grow(desk, paper, 210)
+    n, _ = count(client, "/api/v1/stories?limit=200")
+    assert n == 2
+    assert client.get("/api/v1/stories?limit=200").get_json()["count"] == 200
+    assert client.get(f"/api/v1/days/{DAY}").get_json()["count"] == 210
+    rails = client.get("/api/v1/front").get_json()["rails"]
+    assert [len(rail["stories"]) for rail in rails] == [6, 6, 6]
+
+
+def test_keyed_lists_take_a_constant_number_of_statements(client, desk):
+    paper = desk.paper("demo", sections=SECTIONS)
+    key = desk.key(paper, "read")
+    counts = []
+    for total in (3, 40):
+        grow(desk, paper, total)
+        desk.piece(paper, f"Draft {total}", on_air_at=None)
+        n, _ = count(client, "/api/v1/stories?limit=200", {"Authorization": f"Bearer {key}"})
+        counts.append(n)
+    assert counts[0] == counts[1] <= 3  # paper, key, the rows
