@@ -65,10 +65,11 @@ def load_paper() -> None:
     g.pop("paper", None)  # a test holding an app context open reuses one `g` across requests
     if request.endpoint in UNSCOPED:
         return
-    if _public_read():
+    if _public_read() and not db.session.in_transaction():
         # Under READ COMMITTED each statement sees its own snapshot in a transaction or not, so
         # a read needs none: autocommit saves PostgreSQL the BEGIN and ROLLBACK round trips
-        # (two of the three a cached answer costs). Writes and keyed requests keep theirs.
+        # (two of the three a cached answer costs). Writes and keyed requests keep theirs. (A
+        # session already in a transaction: a test holding one app context across requests.)
         db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
     paper = paper_for_host(request.host)
     if paper is None:

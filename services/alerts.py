@@ -3,10 +3,10 @@ windows (spec "Events"; CONTRACT.md "subscribe", "webhooks"; docs/ALERTS.md).
 
 Crash safety rests on one rule: a window is recorded (an `AlertDelivery` row, unique per
 subscriber and period and per window start) and committed BEFORE anything is sent, and marked
-`sent_at` in its own transaction right after the SMTP server accepted it, before the next
-message goes out. A run killed midway leaves unsent rows that the next run sends; a sent row
-is never sent again. The one gap is between the server's "250" and that commit: a crash there
-sends that one message again on the next run, with the same Message-ID (at-least-once).
+`sent_at` and committed right after the SMTP server accepted it, before its connection hands
+over another message. A run killed midway leaves unsent rows that the next run sends; a sent
+row is never sent again. The one gap is between the server's "250" and that commit: a crash
+there sends that message again on the next run, with the same Message-ID (at-least-once).
 Concurrent runs: planning inserts with ON CONFLICT DO NOTHING (the unique constraints decide);
 sending holds `send_lock()` (a PostgreSQL advisory lock, an SQLite `flock`), so one run sends.
 
@@ -319,22 +319,24 @@ def _mark_sent(rows: list, now: datetime, writer) -> None:
 def _outcomes(results: list, now: datetime, report: SendReport, writer) -> None:
     """Record finished messages (`(row, error)` pairs): the accepted ones marked sent in one
     statement and commit (a group commit when several connections finished at once), the
-    refused ones left unsent with their error. Raises what is not a MailError."""
-    sent = []
-    for row, error in results:
-        if error is None:
-            sent.append(row)
-            report.streak = 0
-        elif not isinstance(error, mail.MailError):
-            raise error
-        else:
-            _write(writer, (_MARK_FAILED, {"alert_id": row.id, "error": str(error)[:1000]}))
-            report.failed += 1
-            report.errors.append(str(error))
-            report.streak += 1
-            report.stopped = report.stopped or report.streak >= GIVE_UP_AFTER
+    refused ones left unsent with their error. Raises, after that, what is not a MailError."""
+    sent = [row for row, error in results if error is None]
     if sent:
         # Nothing between the server's "250" and this commit but one statement (two on
         # SQLite): the gap in which a crash would send a message again is minimal.
         _mark_sent(sent, now, writer)
         report.sent += len(sent)
+    unexpected = None
+    for row, error in results:
+        if error is None:
+            report.streak = 0
+        elif isinstance(error, mail.MailError):
+            _write(writer, (_MARK_FAILED, {"alert_id": row.id, "error": str(error)[:1000]}))
+            report.failed += 1
+            report.errors.append(str(error))
+            report.streak += 1
+            report.stopped = report.stopped or report.streak >= GIVE_UP_AFTER
+        else:
+            unexpected = error
+    if unexpected is not None:
+        raise unexpected

@@ -28,6 +28,7 @@ from services.feeds import paper_language, xml_safe
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 NEWS_NS = "http://www.google.com/schemas/sitemap-news/0.9"
 MAX_URLS = 50_000
+MAX_OFFSET = 2**31 - 1  # no paper has two billion URLs; larger page numbers name nothing
 # Google News reads pieces published in the last two days, at most 1000 per sitemap.
 NEWS_WINDOW = timedelta(days=2)
 NEWS_MAX_URLS = 1000
@@ -147,8 +148,8 @@ def build_sitemap(paper: Paper, max_urls: int = MAX_URLS) -> bytes:
 def build_sitemap_page(paper: Paper, n: int, max_urls: int = MAX_URLS) -> bytes | None:
     """`/sitemap-<n>.xml` (n from 1): slice n of the URL list as a urlset; None when the page
     is past the end. Three statements."""
-    if n < 1:
-        return None
+    if n < 1 or (n - 1) * max_urls > MAX_OFFSET:
+        return None  # past any real end, and an OFFSET neither database could take
     static = _static_entries(paper)
     start, end = (n - 1) * max_urls, n * max_urls
     entries = static[start:end]

@@ -9,6 +9,7 @@ from extensions import db
 from models import Paper, Piece
 
 MAX_ID_LENGTH = 200
+MAX_ID = 2**31 - 1  # pieces.id is an INTEGER column
 
 
 def clamp(value: int, low: int, high: int) -> int:
@@ -43,7 +44,11 @@ def find(paper: Paper, id_or_slug: str, *, include_drafts: bool = False) -> Piec
         return None  # PostgreSQL refuses NUL in text: such an id names nothing
     query = select(Piece).where(Piece.paper_id == paper.id).options(
         joinedload(Piece.section), joinedload(Piece.persona), selectinload(Piece.cited_facts))
-    if id_or_slug.isascii() and id_or_slug.isdigit() and len(id_or_slug) < 19:  # not "²"
+    if id_or_slug.isascii() and id_or_slug.isdigit():  # not "²"
+        if int(id_or_slug) > MAX_ID:
+            # Ids are 32-bit; PostgreSQL refuses to compare one with a larger number (and a
+            # slug always holds a letter), so such a number names nothing.
+            return None
         query = query.where(Piece.id == int(id_or_slug))
     else:
         query = query.where(Piece.slug == id_or_slug)

@@ -12,7 +12,7 @@ from datetime import date, datetime, timedelta, timezone
 
 import pytest
 import time_machine
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from tests.smtp import body_text, free_port, smtp  # noqa: F401  (fixture)
 
@@ -295,3 +295,38 @@ def test_a_second_run_only_plans_while_another_sends(client, desk, runner, smtp,
         assert summary == "sent 0, failed 0, skipped 0" and alerts_to(smtp, "one@example.com") == []
         clock.move_to(T + timedelta(minutes=11))
         assert run(runner)[1] == "sent 1, failed 0, skipped 1"
+
+
+def test_ctrl_c_with_several_connections_records_what_is_in_flight(client, desk, runner, smtp, app):
+    from extensions import db
+    from models import AlertDelivery
+    from services import alerts, mail
+
+    paper = desk.paper("demo")
+    with time_machine.travel(T, tick=False) as clock:
+        for i in range(9):
+            join(client, smtp, f"p{i}@example.com", cadence="daily")
+        desk.piece(paper, "News", on_air_at=T + timedelta(minutes=5))
+        clock.move_to(T + timedelta(minutes=10))
+        now = datetime.now(timezone.utc).replace(microsecond=0)
+
+        def interrupted(step):
+            raise KeyboardInterrupt  # Ctrl-C while the other connections have messages out
+
+        with app.app_context():
+            alerts.plan_alerts(now)
+            with pytest.raises(KeyboardInterrupt), mail.open_mailer(app.config) as mailer:
+                alerts.send_recorded(now, mailer, progress=interrupted, connections=3,
+                                     open_mailer=lambda: mail.open_mailer(app.config))
+            accepted = len(alerts_to_all(smtp))
+            assert 1 <= accepted <= 3  # no connection was given a second message
+            # Every message the server accepted was recorded, in flight or not.
+            assert db.session.scalar(select(func.count(AlertDelivery.id))
+                                     .where(AlertDelivery.sent_at.is_not(None))) == accepted
+        clock.move_to(T + timedelta(minutes=30))
+        assert run(runner)[1] == f"sent {9 - accepted}, failed 0, skipped 9"
+        assert all(len(alerts_to(smtp, f"p{i}@example.com")) == 1 for i in range(9))
+
+
+def alerts_to_all(smtp):
+    return [m for m in smtp.messages if m["List-Unsubscribe"]]
