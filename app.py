@@ -84,6 +84,10 @@ def register_blueprints(app: Flask) -> None:
         api.register_blueprint(bp)
     for bp in PLAIN_BLUEPRINTS:
         app.register_blueprint(bp)
+    if app.config["BENCH_BARE"]:
+        # The benchmark's ceiling: every hook a public GET passes (limiter, request log,
+        # security headers), no paper lookup and no database (tenancy.UNSCOPED).
+        app.add_url_rule("/bench/bare", "bench_bare", lambda: {"status": "ok"})
 
 
 def register_commands(app: Flask) -> None:

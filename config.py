@@ -70,11 +70,19 @@ def load() -> dict:
         "RATELIMIT_ENABLED": _flag("RATELIMIT_ENABLED", True),
         "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),
         "RATELIMIT_HEADERS_ENABLED": True,
+        # A limiter store outage (Redis down) must not become a site outage (ratelimits.py):
+        # count in memory meanwhile, and give up on Redis within a second.
+        "RATELIMIT_IN_MEMORY_FALLBACK_ENABLED": True,
+        "RATELIMIT_SWALLOW_ERRORS": True,
+        "RATELIMIT_STORAGE_OPTIONS": {"socket_timeout": 1, "socket_connect_timeout": 1},
         "RATELIMIT_DEFAULT": os.environ.get("RATELIMIT_DEFAULT", "600 per minute"),
         "WEBHOOK_ALLOW_PRIVATE": _flag("WEBHOOK_ALLOW_PRIVATE", False),
         # Public subscribe (CONTRACT.md "subscribe"): per client IP, and per address.
         "SUBSCRIBE_RATELIMIT": os.environ.get("SUBSCRIBE_RATELIMIT", "5/minute;20/hour"),
         "SUBSCRIBE_ADDRESS_RATELIMIT": os.environ.get("SUBSCRIBE_ADDRESS_RATELIMIT", "3/hour;10/day"),
+        # Every GET and HEAD of one client, and the confirm/unsubscribe POSTs (ratelimits.py).
+        "READ_RATELIMIT": os.environ.get("READ_RATELIMIT", "300/minute"),
+        "SUBSCRIBE_LINK_RATELIMIT": os.environ.get("SUBSCRIBE_LINK_RATELIMIT", "20/minute;200/hour"),
         # Port for links in alert emails built outside a request (`send-alerts`); empty: none.
         "PUBLIC_PORT": os.environ.get("PUBLIC_PORT", ""),
         # flask-caching: SimpleCache (per process) in development, RedisCache + CACHE_REDIS_URL in
@@ -99,6 +107,8 @@ def load() -> dict:
         "LOG_LEVEL": os.environ.get("LOG_LEVEL", "INFO").upper(),
         "LOG_FORMAT": os.environ.get("LOG_FORMAT", "json").lower(),  # json | text
         "LOG_REQUESTS": _flag("LOG_REQUESTS", True),  # one line per request at INFO
+        # `make bench` only: GET /bench/bare, the app's own ceiling (every hook, no database).
+        "BENCH_BARE": _flag("BENCH_BARE", False),
         "MAX_CONTENT_LENGTH": 64 * 1024,
         # flask-smorest / apispec: the document is served by our own view (servers per host).
         "API_TITLE": "Paper Desk",

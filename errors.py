@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import logging
 
-from flask import Flask, Response, json, render_template, request
-from sqlalchemy.exc import IntegrityError, OperationalError
+from flask import Flask, Response, current_app, json, render_template, request
+from sqlalchemy.exc import DataError, IntegrityError, OperationalError, SQLAlchemyError
 from werkzeug.exceptions import BadRequest, Conflict, HTTPException, InternalServerError, ServiceUnavailable
 from werkzeug.http import HTTP_STATUS_CODES
 
@@ -122,6 +122,8 @@ def handle_unexpected(error: Exception):
     """Log an unexpected exception and answer 500 (or 503 when the database is unreachable)."""
     if isinstance(error, HTTPException):
         return handle_http_exception(error)
+    if isinstance(error, SQLAlchemyError):
+        _rollback()  # the error page may query (the nav) on PostgreSQL's aborted transaction
     if isinstance(error, RecursionError) and request.is_json:
         # The JSON parser recurses once per nesting level: `[[[[...` 60 000 deep (well inside
         # 64 KiB) exhausts the stack. That is bad input, on any route that reads a JSON body.
@@ -134,11 +136,25 @@ def handle_unexpected(error: Exception):
         return handle_http_exception(Conflict(description=(
             "This write collided with another made at the same moment; nothing was written. "
             "Retry it.")))
+    if isinstance(error, DataError):
+        # A value the database cannot hold or compare (a number past a column's range, a NUL
+        # in text on PostgreSQL) that no check before it caught: the input is at fault.
+        log.warning("value refused by the database on %s %s: %s", request.method, request.path,
+                    str(error.orig).splitlines()[0][:200])
+        return handle_http_exception(BadRequest(
+            description="A value in the request is not one this service can look up or store."))
     if isinstance(error, OperationalError):
         log.error("database unavailable: %s", error.__class__.__name__)
         return handle_http_exception(_unavailable())
     log.exception("unhandled error on %s %s", request.method, request.path)
     return handle_http_exception(InternalServerError())
+
+
+def _rollback() -> None:
+    try:
+        current_app.extensions["sqlalchemy"].session.rollback()
+    except Exception:  # noqa: BLE001 - the database may be the thing that is gone
+        log.warning("rollback after a database error failed", exc_info=True)
 
 
 def _unavailable() -> ServiceUnavailable:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from flask import Flask, Response, current_app, request
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
 PAGE_CSP = ("default-src 'self'; img-src 'self' https: data:; media-src 'self' https:; "
             "style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'self'; "
@@ -87,8 +87,16 @@ def refuse_large_bodies() -> None:
             raise RequestEntityTooLarge()  # a stream that did not raise at its cap
 
 
+def refuse_nul_in_path() -> None:
+    """before_request: a path holding a NUL (`%00`) names nothing here (and PostgreSQL cannot
+    compare text holding one): 404 before any view looks it up."""
+    if "\x00" in request.path:
+        raise NotFound()
+
+
 def register(app: Flask) -> None:
-    """Install the hooks: the body limit, and the headers (on static files and error pages
-    too)."""
+    """Install the hooks: the path and body checks, and the headers (on static files and error
+    pages too)."""
+    app.before_request(refuse_nul_in_path)
     app.before_request(refuse_large_bodies)
     app.after_request(add_headers)

@@ -15,7 +15,7 @@ from models import Paper
 from services import keys
 
 # Endpoints that answer for the process, not for a paper.
-UNSCOPED = {"static", "health.healthz", "health.readyz"}
+UNSCOPED = {"static", "health.healthz", "health.readyz", "bench_bare"}
 
 
 def host_name(raw_host: str) -> str:
@@ -62,15 +62,17 @@ def _public_read() -> bool:
 def load_paper() -> None:
     """before_request: set `g.paper` and `g.key`, or abort 404/401/403."""
     g.key = None
+    g.pop("read_autocommit", None)
     g.pop("paper", None)  # a test holding an app context open reuses one `g` across requests
     if request.endpoint in UNSCOPED:
         return
-    if _public_read() and not db.session.in_transaction():
+    if _public_read() and not db.session().in_transaction():
         # Under READ COMMITTED each statement sees its own snapshot in a transaction or not, so
         # a read needs none: autocommit saves PostgreSQL the BEGIN and ROLLBACK round trips
         # (two of the three a cached answer costs). Writes and keyed requests keep theirs. (A
         # session already in a transaction: a test holding one app context across requests.)
         db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+        g.read_autocommit = True
     paper = paper_for_host(request.host)
     if paper is None:
         abort(404, description="No paper is served on this host.")
@@ -81,5 +83,14 @@ def load_paper() -> None:
     g.paper = paper
 
 
+def end_read(exc: BaseException | None) -> None:
+    """teardown_request: give back the autocommit connection of a public read, so nothing
+    else runs on it (in production the session ends with the request anyway; a test that holds
+    one app context across requests keeps its session, and must not write in autocommit)."""
+    if g.pop("read_autocommit", False):
+        db.session.rollback()  # no round trip: autocommit has no transaction to end
+
+
 def register(app: Flask) -> None:
     app.before_request(load_paper)
+    app.teardown_request(end_read)

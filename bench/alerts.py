@@ -23,6 +23,7 @@ import multiprocessing
 import os
 import platform
 import re
+import resource
 import socket
 import subprocess
 import sys
@@ -57,6 +58,12 @@ def _sink(port: int, accepted, ready) -> None:
         asyncio.run(asyncio.Event().wait())
     finally:
         controller.stop()
+
+
+def _children_cpu() -> float:
+    """User + system CPU seconds of this process's finished (waited-for) children."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def free_port() -> int:
@@ -105,17 +112,23 @@ def run_backend(backend: str, url: str, subscribers: int, workdir: Path) -> dict
             raise RuntimeError("the SMTP sink did not start")
         env["SMTP_URL"] = f"smtp://127.0.0.1:{port}"
         load = os.getloadavg()[0]  # other work on the machine shares its CPUs with the three processes
+        before = _children_cpu()
         started = time.perf_counter()
         result = flask(env, "send-alerts", check=False)
         seconds = time.perf_counter() - started
+        sender_cpu = _children_cpu() - before
     finally:
         sink.terminate()
         sink.join(10)
+    sink_cpu = _children_cpu() - before - sender_cpu
     summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
     timings = " ".join(line for line in result.stdout.splitlines() if line.startswith(("planned", "timing")))
     figures = {"backend": backend, "subscribers": subscribers, "sent": accepted.value,
                "seconds": seconds, "rate": accepted.value / seconds if seconds else 0.0,
-               "exit": result.returncode, "summary": summary, "timings": timings, "load": load}
+               "exit": result.returncode, "summary": summary, "timings": timings, "load": load,
+               # CPU milliseconds a message, whatever else the machine is doing.
+               "sender_ms": 1000 * sender_cpu / max(1, accepted.value),
+               "sink_ms": 1000 * sink_cpu / max(1, accepted.value)}
     if result.returncode != 0:
         print(result.stdout[-2000:], result.stderr[-4000:], sep="\n", file=sys.stderr)
     return figures
@@ -141,7 +154,8 @@ def machine() -> str:
 
 def row(figures: dict, when: str, host: str, note: str) -> str:
     return (f"| {when} | {figures['backend']} | {figures['subscribers']:,} | {figures['sent']:,} | "
-            f"{figures['seconds']:.1f} | **{figures['rate']:.0f}** | {figures['load']:.1f} | {host} | {note} |")
+            f"{figures['seconds']:.1f} | **{figures['rate']:.0f}** | {figures['load']:.1f} | "
+            f"{figures['sender_ms']:.2f} / {figures['sink_ms']:.2f} | {host} | {note} |")
 
 
 def record(rows: list[str]) -> None:
@@ -162,8 +176,8 @@ def record(rows: list[str]) -> None:
     DOC.write_text(head + TABLE_MARK + "\n".join(lines))
 
 
-HEADER = ("| date (UTC) | backend | readers | messages | seconds | messages/s | load | machine | note |\n"
-          "|---|---|---:|---:|---:|---:|---:|---|---|")
+HEADER = ("| date (UTC) | backend | readers | messages | seconds | messages/s | load | CPU ms/msg sender / sink "
+          "| machine | note |\n|---|---|---:|---:|---:|---:|---:|---:|---|---|")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -196,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
         verdict = "meets" if figures["rate"] >= TARGET else "BELOW"
         print(f"[{figures['backend']}] {figures['sent']:,} messages to {figures['subscribers']:,} readers in "
               f"{figures['seconds']:.1f}s: {figures['rate']:.0f} messages/s ({verdict} the {TARGET}/s target; "
-              f"load {figures['load']:.1f} at the start); "
+              f"load {figures['load']:.1f} at the start; CPU a message: sender {figures['sender_ms']:.2f} ms, "
+              f"sink {figures['sink_ms']:.2f} ms); "
               f"{figures['timings']} {figures['summary']!r}{'' if good else ' FAILED'}")
     if not args.no_record and results:
         record([row(f, when, host, args.note) for f in results])

@@ -29,6 +29,7 @@ DEFAULT_REDIS = "redis://127.0.0.1:6379/14"
 # Search terms of the demo corpus (services/demo_content.py): about one piece in five holds
 # "council"; "castell brandt" (two names, both required) about one in two thousand.
 COMMON_TERM, RARE_TERM = "council", "castell brandt"
+UNLIMITED = "1000000000 per minute"
 
 
 class BenchError(RuntimeError):
@@ -203,7 +204,11 @@ def gunicorn(env: dict, log_path: Path, workers: int = 2):
     port = free_port()
     env = {**env, "GUNICORN_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": str(workers),
            # A restart in the middle of a 10-second run would be noise, not a finding.
-           "GUNICORN_MAX_REQUESTS": "0"}
+           "GUNICORN_MAX_REQUESTS": "0",
+           # The ceiling endpoint, GET /bench/bare (app.py).
+           "BENCH_BARE": "1",
+           # The limiter runs on every request as in production, with limits out of reach.
+           "RATELIMIT_DEFAULT": UNLIMITED, "READ_RATELIMIT": UNLIMITED}
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([PYTHON, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")],
                                 cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)

@@ -167,7 +167,7 @@ class Composer:
         self._context, self._context_paper = None, None
 
     def message(self, row) -> mail.Outgoing | None:
-        """The alert for a claimed row, or None when its window holds nothing any more
+        """The alert for an unsent row, or None when its window holds nothing any more
         (everything in it was taken off air since it was recorded)."""
         pieces, editions = self.content.window(row, row.window_start, row.window_end)
         if not pieces and not editions:
@@ -182,8 +182,8 @@ class Composer:
             template = self.templates[key] = self._render(paper, row, pieces, editions)
         reader = SimpleNamespace(id=row.subscriber_id, paper_id=row.paper_id, email=row.email)
         unsubscribe = subscriptions.unsubscribe_url(reader)
-        # The same id on a resend after a crash (see the module docstring): receivers that
-        # de-duplicate by Message-ID show one copy.
+        # The same id on a resend after a crash (docs/ALERTS.md "Crash safety"): mail stores
+        # that de-duplicate by Message-ID show one copy.
         message_id = f"<alert.{row.id}.{int(row.window_end.timestamp())}.{slug}@{domain}>"
         return template.fill(to=row.email, message_id=message_id, unsubscribe_url=unsubscribe, values={
             EMAIL_SLOT: (row.email, str(escape(row.email))),

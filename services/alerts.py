@@ -103,18 +103,26 @@ def plan_alerts(now: datetime) -> PlanReport:
             report.recorded += recorded
             report.skipped += not recorded
         if rows:
-            inserted = len(db.session.execute(_insert_new(rows)).all())
+            inserted = _insert_new(rows)
             report.recorded += inserted
             report.skipped += len(rows) - inserted
         db.session.commit()
     return report
 
 
-def _insert_new(rows: list[dict]):
-    """INSERT ... ON CONFLICT DO NOTHING RETURNING id: the rows another run has not recorded."""
-    dialect = db.session.get_bind().dialect.name
-    insert = pg_insert if dialect == "postgresql" else sqlite_insert
-    return insert(AlertDelivery).values(rows).on_conflict_do_nothing().returning(AlertDelivery.id)
+def _insert_new(rows: list[dict]) -> int:
+    """INSERT ... ON CONFLICT DO NOTHING RETURNING id of `rows` (one executemany, batched by
+    SQLAlchemy into multi-row statements); returns how many were new (not recorded by another
+    run first)."""
+    conn = db.session.connection()
+    statement = _INSERT_NEW["postgresql" if conn.dialect.name == "postgresql" else "sqlite"]
+    return len(conn.execute(statement, rows).all())
+
+
+_TABLE = AlertDelivery.__table__
+# Built once (compiling a thousand-row VALUES per chunk cost more than the rest of planning).
+_INSERT_NEW = {"postgresql": pg_insert(_TABLE).on_conflict_do_nothing().returning(_TABLE.c.id),
+               "sqlite": sqlite_insert(_TABLE).on_conflict_do_nothing().returning(_TABLE.c.id)}
 
 
 def _record(paper, sub, period, start, now, pieces, editions) -> bool:

@@ -19,6 +19,7 @@ keyed answers are asked for first: none may be stored and served to the public a
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
@@ -65,7 +66,7 @@ def subscriber(client, host: str, email: str, admin_key: str | None = None) -> S
 
 
 def build(desk, client) -> Newsroom:
-    keys, data = {}, {}
+    keys, data, ids = {}, {}, {}
     specs = {
         "a": dict(slug="aard", public=True, sections=("Aardworld", "Aardbiz"),
                   personas=("Aardpersona Quill", "Aardpersona Ledger"), nameplate="The Aard Times",
@@ -85,7 +86,7 @@ def build(desk, client) -> Newsroom:
                            dek=f"{slug} dek", prose=f"{slug.title()} prose[^1] and more[^2].",
                            on_air_at=T0)
         desk.piece(paper, f"{slug.title()} second story", section=spec["sections"][-1],
-                   on_air_at=T0 + __import__("datetime").timedelta(hours=2))
+                   on_air_at=T0 + timedelta(hours=2))
         if letter == "a":
             d = desk.piece(paper, "Zebradraft under embargo", section=section, byline=persona,
                            dek="zebradraft dek", on_air_at=None)
@@ -101,9 +102,8 @@ def build(desk, client) -> Newsroom:
         data[letter] = PaperData.of(piece, host, T0.date(),
                                     section_slug=desk.section(paper, section).slug,
                                     persona_slug=desk.persona(paper, persona).slug, subscriber=row)
-        if letter == "a":
-            a_id = paper.id
-    return Newsroom(a=data["a"], b=data["b"], c=data["c"], a_draft=draft, keys=keys, a_id=a_id)
+        ids[letter] = paper.id
+    return Newsroom(a=data["a"], b=data["b"], c=data["c"], a_draft=draft, keys=keys, a_id=ids["a"])
 
 
 def snapshot_of(paper_id: int) -> dict:
