@@ -7,11 +7,14 @@ export FLASK_APP := app
 
 .PHONY: install run test test-sqlite test-postgres schemathesis ci openapi bench bench-alerts clean
 
-$(BIN)/python:
+# A marker written last, so a venv left half-made by an interrupted run is made again.
+$(VENV)/.created:
+	rm -rf $(VENV)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	touch $@
 
-$(VENV)/.installed: $(BIN)/python pyproject.toml requirements.lock
+$(VENV)/.installed: $(VENV)/.created pyproject.toml requirements.lock
 	$(BIN)/pip install --quiet -r requirements.lock
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
