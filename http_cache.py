@@ -46,13 +46,6 @@ def no_etag(view):
     return view
 
 
-def uncached(view):
-    """Mark a view whose public GET answer keeps its ETag but must not be stored by the response
-    cache (an answer that depends on more than the paper's data and the URL)."""
-    view.no_response_cache = True
-    return view
-
-
 def tag_piece(piece) -> None:
     """Give the current answer the surrogate key `piece-<id>` besides `paper-<id>`, so a CDN
     purge of that piece reaches it. Call from views that answer for one piece."""
@@ -123,9 +116,7 @@ def response_cache_key() -> str:
 
 
 def _response_cacheable() -> bool:
-    if not g.get("public_get") or any(name in request.headers for name in KEY_HEADERS):
-        return False
-    return not getattr(_view_function(), "no_response_cache", False)
+    return g.get("public_get") and not any(name in request.headers for name in KEY_HEADERS)
 
 
 def answer_from_cache():
@@ -193,9 +184,8 @@ def decorate(response: Response) -> Response:
 
 def register(app: Flask) -> None:
     """Install the 304 and cache before hooks (after tenancy's; `begin` goes before it) and
-    `decorate`. Call before CORS is
-    initialised: after_request hooks run in reverse order, so `decorate` then runs after
-    flask-cors and can strip its headers from keyed answers."""
+    `decorate`. Call before CORS is initialised: after_request hooks run in reverse order, so
+    `decorate` then runs after flask-cors and can strip its headers from keyed answers."""
     app.before_request(answer_not_modified)
     app.before_request(answer_from_cache)
     app.after_request(decorate)

@@ -279,6 +279,15 @@ def _ms(text: str) -> float:
     return float(number) * _UNITS[unit]
 
 
+def settle(base: str, path: str) -> None:
+    """Wait until the server has worked off what a finished wrk run left queued: a sync worker
+    finishes every request it accepted, even from a client that has gone, so a slow endpoint's
+    backlog would otherwise land on the next run. Requests queue in order, so one that comes
+    back has waited for everything before it; the second makes sure of the other worker."""
+    for _ in range(2):
+        get(base + path)
+
+
 def wrk(url: str, *, duration: int, threads: int, connections: int,
         headers: dict | None = None) -> Load:
     """Run wrk at fixed concurrency with latency percentiles; parse its report."""
@@ -314,10 +323,13 @@ def machine(pg_url: str | None, redis_url: str | None) -> dict:
     except (OSError, StopIteration):
         pass
     info = {"nproc": os.cpu_count(), "cpu": cpu, "memory": memory,
+            # Other work on the machine skews absolute figures (ratios less so).
+            "load average at start (1, 5, 15 min)": " ".join(f"{v:.1f}" for v in os.getloadavg()),
             "os": platform.platform(terse=True), "python": platform.python_version(),
             "sqlite": sqlite3.sqlite_version}
     version = subprocess.run([PYTHON, "-m", "gunicorn", "--version"], capture_output=True, text=True)
-    info["gunicorn"] = (version.stdout or version.stderr).strip().split()[-1]
+    found = re.search(r"\d+(?:\.\d+)+", version.stdout + version.stderr)
+    info["gunicorn"] = found.group(0) if found else "unknown"
     wrk_version = subprocess.run(["wrk", "--version"], capture_output=True, text=True)
     info["wrk"] = (wrk_version.stdout + wrk_version.stderr).split("Copyright")[0].strip()
     if pg_url:

@@ -17,10 +17,10 @@ default postgresql://postgres@127.0.0.1:5432/paperdesk_bench, created and droppe
    ANALYZE`, what autovacuum would soon do).
 3. gunicorn as in production (gunicorn.conf.py, 2 workers, rate limiter on, Redis for the
    limiter and the cache when BENCH_REDIS_URL, default redis://127.0.0.1:6379/14, answers),
-   twice: cold (CACHE_TYPE=NullCache) and warm (the response cache primed). In each, wrk at
-   fixed concurrency (-t2 -c16, 8 s) against the ceiling (`/bench/bare`, served only with
-   BENCH_BARE=1: the same app, its hooks, limiter and logging, no database) before and after
-   the endpoints, and each endpoint.
+   twice: cold (CACHE_TYPE=NullCache) and warm (the response cache primed). In each, for every
+   endpoint, wrk at fixed concurrency (-t2 -c16) against the ceiling for 4 s (`/bench/bare`,
+   served only with BENCH_BARE=1: the same app, its hooks, limiter and logging, no database),
+   then against the endpoint for 7 s; the ratio is to that ceiling.
 4. The same latency probes as step 1 at 100 000 pieces (cold), and worker RSS (ps) after
    each run.
 
@@ -66,9 +66,13 @@ CEILING = "/bench/bare"
 
 
 def run_mode(base: str, master: int, piece_id: int, mode: str, args) -> dict:
-    """The ceiling, every endpoint, the ceiling again, and worker RSS, against one server."""
-    load = dict(duration=args.duration, threads=args.threads, connections=args.connections)
+    """Each endpoint right after its own ceiling run, and worker RSS, against one server.
+
+    Pairing every endpoint with a ceiling measured just before it keeps each ratio honest when
+    other work on the machine comes and goes during the run."""
+    load = dict(threads=args.threads, connections=args.connections)
     rows = {}
+    ceilings = []
     urls = {label: base + path.format(id=piece_id) for label, path, _ in ENDPOINTS}
     etag = None
     for label, url in urls.items():
@@ -78,18 +82,24 @@ def run_mode(base: str, master: int, piece_id: int, mode: str, args) -> dict:
         etag = headers.get("ETag") if label.startswith("304") else etag
         if mode == "warm":
             harness.get(url)  # the first GET stored it; this one is served from the cache
-    first = harness.wrk(base + CEILING, **load)
     for label, path, kind in ENDPOINTS:
+        ceiling = harness.wrk(base + CEILING, duration=args.ceiling_duration, **load)
+        harness.settle(base, CEILING)
         headers = {"If-None-Match": etag} if kind == "304" else None
-        rows[label] = asdict(harness.wrk(urls[label], headers=headers, **load))
-        print(f"    {mode:<4} {label:<28} {rows[label]['rps']:8.1f} req/s  p50 "
-              f"{rows[label]['p50_ms']:7.2f} ms  p99 {rows[label]['p99_ms']:7.2f} ms", flush=True)
-    last = harness.wrk(base + CEILING, **load)
-    ceiling = {"first": asdict(first), "last": asdict(last), "rps": (first.rps + last.rps) / 2,
-               "p50_ms": (first.p50_ms + last.p50_ms) / 2, "p99_ms": (first.p99_ms + last.p99_ms) / 2}
-    print(f"    {mode:<4} ceiling {CEILING:<20} {ceiling['rps']:8.1f} req/s "
-          f"({first.rps:.0f} before, {last.rps:.0f} after)", flush=True)
-    return {"ceiling": ceiling, "endpoints": rows, "rss_mb": harness.worker_rss_mb(master)}
+        row = asdict(harness.wrk(urls[label], headers=headers, duration=args.duration, **load))
+        harness.settle(base, CEILING)
+        row["ceiling_rps"] = ceiling.rps
+        rows[label] = row
+        ceilings.append(asdict(ceiling))
+        print(f"    {mode:<4} {label:<28} {row['rps']:8.1f} req/s  p50 {row['p50_ms']:7.2f} ms  "
+              f"p99 {row['p99_ms']:7.2f} ms  ({row['rps'] / ceiling.rps:.0%} of {ceiling.rps:.0f})",
+              flush=True)
+    summary = {"rps": sum(c["rps"] for c in ceilings) / len(ceilings),
+               "min_rps": min(c["rps"] for c in ceilings), "max_rps": max(c["rps"] for c in ceilings),
+               "p50_ms": sorted(c["p50_ms"] for c in ceilings)[len(ceilings) // 2],
+               "p99_ms": sorted(c["p99_ms"] for c in ceilings)[len(ceilings) // 2],
+               "runs": ceilings}
+    return {"ceiling": summary, "endpoints": rows, "rss_mb": harness.worker_rss_mb(master)}
 
 
 def run_backend(backend: str, url: str, work: Path, args, redis_url: str | None) -> dict:
@@ -144,8 +154,10 @@ def main() -> int:
     parser.add_argument("--subscribers", type=int, default=None, help="default: --pieces")
     parser.add_argument("--sizes", default="1000,10000", help="smaller archives for the growth table")
     parser.add_argument("--backends", default="sqlite,postgresql")
-    parser.add_argument("--duration", type=int, default=8, help="seconds of wrk per endpoint")
-    parser.add_argument("--scale-duration", type=int, default=5)
+    parser.add_argument("--duration", type=int, default=7, help="seconds of wrk per endpoint")
+    parser.add_argument("--ceiling-duration", type=int, default=4,
+                        help="seconds of wrk on the ceiling before each endpoint")
+    parser.add_argument("--scale-duration", type=int, default=4)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--connections", type=int, default=16)
     parser.add_argument("--quick", action="store_true", help="10 000 pieces, 3 s runs: a smoke test")
@@ -153,6 +165,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.pieces, args.duration, args.scale_duration, args.sizes = 10_000, 3, 2, "1000"
+        args.ceiling_duration = 2
     args.subscribers = args.pieces if args.subscribers is None else args.subscribers
     args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
@@ -176,6 +189,7 @@ def main() -> int:
                "machine": harness.machine(pg if "postgresql" in backends else None, redis_url),
                "settings": {"pieces": args.pieces, "subscribers": args.subscribers,
                             "sizes": args.sizes, "duration": args.duration,
+                            "ceiling_duration": args.ceiling_duration,
                             "scale_duration": args.scale_duration, "threads": args.threads,
                             "connections": args.connections, "workers": 2,
                             "redis": redis_url is not None},
@@ -186,6 +200,8 @@ def main() -> int:
             url = pg if backend == "postgresql" else f"sqlite:///{work / 'bench.db'}"
             results["backends"][backend] = run_backend(backend, url, work, args, redis_url)
     results["minutes"] = round((time.monotonic() - started) / 60, 1)
+    results["machine"]["load average at end (1, 5, 15 min)"] = " ".join(
+        f"{v:.1f}" for v in os.getloadavg())
     out = harness.ROOT / "bench" / "results"
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"http-{datetime.now():%Y%m%d-%H%M%S}.json"

@@ -3,11 +3,11 @@
 (docs/PERFORMANCE.md "Where the time goes").
 
 Runs the app in this process (Flask's test client, so no sockets: what is left is the app's own
-work) against DATABASE_URL, with the production hooks on (rate limiter in memory, request log to
+work) against DATABASE_URL, with the production hooks on (rate limiter on Redis, request log to
 /dev/null), the response cache as --cache says, and prints pyinstrument's call tree.
 
     DATABASE_URL=sqlite:///instance/paperdesk.db .venv/bin/python -m bench.profile /api/v1/stories
-    .venv/bin/python -m bench.profile /api/v1/stories --cache SimpleCache      # a cache hit
+    .venv/bin/python -m bench.profile /api/v1/stories --cache RedisCache       # a cache hit
     .venv/bin/python -m bench.profile /api/v1/stories --if-none-match          # a 304
 
 Needs pyinstrument (`.venv/bin/pip install pyinstrument==5.1.2`).
@@ -28,7 +28,11 @@ if __package__ in (None, ""):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("path")
-    parser.add_argument("--cache", default="NullCache", help="CACHE_TYPE (NullCache: cold)")
+    parser.add_argument("--cache", default="NullCache",
+                        help="CACHE_TYPE: NullCache (cold), SimpleCache, or RedisCache (at --redis)")
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/14",
+                        help="the limiter's storage, and the cache's with --cache RedisCache; "
+                             "'memory://' for the development default")
     parser.add_argument("--if-none-match", action="store_true", help="send the current ETag")
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--interval", type=float, default=0.0005, help="sampling interval, s")
@@ -37,8 +41,10 @@ def main() -> int:
 
     from app import create_app
 
-    app = create_app({"CACHE_TYPE": args.cache, "RATELIMIT_ENABLED": True,
-                      "RATELIMIT_STORAGE_URI": "memory://", "BENCH_BARE": True,
+    app = create_app({"CACHE_TYPE": args.cache, "CACHE_REDIS_URL": args.redis,
+                      "CACHE_KEY_PREFIX": f"paperdesk-profile-{os.getpid()}:",
+                      "RATELIMIT_ENABLED": True, "RATELIMIT_STORAGE_URI": args.redis,
+                      "BENCH_BARE": True,
                       "RATELIMIT_DEFAULT": "1000000000 per minute",
                       "READ_RATELIMIT": "1000000000 per minute"})
     for handler in logging.getLogger("paperdesk").handlers:

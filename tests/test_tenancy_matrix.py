@@ -29,7 +29,7 @@ from extensions import db
 from models import (AlertDelivery, CitedFact, DeskKey, Edition, Paper, Persona, Piece, PieceRevision,
                     Section, SigningKey, Subscriber, WebhookDelivery)
 from tests.factories import T0
-from tests.routes import PaperData, path_for, rules, urls_for
+from tests.routes import PaperData, rules, urls_for
 
 UNSCOPED = {"static", "health.healthz", "health.readyz"}
 # A write probe per endpoint: what a request that would change something sends.
