@@ -54,6 +54,7 @@ def register_extensions(app: Flask) -> None:
     # Order matters: fresh cache state, tenancy sets g.paper and g.key, then the 304 shortcut or
     # the response cache may answer at once.
     app.before_request(http_cache.begin)
+    app.before_request(http_cache.answer_from_recent_paper)
     tenancy.register(app)
     http_cache.register(app)
     cors.init_app(

@@ -94,6 +94,14 @@ def load() -> dict:
         "CACHE_KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "paperdesk:"),
         "CACHE_NO_NULL_WARNING": True,  # NullCache is a deliberate choice (benchmarks, tests)
         "CACHE_THRESHOLD": int(os.environ.get("CACHE_THRESHOLD", "2000")),  # SimpleCache entries
+        # A second tier in each worker's memory in front of CACHE_TYPE, bounded in bytes (0: off;
+        # always off with NullCache). Keys carry the paper's version, so it is never stale.
+        "RESPONSE_CACHE_LOCAL_BYTES": int(os.environ.get("RESPONSE_CACHE_LOCAL_BYTES",
+                                                         str(16 << 20))),
+        # How long a worker trusts its own copy of a paper's version for 304s and stored answers
+        # (seconds; 0: ask the database on every request). Writes in the same worker are seen at
+        # once; writes by other workers within this time (tenancy.recent_paper).
+        "PAPER_SNAPSHOT_SECONDS": float(os.environ.get("PAPER_SNAPSHOT_SECONDS", "1")),
         # Answers larger than this are served fresh each time rather than stored (bytes).
         "RESPONSE_CACHE_MAX_BYTES": int(os.environ.get("RESPONSE_CACHE_MAX_BYTES", str(2 << 20))),
         # CDN purge hook (services/purge.py): empty = off. PURGE_HEADER is one "Name: value" line
