@@ -56,6 +56,8 @@ def load() -> dict:
         "SECRET_KEY": os.environ.get("SECRET_KEY", "dev-only-secret-change-me"),
         "SQLALCHEMY_DATABASE_URI": database_url,
         "SQLALCHEMY_ENGINE_OPTIONS": engine_options,
+        # SQLite only: write-ahead logging on every connection (app._sqlite_write_ahead_log).
+        "SQLITE_WAL": _flag("SQLITE_WAL", True),
         "PAPER_DOMAIN": os.environ.get("PAPER_DOMAIN", "localhost").lower(),
         "DEFAULT_PAPER": os.environ.get("DEFAULT_PAPER", "demo"),
         # Hosts that count as "the bare host" besides PAPER_DOMAIN itself: what a developer types.

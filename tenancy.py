@@ -12,7 +12,8 @@ from typing import NamedTuple
 
 from flask import Flask, abort, current_app, g, has_app_context, request
 from sqlalchemy import bindparam, event, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.orm import Session, make_transient_to_detached
 
 from extensions import db
 from models import Paper
@@ -75,7 +76,15 @@ def snapshot_of(paper: Paper, *, keep_row: bool = False) -> PaperSnapshot:
     later requests to merge into their sessions (only rows no write has touched)."""
     birth = int(paper.created_at.timestamp()) if paper.created_at else 0
     return PaperSnapshot(paper.id, paper.slug, f"{paper.id}.{paper.version}.{birth:x}",
-                         paper.is_public, time.time(), paper if keep_row else None)
+                         paper.is_public, time.time(), _detached_copy(paper) if keep_row else None)
+
+
+def _detached_copy(paper: Paper) -> Paper:
+    # A copy no session owns: the request's own row is expired by its session's rollback and
+    # would reload itself (a query) in the next request that merged it.
+    copy = Paper(**{attr.key: getattr(paper, attr.key) for attr in sa_inspect(Paper).column_attrs})
+    make_transient_to_detached(copy)
+    return copy
 
 
 def _snapshots() -> dict[str, PaperSnapshot]:
