@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from flask import Flask
+from sqlalchemy import event
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 import config
@@ -47,6 +48,7 @@ def register_extensions(app: Flask) -> None:
     import models  # noqa: F401  (registers every table on the metadata)
 
     db.init_app(app)
+    _sqlite_write_ahead_log(app)
     migrate.init_app(app, db, directory=os.path.join(os.path.dirname(__file__), "migrations"))
     cache.init_app(app)
     purge.init_app(app)
@@ -54,6 +56,7 @@ def register_extensions(app: Flask) -> None:
     # Order matters: fresh cache state, tenancy sets g.paper and g.key, then the 304 shortcut or
     # the response cache may answer at once.
     app.before_request(http_cache.begin)
+    app.before_request(http_cache.answer_from_recent_paper)
     tenancy.register(app)
     http_cache.register(app)
     cors.init_app(
@@ -75,6 +78,24 @@ def register_extensions(app: Flask) -> None:
                                                    "description": "Authorization: Bearer desk_..."})
     api.spec.components.security_scheme("deskKey", {"type": "apiKey", "in": "header",
                                                     "name": "X-Desk-Key"})
+
+
+def _sqlite_write_ahead_log(app: Flask) -> None:
+    """On a SQLite file, put every connection in WAL mode (SQLITE_WAL, on by default): readers
+    no longer wait for a writer, and a commit appends to the log instead of rewriting pages, at
+    the same durability (synchronous stays FULL). `send-alerts` commits once per batch of sent
+    messages, and needs this to keep up on SQLite (docs/PERFORMANCE.md)."""
+    uri = app.config["SQLALCHEMY_DATABASE_URI"]
+    if not app.config["SQLITE_WAL"] or not uri.startswith("sqlite") or "memory" in uri:
+        return
+    with app.app_context():
+        engine = db.engine
+
+    @event.listens_for(engine, "connect")
+    def _wal(dbapi_connection, _record) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.close()
 
 
 def register_blueprints(app: Flask) -> None:

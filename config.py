@@ -56,6 +56,8 @@ def load() -> dict:
         "SECRET_KEY": os.environ.get("SECRET_KEY", "dev-only-secret-change-me"),
         "SQLALCHEMY_DATABASE_URI": database_url,
         "SQLALCHEMY_ENGINE_OPTIONS": engine_options,
+        # SQLite only: write-ahead logging on every connection (app._sqlite_write_ahead_log).
+        "SQLITE_WAL": _flag("SQLITE_WAL", True),
         "PAPER_DOMAIN": os.environ.get("PAPER_DOMAIN", "localhost").lower(),
         "DEFAULT_PAPER": os.environ.get("DEFAULT_PAPER", "demo"),
         # Hosts that count as "the bare host" besides PAPER_DOMAIN itself: what a developer types.
@@ -94,6 +96,14 @@ def load() -> dict:
         "CACHE_KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "paperdesk:"),
         "CACHE_NO_NULL_WARNING": True,  # NullCache is a deliberate choice (benchmarks, tests)
         "CACHE_THRESHOLD": int(os.environ.get("CACHE_THRESHOLD", "2000")),  # SimpleCache entries
+        # A second tier in each worker's memory in front of CACHE_TYPE, bounded in bytes (0: off;
+        # always off with NullCache). Keys carry the paper's version, so it is never stale.
+        "RESPONSE_CACHE_LOCAL_BYTES": int(os.environ.get("RESPONSE_CACHE_LOCAL_BYTES",
+                                                         str(16 << 20))),
+        # How long a worker trusts its own copy of a paper's version for 304s and stored answers
+        # (seconds; 0: ask the database on every request). Writes in the same worker are seen at
+        # once; writes by other workers within this time (tenancy.recent_paper).
+        "PAPER_SNAPSHOT_SECONDS": float(os.environ.get("PAPER_SNAPSHOT_SECONDS", "1")),
         # Answers larger than this are served fresh each time rather than stored (bytes).
         "RESPONSE_CACHE_MAX_BYTES": int(os.environ.get("RESPONSE_CACHE_MAX_BYTES", str(2 << 20))),
         # CDN purge hook (services/purge.py): empty = off. PURGE_HEADER is one "Name: value" line

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from flask import Flask, Response, current_app, json, render_template, request
+from flask import Flask, Response, current_app, g, json, render_template, request
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError, SQLAlchemyError
 from werkzeug.exceptions import BadRequest, Conflict, HTTPException, InternalServerError, ServiceUnavailable
 from werkzeug.http import HTTP_STATUS_CODES
@@ -145,6 +145,9 @@ def handle_unexpected(error: Exception):
             description="A value in the request is not one this service can look up or store."))
     if isinstance(error, OperationalError):
         log.error("database unavailable: %s", error.__class__.__name__)
+        # The page must not touch the database: a paper row from the worker's snapshot
+        # (tenancy.recent_paper) was expired by the rollback and would reload itself.
+        g.pop("paper", None)
         return handle_http_exception(_unavailable())
     log.exception("unhandled error on %s %s", request.method, request.path)
     return handle_http_exception(InternalServerError())

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
+from collections import OrderedDict
 from urllib.parse import urlencode
 
 from flask import Flask, Response, current_app, g, request
 from flask.globals import request_ctx
 
+import tenancy
 from extensions import cache
 
 # Bump when the wire format changes, so clients holding old ETags refetch after a deploy.
@@ -67,10 +70,9 @@ def _cacheable() -> bool:
 def paper_state() -> str:
     """`{id}.{version}.{birth}`: names what the current paper's public answers hold. `birth`
     (its creation time, hex seconds) tells apart a paper deleted and made again under the same
-    id, whose version starts over (`seed-demo --reset` on SQLite reuses the highest id)."""
-    paper = g.paper
-    birth = int(paper.created_at.timestamp()) if paper.created_at else 0
-    return f"{paper.id}.{paper.version}.{birth:x}"
+    id, whose version starts over (`seed-demo --reset` on SQLite reuses the highest id). Taken
+    from the request's tenancy.PaperSnapshot."""
+    return g.paper_snapshot.state
 
 
 def current_etag() -> str:
@@ -81,7 +83,7 @@ def current_etag() -> str:
 def surrogate_keys() -> str:
     """The Surrogate-Key header value of the current public answer: `paper-<id>` then any
     piece keys (space-separated, as Fastly and Varnish xkey read it)."""
-    return " ".join([f"paper-{g.paper.id}", *dict.fromkeys(g.surrogate_keys)])
+    return " ".join([f"paper-{g.paper_snapshot.id}", *dict.fromkeys(g.surrogate_keys)])
 
 
 def begin() -> None:
@@ -89,6 +91,28 @@ def begin() -> None:
     holds an app context open sees one `g` across requests)."""
     g.public_get, g.response_cache_key, g.response_cache_hit = False, None, False
     g.surrogate_keys = []
+    g.response_cache_missed = None
+
+
+def answer_from_recent_paper():
+    """before_request, ahead of tenancy: a public GET of a paper this worker resolved less than
+    PAPER_SNAPSHOT_SECONDS ago (tenancy.recent_paper) is answered 304 or from the response
+    cache without asking the database for the paper. Anything else (a miss, a key, a private
+    or unknown paper, a view without ETags) goes on to tenancy and the view as usual."""
+    if request.method not in ("GET", "HEAD") or any(name in request.headers for name in KEY_HEADERS):
+        return None
+    view = _view_function()
+    if view is None or getattr(view, "no_etag", False) or request.endpoint in tenancy.UNSCOPED:
+        return None
+    snap = tenancy.recent_paper(request.host)
+    if snap is None or not snap.is_public:
+        return None
+    g.paper_snapshot, g.public_get = snap, True
+    response = _not_modified() or answer_from_cache()
+    if response is None:
+        g.public_get = False
+        del g.paper_snapshot
+    return response
 
 
 def answer_not_modified():
@@ -96,6 +120,10 @@ def answer_not_modified():
     g.public_get = _cacheable()
     if not g.public_get:
         return None
+    return _not_modified()
+
+
+def _not_modified():
     etag = current_etag()
     if request.if_none_match.contains_weak(etag):
         response = Response(status=304)
@@ -116,6 +144,8 @@ def response_cache_key() -> str:
 
 
 def _response_cacheable() -> bool:
+    if current_app.config["CACHE_TYPE"] in ("NullCache", "null"):
+        return False  # every cache off: not even the key is worth computing
     return g.get("public_get") and not any(name in request.headers for name in KEY_HEADERS)
 
 
@@ -125,16 +155,70 @@ def answer_from_cache():
     if not _response_cacheable():
         return None
     key = g.response_cache_key = response_cache_key()
-    try:
-        entry = cache.get(key)
-    except Exception:  # noqa: BLE001 - a cache outage must never fail a request
-        log.warning("response cache read failed", exc_info=True)
+    if key == g.response_cache_missed:  # answer_from_recent_paper asked already
         return None
+    local = _local_answers()
+    entry = local.get(key) if local is not None else None
     if entry is None:
-        return None
+        try:
+            entry = cache.get(key)
+        except Exception:  # noqa: BLE001 - a cache outage must never fail a request
+            log.warning("response cache read failed", exc_info=True)
+            return None
+        if entry is None:
+            g.response_cache_missed = key
+            return None
+        if local is not None:
+            local.put(key, entry)
     status, headers, body = entry
     g.response_cache_hit = True
     return current_app.response_class(body, status=status, headers=headers)
+
+
+class LocalAnswers:
+    """A worker's own least-recently-used store of public answers, in front of the shared
+    response cache, holding at most `capacity` bytes of bodies. Entries are `(status, headers,
+    body)` under the same version-bearing keys as the shared cache, so none is ever stale; old
+    versions' entries simply age out."""
+
+    def __init__(self, capacity: int):
+        self.capacity, self.size = capacity, 0
+        self._entries: OrderedDict[str, tuple] = OrderedDict()
+        self._lock = threading.Lock()  # gunicorn may run threaded workers
+
+    def get(self, key: str) -> tuple | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
+
+    def put(self, key: str, entry: tuple) -> None:
+        cost = len(entry[2])
+        if cost > self.capacity:
+            return
+        with self._lock:
+            old = self._entries.pop(key, None)
+            self.size -= len(old[2]) if old else 0
+            self._entries[key] = entry
+            self.size += cost
+            while self.size > self.capacity:
+                _, dropped = self._entries.popitem(last=False)
+                self.size -= len(dropped[2])
+
+
+def _local_answers() -> LocalAnswers | None:
+    """The app's LocalAnswers, or None when RESPONSE_CACHE_LOCAL_BYTES is 0 or the cache is
+    NullCache (every cache off)."""
+    local = current_app.extensions.get("paperdesk.local_answers")
+    if local is None:
+        capacity = current_app.config["RESPONSE_CACHE_LOCAL_BYTES"]
+        if capacity <= 0 or current_app.config["CACHE_TYPE"] in ("NullCache", "null"):
+            local = False
+        else:
+            local = LocalAnswers(capacity)
+        current_app.extensions["paperdesk.local_answers"] = local
+    return local or None
 
 
 def _storable(response: Response) -> bool:
@@ -159,8 +243,12 @@ def store_answer(response: Response) -> Response:
     key = g.response_cache_key
     if key is not None and _storable(response):
         headers = [(k, v) for k, v in response.headers.items() if k != "Content-Length"]
+        entry = (response.status_code, headers, response.get_data())
+        local = _local_answers()
+        if local is not None:
+            local.put(key, entry)
         try:
-            cache.set(key, (response.status_code, headers, response.get_data()))
+            cache.set(key, entry)
         except Exception:  # noqa: BLE001 - a cache outage must never fail a request
             log.warning("response cache write failed", exc_info=True)
     return response
@@ -186,7 +274,7 @@ def register(app: Flask) -> None:
     """Install the 304 and cache before hooks (after tenancy's; `begin` goes before it) and
     `decorate`. Call before CORS is initialised: after_request hooks run in reverse order, so
     `decorate` then runs after flask-cors and can strip its headers from keyed answers."""
-    app.before_request(answer_not_modified)
+    app.before_request(answer_not_modified)  # tenancy's load_paper is registered before these
     app.before_request(answer_from_cache)
     app.after_request(decorate)
 

@@ -72,7 +72,7 @@ def finish_request(response: Response) -> Response:
         start_request()
     response.headers[REQUEST_ID_HEADER] = g.request_id
     if log.isEnabledFor(logging.INFO):
-        paper = g.get("paper")
+        paper = g.get("paper_snapshot")  # set for every request answered for a paper
         log.info("%s %s %s", request.method, request.path, response.status_code, extra={
             "request_id": g.request_id,
             "method": request.method,

@@ -7,8 +7,13 @@ a valid key for it opens it.
 """
 from __future__ import annotations
 
-from flask import Flask, abort, current_app, g, request
-from sqlalchemy import bindparam, or_, select
+import time
+from typing import NamedTuple
+
+from flask import Flask, abort, current_app, g, has_app_context, request
+from sqlalchemy import bindparam, event, or_, select
+from sqlalchemy import inspect as sa_inspect
+from sqlalchemy.orm import Session, make_transient_to_detached
 
 from extensions import db
 from models import Paper
@@ -53,8 +58,72 @@ def paper_for_host(raw_host: str) -> Paper | None:
     return papers[0] if papers else None
 
 
-def _public_read() -> bool:
-    if request.method not in ("GET", "HEAD") or db.engine.dialect.name != "postgresql":
+class PaperSnapshot(NamedTuple):
+    """What a 304 or a stored answer needs of a request's paper: its `id`, `slug`, `state`
+    (`{id}.{version}.{birth}`, see http_cache.paper_state), whether it `is_public`, and when
+    it was `taken` (time.time(), seconds: the wall clock, so tests can move it)."""
+
+    id: int
+    slug: str
+    state: str
+    is_public: bool
+    taken: float
+    paper: Paper | None = None  # the row itself, detached: what a view reads of the paper
+
+
+def snapshot_of(paper: Paper, *, keep_row: bool = False) -> PaperSnapshot:
+    """The snapshot of a loaded paper, as of now; with `keep_row`, holding the row itself for
+    later requests to merge into their sessions (only rows no write has touched)."""
+    birth = int(paper.created_at.timestamp()) if paper.created_at else 0
+    return PaperSnapshot(paper.id, paper.slug, f"{paper.id}.{paper.version}.{birth:x}",
+                         paper.is_public, time.time(), _detached_copy(paper) if keep_row else None)
+
+
+def _detached_copy(paper: Paper) -> Paper:
+    # A copy no session owns: the request's own row is expired by its session's rollback and
+    # would reload itself (a query) in the next request that merged it.
+    copy = Paper(**{attr.key: getattr(paper, attr.key) for attr in sa_inspect(Paper).column_attrs})
+    make_transient_to_detached(copy)
+    return copy
+
+
+def _snapshots() -> dict[str, PaperSnapshot]:
+    return current_app.extensions.setdefault("paperdesk.paper_snapshots", {})
+
+
+def recent_paper(raw_host: str) -> PaperSnapshot | None:
+    """This process's snapshot of the paper on `raw_host` if it is younger than
+    PAPER_SNAPSHOT_SECONDS, else None (issue 6: a 304 or a stored answer without a database
+    round trip). A write committed in this process forgets every snapshot at once; one made by
+    another process (worker, CLI) is seen within PAPER_SNAPSHOT_SECONDS, well inside the
+    `max-age=60` every public answer already allows."""
+    ttl = current_app.config["PAPER_SNAPSHOT_SECONDS"]
+    if ttl <= 0:
+        return None
+    snap = _snapshots().get(host_name(raw_host))
+    # A wall clock set back must not make a snapshot young again.
+    if snap is None or not 0 <= time.time() - snap.taken < ttl:
+        return None
+    return snap
+
+
+def _remember(snap: PaperSnapshot) -> None:
+    if current_app.config["PAPER_SNAPSHOT_SECONDS"] > 0:
+        snapshots = _snapshots()
+        if len(snapshots) > 4096:  # hosts are the papers' own, but a client chooses Host
+            snapshots.clear()
+        snapshots[host_name(request.host)] = snap
+
+
+@event.listens_for(Session, "after_commit")
+def _forget_snapshots(session: Session) -> None:
+    # Any commit may have moved a paper's version (Paper.bump) or its visibility.
+    if has_app_context():
+        current_app.extensions.get("paperdesk.paper_snapshots", {}).clear()
+
+
+def _keyless_read() -> bool:
+    if request.method not in ("GET", "HEAD"):
         return False
     return "Authorization" not in request.headers and "X-Desk-Key" not in request.headers
 
@@ -64,15 +133,22 @@ def load_paper() -> None:
     g.key = None
     g.pop("read_autocommit", None)
     g.pop("paper", None)  # a test holding an app context open reuses one `g` across requests
+    g.pop("paper_snapshot", None)
     if request.endpoint in UNSCOPED:
         return
-    if _public_read() and not db.session().in_transaction():
+    keyless_read = _keyless_read()
+    if keyless_read and db.engine.dialect.name == "postgresql" and not db.session().in_transaction():
         # Under READ COMMITTED each statement sees its own snapshot in a transaction or not, so
         # a read needs none: autocommit saves PostgreSQL the BEGIN and ROLLBACK round trips
         # (two of the three a cached answer costs). Writes and keyed requests keep theirs. (A
         # session already in a transaction: a test holding one app context across requests.)
         db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
         g.read_autocommit = True
+    recent = recent_paper(request.host) if keyless_read else None
+    if recent is not None and recent.paper is not None and recent.is_public:
+        # The row this worker read less than PAPER_SNAPSHOT_SECONDS ago, without a query.
+        g.paper, g.paper_snapshot = db.session.merge(recent.paper, load=False), recent
+        return
     paper = paper_for_host(request.host)
     if paper is None:
         abort(404, description="No paper is served on this host.")
@@ -81,6 +157,9 @@ def load_paper() -> None:
         # Set g.paper only once visible: error pages must not show a private paper's name.
         abort(404, description="No paper is served on this host.")
     g.paper = paper
+    g.paper_snapshot = snapshot_of(paper, keep_row=keyless_read)
+    if keyless_read:
+        _remember(g.paper_snapshot)
 
 
 def end_read(exc: BaseException | None) -> None:

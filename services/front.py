@@ -13,7 +13,7 @@ from sqlalchemy.orm import joinedload
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
 from schemas.front import FrontOut
-from services import urls
+from services import memo, urls
 
 RAIL_SIZE = 6
 # Config keys never shown publicly: private by convention (leading `_`) or by what they name.
@@ -71,9 +71,15 @@ def rail_pieces(paper: Paper, sections: list[Section], size: int = RAIL_SIZE) ->
 
 
 def newsroom(paper: Paper) -> dict:
-    """Counts about the desk, in one statement of scalar subqueries: active `personas` and
-    `sections`, pieces `on_air`, `days` with pieces on air, `editions`, `latest_on_air_at`
-    (aware UTC or None) and `latest_edition` (date or None)."""
+    """Counts about the desk: active `personas` and `sections`, pieces `on_air`, `days` with
+    pieces on air, `editions`, `latest_on_air_at` (aware UTC or None) and `latest_edition`
+    (date or None). Counting pieces and days grows with the archive, so the statement runs
+    once per paper version in each worker (services/memo.py)."""
+    return dict(memo.per_version("newsroom", lambda: _count_newsroom(paper)))
+
+
+def _count_newsroom(paper: Paper) -> dict:
+    """One statement of scalar subqueries for `newsroom`."""
     on_air = and_(Piece.paper_id == paper.id, Piece.on_air.is_(True))
     query = select(
         select(func.count(Persona.id))

@@ -42,6 +42,9 @@ def app(request, tmp_path_factory):
         "WEBHOOK_ALLOW_PRIVATE": True,
         "CACHE_TYPE": "NullCache",
         "CACHE_NO_NULL_WARNING": True,
+        # Every request resolves its paper afresh, so statement counts do not depend on what
+        # ran before; tests/test_production.py covers the snapshots (on by default).
+        "PAPER_SNAPSHOT_SECONDS": 0,
     })
     app.backend = request.param
     with app.app_context():

@@ -1,0 +1,42 @@
+"""Values derived from a paper's data, kept in the worker for as long as the paper's version
+stands (issue 6: the front's newsroom counts stay flat as the archive grows).
+
+Every write moves the paper's version (`Paper.bump`, in SQL), and the version is part of the
+key, so a value is never served for data it was not computed from; a commit in this worker
+also empties the memo at once, as it does tenancy's snapshots. Bounded: at most MAX_ENTRIES
+values per app, oldest dropped first.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Callable, TypeVar
+
+from flask import current_app, g, has_app_context
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
+T = TypeVar("T")
+MAX_ENTRIES = 512
+_KEY = "paperdesk.version_memo"
+
+
+def per_version(name: str, compute: Callable[[], T]) -> T:
+    """`compute()`'s value for the request's paper at its current version, computed at most
+    once per version in this worker. Outside a request for a paper, just `compute()`."""
+    snap = g.get("paper_snapshot") if has_app_context() else None
+    if snap is None:
+        return compute()
+    memo: OrderedDict = current_app.extensions.setdefault(_KEY, OrderedDict())
+    key = (name, snap.state)
+    if key in memo:
+        return memo[key]
+    value = memo[key] = compute()
+    while len(memo) > MAX_ENTRIES:
+        memo.popitem(last=False)
+    return value
+
+
+@event.listens_for(Session, "after_commit")
+def _forget(session: Session) -> None:
+    if has_app_context():
+        current_app.extensions.pop(_KEY, None)
