@@ -158,6 +158,15 @@ def query_one(database_url: str, sql: str):
 
 # --- the app's commands ---------------------------------------------------------------------
 
+def remove_sqlite(database_url: str) -> None:
+    """Delete a SQLite database file with its write-ahead log and shared-memory index: a new
+    database made where an old `-wal` file remains would read it and fail ("disk I/O error")."""
+    path = database_url[len("sqlite:///"):]
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        if os.path.exists(path + suffix):
+            os.remove(path + suffix)
+
+
 def flask(env: dict, *args: str) -> subprocess.CompletedProcess:
     result = subprocess.run([PYTHON, "-m", "flask", "--app", "app", *args], cwd=ROOT, env=env,
                             capture_output=True, text=True)

@@ -113,8 +113,8 @@ def run_backend(backend: str, url: str, work: Path, args, redis_url: str | None)
         result["scale"][str(size)] = {label: asdict(load) for label, load in loads.items()}
     if backend == "postgresql":
         harness.recreate_postgres(url)
-    elif os.path.exists(url[len("sqlite:///"):]):
-        os.remove(url[len("sqlite:///"):])
+    else:
+        harness.remove_sqlite(url)
     instance = work / f"instance-{backend}"
     instance.mkdir(exist_ok=True)
     env = harness.base_env(url, instance)

@@ -53,8 +53,8 @@ def measure(backend: str, database_url: str, pieces: int, workdir: Path, *, limi
     instance.mkdir(parents=True, exist_ok=True)
     if backend == "postgresql":
         harness.recreate_postgres(database_url)
-    elif os.path.exists(database_url[len("sqlite:///"):]):
-        os.remove(database_url[len("sqlite:///"):])
+    else:
+        harness.remove_sqlite(database_url)
     env = harness.base_env(database_url, instance)
     harness.seed(env, pieces, 0)
     harness.analyze(database_url)
