@@ -2,8 +2,8 @@
 in the same query (no N+1)."""
 from __future__ import annotations
 
-from sqlalchemy import Select, select
-from sqlalchemy.orm import joinedload, selectinload
+from sqlalchemy import Select, bindparam, select
+from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import Paper, Piece
@@ -20,11 +20,11 @@ def clamp(value: int, low: int, high: int) -> int:
 def rows_query(paper: Paper, *, include_drafts: bool = False) -> Select:
     """SELECT of a paper's pieces, newest on air first, with section and persona joined in.
     Drafts (never on air) sort after aired pieces, newest filed first."""
-    query = (
-        select(Piece)
-        .where(Piece.paper_id == paper.id)
-        .options(joinedload(Piece.section), joinedload(Piece.persona))
-    )
+    return _rows_query(Piece.paper_id == paper.id, include_drafts)
+
+
+def _rows_query(of_paper, include_drafts: bool) -> Select:
+    query = select(Piece).where(of_paper).options(joinedload(Piece.section), joinedload(Piece.persona))
     if not include_drafts:
         query = query.where(Piece.on_air.is_(True))
         return query.order_by(Piece.on_air_at.desc(), Piece.id.desc())
@@ -32,26 +32,43 @@ def rows_query(paper: Paper, *, include_drafts: bool = False) -> Select:
                           Piece.id.desc())
 
 
+# `/stories` is the hottest list: its statement is built once (see _find_statement).
+_LATEST = {drafts: _rows_query(Piece.paper_id == bindparam("paper_id"), drafts).limit(bindparam("limit"))
+           for drafts in (True, False)}
+
+
 def latest(paper: Paper, limit: int, *, include_drafts: bool = False) -> list[Piece]:
     """The `limit` newest pieces (on air only unless `include_drafts`)."""
-    return list(db.session.scalars(rows_query(paper, include_drafts=include_drafts).limit(limit)))
+    return list(db.session.scalars(_LATEST[include_drafts], {"paper_id": paper.id, "limit": limit}))
+
+
+def _find_statement(by_id: bool, include_drafts: bool) -> Select:
+    # Built once per shape: building the expression and its loader options cost about as much
+    # as running it (docs/PERFORMANCE.md). Facts are joined in, so a story is one statement.
+    query = select(Piece).where(Piece.paper_id == bindparam("paper_id")).options(
+        joinedload(Piece.section), joinedload(Piece.persona), joinedload(Piece.cited_facts))
+    query = query.where(Piece.id == bindparam("id") if by_id else Piece.slug == bindparam("slug"))
+    return query if include_drafts else query.where(Piece.on_air.is_(True))
+
+
+_FIND = {(by_id, drafts): _find_statement(by_id, drafts)
+         for by_id in (True, False) for drafts in (True, False)}
 
 
 def find(paper: Paper, id_or_slug: str, *, include_drafts: bool = False) -> Piece | None:
-    """A piece by numeric id or slug, with section, persona and cited facts loaded; None when it
-    does not exist, is not this paper's, or is not on air and drafts are not allowed."""
+    """A piece by numeric id or slug, with section, persona and cited facts loaded (one
+    statement); None when it does not exist, is not this paper's, or is not on air and drafts
+    are not allowed."""
     if not id_or_slug or len(id_or_slug) > MAX_ID_LENGTH or "\x00" in id_or_slug:
         return None  # PostgreSQL refuses NUL in text: such an id names nothing
-    query = select(Piece).where(Piece.paper_id == paper.id).options(
-        joinedload(Piece.section), joinedload(Piece.persona), selectinload(Piece.cited_facts))
     if id_or_slug.isascii() and id_or_slug.isdigit():  # not "²"
         if int(id_or_slug) > MAX_ID:
             # Ids are 32-bit; PostgreSQL refuses to compare one with a larger number (and a
             # slug always holds a letter), so such a number names nothing.
             return None
-        query = query.where(Piece.id == int(id_or_slug))
+        params = {"paper_id": paper.id, "id": int(id_or_slug)}
+        statement = _FIND[True, include_drafts]
     else:
-        query = query.where(Piece.slug == id_or_slug)
-    if not include_drafts:
-        query = query.where(Piece.on_air.is_(True))
-    return db.session.scalar(query)
+        params = {"paper_id": paper.id, "slug": id_or_slug}
+        statement = _FIND[False, include_drafts]
+    return db.session.execute(statement, params).unique().scalar_one_or_none()

@@ -22,7 +22,7 @@ DAY = T0.date().isoformat()
 # path -> the most statements it may take (the paper lookup included).
 PUBLIC = {
     "/api/v1/stories?limit=200": 2,       # paper, rows with section and persona joined
-    "/api/v1/stories/{id}": 3,            # paper, the piece (joined), its cited facts
+    "/api/v1/stories/{id}": 2,            # paper, the piece with section, persona and facts joined
     "/api/v1/front": 4,                   # paper, sections, rails (one UNION ALL), newsroom counts
     "/front.json": 4,
     f"/api/v1/days/{DAY}": 2,
@@ -34,7 +34,7 @@ PUBLIC = {
     f"/days/{DAY}": 4,                    # paper, rows, neighbour days, nav sections
     "/sections/world": 4,
     "/stories/{slug}": 5,                 # + related pieces, nav sections
-    "/embed/{id}": 3,
+    "/embed/{id}": 2,
     "/rss.xml": 3,
     "/sitemap.xml": 5,
     "/llms.txt": 3,
