@@ -143,8 +143,12 @@ def response_cache_key() -> str:
     return f"resp:{paper_state()}.{FORMAT_SALT}:{digest}"
 
 
+def _cache_off() -> bool:
+    return current_app.config["CACHE_TYPE"] in ("NullCache", "null")
+
+
 def _response_cacheable() -> bool:
-    if current_app.config["CACHE_TYPE"] in ("NullCache", "null"):
+    if _cache_off():
         return False  # every cache off: not even the key is worth computing
     return g.get("public_get") and not any(name in request.headers for name in KEY_HEADERS)
 
@@ -213,7 +217,7 @@ def _local_answers() -> LocalAnswers | None:
     local = current_app.extensions.get("paperdesk.local_answers")
     if local is None:
         capacity = current_app.config["RESPONSE_CACHE_LOCAL_BYTES"]
-        if capacity <= 0 or current_app.config["CACHE_TYPE"] in ("NullCache", "null"):
+        if capacity <= 0 or _cache_off():
             local = False
         else:
             local = LocalAnswers(capacity)

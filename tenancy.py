@@ -10,14 +10,14 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
-from flask import Flask, abort, current_app, g, has_app_context, request
-from sqlalchemy import bindparam, event, or_, select
+from flask import Flask, abort, current_app, g, request
+from sqlalchemy import bindparam, or_, select
 from sqlalchemy import inspect as sa_inspect
-from sqlalchemy.orm import Session, make_transient_to_detached
+from sqlalchemy.orm import make_transient_to_detached
 
 from extensions import db
 from models import Paper
-from services import keys
+from services import keys, memo
 
 # Endpoints that answer for the process, not for a paper.
 UNSCOPED = {"static", "health.healthz", "health.readyz", "bench_bare"}
@@ -115,11 +115,7 @@ def _remember(snap: PaperSnapshot) -> None:
         snapshots[host_name(request.host)] = snap
 
 
-@event.listens_for(Session, "after_commit")
-def _forget_snapshots(session: Session) -> None:
-    # Any commit may have moved a paper's version (Paper.bump) or its visibility.
-    if has_app_context():
-        current_app.extensions.get("paperdesk.paper_snapshots", {}).clear()
+memo.FORGET_ON_COMMIT.append("paperdesk.paper_snapshots")  # one listener for both
 
 
 def _keyless_read() -> bool:

@@ -18,6 +18,8 @@ from sqlalchemy.orm import Session
 T = TypeVar("T")
 MAX_ENTRIES = 512
 _KEY = "paperdesk.version_memo"
+# app.extensions entries a commit in this worker empties: this memo and tenancy's snapshots.
+FORGET_ON_COMMIT = [_KEY]
 
 
 def per_version(name: str, compute: Callable[[], T]) -> T:
@@ -38,5 +40,7 @@ def per_version(name: str, compute: Callable[[], T]) -> T:
 
 @event.listens_for(Session, "after_commit")
 def _forget(session: Session) -> None:
+    # Any commit may have moved a paper's version (Paper.bump) or its visibility.
     if has_app_context():
-        current_app.extensions.pop(_KEY, None)
+        for key in FORGET_ON_COMMIT:
+            current_app.extensions.pop(key, None)
