@@ -14,7 +14,7 @@ import pytest
 import time_machine
 from sqlalchemy import func, select
 
-from tests.smtp import body_text, free_port, smtp  # noqa: F401  (fixture)
+from tests.fixtures.servers import body_text, free_port
 
 T = datetime(2026, 11, 20, 8, 0, tzinfo=timezone.utc)  # a Friday, ISO week 47
 

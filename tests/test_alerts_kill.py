@@ -32,7 +32,7 @@ from sqlalchemy import func, select
 from extensions import db
 from models import AlertDelivery
 from services import alerts
-from tests.smtp import body_text, free_port
+from tests.fixtures.servers import body_text, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 ACCEPT_FIRST = 3  # alerts accepted before the server holds one and the sender is killed

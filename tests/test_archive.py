@@ -7,7 +7,7 @@ import pytest
 
 from extensions import db
 from services import filing
-from tests.factories import T0
+from tests.fixtures.newsroom import T0
 
 BAD_DAYS = ["2026-02-30", "2026-13-01", "2026-11-31", "2026-1-1", "20261101", "2026-11-01T00:00",
             "yesterday", "2026-11-01x", "0000-01-01", "２０２６-１１-０１", "-2026-11-01", "2026-11-1 "]

@@ -42,17 +42,12 @@ from app import create_app
 from extensions import db
 from models import Piece, PieceRevision, Subscriber, WebhookDelivery
 from services import webhooks
-from tests.factories import Desk
+from tests.fixtures.newsroom import Desk
+from tests.fixtures.servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 LEAK_WORDS = ("traceback", "operationalerror", "sqlalchemy", "psycopg", "sqlite", "errno")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 # ----------------------------------------------------------------------------- database gone

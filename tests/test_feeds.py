@@ -16,7 +16,7 @@ from sqlalchemy import event
 
 from clock import utcnow
 from extensions import db
-from tests.factories import T0
+from tests.fixtures.newsroom import T0
 
 DATA = Path(__file__).parent / "data"
 SM = "{http://www.sitemaps.org/schemas/sitemap/0.9}"

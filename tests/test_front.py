@@ -11,7 +11,7 @@ from sqlalchemy import event
 from extensions import db
 from models import Persona
 from services import filing, front
-from tests.factories import T0
+from tests.fixtures.newsroom import T0
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ from sqlalchemy import select
 from app import create_app
 from extensions import db
 from models import Subscriber
-from tests.factories import T0
+from tests.fixtures.newsroom import T0
 from tests.routes import PaperData, rules, urls_for
 
 FRAMEABLE = {("embed.card", ""), ("pages.edition", "embed=1")}

@@ -3,7 +3,7 @@ with static/js/subscribe.js (JSON to the public API, inline confirmation, per-fi
 without JavaScript (the form POST), the confirm email arriving at a real SMTP server on
 loopback, its link followed and the confirm button pressed.
 
-Debian's headless Chromium through Playwright (tests/browser.py); skipped without them.
+Debian's headless Chromium through Playwright (tests/fixtures/browser.py); skipped without them.
 """
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import re
 
 import pytest
 
-from tests.browser import (WIDTHS, browser, hosts, live, newsroom,  # noqa: F401  (fixtures)
-                           screenshot, watch)
-from tests.smtp import body_text, smtp  # noqa: F401  (fixture)
+from tests.fixtures.browser import WIDTHS, hosts, screenshot, watch
+from tests.fixtures.servers import body_text
 
 expect = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed").expect
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.browser import LEAD, live, newsroom  # noqa: F401  (fixtures)
+from tests.fixtures.newsroom import LEAD
 
 micawber = pytest.importorskip("micawber", reason="the micawber package is not installed")
 

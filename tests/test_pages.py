@@ -16,7 +16,7 @@ from sqlalchemy import event
 
 from extensions import db
 from models import Piece
-from tests.factories import T0
+from tests.fixtures.newsroom import T0
 
 PROSE = ("Rates rose by a quarter point[^1], the third rise this year[^2].\n\n"
          "Markets had expected it[^1]. <script>alert('x')</script> and <b>bold</b> stay text.\n\n"

@@ -13,8 +13,8 @@ from urllib.request import urlopen
 import lxml.html
 import pytest
 
-from tests.browser import (LEAD, WIDTHS, browser, hosts, live, newsroom,  # noqa: F401  (fixtures)
-                           other_origin, screenshot, watch)
+from tests.fixtures.browser import WIDTHS, hosts, screenshot, watch
+from tests.fixtures.newsroom import LEAD
 
 THIRD = "World story number 3 with a headline of ordinary length"
 THIRD_SLUG = "world-story-number-3-with-a-headline-of-ordinary-length"
@@ -100,7 +100,7 @@ def test_the_query_picks_the_story_and_width_and_bad_values_never_fail(client, n
 def test_a_story_older_than_the_list_can_still_be_chosen(client, desk):
     from datetime import timedelta
 
-    from tests.factories import T0
+    from tests.fixtures.newsroom import T0
 
     paper = desk.paper("demo")
     oldest = desk.piece(paper, "The oldest story", on_air_at=T0)
@@ -157,7 +157,7 @@ def test_the_page_loads_only_its_own_script_and_style(client, newsroom):
 
 try:
     from playwright.sync_api import expect
-except ImportError:  # the browser tests skip (tests/browser.py `browser`); the HTTP ones run
+except ImportError:  # the browser tests skip (tests/fixtures/browser.py `browser`); the HTTP ones run
     expect = None
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from extensions import db
 from services import filing
-from tests.factories import T0
+from tests.fixtures.newsroom import T0
 
 LINK = "http://localhost/stories/"
 

@@ -12,8 +12,6 @@ import logging
 import os
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -24,7 +22,7 @@ import logging_setup
 from app import create_app
 from extensions import db
 from services import purge
-from tests.factories import T0
+from tests.fixtures.newsroom import T0
 
 ROOT = Path(__file__).resolve().parent.parent
 VOLATILE = {"X-Request-ID"}
@@ -289,45 +287,14 @@ def test_surrogate_keys_name_the_paper_and_the_piece(client, newsroom):
     assert "Surrogate-Key" not in client.get("/healthz").headers
 
 
-class Receiver:
-    """A real HTTP server on loopback that records every POST (a stand-in CDN purge API)."""
-
-    def __init__(self):
-        self.posts: list[dict] = []
-        received = self.posts
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                received.append({"path": self.path, "headers": dict(self.headers),
-                                 "body": json.loads(body)})
-                self.send_response(200)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/purge"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def receiver():
-    server = Receiver()
-    yield server
-    server.close()
+def purges(receiver) -> list[dict]:
+    """The bodies `receiver` (a stand-in CDN purge API) was posted, decoded."""
+    return [json.loads(request["body"]) for request in receiver.requests]
 
 
 def test_the_purge_hook_posts_surrogate_keys_when_a_piece_goes_on_and_off_air(make_app, newsroom,
                                                                                receiver):
-    hooked = make_app(PURGE_URL=receiver.url, PURGE_HEADER="Fastly-Key: s3cret")
+    hooked = make_app(PURGE_URL=receiver.url + "/purge", PURGE_HEADER="Fastly-Key: s3cret")
     client = hooked.test_client()
     admin, paper = bearer(newsroom["admin"]), newsroom["paper"]
     filed = client.post("/api/v1/stories", json=filing("Harbour reopens"), headers=admin).get_json()
@@ -335,30 +302,30 @@ def test_the_purge_hook_posts_surrogate_keys_when_a_piece_goes_on_and_off_air(ma
                            headers=admin)
     assert revised.status_code == 200
     assert purge.sender.wait_idle(timeout=5)
-    assert receiver.posts == []  # drafts are not public: nothing to purge
+    assert purges(receiver) == []  # drafts are not public: nothing to purge
     keys = [f"paper-{paper.id}", f"piece-{filed['id']}"]
 
     assert client.put(f"/api/v1/stories/{filed['id']}/air", headers=admin).status_code == 200
     assert purge.sender.wait_idle(timeout=5)
-    assert [post["body"] for post in receiver.posts] == [{"surrogate_keys": keys}]
-    post = receiver.posts[0]
+    assert purges(receiver) == [{"surrogate_keys": keys}]
+    post = receiver.requests[0]
     assert post["path"] == "/purge" and post["headers"]["Surrogate-Key"] == " ".join(keys)
     assert post["headers"]["Fastly-Key"] == "s3cret"
     assert post["headers"]["Content-Type"] == "application/json"
 
     assert client.delete(f"/api/v1/stories/{filed['id']}/air", headers=admin).status_code == 200
     assert purge.sender.wait_idle(timeout=5)
-    assert [post["body"] for post in receiver.posts] == [{"surrogate_keys": keys}] * 2
+    assert purges(receiver) == [{"surrogate_keys": keys}] * 2
 
 
 def test_a_rejected_write_purges_nothing(make_app, newsroom, receiver):
-    client = make_app(PURGE_URL=receiver.url).test_client()
+    client = make_app(PURGE_URL=receiver.url + "/purge").test_client()
     admin = bearer(newsroom["admin"])
     assert client.put("/api/v1/stories/999999/air", headers=admin).status_code == 404
     bad = client.post("/api/v1/stories", json={**filing("x"), "section": "Nope"}, headers=admin)
     assert bad.status_code == 422
     assert purge.sender.wait_idle(timeout=5)
-    assert receiver.posts == []
+    assert purges(receiver) == []
 
 
 # ----------------------------------------------------------------------------- request ids, logs

@@ -15,7 +15,7 @@ import rfc8785
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from tests.factories import T0
+from tests.fixtures.newsroom import T0
 
 
 def bearer(key: str) -> dict:

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from extensions import db
-from tests.factories import T0
+from tests.fixtures.newsroom import T0
 from tests.strategies import (DAYS, FILING, FORM_FIELDS, JSON, LIMITS, PERSONAS, RAW, REFS,
                               SECTIONS, SINCE, SIZES, SUBSCRIBE_BODIES, TEXT, VALID_FILING,
                               oembed_urls, search_queries, webhook_urls)

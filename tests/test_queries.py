@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import event
 
 from extensions import db
-from tests.factories import T0
+from tests.fixtures.newsroom import T0
 
 SECTIONS = ("World", "Business", "Science")
 DAY = T0.date().isoformat()

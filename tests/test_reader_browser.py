@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser import (WIDTHS, browser, hosts, live, newsroom,  # noqa: F401  (fixtures)
-                           other_origin, placeholder_png, screenshot, watch)
+from tests.fixtures.browser import WIDTHS, hosts, placeholder_png, screenshot, watch
 
 
 @pytest.mark.parametrize("name,path", [("home", "/"), ("story", "/stories/rates-rise-again-as-the-central-bank-tightens"),

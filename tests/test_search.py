@@ -10,7 +10,7 @@ from sqlalchemy import event
 
 from extensions import db
 from services import filing
-from tests.factories import T0
+from tests.fixtures.newsroom import T0
 
 
 def search(client, q, **kwargs):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tests.factories import T0
+from tests.fixtures.newsroom import T0
 
 
 def test_index_urls_are_absolute_for_the_request_host(client, desk):

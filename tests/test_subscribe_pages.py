@@ -6,7 +6,7 @@ import re
 
 import time_machine
 
-from tests.smtp import body_text, smtp  # noqa: F401  (fixture)
+from tests.fixtures.servers import body_text
 
 
 def test_landing_page_has_a_working_form(client, desk):

@@ -9,7 +9,7 @@ import pytest
 import time_machine
 
 from app import create_app
-from tests.smtp import body_text, receiver, smtp  # noqa: F401  (fixtures)
+from tests.fixtures.servers import body_text
 
 NOW = "2026-11-20T12:00:00Z"
 
@@ -207,7 +207,7 @@ def test_rate_limits_answer_429_with_retry_after(tmp_path, app):
 
 def _hit_limits(limited):
     with limited.app_context():
-        from tests.factories import Desk
+        from tests.fixtures.newsroom import Desk
 
         Desk(limited).paper("demo")
         client = limited.test_client()

@@ -28,7 +28,7 @@ from app import create_app
 from extensions import db
 from models import (AlertDelivery, CitedFact, DeskKey, Edition, Paper, Persona, Piece, PieceRevision,
                     Section, SigningKey, Subscriber, WebhookDelivery)
-from tests.factories import T0
+from tests.fixtures.newsroom import T0
 from tests.routes import PaperData, rules, urls_for
 
 UNSCOPED = {"static", "health.healthz", "health.readyz"}

@@ -11,7 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import time_machine
 
-from tests.smtp import Receiver, body_text, receiver, smtp  # noqa: F401  (fixtures)
+from tests.fixtures.servers import Receiver, body_text
 
 T = datetime(2026, 11, 20, 8, 0, tzinfo=timezone.utc)
 
