@@ -2,7 +2,6 @@
 `/sitemap.xml` (and its split pages) and `/sitemap-news.xml` (issue #5 item 2)."""
 from __future__ import annotations
 
-import contextlib
 import io
 from datetime import timedelta
 from pathlib import Path
@@ -12,11 +11,10 @@ import llms_txt
 import podcastparser
 import pytest
 from lxml import etree
-from sqlalchemy import event
 
 from clock import utcnow
-from extensions import db
 from tests.fixtures.newsroom import T0
+from tests.fixtures.statements import statements
 
 DATA = Path(__file__).parent / "data"
 SM = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
@@ -31,22 +29,6 @@ def _schema(name: str) -> etree.XMLSchema:
 
 def _locs(body: bytes) -> list[str]:
     return [el.text for el in etree.fromstring(body).iter(f"{SM}loc")]
-
-
-@contextlib.contextmanager
-def _statements():
-    """Collect every SQL statement the engine runs inside the block."""
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, parameters, context, executemany):
-        seen.append(statement)
-
-    engine = db.engine
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 def _newsroom(desk):
@@ -281,12 +263,12 @@ def test_feeds_issue_the_same_statements_for_3_and_30_pieces(client, desk, path)
         desk.piece(paper, f"Story {i}", section=["World", "Business"][i % 2],
                    on_air_at=T0 + timedelta(days=i))
         desk.edition(paper, (T0 + timedelta(days=i)).date())
-    with _statements() as few:
+    with statements() as few:
         assert client.get(path).status_code == 200
     for i in range(3, 30):
         desk.piece(paper, f"Story {i}", byline=["Ada Quill", "Rex Ledger"][i % 2],
                    section=["World", "Business", "Science"][i % 3], on_air_at=T0 + timedelta(days=i))
         desk.edition(paper, (T0 + timedelta(days=i)).date())
-    with _statements() as many:
+    with statements() as many:
         assert client.get(path).status_code == 200
     assert len(many) == len(few)

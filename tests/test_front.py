@@ -2,31 +2,15 @@
 of SQL statements behind the list endpoints."""
 from __future__ import annotations
 
-import contextlib
 from datetime import date, datetime, timedelta, timezone
 
 from flask import g
-from sqlalchemy import event
 
 from extensions import db
 from models import Persona
 from services import filing, front
 from tests.fixtures.newsroom import T0
-
-
-@contextlib.contextmanager
-def statements():
-    """Collect every SQL statement the engine runs inside the block."""
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, parameters, context, executemany):
-        seen.append(statement)
-
-    event.listen(db.engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(db.engine, "before_cursor_execute", record)
+from tests.fixtures.statements import statements
 
 
 def _newsroom(desk, pieces: int):

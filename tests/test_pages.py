@@ -2,7 +2,6 @@
 masthead and the HTML 404 page, through HTTP."""
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import shutil
@@ -12,11 +11,11 @@ from pathlib import Path
 
 import lxml.html
 import pytest
-from sqlalchemy import event
 
 from extensions import db
 from models import Piece
 from tests.fixtures.newsroom import T0
+from tests.fixtures.statements import statements
 
 PROSE = ("Rates rose by a quarter point[^1], the third rise this year[^2].\n\n"
          "Markets had expected it[^1]. <script>alert('x')</script> and <b>bold</b> stay text.\n\n"
@@ -340,23 +339,6 @@ def test_a_private_papers_404_page_does_not_name_it(client, desk):
     response = client.get("/", base_url="http://secret.localhost")
     assert response.status_code == 404
     assert "Hidden Ledger" not in response.get_data(as_text=True)
-
-
-@contextlib.contextmanager
-def statements(app):
-    """Count the SQL statements the engine runs inside the block."""
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, parameters, context, executemany):
-        seen.append(statement)
-
-    with app.app_context():
-        engine = db.engine
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 @pytest.mark.parametrize("path", PAGES)

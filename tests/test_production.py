@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 import time_machine
-from sqlalchemy import event
 
 import logging_setup
 from app import create_app
 from extensions import db
 from services import purge
 from tests.fixtures.newsroom import T0
+from tests.fixtures.statements import statements
 
 ROOT = Path(__file__).resolve().parent.parent
 VOLATILE = {"X-Request-ID"}
@@ -49,23 +49,6 @@ def make_app(app):
         with built.app_context():
             db.session.remove()
             db.engine.dispose()
-
-
-@contextlib.contextmanager
-def statements(app):
-    """Collect the SQL statements `app`'s engine runs inside the block."""
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, parameters, context, executemany):
-        seen.append(statement)
-
-    with app.app_context():
-        engine = db.engine
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 def bearer(key: str) -> dict:

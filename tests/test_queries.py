@@ -1,20 +1,18 @@
 """No N+1 anywhere (issue 6 "Efficiency"): story lists, the front, a day, search and the feeds
 issue the same number of SQL statements for a handful of rows and for many, and no more than the
-few each one needs. Counted with SQLAlchemy's `before_cursor_execute`, with the response cache
+few each one needs. Counted by tests/fixtures/statements.py, with the response cache
 off (the suite's app uses NullCache), so every statement the views need is seen.
 
 tests/test_front.py, test_pages.py and test_feeds.py hold narrower counts of their own surfaces.
 """
 from __future__ import annotations
 
-import contextlib
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import event
 
-from extensions import db
 from tests.fixtures.newsroom import T0
+from tests.fixtures.statements import statements
 
 SECTIONS = ("World", "Business", "Science")
 DAY = T0.date().isoformat()
@@ -40,22 +38,6 @@ PUBLIC = {
     "/llms.txt": 3,
     "/podcast.xml": 2,
 }
-
-
-@contextlib.contextmanager
-def statements():
-    """Collect every SQL statement the engine runs inside the block."""
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, parameters, context, executemany):
-        seen.append(statement)
-
-    engine = db.engine
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 def grow(desk, paper, total: int) -> None:

@@ -6,11 +6,11 @@ from datetime import timedelta
 from urllib.parse import quote
 
 import pytest
-from sqlalchemy import event
 
 from extensions import db
 from services import filing
 from tests.fixtures.newsroom import T0
+from tests.fixtures.statements import statements
 
 
 def search(client, q, **kwargs):
@@ -202,20 +202,11 @@ def test_statement_count_does_not_grow_with_rows(app, client, desk):
         desk.piece(paper, f"Harvest {i}" if i < 2 else f"Harvest festival {i}",
                    on_air_at=T0 + timedelta(minutes=i))
 
-    def statements(q):
-        seen = []
-
-        def count(*args):
-            seen.append(1)
-
-        with app.app_context():
-            event.listen(db.engine, "before_cursor_execute", count)
-            try:
-                rows = len(search(client, q).get_json()["stories"])
-            finally:
-                event.remove(db.engine, "before_cursor_execute", count)
+    def rows_and_statements(q):
+        with statements(app) as seen:
+            rows = len(search(client, q).get_json()["stories"])
         return rows, len(seen)
 
-    few, many = statements("harvest festival"), statements("harvest")
+    few, many = rows_and_statements("harvest festival"), rows_and_statements("harvest")
     assert (few[0], many[0]) == (10, 12)
     assert few[1] == many[1]
