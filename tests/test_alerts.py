@@ -14,6 +14,7 @@ import pytest
 import time_machine
 from sqlalchemy import func, select
 
+from tests.fixtures.keys import auth
 from tests.fixtures.servers import body_text, free_port
 
 T = datetime(2026, 11, 20, 8, 0, tzinfo=timezone.utc)  # a Friday, ISO week 47
@@ -233,7 +234,7 @@ def test_seed_demo_subscribers_are_confirmed_mixed_and_sent_nothing_until_a_run(
     from models import Paper
 
     key = desk.key(db.session.scalar(select(Paper).where(Paper.slug == "demo")), "admin")
-    body = client.get("/api/v1/subscribers", headers={"Authorization": f"Bearer {key}"}).get_json()
+    body = client.get("/api/v1/subscribers", headers=auth(key)).get_json()
     assert (body["count"], body["confirmed"]) == (25, 25)
     rows = body["subscribers"]
     assert [r["email"] for r in rows] == [f"reader{n:05d}@example.test" for n in range(1, 26)]

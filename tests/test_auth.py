@@ -7,13 +7,10 @@ import pytest
 
 from extensions import db
 from services import keys
+from tests.fixtures.keys import auth
 
 OTHER = "http://other.localhost"
 KEYED_GETS = ["/api/v1/agent", "/api/v1/config", "/api/v1/stories/{id}/proof"]
-
-
-def bearer(key: str) -> dict:
-    return {"Authorization": f"Bearer {key}"}
 
 
 @pytest.fixture
@@ -36,9 +33,9 @@ def newsroom(desk):
 @pytest.mark.parametrize("kind", ["read", "admin", "agent"])
 def test_every_kind_reads_the_keyed_lane_of_its_own_paper(client, newsroom, kind):
     for url in KEYED_GETS:
-        response = client.get(url.format(id=newsroom["piece"].id), headers=bearer(newsroom[kind]))
+        response = client.get(url.format(id=newsroom["piece"].id), headers=auth(newsroom[kind]))
         assert response.status_code == 200, (url, response.get_json())
-    body = client.get("/api/v1/agent", headers={"X-Desk-Key": newsroom[kind]}).get_json()
+    body = client.get("/api/v1/agent", headers=auth(newsroom[kind], "X-Desk-Key")).get_json()
     assert body["key"]["active"] is True and body["key"]["kind"] == kind
     assert body["key"]["paper"] == "demo"
 
@@ -46,12 +43,12 @@ def test_every_kind_reads_the_keyed_lane_of_its_own_paper(client, newsroom, kind
 @pytest.mark.parametrize("kind", ["read", "admin", "agent"])
 def test_a_key_on_another_papers_host_is_403(client, newsroom, kind):
     for url in KEYED_GETS + ["/api/v1/stories"]:
-        response = client.get(url.format(id=1), headers=bearer(newsroom[kind]), base_url=OTHER)
+        response = client.get(url.format(id=1), headers=auth(newsroom[kind]), base_url=OTHER)
         assert response.status_code == 403, url
         assert response.mimetype == "application/problem+json"
     # Also on writes: the key is refused before the body is looked at.
     response = client.post("/api/v1/sections", json={"name": "Sport"}, base_url=OTHER,
-                           headers=bearer(newsroom[kind]))
+                           headers=auth(newsroom[kind]))
     assert response.status_code == 403
 
 
@@ -61,7 +58,7 @@ def test_a_revoked_key_is_401(client, newsroom, kind):
     keys.revoke(plain[len("desk_"):][:12])
     db.session.commit()
     for url in KEYED_GETS + ["/api/v1/stories"]:
-        response = client.get(url.format(id=newsroom["piece"].id), headers=bearer(plain))
+        response = client.get(url.format(id=newsroom["piece"].id), headers=auth(plain))
         assert response.status_code == 401, url
         assert response.headers["WWW-Authenticate"] == 'Bearer realm="desk"'
         assert "revoked" in response.get_json()["detail"]
@@ -104,13 +101,13 @@ def test_malformed_or_unknown_keys_are_401_even_on_the_public_lane(client, newsr
 def test_a_tampered_key_with_a_known_prefix_is_401(client, newsroom):
     plain = newsroom["admin"]
     forged = plain[:-1] + ("A" if plain[-1] != "A" else "B")
-    response = client.get("/api/v1/agent", headers=bearer(forged))
+    response = client.get("/api/v1/agent", headers=auth(forged))
     assert response.status_code == 401
 
 
 def test_a_read_key_cannot_write(client, newsroom):
     piece_id = newsroom["piece"].id
-    headers = bearer(newsroom["read"])
+    headers = auth(newsroom["read"])
     for method, url, body in [
         ("post", "/api/v1/stories", {"headline": "x", "prose": "y", "section": "World", "byline": "Ada Quill"}),
         ("patch", f"/api/v1/stories/{piece_id}", {"headline": "Changed"}),
@@ -135,14 +132,14 @@ def test_keyed_answers_are_private_without_cors(client, newsroom, kind):
     origin = {"Origin": "https://elsewhere.example"}
     for url in KEYED_GETS + ["/api/v1/stories", "/api/v1"]:
         response = client.get(url.format(id=newsroom["piece"].id),
-                              headers={**bearer(newsroom[kind]), **origin})
+                              headers={**auth(newsroom[kind]), **origin})
         assert response.status_code == 200, url
         assert response.headers["Cache-Control"] == "private, no-store", url
         assert "ETag" not in response.headers
         assert not [h for h in response.headers.keys() if h.lower().startswith("access-control-")], url
     # A keyed write answer too.
     response = client.patch("/api/v1/config", json={"motto": "New"},
-                            headers={**bearer(newsroom["admin"]), **origin})
+                            headers={**auth(newsroom["admin"]), **origin})
     assert response.status_code == 200
     assert response.headers["Cache-Control"] == "private, no-store"
     assert "Access-Control-Allow-Origin" not in response.headers
@@ -155,22 +152,22 @@ def test_a_private_paper_is_readable_with_its_key(client, desk):
     key = desk.key(paper, "read")
     base = "http://secret.localhost"
     assert client.get("/api/v1/stories", base_url=base).status_code == 404
-    listed = client.get("/api/v1/stories", base_url=base, headers=bearer(key)).get_json()
+    listed = client.get("/api/v1/stories", base_url=base, headers=auth(key)).get_json()
     assert {s["headline"] for s in listed["stories"]} == {"Only for the desk", "Still a draft"}
     assert {s["on_air"] for s in listed["stories"] if s["headline"] == "Still a draft"} == {False}
     assert client.get(f"/api/v1/stories/{piece.id}", base_url=base,
-                      headers=bearer(key)).status_code == 200
+                      headers=auth(key)).status_code == 200
     assert client.get(f"/api/v1/stories/{draft.id}/proof", base_url=base,
-                      headers=bearer(key)).status_code == 200
+                      headers=auth(key)).status_code == 200
     assert client.get("/api/v1/config", base_url=base,
-                      headers=bearer(key)).get_json()["is_public"] is False
+                      headers=auth(key)).get_json()["is_public"] is False
 
 
 def test_config_as_read_and_admin_sees_key_summaries_never_keys(client, newsroom):
-    as_read = client.get("/api/v1/config", headers=bearer(newsroom["read"])).get_json()
+    as_read = client.get("/api/v1/config", headers=auth(newsroom["read"])).get_json()
     assert as_read["nameplate"] == "The Demo Times" and as_read["config"] == {"timezone": "UTC"}
     assert "desk_keys" not in as_read
-    as_admin = client.get("/api/v1/config", headers=bearer(newsroom["admin"]))
+    as_admin = client.get("/api/v1/config", headers=auth(newsroom["admin"]))
     body = as_admin.get_json()
     assert {k["kind"] for k in body["desk_keys"]} == {"read", "admin", "agent"}
     assert newsroom["admin"] not in as_admin.get_data(as_text=True)
@@ -180,7 +177,7 @@ def test_config_as_read_and_admin_sees_key_summaries_never_keys(client, newsroom
 
 def test_the_index_read_with_a_key_lists_the_routes_its_level_reaches(client, newsroom):
     def routes(kind):
-        body = client.get("/api/v1", headers=bearer(newsroom[kind])).get_json()
+        body = client.get("/api/v1", headers=auth(newsroom[kind])).get_json()
         return {(r["method"], r["path"].removeprefix("http://localhost"), r["access"])
                 for r in body["routes"]}
 

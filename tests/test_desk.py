@@ -8,12 +8,9 @@ from sqlalchemy import func, select
 
 from extensions import db
 from models import CitedFact, Edition, Paper, Persona, Piece, PieceRevision, Section
+from tests.fixtures.keys import auth
 
 PROBLEM = "application/problem+json"
-
-
-def bearer(key: str) -> dict:
-    return {"Authorization": f"Bearer {key}"}
 
 
 def facts(n: int) -> list[dict]:
@@ -58,7 +55,7 @@ def newsroom(desk):
 
 def test_admin_files_a_draft_that_stays_off_air(client, newsroom):
     response = client.post("/api/v1/stories", json=filing(image="https://cdn.example.com/a.jpg"),
-                           headers=bearer(newsroom["admin"]))
+                           headers=auth(newsroom["admin"]))
     assert response.status_code == 201, response.get_json()
     story = response.get_json()
     assert response.headers["Location"] == f"http://localhost/api/v1/stories/{story['id']}"
@@ -69,19 +66,19 @@ def test_admin_files_a_draft_that_stays_off_air(client, newsroom):
     assert story["content_hash"].startswith("sha256:")
     assert client.get("/api/v1/stories").get_json()["count"] == 0
     assert client.get(f"/api/v1/stories/{story['id']}").status_code == 404
-    keyed = client.get("/api/v1/stories", headers=bearer(newsroom["read"])).get_json()
+    keyed = client.get("/api/v1/stories", headers=auth(newsroom["read"])).get_json()
     assert [(s["id"], s["on_air"]) for s in keyed["stories"]] == [(story["id"], False)]
 
 
 def test_agent_files_as_its_own_persona(client, newsroom):
     body = filing(byline=...)
-    response = client.post("/api/v1/stories", json=body, headers=bearer(newsroom["ada"]))
+    response = client.post("/api/v1/stories", json=body, headers=auth(newsroom["ada"]))
     assert response.status_code == 201
     assert response.get_json()["byline"] == "Ada Quill"
-    same = client.post("/api/v1/stories", json=filing(byline="Ada Quill"), headers=bearer(newsroom["ada"]))
+    same = client.post("/api/v1/stories", json=filing(byline="Ada Quill"), headers=auth(newsroom["ada"]))
     assert same.status_code == 201
     before = counts()
-    other = client.post("/api/v1/stories", json=filing(byline="Rex Ledger"), headers=bearer(newsroom["ada"]))
+    other = client.post("/api/v1/stories", json=filing(byline="Rex Ledger"), headers=auth(newsroom["ada"]))
     assert other.status_code == 403 and other.mimetype == PROBLEM
     assert counts() == before
 
@@ -89,11 +86,11 @@ def test_agent_files_as_its_own_persona(client, newsroom):
 def test_agent_without_file_capability_cannot_file(client, desk, newsroom):
     key = desk.key(newsroom["paper"], "agent", persona=desk.persona(newsroom["paper"], "Ada Quill"),
                    capabilities=["revise"])
-    assert client.post("/api/v1/stories", json=filing(byline=...), headers=bearer(key)).status_code == 403
+    assert client.post("/api/v1/stories", json=filing(byline=...), headers=auth(key)).status_code == 403
 
 
 def test_admin_must_name_a_byline(client, newsroom):
-    response = client.post("/api/v1/stories", json=filing(byline=...), headers=bearer(newsroom["admin"]))
+    response = client.post("/api/v1/stories", json=filing(byline=...), headers=auth(newsroom["admin"]))
     assert response.status_code == 422 and "byline" in response.get_json()["errors"]
 
 
@@ -119,7 +116,7 @@ def test_admin_must_name_a_byline(client, newsroom):
 ])
 def test_a_rejected_filing_is_422_and_writes_nothing(client, newsroom, body, field):
     before = counts()
-    response = client.post("/api/v1/stories", json=body, headers=bearer(newsroom["admin"]))
+    response = client.post("/api/v1/stories", json=body, headers=auth(newsroom["admin"]))
     assert response.status_code == 422, response.get_json()
     assert response.mimetype == PROBLEM
     errors = response.get_json()["errors"]
@@ -134,7 +131,7 @@ def test_inactive_persona_and_section_refuse_filings(client, desk, newsroom):
     db.session.commit()
     before = counts()
     response = client.post("/api/v1/stories", json=filing(section="Science"),
-                           headers=bearer(newsroom["admin"]))
+                           headers=auth(newsroom["admin"]))
     assert response.status_code == 422
     assert set(response.get_json()["errors"]) >= {"byline", "section"}
     assert counts() == before
@@ -152,7 +149,7 @@ def test_inactive_persona_and_section_refuse_filings(client, desk, newsroom):
 ])
 def test_bodies_that_are_not_a_json_object(client, newsroom, kwargs, status):
     before = counts()
-    response = client.post("/api/v1/stories", headers=bearer(newsroom["admin"]), **kwargs)
+    response = client.post("/api/v1/stories", headers=auth(newsroom["admin"]), **kwargs)
     assert response.status_code == status, response.get_json()
     assert response.mimetype == PROBLEM
     assert counts() == before
@@ -160,7 +157,7 @@ def test_bodies_that_are_not_a_json_object(client, newsroom, kwargs, status):
 
 def test_a_body_over_64_kib_is_413(client, newsroom):
     response = client.post("/api/v1/stories", json=filing(prose="x" * 70_000),
-                           headers=bearer(newsroom["admin"]))
+                           headers=auth(newsroom["admin"]))
     assert response.status_code == 413 and response.mimetype == PROBLEM
 
 
@@ -169,9 +166,9 @@ def test_a_body_over_64_kib_is_413(client, newsroom):
 
 def test_revision_changes_only_the_given_fields_and_files_a_new_rev(client, desk, newsroom):
     piece = desk.piece(newsroom["paper"], "Rates rise again", facts=2, on_air_at=None)
-    first = client.get(f"/api/v1/stories/{piece.id}", headers=bearer(newsroom["admin"])).get_json()
+    first = client.get(f"/api/v1/stories/{piece.id}", headers=auth(newsroom["admin"])).get_json()
     response = client.patch(f"/api/v1/stories/{piece.id}", json={"headline": "Rates rise, again"},
-                            headers=bearer(newsroom["admin"]))
+                            headers=auth(newsroom["admin"]))
     assert response.status_code == 200
     story = response.get_json()
     assert story["rev"] == 2 and story["headline"] == "Rates rise, again"
@@ -179,7 +176,7 @@ def test_revision_changes_only_the_given_fields_and_files_a_new_rev(client, desk
     assert {k: story[k] for k in ("prose", "dek", "section", "byline", "cited_facts", "slug")} == \
         {k: first[k] for k in ("prose", "dek", "section", "byline", "cited_facts", "slug")}
     # New facts and prose together; section and byline move by name.
-    response = client.patch(f"/api/v1/stories/{piece.id}", headers=bearer(newsroom["admin"]), json={
+    response = client.patch(f"/api/v1/stories/{piece.id}", headers=auth(newsroom["admin"]), json={
         "prose": "Three now[^1][^2][^3].", "cited_facts": facts(3), "section": "Business",
         "byline": "Rex Ledger"})
     story = response.get_json()
@@ -191,7 +188,7 @@ def test_a_revision_that_changes_nothing_files_nothing(client, desk, newsroom):
     piece = desk.piece(newsroom["paper"], on_air_at=None)
     before = counts()
     for body in [{}, {"headline": "Rates rise again"}]:
-        response = client.patch(f"/api/v1/stories/{piece.id}", json=body, headers=bearer(newsroom["admin"]))
+        response = client.patch(f"/api/v1/stories/{piece.id}", json=body, headers=auth(newsroom["admin"]))
         assert response.status_code == 200 and response.get_json()["rev"] == 1
     assert counts() == before
 
@@ -201,11 +198,11 @@ def test_a_rejected_revision_writes_nothing(client, desk, newsroom):
     before = counts()
     for body in [{"prose": "Now cites[^3]."}, {"cited_facts": facts(1)}, {"section": "Nowhere"},
                  {"headline": None}, {"slug": "no-such-field"}]:
-        response = client.patch(f"/api/v1/stories/{piece.id}", json=body, headers=bearer(newsroom["admin"]))
+        response = client.patch(f"/api/v1/stories/{piece.id}", json=body, headers=auth(newsroom["admin"]))
         assert response.status_code == 422, body
     assert counts() == before
     assert client.patch("/api/v1/stories/999999", json={"headline": "x"},
-                        headers=bearer(newsroom["admin"])).status_code == 404
+                        headers=auth(newsroom["admin"])).status_code == 404
 
 
 def test_agent_revises_only_its_own_drafts(client, desk, newsroom):
@@ -213,16 +210,16 @@ def test_agent_revises_only_its_own_drafts(client, desk, newsroom):
     own = desk.piece(paper, "Ada's draft", byline="Ada Quill", on_air_at=None)
     theirs = desk.piece(paper, "Rex's draft", byline="Rex Ledger", on_air_at=None)
     aired = desk.piece(paper, "Ada on air", byline="Ada Quill")
-    ok = client.patch(f"/api/v1/stories/{own.id}", json={"dek": "Sharper."}, headers=bearer(newsroom["ada"]))
+    ok = client.patch(f"/api/v1/stories/{own.id}", json={"dek": "Sharper."}, headers=auth(newsroom["ada"]))
     assert ok.status_code == 200 and ok.get_json()["rev"] == 2
     before = counts()
     for piece_id, body in [(theirs.id, {"dek": "Mine now."}), (aired.id, {"dek": "Live edit."}),
                            (own.id, {"byline": "Rex Ledger"})]:
-        response = client.patch(f"/api/v1/stories/{piece_id}", json=body, headers=bearer(newsroom["ada"]))
+        response = client.patch(f"/api/v1/stories/{piece_id}", json=body, headers=auth(newsroom["ada"]))
         assert response.status_code == 403, (piece_id, body)
     # `file` alone does not open revising.
     response = client.patch(f"/api/v1/stories/{own.id}", json={"dek": "Again."},
-                            headers=bearer(newsroom["ada_file_only"]))
+                            headers=auth(newsroom["ada_file_only"]))
     assert response.status_code == 403
     assert counts() == before
 
@@ -232,25 +229,25 @@ def test_admin_airs_and_unairs_and_agents_cannot(client, desk, newsroom):
     etag = client.get("/api/v1/stories").headers["ETag"]
     for key in ("ada", "read"):
         for method in ("put", "delete"):
-            response = getattr(client, method)(f"/api/v1/stories/{piece.id}/air", headers=bearer(newsroom[key]))
+            response = getattr(client, method)(f"/api/v1/stories/{piece.id}/air", headers=auth(newsroom[key]))
             assert response.status_code == 403
     assert client.get("/api/v1/stories", headers={"If-None-Match": etag}).status_code == 304
 
-    aired = client.put(f"/api/v1/stories/{piece.id}/air", headers=bearer(newsroom["admin"]))
+    aired = client.put(f"/api/v1/stories/{piece.id}/air", headers=auth(newsroom["admin"]))
     assert aired.status_code == 200
     story = aired.get_json()
     assert story["on_air"] is True and story["on_air_at"].endswith("Z")
     public = client.get("/api/v1/stories", headers={"If-None-Match": etag})
     assert public.status_code == 200 and [s["id"] for s in public.get_json()["stories"]] == [story["id"]]
     # Airing again keeps the first on-air time.
-    again = client.put(f"/api/v1/stories/{piece.id}/air", headers=bearer(newsroom["admin"])).get_json()
+    again = client.put(f"/api/v1/stories/{piece.id}/air", headers=auth(newsroom["admin"])).get_json()
     assert again["on_air_at"] == story["on_air_at"]
 
-    unaired = client.delete(f"/api/v1/stories/{piece.id}/air", headers=bearer(newsroom["admin"]))
+    unaired = client.delete(f"/api/v1/stories/{piece.id}/air", headers=auth(newsroom["admin"]))
     assert unaired.status_code == 200 and unaired.get_json()["on_air"] is False
     assert client.get("/api/v1/stories").get_json()["count"] == 0
     assert client.get(f"/api/v1/stories/{piece.id}").status_code == 404
-    assert client.put("/api/v1/stories/999999/air", headers=bearer(newsroom["admin"])).status_code == 404
+    assert client.put("/api/v1/stories/999999/air", headers=auth(newsroom["admin"])).status_code == 404
 
 
 # ----------------------------------------------------------------------------- the cast
@@ -261,19 +258,19 @@ def test_publish_an_edition_once_per_day(client, newsroom):
             "video_url": "https://cdn.example.com/2026-11-20.mp4",
             "poster_url": "https://cdn.example.com/2026-11-20.jpg", "length_bytes": 1234,
             "duration_seconds": 120}
-    response = client.post("/api/v1/cast", json=body, headers=bearer(newsroom["admin"]))
+    response = client.post("/api/v1/cast", json=body, headers=auth(newsroom["admin"]))
     assert response.status_code == 201, response.get_json()
     edition = response.get_json()
     assert edition["day"] == "2026-11-20" and edition["mime_type"] == "video/mp4"
     assert edition["url"] == response.headers["Location"] == "http://localhost/cast/2026-11-20"
     assert client.get("/api/v1/cast").get_json()["count"] == 1
     before = counts()
-    again = client.post("/api/v1/cast", json={**body, "title": "Twice"}, headers=bearer(newsroom["admin"]))
+    again = client.post("/api/v1/cast", json={**body, "title": "Twice"}, headers=auth(newsroom["admin"]))
     assert again.status_code == 409 and again.mimetype == PROBLEM
     for bad in [{**body, "day": "2026-02-30"}, {**body, "video_url": "nope"},
                 {**body, "length_bytes": -1}, {**body, "duration_seconds": 1.5},
                 {**body, "mime_type": "text/html"}, {k: v for k, v in body.items() if k != "title"}]:
-        assert client.post("/api/v1/cast", json=bad, headers=bearer(newsroom["admin"])).status_code == 422, bad
+        assert client.post("/api/v1/cast", json=bad, headers=auth(newsroom["admin"])).status_code == 422, bad
     assert counts() == before
 
 
@@ -281,7 +278,7 @@ def test_publish_an_edition_once_per_day(client, newsroom):
 
 
 def test_sections_are_created_reordered_renamed_and_deactivated(client, newsroom):
-    admin = bearer(newsroom["admin"])
+    admin = auth(newsroom["admin"])
     names = lambda: [s["name"] for s in client.get("/api/v1/sections").get_json()["sections"]]  # noqa: E731
     assert names() == ["World", "Business", "Science"]
     created = client.post("/api/v1/sections", json={"name": "Sport", "description": "Games.",
@@ -311,7 +308,7 @@ def test_sections_are_created_reordered_renamed_and_deactivated(client, newsroom
 
 
 def test_personas_are_always_declared_ai(client, newsroom):
-    admin = bearer(newsroom["admin"])
+    admin = auth(newsroom["admin"])
     created = client.post("/api/v1/personas", json={"name": "Nova Reed", "title": "Science desk",
                                                      "beat": "space", "bio": "Writes on launches.",
                                                      "declared_ai": True}, headers=admin)
@@ -338,7 +335,7 @@ def test_personas_are_always_declared_ai(client, newsroom):
 
 
 def test_config_patch_merges_and_moves_the_public_etag(client, newsroom):
-    admin = bearer(newsroom["admin"])
+    admin = auth(newsroom["admin"])
     etag = client.get("/api/v1").headers["ETag"]
     response = client.patch("/api/v1/config", headers=admin, json={
         "nameplate": "The Harbour Herald", "index_style": "keyed",
@@ -350,7 +347,7 @@ def test_config_patch_merges_and_moves_the_public_etag(client, newsroom):
     index = client.get("/api/v1", headers={"If-None-Match": etag})
     assert index.status_code == 200 and index.get_json()["nameplate"] == "The Harbour Herald"
     assert "keyed" in index.get_json()
-    agent = client.get("/api/v1/agent", headers=bearer(newsroom["ada"])).get_json()
+    agent = client.get("/api/v1/agent", headers=auth(newsroom["ada"])).get_json()
     assert agent["search_help"] == "https://help.example.com/desk"
 
     before = counts()
@@ -363,11 +360,11 @@ def test_config_patch_merges_and_moves_the_public_etag(client, newsroom):
 
     assert client.patch("/api/v1/config", json={"is_public": False}, headers=admin).status_code == 200
     assert client.get("/api/v1/stories").status_code == 404
-    assert client.get("/api/v1/stories", headers=bearer(newsroom["read"])).status_code == 200
+    assert client.get("/api/v1/stories", headers=auth(newsroom["read"])).status_code == 200
 
 
 def test_odd_path_values_are_404_never_500(client, newsroom):
-    admin = bearer(newsroom["admin"])
+    admin = auth(newsroom["admin"])
     for method, url, body in [("get", "/api/v1/stories/%00/proof", None),
                               ("patch", "/api/v1/stories/%00", {"dek": "x"}),
                               ("put", "/api/v1/stories/%00/air", None),
@@ -380,7 +377,7 @@ def test_odd_path_values_are_404_never_500(client, newsroom):
 
 
 def test_slugs_are_unique_bounded_and_never_look_like_ids(client, newsroom):
-    admin = bearer(newsroom["admin"])
+    admin = auth(newsroom["admin"])
     first = client.post("/api/v1/sections", json={"name": "2026"}, headers=admin).get_json()
     assert first["slug"] == "section-2026"
     second = client.post("/api/v1/sections", json={"name": "2026!"}, headers=admin).get_json()

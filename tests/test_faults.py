@@ -42,6 +42,7 @@ from app import create_app
 from extensions import db
 from models import Piece, PieceRevision, Subscriber, WebhookDelivery
 from services import webhooks
+from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import Desk
 from tests.fixtures.servers import free_port
 
@@ -158,7 +159,7 @@ def test_database_gone_is_a_503_and_service_returns_with_it(app, desk, tmp_path)
         try:
             assert_unavailable(client.get("/api/v1/stories"), problem=True)
             assert_unavailable(client.get(f"/api/v1/stories/{piece.id}/proof",
-                                          headers={"X-Desk-Key": admin}), problem=True)
+                                          headers=auth(admin, "X-Desk-Key")), problem=True)
             assert_unavailable(client.post("/api/v1/subscribers", json={"email": "a@example.com"}),
                                problem=True)
             assert_unavailable(client.get("/readyz"), problem=True)
@@ -240,7 +241,7 @@ def test_a_hanging_webhook_costs_a_bounded_wait_and_is_retried_later(app, client
     t0 = datetime(2026, 11, 20, 8, 0, tzinfo=timezone.utc)
     try:
         with time_machine.travel(t0, tick=False) as clock:
-            assert client.post("/api/v1/subscribers", headers={"X-Desk-Key": admin},
+            assert client.post("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key"),
                                json={"emails": ["hook@example.com"], "webhook": receiver.url}).status_code == 202
             row = db.session.scalars(select(Subscriber)).one()
             webhooks.enqueue(row, "test", {"hello": "world"}, t0)
@@ -364,7 +365,7 @@ def served(app, tmp_path):
 def call(method: str, url: str, key: str, body: dict | None = None) -> tuple[int, dict, dict]:
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method=method, headers={
-        "X-Desk-Key": key, "Content-Type": "application/json", "Host": "localhost"})
+        **auth(key, "X-Desk-Key"), "Content-Type": "application/json", "Host": "localhost"})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, dict(response.headers), json.loads(response.read() or b"null")

@@ -5,8 +5,7 @@ from sqlalchemy import select, update
 
 from extensions import db
 from models import DeskKey
-
-AUTH = "Authorization"
+from tests.fixtures.keys import auth
 
 
 def create(runner, *args):
@@ -33,14 +32,14 @@ def test_admin_key_authenticates_and_opens_drafts(runner, client, desk):
     row = db.session.scalar(select(DeskKey))
     assert row.key_hash != key and key not in (row.prefix, row.label)
     assert key[len("desk_"):].startswith(row.prefix)
-    response = client.get("/api/v1/stories", headers={AUTH: f"Bearer {key}"})
+    response = client.get("/api/v1/stories", headers=auth(key))
     assert response.status_code == 200
     assert response.headers["Cache-Control"] == "private, no-store"
     headlines = {s["headline"] for s in response.get_json()["stories"]}
     assert headlines == {"On air", "Still a draft"}
     public = client.get("/api/v1/stories").get_json()["stories"]
     assert {s["headline"] for s in public} == {"On air"}
-    assert client.get("/api/v1/stories", headers={"X-Desk-Key": key}).status_code == 200
+    assert client.get("/api/v1/stories", headers=auth(key, "X-Desk-Key")).status_code == 200
 
 
 def test_revoke_makes_the_key_401(runner, client, desk):
@@ -50,7 +49,7 @@ def test_revoke_makes_the_key_401(runner, client, desk):
     result = runner.invoke(args=["keys", "revoke", prefix[:6]])
     assert result.exit_code == 0, result.output
     assert f"revoked read key {prefix}" in result.stdout
-    response = client.get("/api/v1/stories", headers={AUTH: f"Bearer {key}"})
+    response = client.get("/api/v1/stories", headers=auth(key))
     assert response.status_code == 401
     assert response.headers["WWW-Authenticate"] == 'Bearer realm="desk"'
     listed = runner.invoke(args=["keys", "list"]).stdout.splitlines()
@@ -63,7 +62,7 @@ def test_revoke_accepts_the_whole_key(runner, client, desk):
     desk.paper("demo")
     key = create(runner, "--paper", "demo", "--kind", "admin")
     assert runner.invoke(args=["keys", "revoke", key]).exit_code == 0
-    assert client.get("/api/v1", headers={AUTH: f"Bearer {key}"}).status_code == 401
+    assert client.get("/api/v1", headers=auth(key)).status_code == 401
 
 
 def test_agent_key_with_persona_and_capabilities(runner, client, desk):
@@ -73,7 +72,7 @@ def test_agent_key_with_persona_and_capabilities(runner, client, desk):
     row = db.session.scalar(select(DeskKey))
     assert row.kind == "agent" and row.capabilities == ["file", "revise"]
     assert row.persona_id == desk.persona(paper, "Ada Quill").id
-    assert client.get("/api/v1/stories", headers={AUTH: f"Bearer {key}"}).status_code == 200
+    assert client.get("/api/v1/stories", headers=auth(key)).status_code == 200
     line = runner.invoke(args=["keys", "list", "--paper", "demo"]).stdout.splitlines()[1]
     assert "agent" in line and "Ada Quill" in line and "file,revise" in line
 

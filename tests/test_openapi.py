@@ -10,6 +10,7 @@ import pytest
 from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 
 from errors import PROBLEM_MIME
+from tests.fixtures.keys import auth
 
 DOCUMENTED_PREFIXES = ("/api/v1", "/embed/", "/oembed")
 IGNORED_METHODS = {"HEAD", "OPTIONS"}
@@ -184,7 +185,7 @@ def test_cli_writes_the_same_document(runner, client, doc, tmp_path):
 
 
 def test_every_json_body_refuses_what_is_not_json_as_documented(client, desk, demo, doc):
-    headers = {"Authorization": f"Bearer {desk.key(demo, 'admin')}"}
+    headers = auth(desk.key(demo, 'admin'))
     bodies = [(path, method) for path, method, operation, _ in operations(doc)
               if "requestBody" in operation and not path.startswith("/embed/")]
     for path, method in bodies:

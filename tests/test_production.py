@@ -21,6 +21,7 @@ import logging_setup
 from app import create_app
 from extensions import db
 from services import purge
+from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.fixtures.statements import statements
 
@@ -49,10 +50,6 @@ def make_app(app):
         with built.app_context():
             db.session.remove()
             db.engine.dispose()
-
-
-def bearer(key: str) -> dict:
-    return {"Authorization": f"Bearer {key}"}
 
 
 def filing(headline: str) -> dict:
@@ -120,7 +117,7 @@ def test_a_write_through_the_api_makes_the_cached_list_stale_at_once(make_app, n
     before = client.get("/api/v1/stories")
     assert before.get_json()["count"] == 3
     assert client.get("/api/v1/stories").get_json() == before.get_json()  # now cached
-    admin = bearer(newsroom["admin"])
+    admin = auth(newsroom["admin"])
     filed = client.post("/api/v1/stories", json=filing("Harbour reopens"), headers=admin)
     assert filed.status_code == 201
     # A draft is not public: the list is the same, but under a new version.
@@ -144,7 +141,7 @@ def test_keyed_requests_never_read_or_write_the_cache(make_app, newsroom, desk):
     assert "Secret draft" not in {s["headline"] for s in public["stories"]}
     for _ in range(2):
         with statements(cached) as seen:
-            keyed = client.get("/api/v1/stories", headers=bearer(newsroom["read"]))
+            keyed = client.get("/api/v1/stories", headers=auth(newsroom["read"]))
         assert len(seen) > 2  # paper, key, the list itself: never a cached answer
         assert "Secret draft" in {s["headline"] for s in keyed.get_json()["stories"]}
         assert keyed.headers["Cache-Control"] == "private, no-store"
@@ -183,7 +180,7 @@ def test_another_workers_write_is_seen_once_the_snapshot_expires(make_app, newsr
         reader, writer = make_app().test_client(), make_app().test_client()
         before = reader.get("/api/v1/stories")
         assert before.get_json()["count"] == 3
-        admin = bearer(newsroom["admin"])
+        admin = auth(newsroom["admin"])
         filed = writer.post("/api/v1/stories", json=filing("Harbour reopens"), headers=admin)
         assert writer.put(f"/api/v1/stories/{filed.get_json()['id']}/air", headers=admin).status_code == 200
         assert writer.get("/api/v1/stories").get_json()["count"] == 4  # its own write: at once
@@ -203,7 +200,7 @@ def test_a_paper_made_private_is_hidden_by_the_worker_that_made_it_at_once(make_
     assert client.get("/api/v1/stories").status_code == 200
     assert client.get("/api/v1/stories").status_code == 200  # a hit on the snapshot
     changed = client.patch("/api/v1/config", json={"is_public": False},
-                           headers=bearer(newsroom["admin"]))
+                           headers=auth(newsroom["admin"]))
     assert changed.status_code == 200, changed.get_json()
     assert client.get("/api/v1/stories").status_code == 404
 
@@ -279,7 +276,7 @@ def test_the_purge_hook_posts_surrogate_keys_when_a_piece_goes_on_and_off_air(ma
                                                                                receiver):
     hooked = make_app(PURGE_URL=receiver.url + "/purge", PURGE_HEADER="Fastly-Key: s3cret")
     client = hooked.test_client()
-    admin, paper = bearer(newsroom["admin"]), newsroom["paper"]
+    admin, paper = auth(newsroom["admin"]), newsroom["paper"]
     filed = client.post("/api/v1/stories", json=filing("Harbour reopens"), headers=admin).get_json()
     revised = client.patch(f"/api/v1/stories/{filed['id']}", json={"dek": "Still a draft."},
                            headers=admin)
@@ -303,7 +300,7 @@ def test_the_purge_hook_posts_surrogate_keys_when_a_piece_goes_on_and_off_air(ma
 
 def test_a_rejected_write_purges_nothing(make_app, newsroom, receiver):
     client = make_app(PURGE_URL=receiver.url + "/purge").test_client()
-    admin = bearer(newsroom["admin"])
+    admin = auth(newsroom["admin"])
     assert client.put("/api/v1/stories/999999/air", headers=admin).status_code == 404
     bad = client.post("/api/v1/stories", json={**filing("x"), "section": "Nope"}, headers=admin)
     assert bad.status_code == 422

@@ -15,11 +15,8 @@ import rfc8785
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
-
-
-def bearer(key: str) -> dict:
-    return {"Authorization": f"Bearer {key}"}
 
 
 def published_keys(client) -> dict[str, dict]:
@@ -59,7 +56,7 @@ def newsroom(desk):
 
 
 def fetch_proof(client, key: str, piece_id) -> dict:
-    response = client.get(f"/api/v1/stories/{piece_id}/proof", headers=bearer(key))
+    response = client.get(f"/api/v1/stories/{piece_id}/proof", headers=auth(key))
     assert response.status_code == 200, response.get_json()
     return response.get_json()
 
@@ -119,7 +116,7 @@ def test_a_revision_extends_the_chain(client, desk, newsroom):
     first = fetch_proof(client, newsroom["read"], piece.id)
     for headline in ("Rates rise once more", "Rates rise, third time"):
         response = client.patch(f"/api/v1/stories/{piece.id}", json={"headline": headline},
-                                headers=bearer(newsroom["admin"]))
+                                headers=auth(newsroom["admin"]))
         assert response.status_code == 200
     proof = fetch_proof(client, newsroom["read"], piece.id)
     keys = published_keys(client)
@@ -156,12 +153,12 @@ def test_rotation_keeps_old_receipts_verifiable(client, runner, desk, newsroom):
     assert new_kid in result.output
 
     assert holds(fetch_proof(client, newsroom["read"], old_piece.id), keys)
-    filed = client.post("/api/v1/stories", headers=bearer(newsroom["admin"]), json={
+    filed = client.post("/api/v1/stories", headers=auth(newsroom["admin"]), json={
         "headline": "After the rotation", "prose": "New key.", "section": "World", "byline": "Ada Quill"})
     new_proof = fetch_proof(client, newsroom["read"], filed.get_json()["id"])
     assert new_proof["receipt_verify"]["kid"] == new_kid and holds(new_proof, keys)
     # A revision of the old piece is signed with the new key; its first generation keeps the old one.
-    client.patch(f"/api/v1/stories/{old_piece.id}", json={"dek": "Revised."}, headers=bearer(newsroom["admin"]))
+    client.patch(f"/api/v1/stories/{old_piece.id}", json={"dek": "Revised."}, headers=auth(newsroom["admin"]))
     revised = fetch_proof(client, newsroom["read"], old_piece.id)
     assert [g["kid"] for g in revised["generations"]] == [old_kid, new_kid] and holds(revised, keys)
 
@@ -171,13 +168,13 @@ def test_proofs_cover_drafts_and_never_leak_the_signing_key(client, desk, newsro
     from models import SigningKey
 
     draft = desk.piece(newsroom["paper"], on_air_at=None)
-    response = client.get(f"/api/v1/stories/{draft.id}/proof", headers=bearer(newsroom["read"]))
+    response = client.get(f"/api/v1/stories/{draft.id}/proof", headers=auth(newsroom["read"]))
     assert response.status_code == 200 and holds(response.get_json(), published_keys(client))
     seed = db.session.query(SigningKey).one().private_seed
     for text in (response.get_data(as_text=True), client.get("/api/v1/receipt-keys").get_data(as_text=True),
-                 client.get("/api/v1/config", headers=bearer(newsroom["admin"])).get_data(as_text=True)):
+                 client.get("/api/v1/config", headers=auth(newsroom["admin"])).get_data(as_text=True)):
         assert seed not in text and "private" not in text
-    missing = client.get("/api/v1/stories/999999/proof", headers=bearer(newsroom["read"]))
+    missing = client.get("/api/v1/stories/999999/proof", headers=auth(newsroom["read"]))
     assert missing.status_code == 404 and missing.mimetype == "application/problem+json"
 
 
@@ -234,7 +231,7 @@ def test_agent_check_for_an_agent_key(client, desk, newsroom):
     paper = newsroom["paper"]
     key = desk.key(paper, "agent", persona=desk.persona(paper, "Ada Quill"), capabilities=["file"],
                    label="night desk bot")
-    body = client.get("/api/v1/agent", headers={"X-Desk-Key": key}).get_json()
+    body = client.get("/api/v1/agent", headers=auth(key, "X-Desk-Key")).get_json()
     assert body["key"] == {"active": True, "kind": "agent", "prefix": key[5:17],
                            "label": "night desk bot", "paper": "demo"}
     assert body["avatar"] == "http://localhost/masthead/ada-quill/avatar.svg"
@@ -250,7 +247,7 @@ def test_agent_check_for_an_agent_key(client, desk, newsroom):
 
 @pytest.mark.parametrize("kind", ["read", "admin"])
 def test_agent_check_for_read_and_admin_keys(client, newsroom, kind):
-    body = client.get("/api/v1/agent", headers=bearer(newsroom[kind])).get_json()
+    body = client.get("/api/v1/agent", headers=auth(newsroom[kind])).get_json()
     assert body["key"]["kind"] == kind and body["key"]["active"] is True
     assert body["avatar"] is None and body["persona"] is None
     assert body["capability"] == [kind]
@@ -263,7 +260,7 @@ def test_agent_check_for_read_and_admin_keys(client, newsroom, kind):
 def test_agent_check_on_a_custom_host(client, desk):
     paper = desk.paper("harbour", host="news.harbour.test")
     key = desk.key(paper, "read")
-    body = client.get("/api/v1/agent", base_url="http://news.harbour.test", headers=bearer(key)).get_json()
+    body = client.get("/api/v1/agent", base_url="http://news.harbour.test", headers=auth(key)).get_json()
     assert body["search_help"] == "mailto:desk@news.harbour.test"
     assert body["guide"] == "http://news.harbour.test/api"
 

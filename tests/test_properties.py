@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from sqlalchemy import text
 
 from extensions import db
+from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.strategies import (DAYS, FILING, FORM_FIELDS, JSON, LIMITS, PERSONAS, RAW, REFS,
                               SECTIONS, SINCE, SIZES, SUBSCRIBE_BODIES, TEXT, VALID_FILING,
@@ -193,7 +194,7 @@ def test_limit_on_stories_clamps_integers_and_refuses_the_rest(client, world, li
 def test_ids_and_slugs_everywhere(client, world, ref):
     before = snapshot()
     seg = segment(ref)
-    read, admin = {"X-Desk-Key": world["read"]}, {"X-Desk-Key": world["admin"]}
+    read, admin = auth(world["read"], "X-Desk-Key"), auth(world["admin"], "X-Desk-Key")
     draft_id, draft_slug = world["draft"]
     aired = ref in world["aired"] or ref in world["aired"].values()
     # A client resolves dot segments before sending, and a "/" (sent as %2F, which the server
@@ -294,9 +295,7 @@ def test_bodies_nested_too_deeply_are_refused_not_crashed(app, client, world):
                       ("/api/v1/config", "admin"), ("/api/v1/sections", "admin")):
         method = "PATCH" if path.endswith("config") else "POST"
         for body in (deep[:60_000], b'{"a":' * 10_000 + b"1" + b"}" * 10_000):
-            headers = {"Content-Type": "application/json"}
-            if key:
-                headers["X-Desk-Key"] = world[key]
+            headers = {"Content-Type": "application/json", **auth(world[key] if key else None, "X-Desk-Key")}
             assert check(client.open(path, method=method, data=body, headers=headers)) in (400, 413, 422)
 
 

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 
+from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.fixtures.statements import statements
 
@@ -92,6 +93,6 @@ def test_keyed_lists_take_a_constant_number_of_statements(client, desk):
     for total in (3, 40):
         grow(desk, paper, total)
         desk.piece(paper, f"Draft {total}", on_air_at=None)
-        n, _ = count(client, "/api/v1/stories?limit=200", {"Authorization": f"Bearer {key}"})
+        n, _ = count(client, "/api/v1/stories?limit=200", auth(key))
         counts.append(n)
     assert counts[0] == counts[1] <= 3  # paper, key, the rows

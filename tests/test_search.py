@@ -9,6 +9,7 @@ import pytest
 
 from extensions import db
 from services import filing
+from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.fixtures.statements import statements
 
@@ -99,7 +100,7 @@ def test_drafts_and_other_papers_never_appear(client, desk):
     assert headlines(search(client, "comet", base_url="http://other.localhost")) == ["Comet elsewhere"]
     # A desk key shows drafts on /stories, but search is the public face: on air only.
     key = desk.key(paper, "read")
-    assert headlines(search(client, "comet", headers={"X-Desk-Key": key})) == ["Comet seen on air"]
+    assert headlines(search(client, "comet", headers=auth(key, "X-Desk-Key"))) == ["Comet seen on air"]
 
 
 def test_revised_piece_is_found_by_its_new_words_only(client, desk):

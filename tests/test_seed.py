@@ -12,6 +12,7 @@ import clock
 from extensions import db
 from models import Edition, Paper, Persona, Piece, PieceRevision, Section
 from services import provenance
+from tests.fixtures.keys import auth
 
 MARKER = re.compile(r"\[\^(\d+)\]")
 
@@ -127,7 +128,7 @@ def test_private_paper_is_404_on_its_host(runner, client, desk):
         assert client.get(path, base_url=host).status_code == 404
     key = desk.key(private, "read")
     opened = client.get("/api/v1/stories?limit=200", base_url=host,
-                        headers={"Authorization": f"Bearer {key}"})
+                        headers=auth(key))
     assert opened.status_code == 200
     assert sum(1 for s in opened.get_json()["stories"] if s.get("on_air", True)) >= 20
 
@@ -149,7 +150,7 @@ def test_every_seeded_receipt_verifies(runner, client, desk):
     assert _check_receipts(client, "demo", "http://localhost") == 63
     key = desk.key(_paper("demo-private"), "read")
     assert _check_receipts(client, "demo-private", "http://demo-private.localhost",
-                           {"Authorization": f"Bearer {key}"}) == 27
+                           auth(key)) == 27
 
 
 def test_same_seed_writes_the_same_text(runner, desk):
@@ -185,7 +186,7 @@ def test_existing_paper_needs_reset(runner, client, desk):
     assert _on_air("demo") == 45 and _on_air("demo-private") == 24
     assert db.session.scalar(select(func.count(Paper.id))) == 2
     # The reset took the old paper's keys with it.
-    assert client.get("/api/v1", headers={"Authorization": f"Bearer {key}"}).status_code == 401
+    assert client.get("/api/v1", headers=auth(key)).status_code == 401
 
 
 def test_bulk_path_gives_exactly_n_signed_pieces_and_the_orm_files_after(runner, client, desk):
@@ -242,7 +243,7 @@ def test_run_info_prints_urls_and_a_working_admin_key(runner, client, desk):
     assert client.get(f"/api/v1/stories/{story_id}").status_code == 200
     key = out.strip().splitlines()[-1]
     assert key.startswith("desk_")
-    response = client.get("/api/v1/stories?limit=200", headers={"Authorization": f"Bearer {key}"})
+    response = client.get("/api/v1/stories?limit=200", headers=auth(key))
     assert response.status_code == 200
     assert any(s.get("on_air") is False for s in response.get_json()["stories"])
     listed = runner.invoke(args=["keys", "list", "--paper", "demo"])

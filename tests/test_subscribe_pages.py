@@ -6,6 +6,7 @@ import re
 
 import time_machine
 
+from tests.fixtures.keys import auth
 from tests.fixtures.servers import body_text
 
 
@@ -68,9 +69,9 @@ def test_unsubscribe_page_get_then_post(client, desk, smtp):
         unsubscribe = subscriptions.make_token("unsubscribe", row)
     page = client.get(f"/subscribe/unsubscribe?token={unsubscribe}")
     assert page.status_code == 200 and b"Unsubscribe</button>" in page.data
-    assert client.get("/api/v1/subscribers", headers={"X-Desk-Key": admin}).get_json()["count"] == 1
+    assert client.get("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key")).get_json()["count"] == 1
     done = client.post("/subscribe/unsubscribe", data={"token": unsubscribe})
     assert done.status_code == 200 and b"no more" in done.data
-    assert client.get("/api/v1/subscribers", headers={"X-Desk-Key": admin}).get_json()["count"] == 0
+    assert client.get("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key")).get_json()["count"] == 0
     # The old confirm link does not undo the unsubscribe.
     assert client.post("/subscribe/confirm", data={"token": token}).status_code == 400

@@ -9,6 +9,7 @@ import pytest
 import time_machine
 
 from app import create_app
+from tests.fixtures.keys import auth
 from tests.fixtures.servers import body_text
 
 NOW = "2026-11-20T12:00:00Z"
@@ -37,19 +38,19 @@ def test_double_opt_in_over_http(client, desk, smtp):
     assert message.get_body(("html",)) is not None
     link = confirm_link(message)
     admin = desk.key(_paper(), "admin")
-    rows = client.get("/api/v1/subscribers", headers={"X-Desk-Key": admin}).get_json()["subscribers"]
+    rows = client.get("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key")).get_json()["subscribers"]
     row = next(r for r in rows if r["email"] == "reader@example.com")
     assert row["confirmed_at"] is None and row["sections"] == ["World"] and row["cadence"] == "instant"
     # A GET (what a mail scanner does) shows a button and confirms nothing.
     page = client.get(path_of(link))
     assert page.status_code == 200 and b"<form method=\"post\"" in page.data
     assert "ETag" not in page.headers
-    rows = client.get("/api/v1/subscribers", headers={"X-Desk-Key": admin}).get_json()["subscribers"]
+    rows = client.get("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key")).get_json()["subscribers"]
     assert next(r for r in rows if r["email"] == "reader@example.com")["confirmed_at"] is None
     token = link.split("token=", 1)[1]
     done = client.post("/subscribe/confirm", data={"token": token})
     assert done.status_code == 200 and b"is on the list" in done.data
-    rows = client.get("/api/v1/subscribers", headers={"X-Desk-Key": admin}).get_json()["subscribers"]
+    rows = client.get("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key")).get_json()["subscribers"]
     assert next(r for r in rows if r["email"] == "reader@example.com")["confirmed_at"] == NOW
 
 
@@ -135,11 +136,11 @@ def test_keyed_list_read_and_admin(client, desk, smtp):
     client.post("/api/v1/subscribers", json={"email": "one@example.com"})
     client.post("/api/v1/subscribers", json={"email": "two@example.com", "cast": False})
     client.post("/subscribe/confirm", data={"token": confirm_link(smtp.to("one@example.com")[0]).split("token=")[1]})
-    counts = client.get("/api/v1/subscribers", headers={"Authorization": f"Bearer {read}"})
+    counts = client.get("/api/v1/subscribers", headers=auth(read))
     assert counts.get_json() == {"count": 2, "confirmed": 1}
     assert counts.headers["Cache-Control"] == "private, no-store"
     assert "Access-Control-Allow-Origin" not in counts.headers
-    rows = client.get("/api/v1/subscribers", headers={"X-Desk-Key": admin}).get_json()
+    rows = client.get("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key")).get_json()
     assert rows["count"] == 2
     two = next(r for r in rows["subscribers"] if r["email"] == "two@example.com")
     assert set(two) == {"email", "confirmed_at", "cadence", "sections", "cast", "last_sent_at"}
@@ -151,9 +152,9 @@ def test_admin_batch_with_webhook(client, desk, smtp, receiver):
     paper = desk.paper("demo")
     read, admin = desk.key(paper, "read"), desk.key(paper, "admin")
     emails = [f"r{i}@example.com" for i in range(3)]
-    forbidden = client.post("/api/v1/subscribers", json={"emails": emails}, headers={"X-Desk-Key": read})
+    forbidden = client.post("/api/v1/subscribers", json={"emails": emails}, headers=auth(read, "X-Desk-Key"))
     assert forbidden.status_code == 403
-    response = client.post("/api/v1/subscribers", headers={"X-Desk-Key": admin},
+    response = client.post("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key"),
                            json={"emails": emails, "webhook": receiver.url + "/hook", "cadence": "weekly"})
     assert response.status_code == 202
     body = response.get_json()["subscribers"]
@@ -161,27 +162,27 @@ def test_admin_batch_with_webhook(client, desk, smtp, receiver):
     assert all(r["webhook_secret"].startswith("whsec_") for r in body)
     assert len({r["webhook_secret"] for r in body}) == 3
     assert sorted(m["To"] for m in smtp.messages) == emails
-    rows = client.get("/api/v1/subscribers", headers={"X-Desk-Key": admin}).get_json()["subscribers"]
+    rows = client.get("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key")).get_json()["subscribers"]
     assert all(r["confirmed_at"] is None and r["webhook"] == receiver.url + "/hook" for r in rows)
     assert {r["webhook_secret"] for r in rows} == {r["webhook_secret"] for r in body}
-    plain = client.post("/api/v1/subscribers", headers={"X-Desk-Key": admin}, json={"emails": ["p@example.com"]})
+    plain = client.post("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key"), json={"emails": ["p@example.com"]})
     assert plain.get_json() == {"subscribers": [{"email": "p@example.com"}]}
 
 
 def test_admin_batch_limits_and_webhook_rules(client, desk, app):
     paper = desk.paper("demo")
     admin = desk.key(paper, "admin")
-    too_many = client.post("/api/v1/subscribers", headers={"X-Desk-Key": admin},
+    too_many = client.post("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key"),
                            json={"emails": [f"r{i}@example.com" for i in range(21)]})
     assert too_many.status_code == 422 and "emails" in too_many.get_json()["errors"]
-    bad = client.post("/api/v1/subscribers", headers={"X-Desk-Key": admin},
+    bad = client.post("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key"),
                       json={"emails": ["a@example.com", "nope"]})
     assert bad.status_code == 422
     app.config["WEBHOOK_ALLOW_PRIVATE"] = False
     try:
         for url in ("http://hooks.example.com/x", "https://127.0.0.1/x", "https://10.1.2.3/x",
                     "https://169.254.169.254/latest", "https://[::1]/x", "ftp://example.com/x"):
-            response = client.post("/api/v1/subscribers", headers={"X-Desk-Key": admin},
+            response = client.post("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key"),
                                    json={"emails": ["a@example.com"], "webhook": url})
             assert response.status_code == 422, url
             assert "webhook" in response.get_json()["errors"]

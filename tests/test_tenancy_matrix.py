@@ -28,6 +28,7 @@ from app import create_app
 from extensions import db
 from models import (AlertDelivery, CitedFact, DeskKey, Edition, Paper, Persona, Piece, PieceRevision,
                     Section, SigningKey, Subscriber, WebhookDelivery)
+from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.routes import PaperData, rules, urls_for
 
@@ -58,7 +59,7 @@ class Newsroom:
 
 
 def subscriber(client, host: str, email: str, admin_key: str | None = None) -> Subscriber:
-    headers = {"X-Desk-Key": admin_key} if admin_key else {}
+    headers = auth(admin_key, "X-Desk-Key")
     body = {"emails": [email]} if admin_key else {"email": email}
     assert client.post("/api/v1/subscribers", json=body, headers=headers,
                        base_url=f"http://{host}").status_code == 202
@@ -136,7 +137,7 @@ def sweep(client, app, host_data: PaperData, probe: PaperData, key: str | None, 
           writes: bool, overrides: dict | None = None):
     """Yield (method, url, endpoint, response) for every route on `host_data`'s host, with the
     paths filled from `probe`'s values (another paper's, for cross-tenant probes)."""
-    headers = {"X-Desk-Key": key} if key else {}
+    headers = auth(key, "X-Desk-Key")
     for method, rule in rules(app, None if writes else {"GET"}):
         for url in urls_for(rule, probe, overrides):
             kwargs = {}

@@ -11,6 +11,7 @@ from datetime import datetime, timedelta, timezone
 
 import time_machine
 
+from tests.fixtures.keys import auth
 from tests.fixtures.servers import Receiver, body_text
 
 T = datetime(2026, 11, 20, 8, 0, tzinfo=timezone.utc)
@@ -28,7 +29,7 @@ def hooked(client, desk, smtp, url, email="hook@example.com"):
     """A confirmed instant subscriber with a webhook; returns its secret."""
     paper = desk.paper("demo")
     admin = desk.key(paper, "admin")
-    body = client.post("/api/v1/subscribers", headers={"X-Desk-Key": admin},
+    body = client.post("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key"),
                        json={"emails": [email], "webhook": url, "cadence": "instant"}).get_json()
     token = re.search(r"confirm\?token=(\S+)", body_text(smtp.to(email)[-1])).group(1)
     client.post("/subscribe/confirm", data={"token": token})
