@@ -1,11 +1,11 @@
-# Paper Desk: `make run` serves the demo paper, `make test` runs the suite.
+# Paper Desk: `make run` serves the demo paper, `make test` runs the suite, `make test-fast` the quick part.
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PORT ?= 5000
 export FLASK_APP := app
 
-.PHONY: install run test test-sqlite test-postgres schemathesis ci openapi bench bench-alerts clean
+.PHONY: install run test test-fast test-sqlite test-postgres schemathesis ci openapi bench bench-alerts clean
 
 # A marker written last, so a venv left half-made by an interrupted run is made again.
 $(VENV)/.created:
@@ -29,6 +29,9 @@ run: install ## migrate, seed the demo paper once, serve on 127.0.0.1:$(PORT)
 
 test: install ## the suite on SQLite, and on PostgreSQL too when TEST_DATABASE_URL is set
 	$(BIN)/pytest -q $(PYTEST_ARGS)
+
+test-fast: install ## the quick loop: SQLite only, without the browser and slow tests (markers in pyproject.toml)
+	env -u TEST_DATABASE_URL $(BIN)/pytest -q -m "not browser and not slow" $(PYTEST_ARGS)
 
 test-sqlite: install ## the suite on SQLite only
 	env -u TEST_DATABASE_URL $(BIN)/pytest -q $(PYTEST_ARGS)

@@ -201,6 +201,7 @@ def test_file_outbox_when_no_smtp_url(client, desk, runner, app, tmp_path):
         assert len([f for f in os.listdir(tmp_path / "outbox") if f.endswith(".eml")]) == 2
 
 
+@pytest.mark.slow
 def test_two_concurrent_runs_alert_nobody_twice(client, desk, smtp, app):
     if app.backend != "postgresql":
         pytest.skip("two writers at once: PostgreSQL (SQLite has a single writer)")

@@ -34,6 +34,8 @@ from models import AlertDelivery
 from services import alerts
 from tests.fixtures.servers import body_text, free_port
 
+pytestmark = pytest.mark.slow  # real subprocesses, killed and run again
+
 ROOT = Path(__file__).resolve().parent.parent
 ACCEPT_FIRST = 3  # alerts accepted before the server holds one and the sender is killed
 

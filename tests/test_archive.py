@@ -80,6 +80,7 @@ def test_days_empty_and_off_air_pieces_leave_the_archive(client, desk):
     assert client.get("/api/v1/days").get_json() == {"days": [], "count": 0}
 
 
+@pytest.mark.slow
 def test_days_keep_at_most_366_newest(client, desk):
     paper = desk.paper("demo")
     first = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)

@@ -234,6 +234,7 @@ class SlowReceiver:
             conn.close()
 
 
+@pytest.mark.slow
 def test_a_hanging_webhook_costs_a_bounded_wait_and_is_retried_later(app, client, desk, runner):
     paper = desk.paper("demo")
     admin = desk.key(paper, "admin")
@@ -373,6 +374,7 @@ def call(method: str, url: str, key: str, body: dict | None = None) -> tuple[int
         return error.code, dict(error.headers), json.loads(error.read() or b"null")
 
 
+@pytest.mark.slow
 def test_two_workers_revising_one_piece_lose_no_revision(served):
     base, piece_id, admin, owner, log = served
     n = 16

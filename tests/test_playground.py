@@ -170,6 +170,7 @@ def open_playground(context, live: str, path: str = "/api"):
     return page, seen
 
 
+@pytest.mark.browser
 def test_pick_a_story_set_the_width_copy_the_snippet_and_embed_it_elsewhere(
         browser, live, newsroom, other_origin):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -240,6 +241,7 @@ def test_pick_a_story_set_the_width_copy_the_snippet_and_embed_it_elsewhere(
     elsewhere.close()
 
 
+@pytest.mark.browser
 def test_try_an_endpoint_shows_its_status_and_pretty_json_in_place(browser, live, newsroom):
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     page, seen = open_playground(context, live)
@@ -285,6 +287,7 @@ def test_try_an_endpoint_shows_its_status_and_pretty_json_in_place(browser, live
     context.close()
 
 
+@pytest.mark.browser
 def test_without_javascript_the_form_and_the_links_work(browser, live, newsroom):
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
@@ -310,6 +313,7 @@ def test_without_javascript_the_form_and_the_links_work(browser, live, newsroom)
     context.close()
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize("label", WIDTHS)
 def test_playground_screenshots(browser, live, newsroom, label):
     width, height = WIDTHS[label]

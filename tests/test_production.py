@@ -401,6 +401,7 @@ def test_readyz_answers_when_the_database_does(client):
     assert response.status_code == 200 and response.get_json()["database"] == "ok"
 
 
+@pytest.mark.slow
 def test_gunicorn_config_loads():
     result = subprocess.run([sys.executable, "-m", "gunicorn", "--check-config", "-c",
                              str(ROOT / "gunicorn.conf.py")], cwd=ROOT, capture_output=True,
@@ -422,6 +423,7 @@ def test_a_cold_read_reuses_the_workers_recent_paper_row(make_app, newsroom):
     assert client.get("/").status_code == 200 and client.get("/masthead").status_code == 200
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("wal", [True, False])
 def test_a_sqlite_database_runs_in_write_ahead_log_mode_unless_told_not_to(tmp_path, wal):
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'paper.db'}",

@@ -41,6 +41,8 @@ PROFILE = settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 PROBLEM_FIELDS = {"type", "title", "status", "detail"}
 
+pytestmark = pytest.mark.slow  # dozens of examples per test
+
 
 # ----------------------------------------------------------------------------- the newsroom
 

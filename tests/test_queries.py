@@ -74,6 +74,7 @@ def test_public_answers_take_a_constant_number_of_statements(client, desk, path)
     assert counts[1] <= PUBLIC[path], (path, counts[1], "\n".join(s[:200] for s in seen))
 
 
+@pytest.mark.slow
 def test_lists_return_many_rows_in_the_same_statements(client, desk):
     """The big answers really are big: 200 rows, six per rail, a whole day."""
     paper = desk.paper("demo", sections=SECTIONS)

@@ -10,6 +10,8 @@ import pytest
 
 from tests.fixtures.browser import WIDTHS, hosts, placeholder_png, screenshot, watch
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.mark.parametrize("name,path", [("home", "/"), ("story", "/stories/rates-rise-again-as-the-central-bank-tightens"),
                                        ("section", "/sections/world"), ("day", "/days/2026-11-01"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
@@ -189,6 +190,7 @@ def test_existing_paper_needs_reset(runner, client, desk):
     assert client.get("/api/v1", headers=auth(key)).status_code == 401
 
 
+@pytest.mark.slow
 def test_bulk_path_gives_exactly_n_signed_pieces_and_the_orm_files_after(runner, client, desk):
     result = seed(runner, "--pieces", "2000")
     assert "demo: 2,000 on air" in result.stdout

@@ -210,12 +210,14 @@ def world(desk, client) -> Newsroom:
     return build(desk, client)
 
 
+@pytest.mark.slow
 def test_no_answer_leaks_across_papers_keys_or_lanes(app, client, world):
     made = run_matrix(client, app, world)
     assert made > 500, made  # every route, every key kind, three hosts
     print("tenancy matrix requests:", made)
 
 
+@pytest.mark.slow
 def test_the_response_cache_keeps_papers_and_lanes_apart(app, world, tmp_path):
     cached = create_app({
         "TESTING": True, "SQLALCHEMY_DATABASE_URI": app.config["SQLALCHEMY_DATABASE_URI"],
