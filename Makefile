@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 5000
 export FLASK_APP := app
 
-.PHONY: install run test test-fast test-sqlite test-postgres schemathesis ci openapi bench bench-alerts clean
+.PHONY: install run test test-fast test-sqlite test-postgres lint schemathesis ci openapi bench bench-alerts clean
 
 # A marker written last, so a venv left half-made by an interrupted run is made again.
 $(VENV)/.created:
@@ -39,6 +39,9 @@ test-sqlite: install ## the suite on SQLite only
 test-postgres: install ## the PostgreSQL half of the suite (needs TEST_DATABASE_URL)
 	@test -n "$$TEST_DATABASE_URL" || { echo "set TEST_DATABASE_URL=postgresql://..."; exit 2; }
 	$(BIN)/pytest -q -k postgresql $(PYTEST_ARGS)
+
+lint: install ## ruff check over the whole repo (settings in pyproject.toml)
+	$(BIN)/ruff check .
 
 schemathesis: install ## fuzz the running app against its OpenAPI document (SQLite; PostgreSQL too with TEST_DATABASE_URL)
 	$(BIN)/python scripts/ci_schemathesis.py $(SCHEMATHESIS_ARGS)
