@@ -126,7 +126,7 @@ class RateLimits:
         self.links = parse_many(config.get("SUBSCRIBE_LINK_RATELIMIT", "20/minute;200/hour"))
         self.default = parse_many(config.get("RATELIMIT_DEFAULT", "600 per minute"))
         self._store: Storage | None = None
-        self._memory = MemoryStorage()
+        self._fallback: MemoryStorage | None = None  # made on the store's first failure
         self._store_failed_at: float | None = None
         self._lock = threading.Lock()
 
@@ -162,10 +162,17 @@ class RateLimits:
 
     # ------------------------------------------------------------------ counting
 
+    def _memory(self) -> MemoryStorage:
+        if self._fallback is None:
+            with self._lock:
+                if self._fallback is None:
+                    self._fallback = MemoryStorage()
+        return self._fallback
+
     def _storage(self) -> Storage:
         if self._store_failed_at is not None:
             if time.monotonic() - self._store_failed_at < STORE_RETRY_SECONDS:
-                return self._memory
+                return self._memory()
             self._store_failed_at = None
         if self._store is None:
             with self._lock:
@@ -191,14 +198,14 @@ class RateLimits:
         try:
             return [self._count(store, limit, now) for limit in limits]
         except Exception:  # noqa: BLE001 - a limiter outage must never become a site outage
-            if store is self._memory:
+            if store is self._fallback:
                 raise
             log.warning("rate-limit store unreachable; counting in memory for %ss",
                         STORE_RETRY_SECONDS, exc_info=True)
             self._store_failed_at = time.monotonic()
             if not self.fallback_enabled:
                 return []
-            return [self._count(self._memory, limit, now) for limit in limits]
+            return [self._count(self._memory(), limit, now) for limit in limits]
 
     def check(self) -> None:
         """Pipeline step (before the paper lookup): count the current request; raise 429 with
