@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 import time_machine
-from sqlalchemy import event, func, select
+from sqlalchemy import func, select
 
 import pipeline
 from extensions import db
 from models import Subscriber
 from services import subscriptions
+from tests.fixtures.statements import statements
 
 ROOT = Path(__file__).resolve().parent.parent
 # Mid-minute, so a clock-aligned window cannot roll over during a test.
@@ -85,23 +86,6 @@ def frozen():
         yield
 
 
-class Statements:
-    def __init__(self, app):
-        self.app, self.count = app, 0
-
-    def __enter__(self):
-        with self.app.app_context():
-            self.engine = db.engine
-        event.listen(self.engine, "before_cursor_execute", self._record)
-        return self
-
-    def _record(self, *args, **kwargs):
-        self.count += 1
-
-    def __exit__(self, *exc):
-        event.remove(self.engine, "before_cursor_execute", self._record)
-
-
 def test_the_steps_run_in_the_documented_order(production):
     steps = pipeline.describe(production)
     assert steps["before"] == EXPECTED_BEFORE
@@ -124,7 +108,7 @@ def test_installing_twice_or_beside_a_stray_hook_is_refused(production):
 
 def test_cheap_refusals_answer_before_any_database_work(production, paper, frozen):
     client = production.test_client()
-    with Statements(production) as counted:
+    with statements(production) as counted:
         assert client.get("/api/v1/stories/%00").status_code == 404
         too_big = client.post("/api/v1/subscribers", data=b"x" * (64 * 1024 + 1),
                               headers={"Content-Type": "application/json"})
@@ -138,7 +122,7 @@ def test_cheap_refusals_answer_before_any_database_work(production, paper, froze
         unknown = client.get("/api/v1", headers={"X-Desk-Key": "x"},
                              base_url="http://nowhere.example")
         assert unknown.status_code == 401
-    assert counted.count == 0
+    assert counted == []
     # A well-formed key is looked up: unknown -> 401 after one query, on a real paper.
     unknown_key = client.get("/api/v1/stories", headers={"X-Desk-Key": "desk_" + "A" * 43})
     assert unknown_key.status_code == 401
@@ -181,9 +165,9 @@ def test_a_429_costs_no_database_work(production, paper, frozen):
     client = production.test_client()
     for _ in range(300):
         client.get("/api/v1/sections")
-    with Statements(production) as counted:
+    with statements(production) as counted:
         assert client.get("/api/v1/stories").status_code == 429
-    assert counted.count == 0
+    assert counted == []
 
 
 def test_public_subscribe_limits_per_client_and_per_address(production, paper, frozen):
