@@ -19,7 +19,7 @@ import logging_setup
 import security
 import tenancy
 from extensions import api, cache, cors, db, limiter, migrate
-from services import purge
+from services.delivery import purge
 
 
 def create_app(test_config: dict | None = None) -> Flask:

@@ -17,7 +17,8 @@ from sqlalchemy.orm import make_transient_to_detached
 
 from extensions import db
 from models import Paper
-from services import keys, memo
+from services.newsroom import keys
+from services.reading import memo
 
 # Endpoints that answer for the process, not for a paper.
 UNSCOPED = {"static", "health.healthz", "health.readyz", "bench_bare"}

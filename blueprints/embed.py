@@ -12,7 +12,9 @@ import http_cache
 import security
 from schemas.embed import OEmbedOut, OEmbedQuery
 from schemas.story import disclosure
-from services import embeds, stories, urls
+from services.reading import stories
+from services.rendering import embeds
+from services.rendering import links as urls
 
 bp = Blueprint("embed", __name__, description="Embeddable story cards and oEmbed.")
 

@@ -17,7 +17,9 @@ import http_cache
 import tenancy
 from blueprints.api.index import NOTE
 from extensions import cache
-from services import feeds, front, sitemaps, urls
+from services.reading import front
+from services.rendering import feeds, sitemaps
+from services.rendering import links as urls
 
 bp = Blueprint("feeds", __name__)
 

@@ -11,7 +11,7 @@ import hashlib
 from flask import Blueprint, Response, abort, current_app, g, request
 
 import http_cache
-from services import media
+from services.rendering import media
 
 bp = Blueprint("media", __name__)
 

@@ -18,7 +18,9 @@ import http_cache
 import security
 from clock import rfc3339
 from schemas.story import disclosure
-from services import archive, embeds, front, prose, reader, stories, urls
+from services.reading import archive, front, reader, stories
+from services.rendering import embeds, prose
+from services.rendering import links as urls
 
 bp = Blueprint("pages", __name__)
 

@@ -21,7 +21,9 @@ from urllib.parse import urlencode
 from flask import Blueprint, abort, current_app, g, render_template, request
 
 from schemas.embed import DEFAULT_WIDTH, MAX_WIDTH, MIN_WIDTH
-from services import embeds, stories, urls
+from services.reading import stories
+from services.rendering import embeds
+from services.rendering import links as urls
 
 bp = Blueprint("playground", __name__)
 

@@ -14,7 +14,7 @@ from blueprints.api.subscribers import subscribe_limits
 from clock import utcnow
 from http_cache import no_etag
 from schemas.subscriber import SubscribeIn
-from services import subscriptions
+from services.delivery import subscriptions
 
 bp = Blueprint("subscribe", __name__)
 

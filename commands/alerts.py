@@ -1,6 +1,6 @@
 """`send-alerts` (cron: plan due alert windows, email them, deliver webhooks) and
-`deliver-webhooks` (retries only). Thin wrappers over services/alerts.py and
-services/webhooks.py; docs/ALERTS.md has the crontab line."""
+`deliver-webhooks` (retries only). Thin wrappers over services/delivery/alerts.py and
+services/delivery/webhooks.py; docs/ALERTS.md has the crontab line."""
 from __future__ import annotations
 
 import sys
@@ -11,7 +11,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from clock import utcnow
-from services import alerts, mail, webhooks
+from services.delivery import alerts, mail, webhooks
 
 
 def _deliver_webhooks(now) -> webhooks.DeliveryReport:

@@ -1,5 +1,5 @@
 """Sections and the day-by-day archive (spec "Other resources": section row, day row;
-CONTRACT.md "list responses"). Rows come from services/archive.py as plain dicts."""
+CONTRACT.md "list responses"). Rows come from services/reading/archive.py as plain dicts."""
 from __future__ import annotations
 
 import re
@@ -10,7 +10,7 @@ from marshmallow import Schema, ValidationError, fields
 from schemas.common import computed_url
 
 from schemas.story import StoryRowOut
-from services import urls
+from services.rendering import links as urls
 
 # A real calendar day in UTC written YYYY-MM-DD, nothing else (CONTRACT.md "status codes").
 # ASCII digits only: `\d` would also match other scripts' digits.

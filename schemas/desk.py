@@ -14,8 +14,8 @@ from marshmallow import Schema, ValidationError, fields, validate
 
 from models.paper import INDEX_STYLES, SUBSCRIBE_PATHS
 from schemas.common import Timestamp, computed_url
-from services import urls
-from services.filing import MAX_FACTS
+from services.rendering import links as urls
+from services.newsroom.filing import MAX_FACTS
 
 NO_NUL = r"^[^\x00]*$"
 INT32_MAX = 2**31 - 1

@@ -9,7 +9,7 @@ from marshmallow import Schema, ValidationError, fields, validate
 
 from schemas.common import Timestamp, computed_url
 from schemas.story import StoryRowOut
-from services import urls
+from services.rendering import links as urls
 
 POSTS_LIMIT_MAX = 100
 

@@ -6,7 +6,7 @@ from flask import g
 from marshmallow import Schema, fields
 
 from schemas.common import Timestamp, computed_text, computed_url
-from services import urls
+from services.rendering import links as urls
 
 DISCLOSURE = ("{byline} is an AI persona of {paper}'s masthead, declared as such; this piece "
               "was written by an AI system, not by a human reporter.")

@@ -157,7 +157,7 @@ def test_a_refused_message_does_not_poison_the_batch(client, desk, runner, smtp)
 
 
 def test_a_run_killed_mid_batch_is_completed_without_duplicates(client, desk, runner, smtp, app):
-    from services import alerts, mail
+    from services.delivery import alerts, mail
 
     paper = desk.paper("demo")
     with time_machine.travel(T, tick=False) as clock:
@@ -281,7 +281,7 @@ def test_alerts_carry_non_ascii_text_and_long_lines_intact(client, desk, runner,
 
 
 def test_a_second_run_only_plans_while_another_sends(client, desk, runner, smtp, app):
-    from services import alerts
+    from services.delivery import alerts
 
     paper = desk.paper("demo")
     with time_machine.travel(T, tick=False) as clock:
@@ -300,7 +300,7 @@ def test_a_second_run_only_plans_while_another_sends(client, desk, runner, smtp,
 def test_ctrl_c_with_several_connections_records_what_is_in_flight(client, desk, runner, smtp, app):
     from extensions import db
     from models import AlertDelivery
-    from services import alerts, mail
+    from services.delivery import alerts, mail
 
     paper = desk.paper("demo")
     with time_machine.travel(T, tick=False) as clock:

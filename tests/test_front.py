@@ -10,7 +10,8 @@ from sqlalchemy import event
 
 from extensions import db
 from models import Persona
-from services import filing, front
+from services.newsroom import filing
+from services.reading import front
 from tests.factories import T0
 
 

@@ -28,7 +28,7 @@ import ratelimits
 from app import create_app
 from extensions import db, limiter
 from models import Piece, PieceRevision, Section, Subscriber
-from services import mail, subscriptions
+from services.delivery import mail, subscriptions
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = 64 * 1024

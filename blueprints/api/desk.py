@@ -35,7 +35,9 @@ from schemas.desk import (
     StoryPatch,
 )
 from schemas.story import StoryOut
-from services import desk, filing, stories, urls
+from services.newsroom import desk, filing
+from services.reading import stories
+from services.rendering import links as urls
 
 bp = api_blueprint("desk", __name__, "Filing desk: file, revise, air and unair pieces; sections, personas, config and video editions (keyed).")
 

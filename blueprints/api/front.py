@@ -7,7 +7,7 @@ from flask import g, jsonify
 
 from blueprints.api.common import api_blueprint
 from schemas.front import CastOut, FrontOut, MastheadOut, PostListOut, PostsQuery
-from services import front, posts
+from services.reading import front, posts
 
 bp = api_blueprint("front", __name__, "The front page, video editions, short-form posts and the masthead.")
 

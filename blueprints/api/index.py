@@ -11,7 +11,8 @@ from blueprints.api.common import API_PREFIX, OPTIONAL_SECURITY, api_blueprint
 from extensions import api, db
 from models import SigningKey
 from schemas.paper import PaperIndexOut, ReceiptKeysOut
-from services import keys, urls
+from services.newsroom import keys
+from services.rendering import links as urls
 
 # `<string(maxlength=200):id>` -> `{id}`
 RULE_VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")

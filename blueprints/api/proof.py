@@ -12,7 +12,9 @@ from blueprints.api.common import api_blueprint, keyed, not_found
 from extensions import db
 from models import DeskKey, Persona
 from schemas.proof import AgentOut, ProofOut
-from services import provenance, stories, urls
+from services.newsroom import provenance
+from services.reading import stories
+from services.rendering import links as urls
 
 bp = api_blueprint("proof", __name__, "Provenance records and the agent cockpit (keyed).")
 

@@ -1,6 +1,6 @@
 """`/api/v1/subscribers` (and the `/api/v1/subscribe` alias): public double opt-in subscribe,
 the admin batch with webhooks, and the keyed list (spec "Endpoints"; CONTRACT.md "subscribe",
-"webhooks"). Business rules live in services/subscriptions.py."""
+"webhooks"). Business rules live in services/delivery/subscriptions.py."""
 from __future__ import annotations
 
 import functools
@@ -13,7 +13,8 @@ from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint, keyed
 from clock import utcnow
 from extensions import limiter
 from schemas.subscriber import SubscribeAcceptedOut, SubscribeIn, SubscribersOut
-from services import keys, subscriptions, webhooks
+from services.delivery import subscriptions, webhooks
+from services.newsroom import keys
 
 bp = api_blueprint("subscribers", __name__, "Email alerts with double opt-in, and webhooks.")
 

@@ -10,7 +10,8 @@ from datetime import datetime
 
 from extensions import db
 from models import Paper, Piece
-from services import stories, urls
+from services.reading import stories
+from services.rendering import links as urls
 
 MAX_CHARS = 280
 SEPARATOR = "\n\n"

@@ -13,7 +13,8 @@ from sqlalchemy.orm import joinedload
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
 from schemas.front import FrontOut
-from services import memo, urls
+from services.reading import memo
+from services.rendering import links as urls
 
 RAIL_SIZE = 6
 # Config keys never shown publicly: private by convention (leading `_`) or by what they name.
@@ -74,7 +75,7 @@ def newsroom(paper: Paper) -> dict:
     """Counts about the desk: active `personas` and `sections`, pieces `on_air`, `days` with
     pieces on air, `editions`, `latest_on_air_at` (aware UTC or None) and `latest_edition`
     (date or None). Counting pieces and days grows with the archive, so the statement runs
-    once per paper version in each worker (services/memo.py)."""
+    once per paper version in each worker (services/reading/memo.py)."""
     return dict(memo.per_version("newsroom", lambda: _count_newsroom(paper)))
 
 

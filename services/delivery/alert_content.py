@@ -1,6 +1,6 @@
 """What an alert says: the pieces and editions of a subscriber's window, its data (webhook
 payload and template context), and its email, rendered once per distinct alert (spec "Events";
-docs/ALERTS.md). Used by services/alerts.py, which plans and sends.
+docs/ALERTS.md). Used by services/delivery/alerts.py, which plans and sends.
 
 `Content` reads each paper's recent pieces once per run and answers every window from memory;
 `Composer` renders `templates/mail/alert.*` once per distinct (paper, pieces, editions,
@@ -20,7 +20,8 @@ from sqlalchemy import select
 from clock import rfc3339
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
-from services import mail, subscriptions, urls
+from services.delivery import mail, subscriptions
+from services.rendering import links as urls
 
 # A window never reaches further back than this (a reader who was silent for months gets the
 # recent news, not the whole archive).

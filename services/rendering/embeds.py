@@ -18,8 +18,9 @@ from markupsafe import Markup, escape
 from models import Edition, Paper, Piece
 from schemas.embed import DEFAULT_WIDTH
 from schemas.story import disclosure
-from services import stories, urls
-from services.media import CARD_SIZE as SHARE_CARD_SIZE
+from services.reading import stories
+from services.rendering import links as urls
+from services.rendering.media import CARD_SIZE as SHARE_CARD_SIZE
 
 CACHE_AGE = 3600
 STORY_PATH = re.compile(r"/stories/([^/]+)/?")

@@ -34,8 +34,8 @@ from sqlalchemy.exc import IntegrityError
 from extensions import db
 from models import AlertDelivery, Paper, Subscriber
 from models.types import UTCDateTime
-from services import mail, webhooks
-from services.alert_content import (MAX_LOOKBACK, Composer, Content, alert_data, paper_context,
+from services.delivery import mail, webhooks
+from services.delivery.alert_content import (MAX_LOOKBACK, Composer, Content, alert_data, paper_context,
                                     period_for)
 
 CHUNK = 1000

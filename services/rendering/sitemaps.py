@@ -22,8 +22,8 @@ from sqlalchemy import and_, func, select
 from clock import rfc3339
 from extensions import db
 from models import Paper, Piece, Section
-from services import urls
-from services.feeds import paper_language, xml_safe
+from services.rendering import links as urls
+from services.rendering.feeds import paper_language, xml_safe
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 NEWS_NS = "http://www.google.com/schemas/sitemap-news/0.9"

@@ -1,5 +1,5 @@
-"""Queries only the reader pages need (blueprints/pages.py); the rest come from services/front.py,
-services/archive.py and services/stories.py. On-air pieces only, always: drafts never reach a
+"""Queries only the reader pages need (blueprints/pages.py); the rest come from services/reading/front.py,
+services/reading/archive.py and services/reading/stories.py. On-air pieces only, always: drafts never reach a
 page. Each function issues one SQL statement whatever the number of rows.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 
 from extensions import db
 from models import Edition, Paper, Piece, Section
-from services import stories
+from services.reading import stories
 
 SECTION_PAGE_SIZE = 50
 DAY_PAGE_SIZE = 200

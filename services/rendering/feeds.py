@@ -4,7 +4,7 @@ Issue #5 item 2; spec rule 6 of "What the service does" and rule 5 (every byline
 AI persona, and the disclosure is never removed). Feeds are built with feedgen (lxml underneath,
 so every untrusted string is escaped by the serialiser, after `xml_safe` drops the characters XML
 cannot carry). Each builder issues a constant number of statements whatever the number of rows.
-Sitemaps live in `services/sitemaps.py`.
+Sitemaps live in `services/rendering/sitemaps.py`.
 """
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ from sqlalchemy.orm import selectinload
 from extensions import db
 from models import Edition, Paper, Piece, Section
 from schemas.story import disclosure
-from services import prose, stories, urls
+from services.reading import stories
+from services.rendering import links as urls
+from services.rendering import prose
 
 RSS_ITEMS = 50
 LLMS_LATEST = 20

@@ -19,7 +19,8 @@ from sqlalchemy.exc import IntegrityError
 
 from extensions import db
 from models import Paper, Section, Subscriber
-from services import mail, urls, webhooks
+from services.delivery import mail, webhooks
+from services.rendering import links as urls
 
 log = logging.getLogger("paperdesk.subscriptions")
 

@@ -15,7 +15,7 @@ from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import DeskKey, Edition, Paper, Persona, Section
-from services.filing import slugify
+from services.newsroom.filing import slugify
 
 CONFIG_FIELDS = ("nameplate", "motto", "description", "is_public", "index_style", "subscribe_path")
 
