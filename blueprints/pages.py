@@ -18,7 +18,7 @@ import http_cache
 import security
 from clock import rfc3339
 from schemas.story import disclosure
-from services.reading import archive, front, reader, stories
+from services.reading import archive, front, lookups, reader, stories
 from services.rendering import embeds, prose
 from services.rendering import links as urls
 
@@ -148,7 +148,7 @@ def news_article(piece, story_url: str, image: str) -> dict:
 @bp.route("/sections/<string:slug>")
 def section(slug: str):
     """A section's page: its newest pieces on air."""
-    found = reader.find_section(g.paper, slug)
+    found = lookups.find_section(g.paper, slug, active_only=True)
     if found is None:
         abort(404, description="There is no such section in this paper.")
     pieces = reader.section_pieces(g.paper, found)
@@ -165,7 +165,7 @@ def days():
 @bp.route("/days/<string:day>")
 def day(day: str):
     """A back issue: the pieces that went on air on a UTC day, grouped by section."""
-    when = reader.parse_day(day)
+    when = lookups.parse_day(day)
     if when is None:
         abort(404, description="That is not a day of the calendar (write it YYYY-MM-DD).")
     pieces = reader.day_pieces(g.paper, when)
@@ -187,7 +187,7 @@ def cast():
 @bp.route("/cast/<string:day>")
 def edition(day: str):
     """A video edition's page; `?embed=1` gives the bare, frameable player."""
-    when = reader.parse_day(day)
+    when = lookups.parse_day(day)
     found = reader.find_edition(g.paper, when) if when else None
     if found is None:
         abort(404, description="There is no video edition for that day.")

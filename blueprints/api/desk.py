@@ -36,7 +36,7 @@ from schemas.desk import (
 )
 from schemas.story import StoryOut
 from services.newsroom import desk, filing
-from services.reading import stories
+from services.reading import lookups, stories
 from services.rendering import links as urls
 
 bp = api_blueprint("desk", __name__, "Filing desk: file, revise, air and unair pieces; sections, personas, config and video editions (keyed).")
@@ -265,7 +265,7 @@ def create_section(body: dict):
 @bp.alt_response(409, description="Another section has that name.")
 def update_section(body: dict, slug: str):
     """Rename, describe, reorder, activate or deactivate a section (admin)"""
-    section = desk.find_section(g.paper, _slug(slug, "section"))
+    section = lookups.find_section(g.paper, _slug(slug, "section"), active_only=False)
     if section is None:
         not_found("section")
     try:
@@ -304,7 +304,7 @@ def create_persona(body: dict):
 @bp.alt_response(409, description="Another persona has that name.")
 def update_persona(body: dict, slug: str):
     """Change a persona (admin); `declared_ai` stays true whatever is sent"""
-    persona = desk.find_persona(g.paper, _slug(slug, "persona"))
+    persona = lookups.find_persona(g.paper, _slug(slug, "persona"))
     if persona is None:
         not_found("persona")
     try:

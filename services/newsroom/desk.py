@@ -47,10 +47,6 @@ def _place(rows: list, target, position: int | None) -> None:
 # ----------------------------------------------------------------------------- sections
 
 
-def find_section(paper: Paper, slug: str) -> Section | None:
-    return db.session.scalar(select(Section).where(Section.paper_id == paper.id, Section.slug == slug))
-
-
 def _ordered_sections(paper: Paper) -> list[Section]:
     return list(db.session.scalars(
         select(Section).where(Section.paper_id == paper.id).order_by(Section.position, Section.id)))
@@ -106,10 +102,6 @@ def update_section(paper: Paper, section: Section, changes: dict) -> Section:
 
 
 # ----------------------------------------------------------------------------- personas
-
-
-def find_persona(paper: Paper, slug: str) -> Persona | None:
-    return db.session.scalar(select(Persona).where(Persona.paper_id == paper.id, Persona.slug == slug))
 
 
 def _ordered_personas(paper: Paper) -> list[Persona]:
