@@ -149,7 +149,8 @@ def load_paper() -> None:
     paper = paper_for_host(request.host)
     if paper is None:
         abort(404, description="No paper is served on this host.")
-    g.key = keys.authenticate(request, paper)
+    g.key = keys.authenticate(paper, authorization=request.headers.get("Authorization"),
+                              x_desk_key=request.headers.get("X-Desk-Key"))
     if not paper.is_public and g.key is None:
         # Set g.paper only once visible: error pages must not show a private paper's name.
         abort(404, description="No paper is served on this host.")
