@@ -7,7 +7,7 @@ from marshmallow import Schema, ValidationError, fields
 from schemas.common import computed_url
 from schemas.story import StoryRowOut
 from services.reading.lookups import parse_day
-from services.rendering import links as urls
+from weblinks import links
 
 # A real calendar day in UTC written YYYY-MM-DD, nothing else: the OpenAPI pattern of what
 # services.reading.lookups.parse_day enforces.
@@ -40,7 +40,7 @@ class SectionRowOut(Schema):
     slug = fields.String(required=True)
     description = fields.String(required=True, metadata={"description": "May be empty."})
     count = fields.Integer(required=True, metadata={"description": "Pieces of this section on air."})
-    url = computed_url(lambda row: urls.section_page(row["slug"]),
+    url = computed_url(lambda row: links().section_page(row["slug"]),
                           metadata={"description": "Absolute URL of the section's page."})
 
 
@@ -53,9 +53,9 @@ class SectionListOut(Schema):
 class DayRowOut(Schema):
     day = fields.Date(required=True, metadata={"description": "A UTC date (YYYY-MM-DD) on which pieces went on air."})
     count = fields.Integer(required=True, metadata={"description": "Pieces that went on air that day and are on air now."})
-    url = computed_url(lambda row: urls.day_page(row["day"]),
+    url = computed_url(lambda row: links().day_page(row["day"]),
                           metadata={"description": "Absolute URL of the back-issue page."})
-    api = computed_url(lambda row: urls.api(f"/days/{row['day'].isoformat()}"),
+    api = computed_url(lambda row: links().api(f"/days/{row['day'].isoformat()}"),
                           metadata={"description": "Absolute URL of `/api/v1/days/{day}`."})
 
 

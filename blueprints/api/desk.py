@@ -37,7 +37,7 @@ from schemas.desk import (
 from schemas.story import StoryOut
 from services.newsroom import desk, filing
 from services.reading import lookups, stories
-from services.rendering import links as urls
+from weblinks import links
 
 bp = api_blueprint("desk", __name__, "Filing desk: file, revise, air and unair pieces; sections, personas, config and video editions (keyed).")
 
@@ -159,7 +159,7 @@ def file_story(body: dict):
     except filing.FilingError as exc:
         unprocessable(exc.errors)
     db.session.commit()
-    return _reloaded(piece.id), 201, {"Location": urls.api(f"/stories/{piece.id}")}
+    return _reloaded(piece.id), 201, {"Location": links().api(f"/stories/{piece.id}")}
 
 
 @bp.route("/stories/<string(maxlength=200):id>", methods=["PATCH"])
@@ -234,7 +234,7 @@ def publish_cast(body: dict):
     except desk.Conflict as exc:
         conflict(exc)
     db.session.commit()
-    return edition, 201, {"Location": urls.edition_page(edition.day)}
+    return edition, 201, {"Location": links().edition_page(edition.day)}
 
 
 # ----------------------------------------------------------------------------- sections
@@ -253,7 +253,7 @@ def create_section(body: dict):
     except desk.Conflict as exc:
         conflict(exc)
     db.session.commit()
-    return section, 201, {"Location": urls.section_page(section.slug)}
+    return section, 201, {"Location": links().section_page(section.slug)}
 
 
 @bp.route("/sections/<string:slug>", methods=["PATCH"])
@@ -292,7 +292,7 @@ def create_persona(body: dict):
     except desk.Conflict as exc:
         conflict(exc)
     db.session.commit()
-    return persona, 201, {"Location": urls.avatar(persona.slug)}
+    return persona, 201, {"Location": links().avatar(persona.slug)}
 
 
 @bp.route("/personas/<string:slug>", methods=["PATCH"])

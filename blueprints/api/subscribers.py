@@ -15,6 +15,7 @@ from extensions import limiter
 from schemas.subscriber import SubscribeAcceptedOut, SubscribeIn, SubscribersOut
 from services.delivery import subscriptions, webhooks
 from services.newsroom import keys
+from weblinks import links
 
 bp = api_blueprint("subscribers", __name__, "Email alerts with double opt-in, and webhooks.")
 
@@ -90,7 +91,7 @@ def _create(body: dict):
         unprocessable({name: ["Only with an admin key."] for name in extra})
     if "email" not in body:
         unprocessable({"email": ["Missing data for required field."]})
-    subscriptions.subscribe(g.paper, body["email"], preferences(body), utcnow())
+    subscriptions.subscribe(g.paper, body["email"], preferences(body), utcnow(), links=links())
     return ACCEPTED, 202
 
 
@@ -104,7 +105,8 @@ def _create_batch(body: dict):
             webhooks.check_url(webhook, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
         except webhooks.WebhookTargetError as exc:
             unprocessable({"webhook": [str(exc)]})
-    done = subscriptions.subscribe_batch(g.paper, emails, preferences(body), utcnow(), webhook=webhook)
+    done = subscriptions.subscribe_batch(g.paper, emails, preferences(body), utcnow(), webhook=webhook,
+                                         links=links())
     return {"subscribers": [{"email": row.email, **({"webhook_secret": secret} if secret else {})}
                             for row, secret in done]}, 202
 
