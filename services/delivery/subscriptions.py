@@ -69,13 +69,15 @@ def _serializer(purpose: str) -> URLSafeTimedSerializer:
 
 
 def make_token(purpose: str, subscriber: Subscriber) -> str:
-    """A signed token for `purpose` ('confirm' or 'unsubscribe') naming this subscriber."""
+    """A signed token for `purpose` ('confirm' or 'unsubscribe') naming this subscriber.
+    Needs an app context: it is signed with `current_app.config["SECRET_KEY"]`."""
     return _serializer(purpose).dumps([subscriber.paper_id, subscriber.id, subscriber.email])
 
 
 def read_token(purpose: str, token: str, paper: Paper) -> Subscriber | None:
     """The subscriber a token names on `paper`, or None when the token is bad, expired (confirm:
-    7 days), for another paper, or older than the row's last unsubscribe."""
+    7 days), for another paper, or older than the row's last unsubscribe. Needs an app
+    context (SECRET_KEY); at most one query."""
     try:
         payload, signed_at = _serializer(purpose).loads(
             token or "", max_age=CONFIRM_MAX_AGE if purpose == "confirm" else None,

@@ -1,6 +1,6 @@
-"""Queries only the reader pages need (blueprints/pages.py); the rest come from services/reading/front.py,
-services/reading/archive.py and services/reading/stories.py. On-air pieces only, always: drafts never reach a
-page. Each function issues one SQL statement whatever the number of rows.
+"""Queries only the reader pages need (blueprints/pages.py); the rest come from front.py,
+archive.py, stories.py and lookups.py beside this module. On-air pieces only, always: drafts
+never reach a page. Each function issues one SQL statement whatever the number of rows.
 """
 from __future__ import annotations
 
