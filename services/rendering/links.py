@@ -54,18 +54,23 @@ class Links:
         return self.origin + path
 
     def home(self) -> str:
+        """`{origin}/`: the front page."""
         return self.absolute("/")
 
     def story_page(self, slug: str) -> str:
+        """`{origin}/stories/{slug}`; `story_page("")` is the prefix of every story page."""
         return self.absolute(f"/stories/{slug}")
 
     def section_page(self, slug: str) -> str:
+        """`{origin}/sections/{slug}`."""
         return self.absolute(f"/sections/{slug}")
 
     def day_page(self, day: date) -> str:
+        """`{origin}/days/YYYY-MM-DD`: the back issue of a UTC day."""
         return self.absolute(f"/days/{day.isoformat()}")
 
     def edition_page(self, day: date) -> str:
+        """`{origin}/cast/YYYY-MM-DD`: the video edition of a UTC day."""
         return self.absolute(f"/cast/{day.isoformat()}")
 
     def edition_embed(self, day: date) -> str:
@@ -73,12 +78,15 @@ class Links:
         return self.edition_page(day) + "?embed=1"
 
     def embed(self, id_or_slug: str) -> str:
+        """`{origin}/embed/{id or slug}`: a story card for an `<iframe>`."""
         return self.absolute(f"/embed/{id_or_slug}")
 
     def share_card(self, slug: str) -> str:
+        """`{origin}/cards/{slug}.png`: the 1200x630 share card."""
         return self.absolute(f"/cards/{slug}.png")
 
     def avatar(self, slug: str) -> str:
+        """`{origin}/masthead/{slug}/avatar.svg`: a persona's portrait."""
         return self.absolute(f"/masthead/{slug}/avatar.svg")
 
     def api(self, path: str = "") -> str:
