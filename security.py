@@ -13,9 +13,12 @@ answer.
 """
 from __future__ import annotations
 
+import os
 import re
+import secrets
+from pathlib import Path
 
-from flask import Flask, Response, current_app, request
+from flask import Response, current_app, request
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
 PAGE_CSP = ("default-src 'self'; img-src 'self' https: data:; media-src 'self' https:; "
@@ -31,6 +34,50 @@ HSTS = "max-age=31536000; includeSubDomains"
 _VERSION = re.compile(r"/\S*")
 
 
+# Values seen in examples and old defaults: signing with one lets anyone forge a link.
+PLACEHOLDER_SECRETS = frozenset({
+    "dev-only-secret-change-me", "change-me-to-64-random-characters", "change-me", "changeme",
+    "secret", "secret-key", "your-secret-key", "dev", "development", "test", "password",
+})
+MIN_SECRET_LENGTH = 16
+SECRET_FILE = "secret_key"
+
+
+def secret_key(configured: str | None, instance_path: str) -> str:
+    """The app's SECRET_KEY (it signs the confirm and unsubscribe links).
+
+    `configured` (SECRET_KEY) wins when set; a known placeholder or one shorter than 16
+    characters raises RuntimeError (the app refuses to start). Unset, the secret is read from
+    `{instance_path}/secret_key`, made on first use from 48 random bytes with mode 0600. Two
+    processes starting at once agree on one secret: each writes a whole file under its own name
+    and links it into place, which only the first can do; the other reads the winner's.
+    """
+    if configured:
+        if configured.strip().lower() in PLACEHOLDER_SECRETS or len(configured) < MIN_SECRET_LENGTH:
+            raise RuntimeError("SECRET_KEY is a placeholder or too short: set it to a long random "
+                               "string, or leave it unset to use a generated per-instance secret")
+        return configured
+    path = Path(instance_path) / SECRET_FILE
+    if not path.exists():
+        draft = path.with_name(f".{SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_urlsafe(48) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass  # another process linked its secret first: use that one
+        finally:
+            draft.unlink()
+    value = path.read_text(encoding="ascii").strip()
+    if len(value) < MIN_SECRET_LENGTH:
+        raise RuntimeError(f"{path} is empty or truncated: delete it to make a new secret "
+                           "(links already sent stop working), or set SECRET_KEY")
+    return value
+
+
 def allow_framing(response: Response, kind: str) -> Response:
     """Let any site frame `response` under the locked-down policy for `kind` ("embed" or
     "player"). Raises KeyError for another kind."""
@@ -39,7 +86,7 @@ def allow_framing(response: Response, kind: str) -> Response:
 
 
 def add_headers(response: Response) -> Response:
-    """after_request: the headers above. A policy the view set is kept; unless it is one of the
+    """Pipeline step (after the view, on every answer): the headers above. A policy the view set is kept; unless it is one of the
     frameable ones, framing is still denied. A 304 gets no policy of its own (see below)."""
     # A 304 carries no body, and a browser merges its headers into the stored answer's: framing
     # headers on it would overwrite a frameable card's policy (the view did not run to say so).
@@ -65,7 +112,7 @@ def add_headers(response: Response) -> Response:
 
 
 def refuse_large_bodies() -> None:
-    """before_request: 413 for a body larger than MAX_CONTENT_LENGTH (64 KiB) on any route,
+    """Pipeline step (before the paper lookup): 413 for a body larger than MAX_CONTENT_LENGTH (64 KiB) on any route,
     whether or not its view reads the body.
 
     A declared Content-Length is checked at once. A chunked body has none: werkzeug reads it
@@ -88,15 +135,8 @@ def refuse_large_bodies() -> None:
 
 
 def refuse_nul_in_path() -> None:
-    """before_request: a path holding a NUL (`%00`) names nothing here (and PostgreSQL cannot
+    """Pipeline step (first refusal): a path holding a NUL (`%00`) names nothing here (and PostgreSQL cannot
     compare text holding one): 404 before any view looks it up."""
     if "\x00" in request.path:
         raise NotFound()
 
-
-def register(app: Flask) -> None:
-    """Install the hooks: the path and body checks, and the headers (on static files and error
-    pages too)."""
-    app.before_request(refuse_nul_in_path)
-    app.before_request(refuse_large_bodies)
-    app.after_request(add_headers)
