@@ -31,7 +31,7 @@ from sqlalchemy import func, select
 
 from extensions import db
 from models import AlertDelivery
-from services import alerts
+from services.delivery import alerts
 from tests.fixtures.servers import body_text, free_port
 
 pytestmark = pytest.mark.slow  # real subprocesses, killed and run again

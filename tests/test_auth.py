@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from extensions import db
-from services import keys
+from services.newsroom import keys
 from tests.fixtures.keys import auth
 
 OTHER = "http://other.localhost"

@@ -19,7 +19,7 @@ from sqlalchemy import func, select
 import pipeline
 from extensions import db
 from models import Subscriber
-from services import subscriptions
+from services.delivery import subscriptions
 from tests.fixtures.statements import statements
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,7 +20,7 @@ import time_machine
 import logging_setup
 from app import create_app
 from extensions import db
-from services import purge
+from services.delivery import purge
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.fixtures.statements import statements

@@ -8,7 +8,7 @@ from urllib.parse import quote
 import pytest
 
 from extensions import db
-from services import filing
+from services.newsroom import filing
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.fixtures.statements import statements

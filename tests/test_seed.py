@@ -12,7 +12,7 @@ from sqlalchemy.orm import selectinload
 import clock
 from extensions import db
 from models import Edition, Paper, Persona, Piece, PieceRevision, Section
-from services import provenance
+from services.newsroom import provenance
 from tests.fixtures.keys import auth
 
 MARKER = re.compile(r"\[\^(\d+)\]")

@@ -8,7 +8,7 @@ from flask import g
 
 from blueprints.api.common import api_blueprint
 from schemas.archive import DayListOut, DayPath, DayStoriesOut, SectionListOut
-from services import archive
+from services.reading import archive
 
 bp = api_blueprint("archive", __name__, "Sections and the day-by-day archive.")
 

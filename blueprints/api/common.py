@@ -6,7 +6,7 @@ import functools
 from flask import abort, g
 from flask_smorest import Blueprint
 
-from services import keys
+from services.newsroom import keys
 
 API_PREFIX = "/api/v1"
 SECURITY = [{"bearer": []}, {"deskKey": []}]

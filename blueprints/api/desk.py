@@ -35,7 +35,9 @@ from schemas.desk import (
     StoryPatch,
 )
 from schemas.story import StoryOut
-from services import desk, filing, stories, urls
+from services.newsroom import desk, filing
+from services.reading import lookups, stories
+from weblinks import links
 
 bp = api_blueprint("desk", __name__, "Filing desk: file, revise, air and unair pieces; sections, personas, config and video editions (keyed).")
 
@@ -157,7 +159,7 @@ def file_story(body: dict):
     except filing.FilingError as exc:
         unprocessable(exc.errors)
     db.session.commit()
-    return _reloaded(piece.id), 201, {"Location": urls.api(f"/stories/{piece.id}")}
+    return _reloaded(piece.id), 201, {"Location": links().api(f"/stories/{piece.id}")}
 
 
 @bp.route("/stories/<string(maxlength=200):id>", methods=["PATCH"])
@@ -232,7 +234,7 @@ def publish_cast(body: dict):
     except desk.Conflict as exc:
         conflict(exc)
     db.session.commit()
-    return edition, 201, {"Location": urls.edition_page(edition.day)}
+    return edition, 201, {"Location": links().edition_page(edition.day)}
 
 
 # ----------------------------------------------------------------------------- sections
@@ -251,7 +253,7 @@ def create_section(body: dict):
     except desk.Conflict as exc:
         conflict(exc)
     db.session.commit()
-    return section, 201, {"Location": urls.section_page(section.slug)}
+    return section, 201, {"Location": links().section_page(section.slug)}
 
 
 @bp.route("/sections/<string:slug>", methods=["PATCH"])
@@ -263,7 +265,7 @@ def create_section(body: dict):
 @bp.alt_response(409, description="Another section has that name.")
 def update_section(body: dict, slug: str):
     """Rename, describe, reorder, activate or deactivate a section (admin)"""
-    section = desk.find_section(g.paper, _slug(slug, "section"))
+    section = lookups.find_section(g.paper, _slug(slug, "section"), active_only=False)
     if section is None:
         not_found("section")
     try:
@@ -290,7 +292,7 @@ def create_persona(body: dict):
     except desk.Conflict as exc:
         conflict(exc)
     db.session.commit()
-    return persona, 201, {"Location": urls.avatar(persona.slug)}
+    return persona, 201, {"Location": links().avatar(persona.slug)}
 
 
 @bp.route("/personas/<string:slug>", methods=["PATCH"])
@@ -302,7 +304,7 @@ def create_persona(body: dict):
 @bp.alt_response(409, description="Another persona has that name.")
 def update_persona(body: dict, slug: str):
     """Change a persona (admin); `declared_ai` stays true whatever is sent"""
-    persona = desk.find_persona(g.paper, _slug(slug, "persona"))
+    persona = lookups.find_persona(g.paper, _slug(slug, "persona"))
     if persona is None:
         not_found("persona")
     try:

@@ -7,7 +7,8 @@ from flask import g, jsonify
 
 from blueprints.api.common import api_blueprint
 from schemas.front import CastOut, FrontOut, MastheadOut, PostListOut, PostsQuery
-from services import front, posts
+from services.reading import front, posts
+from weblinks import links
 
 bp = api_blueprint("front", __name__, "The front page, video editions, short-form posts and the masthead.")
 
@@ -16,8 +17,8 @@ bp = api_blueprint("front", __name__, "The front page, video editions, short-for
 @bp.response(200, FrontOut)
 def get_front():
     """The front page as JSON: paper, newsroom, and one rail of six stories per section"""
-    # build_front already returns the wire document (shared with /front.json): no second dump.
-    return jsonify(front.build_front(g.paper))
+    # Dumped and answered here exactly as /front.json does, so the two stay byte for byte equal.
+    return jsonify(FrontOut().dump(front.build_front(g.paper, g.paper_snapshot.state, links=links())))
 
 
 @bp.route("/cast")
@@ -37,7 +38,7 @@ def list_posts(limit: int, since: datetime | None = None):
     Deterministic: no model writes them. `limit` is 1-100 (default 20); `since` keeps pieces
     that went on air strictly after that time.
     """
-    rows = posts.list_posts(g.paper, limit, since)
+    rows = posts.list_posts(g.paper, limit, since, links=links())
     return {"posts": rows, "count": len(rows)}
 
 

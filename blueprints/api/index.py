@@ -11,7 +11,8 @@ from blueprints.api.common import API_PREFIX, OPTIONAL_SECURITY, api_blueprint
 from extensions import api, db
 from models import SigningKey
 from schemas.paper import PaperIndexOut, ReceiptKeysOut
-from services import keys, urls
+from services.newsroom import keys
+from weblinks import links
 
 # `<string(maxlength=200):id>` -> `{id}`
 RULE_VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
@@ -46,7 +47,7 @@ def _routes(key) -> list[dict]:
             continue
         path = RULE_VARIABLE.sub(r"{\1}", rule.rule)
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
-            found.append({"method": method, "path": urls.absolute(path), "access": access})
+            found.append({"method": method, "path": links().absolute(path), "access": access})
     return sorted(found, key=lambda r: (r["path"], r["method"]))
 
 
@@ -61,30 +62,30 @@ def paper_index():
         "nameplate": paper.nameplate,
         "motto": paper.motto or "",
         "description": paper.description or "",
-        "home": urls.home(),
-        "landing": urls.absolute("/subscribe"),
-        "playground": urls.absolute("/api"),
+        "home": links().home(),
+        "landing": links().absolute("/subscribe"),
+        "playground": links().absolute("/api"),
         "endpoints": {
-            "stories": urls.api("/stories"),
-            "story": urls.api("/stories/{id}"),
-            "sections": urls.api("/sections"),
-            "days": urls.api("/days"),
-            "day": urls.api("/days/{YYYY-MM-DD}"),
-            "search": urls.api("/search?q="),
-            "front": urls.api("/front"),
-            "cast": urls.api("/cast"),
-            "posts": urls.api("/posts"),
-            "masthead": urls.api("/masthead"),
-            "subscribe": "POST " + urls.api("/" + paper.subscribe_path),
-            "openapi": urls.api("/openapi.json"),
-            "receipt_keys": urls.api("/receipt-keys"),
+            "stories": links().api("/stories"),
+            "story": links().api("/stories/{id}"),
+            "sections": links().api("/sections"),
+            "days": links().api("/days"),
+            "day": links().api("/days/{YYYY-MM-DD}"),
+            "search": links().api("/search?q="),
+            "front": links().api("/front"),
+            "cast": links().api("/cast"),
+            "posts": links().api("/posts"),
+            "masthead": links().api("/masthead"),
+            "subscribe": "POST " + links().api("/" + paper.subscribe_path),
+            "openapi": links().api("/openapi.json"),
+            "receipt_keys": links().api("/receipt-keys"),
         },
         "feeds": {
-            "rss": urls.absolute("/rss.xml"),
-            "podcast": urls.absolute("/podcast.xml"),
-            "front_json": urls.absolute("/front.json"),
-            "llms": urls.absolute("/llms.txt"),
-            "sitemap": urls.absolute("/sitemap.xml"),
+            "rss": links().absolute("/rss.xml"),
+            "podcast": links().absolute("/podcast.xml"),
+            "front_json": links().absolute("/front.json"),
+            "llms": links().absolute("/llms.txt"),
+            "sitemap": links().absolute("/sitemap.xml"),
         },
         "note": NOTE,
     }
@@ -92,7 +93,7 @@ def paper_index():
         body["keyed"] = {
             "note": "Drafts, subscribers, proofs and writes need a desk key of this paper. "
                     + LEVELS["auth"] + " Read this index with a key to list every route it reaches.",
-            "index": urls.api(),
+            "index": links().api(),
         }
     else:
         body["levels"] = LEVELS
@@ -106,7 +107,7 @@ def paper_index():
 @bp.doc(responses={200: {"content": {"application/json": {"schema": {"type": "object"}}}}})
 def openapi_document():
     """The OpenAPI 3.1 document of this API"""
-    return jsonify(document_for(urls.absolute("")))
+    return jsonify(document_for(links().absolute("")))
 
 
 def document_for(server_url: str) -> dict:

@@ -12,7 +12,9 @@ from blueprints.api.common import api_blueprint, keyed, not_found
 from extensions import db
 from models import DeskKey, Persona
 from schemas.proof import AgentOut, ProofOut
-from services import provenance, stories, urls
+from services.newsroom import provenance
+from services.reading import stories
+from weblinks import links
 
 bp = api_blueprint("proof", __name__, "Provenance records and the agent cockpit (keyed).")
 
@@ -54,7 +56,7 @@ def _may(key: DeskKey, persona: Persona | None) -> list[dict]:
         actions += [(text.format(persona=name), method, path)
                     for cap, (text, method, path) in AGENT_ACTIONS.items()
                     if cap in (key.capabilities or [])]
-    return [{"action": text, "method": method, "url": urls.api(path)} for text, method, path in actions]
+    return [{"action": text, "method": method, "url": links().api(path)} for text, method, path in actions]
 
 
 def help_desk(paper) -> str:
@@ -80,7 +82,7 @@ def story_proof(id: str):
     if piece is None:
         not_found()
     proof = provenance.proof_for(piece)
-    proof["receipt_verify"]["keys_url"] = urls.api("/receipt-keys")
+    proof["receipt_verify"]["keys_url"] = links().api("/receipt-keys")
     return proof
 
 
@@ -94,11 +96,11 @@ def agent_check():
     return {
         "key": {"active": True, "kind": key.kind, "prefix": key.prefix, "label": key.label or "",
                 "paper": paper.slug},
-        "avatar": urls.avatar(persona.slug) if persona else None,
+        "avatar": links().avatar(persona.slug) if persona else None,
         "persona": persona,
         "capability": list(key.capabilities or []) if key.kind == "agent" else [key.kind],
         "may": _may(key, persona),
-        "guide": urls.absolute("/api"),
+        "guide": links().absolute("/api"),
         "search_help": help_desk(paper),
         "paper": paper.slug,
         "nameplate": paper.nameplate,

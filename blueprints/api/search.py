@@ -1,7 +1,7 @@
 """`GET /api/v1/search`: full-text search over headline, dek and prose (spec "Endpoints" rule 1).
 
 `q` is validated by `schemas.search.SearchQuery` (a 400 problem with `errors.q` otherwise); the
-query itself is built in `services.search`.
+query itself is built in `services.reading.search`.
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from flask import g
 
 from blueprints.api.common import api_blueprint
 from schemas.search import SearchOut, SearchQuery
-from services import search
+from services.reading import search
 
 bp = api_blueprint("search", __name__, "Full-text search over headline, dek and prose.")
 

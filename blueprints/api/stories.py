@@ -10,7 +10,7 @@ from flask import g
 import http_cache
 from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint, not_found
 from schemas.story import StoriesQuery, StoryListOut, StoryOut
-from services import stories
+from services.reading import stories
 
 bp = api_blueprint("stories", __name__, "Pieces: newest-first lists and full stories.")
 

@@ -1,6 +1,6 @@
 """`/api/v1/subscribers` (and the `/api/v1/subscribe` alias): public double opt-in subscribe,
 the admin batch with webhooks, and the keyed list (spec "Endpoints"; CONTRACT.md "subscribe",
-"webhooks"). Business rules live in services/subscriptions.py."""
+"webhooks"). Business rules live in services/delivery/subscriptions.py."""
 from __future__ import annotations
 
 import functools
@@ -11,7 +11,9 @@ from werkzeug.exceptions import Forbidden, UnprocessableEntity
 from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint, keyed
 from clock import utcnow
 from schemas.subscriber import SubscribeAcceptedOut, SubscribeIn, SubscribersOut
-from services import keys, subscriptions, webhooks
+from services.delivery import subscriptions, webhooks
+from services.newsroom import keys
+from weblinks import links
 
 bp = api_blueprint("subscribers", __name__, "Email alerts with double opt-in, and webhooks.")
 
@@ -56,7 +58,7 @@ def _create(body: dict):
         unprocessable({name: ["Only with an admin key."] for name in extra})
     if "email" not in body:
         unprocessable({"email": ["Missing data for required field."]})
-    subscriptions.subscribe(g.paper, body["email"], preferences(body), utcnow())
+    subscriptions.subscribe(g.paper, body["email"], preferences(body), utcnow(), links=links())
     return ACCEPTED, 202
 
 
@@ -70,7 +72,8 @@ def _create_batch(body: dict):
             webhooks.check_url(webhook, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
         except webhooks.WebhookTargetError as exc:
             unprocessable({"webhook": [str(exc)]})
-    done = subscriptions.subscribe_batch(g.paper, emails, preferences(body), utcnow(), webhook=webhook)
+    done = subscriptions.subscribe_batch(g.paper, emails, preferences(body), utcnow(), webhook=webhook,
+                                         links=links())
     return {"subscribers": [{"email": row.email, **({"webhook_secret": secret} if secret else {})}
                             for row, secret in done]}, 202
 

@@ -15,7 +15,7 @@ from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import DeskKey, Edition, Paper, Persona, Section
-from services.filing import slugify
+from services.newsroom.filing import slugify
 
 CONFIG_FIELDS = ("nameplate", "motto", "description", "is_public", "index_style", "subscribe_path")
 
@@ -45,10 +45,6 @@ def _place(rows: list, target, position: int | None) -> None:
 
 
 # ----------------------------------------------------------------------------- sections
-
-
-def find_section(paper: Paper, slug: str) -> Section | None:
-    return db.session.scalar(select(Section).where(Section.paper_id == paper.id, Section.slug == slug))
 
 
 def _ordered_sections(paper: Paper) -> list[Section]:
@@ -106,10 +102,6 @@ def update_section(paper: Paper, section: Section, changes: dict) -> Section:
 
 
 # ----------------------------------------------------------------------------- personas
-
-
-def find_persona(paper: Paper, slug: str) -> Persona | None:
-    return db.session.scalar(select(Persona).where(Persona.paper_id == paper.id, Persona.slug == slug))
 
 
 def _ordered_personas(paper: Paper) -> list[Persona]:

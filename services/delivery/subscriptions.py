@@ -1,5 +1,5 @@
 """The subscriber list: double opt-in, confirm and unsubscribe tokens, the admin batch, counts
-(spec "States and transitions", "Subscriber fields"; CONTRACT.md "subscribe"; docs/ALERTS.md).
+(docs/ALERTS.md).
 
 Tokens are itsdangerous signatures of `[paper id, subscriber id, email]` with one salt per
 purpose. Confirm tokens expire after 7 days; unsubscribe tokens never do (an old alert's link
@@ -19,7 +19,8 @@ from sqlalchemy.exc import IntegrityError
 
 from extensions import db
 from models import Paper, Section, Subscriber
-from services import mail, urls, webhooks
+from services.delivery import mail, webhooks
+from services.rendering.links import Links
 
 log = logging.getLogger("paperdesk.subscriptions")
 
@@ -68,13 +69,15 @@ def _serializer(purpose: str) -> URLSafeTimedSerializer:
 
 
 def make_token(purpose: str, subscriber: Subscriber) -> str:
-    """A signed token for `purpose` ('confirm' or 'unsubscribe') naming this subscriber."""
+    """A signed token for `purpose` ('confirm' or 'unsubscribe') naming this subscriber.
+    Needs an app context: it is signed with `current_app.config["SECRET_KEY"]`."""
     return _serializer(purpose).dumps([subscriber.paper_id, subscriber.id, subscriber.email])
 
 
 def read_token(purpose: str, token: str, paper: Paper) -> Subscriber | None:
     """The subscriber a token names on `paper`, or None when the token is bad, expired (confirm:
-    7 days), for another paper, or older than the row's last unsubscribe."""
+    7 days), for another paper, or older than the row's last unsubscribe. Needs an app
+    context (SECRET_KEY); at most one query."""
     try:
         payload, signed_at = _serializer(purpose).loads(
             token or "", max_age=CONFIRM_MAX_AGE if purpose == "confirm" else None,
@@ -92,26 +95,27 @@ def read_token(purpose: str, token: str, paper: Paper) -> Subscriber | None:
     return row
 
 
-def confirm_url(subscriber: Subscriber) -> str:
-    return urls.absolute(f"/subscribe/confirm?token={make_token('confirm', subscriber)}")
+def confirm_url(subscriber: Subscriber, *, links: Links) -> str:
+    """The confirm link of a confirm email: `{origin}/subscribe/confirm?token=...`."""
+    return links.absolute(f"/subscribe/confirm?token={make_token('confirm', subscriber)}")
 
 
-def unsubscribe_url(subscriber: Subscriber) -> str:
-    return urls.absolute(f"/subscribe/unsubscribe?token={make_token('unsubscribe', subscriber)}")
+def unsubscribe_url(subscriber: Subscriber, *, links: Links) -> str:
+    """The one-click unsubscribe link of an alert: `{origin}/subscribe/unsubscribe?token=...`."""
+    return links.absolute(f"/subscribe/unsubscribe?token={make_token('unsubscribe', subscriber)}")
 
 
-def sender_address(paper: Paper) -> str:
-    """`alerts@<the paper's host>` (the request's host name, without a port)."""
-    from tenancy import host_name
-    from flask import request
-
-    host = host_name(request.host).strip("[]")
+def sender_address(paper: Paper, *, links: Links) -> str:
+    """`alerts@<host>`: the host name of `links` without its port or IPv6 brackets; a host
+    without a dot (`localhost`) gets `.localdomain`, as an address needs a domain."""
+    host = links.host_name.strip("[]")
     return f"alerts@{host if '.' in host else host + '.localdomain'}"
 
 
-def list_id(paper: Paper) -> str:
+def list_id(paper: Paper, *, links: Links) -> str:
     """RFC 2919 List-Id: `The Demo Times alerts <alerts.demo.<host>>`."""
-    return f"{paper.nameplate} alerts <alerts.{paper.slug}.{sender_address(paper).split('@', 1)[1]}>"
+    domain = sender_address(paper, links=links).split("@", 1)[1]
+    return f"{paper.nameplate} alerts <alerts.{paper.slug}.{domain}>"
 
 
 # --- subscribing ---------------------------------------------------------------------------
@@ -136,21 +140,22 @@ def _upsert(paper: Paper, email: str, prefs: Preferences, now: datetime, *, admi
     return row
 
 
-def subscribe(paper: Paper, email: str, prefs: Preferences, now: datetime) -> Subscriber:
+def subscribe(paper: Paper, email: str, prefs: Preferences, now: datetime, *, links: Links) -> Subscriber:
     """Public subscribe: add or refresh an unconfirmed row and send the confirm email (unless
-    one went out in the last 10 minutes, or the address is already confirmed). Commits.
-    Mail failures are logged, never raised: the answer must not depend on the address."""
+    one went out in the last 10 minutes, or the address is already confirmed), its links under
+    `links`. Commits. Mail failures are logged, never raised: the answer must not depend on
+    the address."""
     row = _upsert(paper, email, prefs, now, admin=False)
     db.session.commit()
-    send_confirmation(paper, row, now)
+    send_confirmation(paper, row, now, links=links)
     return row
 
 
 def subscribe_batch(paper: Paper, emails: list[str], prefs: Preferences, now: datetime,
-                    webhook: str | None = None) -> list[tuple[Subscriber, str | None]]:
+                    webhook: str | None = None, *, links: Links) -> list[tuple[Subscriber, str | None]]:
     """Admin subscribe: each address gets a row (joining only on its click) and a confirm
-    email; with `webhook`, each row gets that URL and its own fresh secret. Commits.
-    Returns (row, secret or None) per distinct address, in the given order."""
+    email (links under `links`); with `webhook`, each row gets that URL and its own fresh
+    secret. Commits. Returns (row, secret or None) per distinct address, in the given order."""
     result = []
     for email in dict.fromkeys(emails):
         row = _upsert(paper, email, prefs, now, admin=True)
@@ -161,22 +166,24 @@ def subscribe_batch(paper: Paper, emails: list[str], prefs: Preferences, now: da
         result.append((row, secret))
     db.session.commit()
     for row, _ in result:
-        send_confirmation(paper, row, now)
+        send_confirmation(paper, row, now, links=links)
     return result
 
 
-def send_confirmation(paper: Paper, row: Subscriber, now: datetime) -> bool:
+def send_confirmation(paper: Paper, row: Subscriber, now: datetime, *, links: Links) -> bool:
     """Send the confirm email now unless the row is confirmed or one was sent within
-    CONFIRM_INTERVAL. Records `confirm_sent_at` only on success. Returns True when sent."""
+    CONFIRM_INTERVAL. Records `confirm_sent_at` (and commits) only on success. Returns True when
+    sent. Needs an app context: SECRET_KEY and the mail settings come from `current_app.config`,
+    the bodies from templates/mail/confirm.*."""
     if row.confirmed_at is not None:
         return False
     if row.confirm_sent_at is not None and now - row.confirm_sent_at < CONFIRM_INTERVAL:
         return False
-    link = confirm_url(row)
-    context = {"paper": paper, "link": link, "subscriber": row, "home": urls.home()}
+    link = confirm_url(row, links=links)
+    context = {"paper": paper, "link": link, "subscriber": row, "home": links.home()}
     message = mail.compose(
-        from_name=paper.nameplate, from_addr=sender_address(paper), to=row.email,
-        subject=f"Confirm your {paper.nameplate} alerts", now=now, list_id=list_id(paper),
+        from_name=paper.nameplate, from_addr=sender_address(paper, links=links), to=row.email,
+        subject=f"Confirm your {paper.nameplate} alerts", now=now, list_id=list_id(paper, links=links),
         text=render_template("mail/confirm.txt", **context),
         html=render_template("mail/confirm.html", **context))
     try:
