@@ -4,6 +4,7 @@
 Links in emails only ever lead to a page with a button: the confirmation or the unsubscribe
 happens on the POST, so a mail scanner that prefetches GET links changes nothing. The same
 unsubscribe URL takes RFC 8058's one-click POST (`List-Unsubscribe=One-Click`) and answers 200.
+The POSTs commit once, at the commit point (transaction.py); a 4xx page writes nothing.
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from clock import utcnow
 from http_cache import no_etag
 from schemas.subscriber import SubscribeIn
 from services import subscriptions
+from services.errors import Invalid
+from transaction import transactional
 
 bp = Blueprint("subscribe", __name__)
 
@@ -40,6 +43,7 @@ def landing():
 
 @bp.post("/subscribe")
 @subscribe_limits
+@transactional
 def subscribe_form():
     """The form's POST (no JavaScript needed): the same rules and answer as the public API."""
     raw = {"email": request.form.get("email", "").strip(),
@@ -58,8 +62,8 @@ def subscribe_form():
     if body is not None and not errors:
         try:
             sections = subscriptions.check_sections(g.paper, body.get("sections"))
-        except subscriptions.SectionsError as exc:
-            errors["sections"] = [str(exc)]
+        except Invalid as exc:  # shown beside its field on the form, not as an error page
+            errors.update(exc.errors or {})
     if errors:
         return _landing(form, errors, 422)
     # Every section ticked means "all sections", those added later included.
@@ -91,6 +95,7 @@ def confirm_page():
 
 @bp.post("/subscribe/confirm")
 @no_etag
+@transactional
 def confirm():
     """Confirm the address named by the signed token."""
     row = subscriptions.read_token("confirm", _token(), g.paper)
@@ -113,6 +118,7 @@ def unsubscribe_page():
 
 @bp.post("/subscribe/unsubscribe")
 @no_etag
+@transactional
 def unsubscribe():
     """Unsubscribe: the page's button, or the RFC 8058 one-click POST
     (`List-Unsubscribe=One-Click`, token in the URL). Answers 200."""

@@ -1,19 +1,31 @@
-"""`/api/v1/subscribers` (and the `/api/v1/subscribe` alias): public double opt-in subscribe,
-the admin batch with webhooks, and the keyed list (spec "Endpoints"; CONTRACT.md "subscribe",
-"webhooks"). Business rules live in services/subscriptions.py."""
+"""Subscribers: email alerts with double opt-in, and webhooks (CONTRACT.md "subscribe",
+"webhooks").
+
+    POST /api/v1/subscribers    without a key: subscribe one address (202, confirm email);
+                                with an admin key: a batch of up to 20, optionally a webhook
+    POST /api/v1/subscribe      the same, under the paper's other subscribe path
+    GET  /api/v1/subscribers    counts with a read key; the rows too with an admin key
+
+Business rules live in services/subscriptions.py, who may send what in
+blueprints/api/permissions.py. A subscribe commits once, at the commit point (transaction.py);
+the confirm email leaves only after that commit.
+"""
 from __future__ import annotations
 
 import functools
 
 from flask import abort, current_app, g, request
 from flask_limiter.util import get_remote_address
-from werkzeug.exceptions import Forbidden, UnprocessableEntity
 
-from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint, keyed
+from blueprints.api import permissions
+from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint
+from blueprints.api.permissions import keyed
 from clock import utcnow
 from extensions import limiter
 from schemas.subscriber import SubscribeAcceptedOut, SubscribeIn, SubscribersOut
-from services import keys, subscriptions, webhooks
+from services import subscriptions, webhooks
+from services.errors import Invalid
+from transaction import transactional
 
 bp = api_blueprint("subscribers", __name__, "Email alerts with double opt-in, and webhooks.")
 
@@ -53,13 +65,6 @@ def subscribe_limits(view):
                                 exempt_when=_keyed_request)(view)
 
 
-def unprocessable(errors: dict, detail: str = "The request body failed validation."):
-    """Abort 422 with per-field messages (rendered as problem+json `errors`)."""
-    exc = UnprocessableEntity(description=detail)
-    exc.data = {"messages": {"json": errors}}
-    raise exc
-
-
 def _require_json(view):
     @functools.wraps(view)
     def wrapper(*args, **kwargs):
@@ -71,24 +76,19 @@ def _require_json(view):
 
 
 def preferences(body: dict) -> subscriptions.Preferences:
-    """Preferences from a validated body; 422 on a section name the paper does not have."""
-    try:
-        sections = subscriptions.check_sections(g.paper, body.get("sections"))
-    except subscriptions.SectionsError as exc:
-        unprocessable({"sections": [str(exc)]})
+    """Preferences from a validated body. Raises Invalid (422) on a section name the paper
+    does not have."""
+    sections = subscriptions.check_sections(g.paper, body.get("sections"))
     return subscriptions.Preferences(cadence=body["cadence"], sections=sections, cast=body["cast"])
 
 
 def _create(body: dict):
     if g.key is not None:
-        if keys.LEVELS[g.key.kind] < keys.LEVELS["admin"]:
-            raise Forbidden(description="Subscribing a batch needs an admin key; public subscribe takes no key.")
+        permissions.check_subscriber_batch(g.key)
         return _create_batch(body)
-    extra = [name for name in ("emails", "webhook") if name in body]
-    if extra:
-        unprocessable({name: ["Only with an admin key."] for name in extra})
+    permissions.check_public_subscribe(body)
     if "email" not in body:
-        unprocessable({"email": ["Missing data for required field."]})
+        raise Invalid(errors={"email": ["Missing data for required field."]})
     subscriptions.subscribe(g.paper, body["email"], preferences(body), utcnow())
     return ACCEPTED, 202
 
@@ -96,13 +96,10 @@ def _create(body: dict):
 def _create_batch(body: dict):
     emails = body.get("emails") or ([body["email"]] if "email" in body else None)
     if not emails:
-        unprocessable({"emails": ["Missing data for required field."]})
+        raise Invalid(errors={"emails": ["Missing data for required field."]})
     webhook = body.get("webhook")
     if webhook:
-        try:
-            webhooks.check_url(webhook, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
-        except webhooks.WebhookTargetError as exc:
-            unprocessable({"webhook": [str(exc)]})
+        webhooks.check_url(webhook, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
     done = subscriptions.subscribe_batch(g.paper, emails, preferences(body), utcnow(), webhook=webhook)
     return {"subscribers": [{"email": row.email, **({"webhook_secret": secret} if secret else {})}
                             for row, secret in done]}, 202
@@ -129,6 +126,7 @@ def _post_view(name: str):
     view = bp.arguments(SubscribeIn)(view)
     view = bp.doc(security=OPTIONAL_SECURITY)(view)
     view = _require_json(view)
+    view = transactional(view)
     return subscribe_limits(view)
 
 
@@ -142,6 +140,6 @@ bp.route("/subscribe", methods=["POST"], endpoint="subscribe")(_post_view("subsc
 def list_subscribers():
     """Subscribers: `{count, confirmed}` with a read key; the rows too with an admin key"""
     counts = subscriptions.counts(g.paper)
-    if keys.LEVELS[g.key.kind] >= keys.LEVELS["admin"]:
+    if permissions.sees_subscriber_rows(g.key):
         return {"subscribers": subscriptions.rows(g.paper), **counts}
     return counts
