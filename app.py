@@ -1,8 +1,8 @@
 """The Paper Desk application factory.
 
-`create_app()` wires config -> extensions -> tenancy and caching hooks -> blueprints -> error
-handlers -> CLI commands. It has no side effects beyond building the app: the schema is made by
-`flask init-db` (migrations), never here.
+`create_app()` wires config -> logging -> extensions -> blueprints -> error handlers -> the
+request pipeline (pipeline.py, every before/after step in order) -> CLI commands. It has no side
+effects beyond building the app: the schema is made by `flask init-db` (migrations), never here.
 """
 from __future__ import annotations
 
@@ -14,11 +14,9 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 import config
 import errors
-import http_cache
 import logging_setup
-import security
-import tenancy
-from extensions import api, cache, cors, db, limiter, migrate
+import pipeline
+from extensions import api, cache, db, migrate
 from services import purge
 
 
@@ -34,13 +32,12 @@ def create_app(test_config: dict | None = None) -> Flask:
         # Host is never taken from X-Forwarded-Host: tenancy trusts Host, which the proxy passes.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=trusted, x_proto=trusted)
 
-    logging_setup.configure(app)  # first: its hooks open and close every request
+    logging_setup.configure(app)
     register_extensions(app)
     register_blueprints(app)
     errors.register(app)
-    security.register(app)
+    pipeline.install(app)
     register_commands(app)
-    http_cache.register_store(app)  # last: it must see the view's answer before other hooks
     return app
 
 
@@ -52,28 +49,8 @@ def register_extensions(app: Flask) -> None:
     migrate.init_app(app, db, directory=os.path.join(os.path.dirname(__file__), "migrations"))
     cache.init_app(app)
     purge.init_app(app)
-    limiter.init_app(app)
-    # Order matters: fresh cache state, tenancy sets g.paper and g.key, then the 304 shortcut or
-    # the response cache may answer at once.
-    app.before_request(http_cache.begin)
-    app.before_request(http_cache.answer_from_recent_paper)
-    tenancy.register(app)
-    http_cache.register(app)
-    cors.init_app(
-        app,
-        resources={
-            r"/api/v1*": {"origins": "*"},
-            r"/oembed": {"origins": "*"},
-            r"/front.json": {"origins": "*"},
-        },
-        allow_headers=["Content-Type", "If-None-Match"],
-        expose_headers=["ETag", "Retry-After", "Location"],
-        max_age=600,
-        send_wildcard=True,
-        vary_header=False,
-    )
     api.init_app(app)
-    # CONTRACT.md "the document": both ways of sending a desk key.
+    # Both ways of sending a desk key (docs/API.md "Keys").
     api.spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer",
                                                    "description": "Authorization: Bearer desk_..."})
     api.spec.components.security_scheme("deskKey", {"type": "apiKey", "in": "header",
@@ -106,8 +83,8 @@ def register_blueprints(app: Flask) -> None:
     for bp in PLAIN_BLUEPRINTS:
         app.register_blueprint(bp)
     if app.config["BENCH_BARE"]:
-        # The benchmark's ceiling: every hook a public GET passes (limiter, request log,
-        # security headers), no paper lookup and no database (tenancy.UNSCOPED).
+        # The benchmark's ceiling: every pipeline step a public GET passes (rate limits, request
+        # log, security headers), no paper lookup and no database (tenancy.UNSCOPED).
         app.add_url_rule("/bench/bare", "bench_bare", lambda: {"status": "ok"})
 
 

@@ -69,13 +69,13 @@ def load() -> dict:
         "PUBLIC_URL_SCHEME": os.environ.get("PUBLIC_URL_SCHEME", "http"),
         "SMTP_URL": os.environ.get("SMTP_URL", ""),
         "OUTBOX_DIR": os.environ.get("OUTBOX_DIR", str(instance / "outbox")),
+        # Rate limits (ratelimits.py, run by pipeline.py before the paper lookup).
         "RATELIMIT_ENABLED": _flag("RATELIMIT_ENABLED", True),
         "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),
-        "RATELIMIT_HEADERS_ENABLED": True,
-        # A limiter store outage (Redis down) must not become a site outage (ratelimits.py):
-        # count in memory meanwhile, and give up on Redis within a second.
+        "RATELIMIT_KEY_PREFIX": os.environ.get("RATELIMIT_KEY_PREFIX", "paperdesk"),
+        # A limiter store outage (Redis down) must not become a site outage: count in memory
+        # meanwhile, and give up on Redis within a second.
         "RATELIMIT_IN_MEMORY_FALLBACK_ENABLED": True,
-        "RATELIMIT_SWALLOW_ERRORS": True,
         "RATELIMIT_STORAGE_OPTIONS": {"socket_timeout": 1, "socket_connect_timeout": 1},
         "RATELIMIT_DEFAULT": os.environ.get("RATELIMIT_DEFAULT", "600 per minute"),
         "WEBHOOK_ALLOW_PRIVATE": _flag("WEBHOOK_ALLOW_PRIVATE", False),

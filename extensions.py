@@ -5,8 +5,6 @@ import http
 
 from flask_caching import Cache
 from flask_cors import CORS
-from flask_limiter import Limiter
-from flask_limiter.util import get_remote_address
 from flask_migrate import Migrate
 from flask_smorest import Api
 from flask_smorest.utils import prepare_response
@@ -35,7 +33,6 @@ class Base(DeclarativeBase):
 
 db = SQLAlchemy(model_class=Base)
 migrate = Migrate(render_as_batch=True)
-limiter = Limiter(key_func=get_remote_address)
 cors = CORS()
 
 

@@ -27,7 +27,7 @@ import threading
 from collections import OrderedDict
 from urllib.parse import urlencode
 
-from flask import Flask, Response, current_app, g, request
+from flask import Response, current_app, g, request
 from flask.globals import request_ctx
 
 import tenancy
@@ -87,7 +87,7 @@ def surrogate_keys() -> str:
 
 
 def begin() -> None:
-    """before_request, ahead of tenancy: this request's cache state starts empty (a test that
+    """Pipeline step, ahead of tenancy: this request's cache state starts empty (a test that
     holds an app context open sees one `g` across requests)."""
     g.public_get, g.response_cache_key, g.response_cache_hit = False, None, False
     g.surrogate_keys = []
@@ -95,7 +95,7 @@ def begin() -> None:
 
 
 def answer_from_recent_paper():
-    """before_request, ahead of tenancy: a public GET of a paper this worker resolved less than
+    """Pipeline step, ahead of tenancy: a public GET of a paper this worker resolved less than
     PAPER_SNAPSHOT_SECONDS ago (tenancy.recent_paper) is answered 304 or from the response
     cache without asking the database for the paper. Anything else (a miss, a key, a private
     or unknown paper, a view without ETags) goes on to tenancy and the view as usual."""
@@ -116,7 +116,7 @@ def answer_from_recent_paper():
 
 
 def answer_not_modified():
-    """before_request: a public GET whose If-None-Match holds the current ETag gets 304 at once."""
+    """Pipeline step, after tenancy: a public GET whose If-None-Match holds the current ETag gets 304 at once."""
     g.public_get = _cacheable()
     if not g.public_get:
         return None
@@ -154,7 +154,7 @@ def _response_cacheable() -> bool:
 
 
 def answer_from_cache():
-    """before_request (after the 304 check): a stored answer for this public GET, if any.
+    """Pipeline step (after the 304 check): a stored answer for this public GET, if any.
     A cache that fails (Redis down) is logged and skipped: the request is served fresh."""
     if not _response_cacheable():
         return None
@@ -239,7 +239,7 @@ def _storable(response: Response) -> bool:
 
 
 def store_answer(response: Response) -> Response:
-    """after_request (registered last, so it runs first and sees the view's own answer): give a
+    """Pipeline step, first after the view (it sees the view's own answer): give a
     public answer its Surrogate-Key and store a fresh 200 in the response cache."""
     if not g.get("public_get") or response.status_code == 304 or g.response_cache_hit:
         return response
@@ -259,7 +259,7 @@ def store_answer(response: Response) -> Response:
 
 
 def decorate(response: Response) -> Response:
-    """after_request: cache headers on public GETs; keyed answers private and without CORS."""
+    """Pipeline step, after CORS: cache headers on public GETs; keyed answers private and without CORS."""
     if g.get("key") is not None:
         response.headers["Cache-Control"] = "private, no-store"
         for name in [h for h in response.headers.keys() if h.lower().startswith("access-control-")]:
@@ -273,16 +273,3 @@ def decorate(response: Response) -> Response:
         response.vary.update(["Authorization", "X-Desk-Key"])
     return response
 
-
-def register(app: Flask) -> None:
-    """Install the 304 and cache before hooks (after tenancy's; `begin` goes before it) and
-    `decorate`. Call before CORS is initialised: after_request hooks run in reverse order, so
-    `decorate` then runs after flask-cors and can strip its headers from keyed answers."""
-    app.before_request(answer_not_modified)  # tenancy's load_paper is registered before these
-    app.before_request(answer_from_cache)
-    app.after_request(decorate)
-
-
-def register_store(app: Flask) -> None:
-    """Install `store_answer`. Call after every other after_request hook is registered."""
-    app.after_request(store_answer)

@@ -61,13 +61,13 @@ def request_id_from(header: str | None) -> str:
 
 
 def start_request() -> None:
-    """before_request (installed first, so it runs first): the request id and the clock."""
+    """Pipeline step, first before the view: the request id and the clock."""
     g.request_id = request_id_from(request.headers.get(REQUEST_ID_HEADER))
     g.request_started = time.perf_counter()
 
 
 def finish_request(response: Response) -> Response:
-    """after_request (installed first, so it runs last): echo the id, log the request line."""
+    """Pipeline step, last after the view: echo the id, log the request line."""
     if "request_id" not in g:  # a request that failed before any before_request hook ran
         start_request()
     response.headers[REQUEST_ID_HEADER] = g.request_id
@@ -88,11 +88,8 @@ def finish_request(response: Response) -> Response:
 
 def configure(app: Flask) -> None:
     """Give the `paperdesk` loggers one stderr handler (JSON unless LOG_FORMAT=text) at
-    LOG_LEVEL, once per process, and install the request-id hooks on `app`.
-
-    Call before any other hook is registered: before_request hooks run in registration order and
-    after_request hooks in reverse, so the id exists first and the line is written last.
-    """
+    LOG_LEVEL, once per process. The request-id steps are installed by pipeline.py (first
+    before the view, last after it)."""
     logger = logging.getLogger("paperdesk")
     logger.setLevel(app.config["LOG_LEVEL"])
     ours = [h for h in logger.handlers if getattr(h, "_paperdesk", False)]
@@ -110,6 +107,4 @@ def configure(app: Flask) -> None:
         handler.setFormatter(JsonFormatter() if app.config["LOG_FORMAT"] != "text" else
                              logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     log.setLevel(logging.NOTSET if app.config["LOG_REQUESTS"] else logging.WARNING)
-    app.before_request(start_request)
-    app.after_request(finish_request)
 

@@ -1,98 +1,258 @@
-"""Rate limits on every route (issue 7 item 3; CONTRACT.md "status codes": 429 with Retry-After).
+"""Rate limits: which requests count against which limit, counted in one shared store.
 
-Every limit counts per client address (`flask_limiter.util.get_remote_address`: the peer, or the
-address ProxyFix takes from X-Forwarded-For when TRUSTED_PROXIES says how many proxies to trust)
-in the limiter's storage: `memory://` in development, Redis in production
-(RATELIMIT_STORAGE_URI=redis://...), so every gunicorn worker and every host shares one count.
+Every limit counts per client address (`request.remote_addr`: the peer, or the address ProxyFix
+takes from X-Forwarded-For when TRUSTED_PROXIES says how many proxies to trust) in the store
+named by RATELIMIT_STORAGE_URI: `memory://` in development, Redis in production, so every
+gunicorn worker and every host shares one count.
 
-| requests                                            | limit (config name, default)                 |
-|-----------------------------------------------------|----------------------------------------------|
-| every GET and HEAD, all routes together             | READ_RATELIMIT, "300/minute"                 |
-| public subscribe: POST /api/v1/subscribers,         | SUBSCRIBE_RATELIMIT "5/minute;20/hour" per   |
-| /api/v1/subscribe and the /subscribe form           | client and SUBSCRIBE_ADDRESS_RATELIMIT per   |
-|                                                     | address (blueprints/api/subscribers.py)      |
+| requests                                           | limit (config name, default)                  |
+|----------------------------------------------------|-----------------------------------------------|
+| every GET and HEAD of a client, all routes together | READ_RATELIMIT, "300/minute"                  |
+| public subscribe: POST /api/v1/subscribers,         | SUBSCRIBE_RATELIMIT "5/minute;20/hour" per    |
+| /api/v1/subscribe and the /subscribe form (keyless) | client, and SUBSCRIBE_ADDRESS_RATELIMIT       |
+|                                                     | "3/hour;10/day" per address subscribed        |
 | POST /subscribe/confirm, /subscribe/unsubscribe     | SUBSCRIBE_LINK_RATELIMIT, "20/minute;200/hour"|
-| any other request (the keyed writes), per route     | RATELIMIT_DEFAULT (flask-limiter's own)       |
-| /healthz, /readyz, static files                     | none (load balancers; flask-limiter exempts   |
-|                                                     | static)                                       |
+| any other request (the keyed writes), per route     | RATELIMIT_DEFAULT, "600 per minute"           |
+| /healthz, /readyz, static files                     | none (load balancers and assets)              |
 
-The limit strings are read from the app's config on each request (limit providers are
-callables), so an app built with other values, a test's for instance, gets its own. A 429 is a
-problem+json (or the HTML error page on reader pages) with `Retry-After` in seconds, and every
-limited answer carries flask-limiter's `X-RateLimit-Limit`, `X-RateLimit-Remaining` and
-`X-RateLimit-Reset` (unix seconds) of the limit nearest to running out.
+The counting is the `limits` library's (the engine under Flask-Limiter): one `incr` per limit
+that applies, which is one round trip to Redis. Windows are fixed and aligned to the clock
+(a "300/minute" window is a clock minute), so the reset time is known without asking the
+store again. The pipeline (pipeline.py) calls `RateLimits.check` before the paper lookup, so a
+refused request costs no database work, and `RateLimits.add_headers` after the view:
+`X-RateLimit-Limit`, `-Remaining` and `-Reset` (unix seconds) of the limit nearest to running
+out, on every counted answer. A 429 is a problem+json (the HTML error page on reader pages)
+with `Retry-After` in seconds; no other answer carries Retry-After but a 503.
 
-If the limiter's storage fails (Redis down), the limits fall back to per-process memory rather
-than failing the request (RATELIMIT_IN_MEMORY_FALLBACK_ENABLED, RATELIMIT_SWALLOW_ERRORS), and
-Redis calls time out after a second (RATELIMIT_STORAGE_OPTIONS): a limiter outage must never
-become a site outage.
+A store that fails (Redis down) never fails a request: the worker counts in its own memory,
+logs a warning, and tries the store again after STORE_RETRY_SECONDS. Redis calls time out
+after a second (RATELIMIT_STORAGE_OPTIONS).
+
+Why not Flask-Limiter's own hooks: they install themselves at `init_app` in an order of their
+own, keep one process-wide state shared by every app, and ask the store a second time per
+request for the headers. Here each app owns its `RateLimits` and the pipeline says where it runs.
 """
 from __future__ import annotations
 
-from flask import Flask, Response, current_app
+import logging
+import math
+import threading
+import time
+from dataclasses import dataclass
 
-from extensions import limiter
+from flask import Flask, Request, Response, current_app, g, request
+from limits import RateLimitItem, parse_many
+from limits.storage import MemoryStorage, Storage, storage_from_string
+from werkzeug.exceptions import TooManyRequests
 
-READ_METHODS = ["GET", "HEAD"]
-DEFAULT_READ_LIMIT = "300/minute"
-DEFAULT_LINK_LIMIT = "20/minute;200/hour"
-# Blueprints whose routes answer load balancers, not readers: never limited.
-EXEMPT_BLUEPRINTS = ("health",)
-# The blueprint holding the confirm and unsubscribe POSTs. Its other POST, the subscribe form,
-# carries its own limits (which override blueprint limits), so LINKS reaches only those two.
-LINK_BLUEPRINT = "subscribe"
-# Flask-Limiter settings that must be in the config before `limiter.init_app` reads it.
-LIMITER_DEFAULTS = {
-    "RATELIMIT_IN_MEMORY_FALLBACK_ENABLED": True,
-    "RATELIMIT_SWALLOW_ERRORS": True,
-    "RATELIMIT_STORAGE_OPTIONS": {"socket_timeout": 1, "socket_connect_timeout": 1},
-}
+log = logging.getLogger("paperdesk.ratelimits")
+
+READ_METHODS = frozenset({"GET", "HEAD"})
+KEY_HEADERS = ("Authorization", "X-Desk-Key")
+# Endpoints that answer load balancers and serve assets: never counted.
+EXEMPT_ENDPOINTS = frozenset({"static", "health.healthz", "health.readyz"})
+# The public subscribe routes (API and the landing page's form) and the e-mailed links' POSTs.
+SUBSCRIBE_ENDPOINTS = frozenset({"subscribers.create_subscribers", "subscribers.subscribe",
+                                 "subscribe.subscribe_form"})
+LINK_ENDPOINTS = frozenset({"subscribe.confirm", "subscribe.unsubscribe"})
+# How long a worker counts in memory after the shared store failed before it asks it again.
+STORE_RETRY_SECONDS = 30.0
 # Statuses on which a Retry-After means something (RFC 9110 10.2.3, RFC 6585 4).
 RETRY_AFTER_STATUSES = (429, 503)
+_EXTENSION = "paperdesk.ratelimits"
 
 
-def read_limit() -> str:
-    """The limit shared by all GET and HEAD requests of one client (READ_RATELIMIT)."""
-    return current_app.config.get("READ_RATELIMIT", DEFAULT_READ_LIMIT)
+@dataclass(frozen=True)
+class Limit:
+    """One limit that applies to a request: `scope` (its counter's name), the parsed `item`
+    (amount per window), and `who` (the client address, or the subscribed address)."""
+
+    scope: str
+    item: RateLimitItem
+    who: str
 
 
-def link_limit() -> str:
-    """The limit on the confirm and unsubscribe POSTs of one client (SUBSCRIBE_LINK_RATELIMIT)."""
-    return current_app.config.get("SUBSCRIBE_LINK_RATELIMIT", DEFAULT_LINK_LIMIT)
+@dataclass(frozen=True)
+class Count:
+    """What one `incr` told: the `limit`, how many requests remain in its window (never below
+    0), and when the window resets (unix seconds)."""
+
+    limit: Limit
+    remaining: int
+    reset_at: int
+
+    @property
+    def exceeded(self) -> bool:
+        return self.remaining < 0
 
 
-# Created once per process: flask-limiter keeps blueprint limits by blueprint name on the
-# (process-wide) limiter, and equal limits are stored once however many apps register them.
-READS = limiter.shared_limit(read_limit, scope="read", methods=READ_METHODS)
-LINKS = limiter.shared_limit(link_limit, scope="subscribe-link", methods=["POST"])
+def client_address() -> str:
+    """The rate-limit identity of the current client: its address (ProxyFix applied)."""
+    return request.remote_addr or "127.0.0.1"
 
 
-def drop_stray_retry_after(response: Response) -> Response:
-    """after_request, run after flask-limiter's: it puts `Retry-After` on every limited answer,
-    a 200 too, where it means nothing (and a cache would store it). Keep it on 429 and 503."""
-    if response.status_code not in RETRY_AFTER_STATUSES:
-        response.headers.pop("Retry-After", None)
-    return response
+def subscribed_address(req: Request) -> str | None:
+    """The lower-cased address a public subscribe asks for (JSON body or form), else None."""
+    body = req.get_json(silent=True) if req.is_json else req.form
+    email = body.get("email") if hasattr(body, "get") else None
+    if isinstance(email, str) and email.strip():
+        return email.strip().lower()
+    return None
 
 
-def register(app: Flask) -> None:
-    """Attach the limits above to every blueprint of `app`. Idempotent; call it once the
-    blueprints are registered (after `register_blueprints`).
+def _presents_key(req: Request) -> bool:
+    # A key header that is not valid for this paper ends in 401/403 before anything is written,
+    # so exempting keyed requests from the public subscribe limits opens nothing.
+    return any(name in req.headers for name in KEY_HEADERS)
 
-    The Flask-Limiter settings in LIMITER_DEFAULTS are set here only when absent, and only take
-    effect if present when `limiter.init_app` runs: config.py carries them for that reason.
+
+class RateLimits:
+    """The limits of one app, with its store. Built from the app's config by `for_app`.
+
+    `check()` counts the current request against every limit that applies (see the module's
+    table) and raises werkzeug's TooManyRequests (429, with Retry-After) when one is used up;
+    `add_headers(response)` puts the X-RateLimit headers on the answer.
     """
-    for name, value in LIMITER_DEFAULTS.items():
-        app.config.setdefault(name, value)
-    if app.extensions.get("paperdesk.ratelimits"):
-        return
-    app.extensions["paperdesk.ratelimits"] = True
-    for name, blueprint in app.blueprints.items():
-        if name in EXEMPT_BLUEPRINTS:
-            limiter.exempt(blueprint)
-            continue
-        READS(blueprint)
-        if name == LINK_BLUEPRINT:
-            LINKS(blueprint)
-    # Inserted first, so it runs last: after_request hooks run in reverse order of registration.
-    app.after_request_funcs.setdefault(None, []).insert(0, drop_stray_retry_after)
+
+    def __init__(self, config: dict):
+        self.enabled = bool(config.get("RATELIMIT_ENABLED", True))
+        self.prefix = config.get("RATELIMIT_KEY_PREFIX") or "paperdesk"
+        self.uri = config.get("RATELIMIT_STORAGE_URI") or "memory://"
+        self.options = dict(config.get("RATELIMIT_STORAGE_OPTIONS") or {})
+        self.fallback_enabled = bool(config.get("RATELIMIT_IN_MEMORY_FALLBACK_ENABLED", True))
+        self.read = parse_many(config.get("READ_RATELIMIT", "300/minute"))
+        self.subscribe = parse_many(config.get("SUBSCRIBE_RATELIMIT", "5/minute;20/hour"))
+        self.address = parse_many(config.get("SUBSCRIBE_ADDRESS_RATELIMIT", "3/hour;10/day"))
+        self.links = parse_many(config.get("SUBSCRIBE_LINK_RATELIMIT", "20/minute;200/hour"))
+        self.default = parse_many(config.get("RATELIMIT_DEFAULT", "600 per minute"))
+        self._store: Storage | None = None
+        self._fallback: MemoryStorage | None = None  # made on the store's first failure
+        self._store_failed_at: float | None = None
+        self._lock = threading.Lock()
+
+    @classmethod
+    def for_app(cls, app: Flask) -> RateLimits:
+        """The app's RateLimits, made from its config on first use."""
+        limits = app.extensions.get(_EXTENSION)
+        if limits is None:
+            limits = app.extensions[_EXTENSION] = cls(app.config)
+        return limits
+
+    # ------------------------------------------------------------------ which limits apply
+
+    def applicable(self, req: Request) -> list[Limit]:
+        """Every limit that counts `req` (the module's table), in no particular order."""
+        endpoint = req.endpoint
+        if not self.enabled or endpoint is None or endpoint in EXEMPT_ENDPOINTS:
+            return []
+        client = client_address()
+        if req.method in READ_METHODS:
+            return [Limit("read", item, client) for item in self.read]
+        if endpoint in SUBSCRIBE_ENDPOINTS and req.method == "POST":
+            if _presents_key(req):
+                return [Limit(f"route:{endpoint}", item, client) for item in self.default]
+            found = [Limit("subscribe-client", item, client) for item in self.subscribe]
+            address = subscribed_address(req)
+            if address is not None:
+                found += [Limit("subscribe-address", item, address) for item in self.address]
+            return found
+        if endpoint in LINK_ENDPOINTS and req.method == "POST":
+            return [Limit("subscribe-link", item, client) for item in self.links]
+        return [Limit(f"route:{endpoint}", item, client) for item in self.default]
+
+    # ------------------------------------------------------------------ counting
+
+    def _memory(self) -> MemoryStorage:
+        if self._fallback is None:
+            with self._lock:
+                if self._fallback is None:
+                    self._fallback = MemoryStorage()
+        return self._fallback
+
+    def _storage(self) -> Storage:
+        if self._store_failed_at is not None:
+            if time.monotonic() - self._store_failed_at < STORE_RETRY_SECONDS:
+                return self._memory()
+            self._store_failed_at = None
+        if self._store is None:
+            with self._lock:
+                if self._store is None:
+                    self._store = storage_from_string(self.uri, **self.options)
+        return self._store
+
+    def _count(self, store: Storage, limit: Limit, now: float) -> Count:
+        period = limit.item.get_expiry()
+        window = int(now // period)
+        reset_at = (window + 1) * period
+        key = f"{self.prefix}/{limit.scope}/{limit.item.amount}/{period}/{window}/{limit.who}"
+        # The key expires with its window (plus a second for clocks a little apart).
+        used = store.incr(key, int(math.ceil(reset_at - now)) + 1)
+        return Count(limit, limit.item.amount - used, int(reset_at))
+
+    def count(self, limits: list[Limit]) -> list[Count]:
+        """Count one request against each of `limits`; falls back to this worker's memory when
+        the shared store fails (and with RATELIMIT_IN_MEMORY_FALLBACK_ENABLED off, counts
+        nothing rather than fail the request)."""
+        now = time.time()
+        store = self._storage()
+        try:
+            return [self._count(store, limit, now) for limit in limits]
+        except Exception:  # noqa: BLE001 - a limiter outage must never become a site outage
+            if store is self._fallback:
+                raise
+            log.warning("rate-limit store unreachable; counting in memory for %ss",
+                        STORE_RETRY_SECONDS, exc_info=True)
+            self._store_failed_at = time.monotonic()
+            if not self.fallback_enabled:
+                return []
+            return [self._count(self._memory(), limit, now) for limit in limits]
+
+    def check(self) -> None:
+        """Pipeline step (before the paper lookup): count the current request; raise 429 with
+        Retry-After when a limit is used up. Leaves the tightest count on `g.rate_limit` for
+        `add_headers`."""
+        g.rate_limit = None
+        limits = self.applicable(request)
+        if not limits:
+            return
+        counts = self.count(limits)
+        if not counts:
+            return
+        tightest = min(counts, key=lambda c: (c.remaining, -c.reset_at))
+        g.rate_limit = tightest
+        if tightest.exceeded:
+            exceeded = [c for c in counts if c.exceeded]
+            # The client may retry once every used-up window has reset.
+            reset_at = max(c.reset_at for c in exceeded)
+            retry_after = max(1, int(math.ceil(reset_at - time.time())))
+            item = tightest.limit.item
+            error = TooManyRequests(description=str(item))  # "300 per 1 minute"
+            error.data = {"headers": {"Retry-After": str(retry_after)}}
+            g.rate_limit = Count(tightest.limit, -1, reset_at)
+            log.info("rate limit %s (%s) used up by %s on %s", item, tightest.limit.scope,
+                     tightest.limit.who, request.endpoint)
+            raise error
+
+    @staticmethod
+    def add_headers(response: Response) -> Response:
+        """Pipeline step (after): the X-RateLimit headers of the tightest limit counted, and
+        no Retry-After but on 429 and 503."""
+        counted = g.get("rate_limit")
+        if counted is not None:
+            response.headers["X-RateLimit-Limit"] = str(counted.limit.item.amount)
+            response.headers["X-RateLimit-Remaining"] = str(max(0, counted.remaining))
+            response.headers["X-RateLimit-Reset"] = str(counted.reset_at)
+        if response.status_code not in RETRY_AFTER_STATUSES:
+            response.headers.pop("Retry-After", None)
+        return response
+
+
+def check_limits() -> None:
+    """before_request step: `RateLimits.check` for the current app."""
+    RateLimits.for_app(current_app).check()
+
+
+def add_limit_headers(response: Response) -> Response:
+    """after_request step: `RateLimits.add_headers`."""
+    return RateLimits.add_headers(response)
+

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from flask import Flask, Response, current_app, request
+from flask import Response, current_app, request
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
 PAGE_CSP = ("default-src 'self'; img-src 'self' https: data:; media-src 'self' https:; "
@@ -39,7 +39,7 @@ def allow_framing(response: Response, kind: str) -> Response:
 
 
 def add_headers(response: Response) -> Response:
-    """after_request: the headers above. A policy the view set is kept; unless it is one of the
+    """Pipeline step (after the view, on every answer): the headers above. A policy the view set is kept; unless it is one of the
     frameable ones, framing is still denied. A 304 gets no policy of its own (see below)."""
     # A 304 carries no body, and a browser merges its headers into the stored answer's: framing
     # headers on it would overwrite a frameable card's policy (the view did not run to say so).
@@ -65,7 +65,7 @@ def add_headers(response: Response) -> Response:
 
 
 def refuse_large_bodies() -> None:
-    """before_request: 413 for a body larger than MAX_CONTENT_LENGTH (64 KiB) on any route,
+    """Pipeline step (before the paper lookup): 413 for a body larger than MAX_CONTENT_LENGTH (64 KiB) on any route,
     whether or not its view reads the body.
 
     A declared Content-Length is checked at once. A chunked body has none: werkzeug reads it
@@ -88,15 +88,8 @@ def refuse_large_bodies() -> None:
 
 
 def refuse_nul_in_path() -> None:
-    """before_request: a path holding a NUL (`%00`) names nothing here (and PostgreSQL cannot
+    """Pipeline step (first refusal): a path holding a NUL (`%00`) names nothing here (and PostgreSQL cannot
     compare text holding one): 404 before any view looks it up."""
     if "\x00" in request.path:
         raise NotFound()
 
-
-def register(app: Flask) -> None:
-    """Install the hooks: the path and body checks, and the headers (on static files and error
-    pages too)."""
-    app.before_request(refuse_nul_in_path)
-    app.before_request(refuse_large_bodies)
-    app.after_request(add_headers)

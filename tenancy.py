@@ -7,10 +7,11 @@ a valid key for it opens it.
 """
 from __future__ import annotations
 
+import re
 import time
 from typing import NamedTuple
 
-from flask import Flask, abort, current_app, g, request
+from flask import abort, current_app, g, request
 from sqlalchemy import bindparam, or_, select
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import make_transient_to_detached
@@ -18,6 +19,7 @@ from sqlalchemy.orm import make_transient_to_detached
 from extensions import db
 from models import Paper
 from services import keys, memo
+from services.errors import Unauthorized
 
 # Endpoints that answer for the process, not for a paper.
 UNSCOPED = {"static", "health.healthz", "health.readyz", "bench_bare"}
@@ -124,8 +126,32 @@ def _keyless_read() -> bool:
     return "Authorization" not in request.headers and "X-Desk-Key" not in request.headers
 
 
+# What `services.keys.issue_key` makes: the prefix, then 32 random bytes in base64url.
+_KEY_SHAPE = re.compile(r"desk_[A-Za-z0-9_-]{43}", re.ASCII)
+
+
+def refuse_malformed_key() -> None:
+    """Pipeline step, before the rate limits and the paper lookup: a key header that cannot be
+    a desk key (an `Authorization` that is not `Bearer desk_...`, an `X-Desk-Key` of the wrong
+    shape) is a 401 with `WWW-Authenticate`, without a database query. A well-formed key is
+    looked up by `load_paper`. Routes that answer for the process (UNSCOPED) ignore keys."""
+    if request.endpoint in UNSCOPED:
+        return
+    auth = request.headers.get("Authorization")
+    if auth is not None:
+        scheme, _, token = auth.strip().partition(" ")
+        plain = token.strip() if scheme.lower() == "bearer" else ""
+    else:
+        plain = request.headers.get("X-Desk-Key")
+        if plain is None:
+            return
+        plain = plain.strip()
+    if not _KEY_SHAPE.fullmatch(plain):
+        raise Unauthorized("The desk key is malformed.")  # with WWW-Authenticate
+
+
 def load_paper() -> None:
-    """before_request: set `g.paper` and `g.key`, or abort 404/401/403."""
+    """Pipeline step: set `g.paper` and `g.key`, or abort 404/401/403."""
     g.key = None
     g.pop("read_autocommit", None)
     g.pop("paper", None)  # a test holding an app context open reuses one `g` across requests
@@ -159,13 +185,9 @@ def load_paper() -> None:
 
 
 def end_read(exc: BaseException | None) -> None:
-    """teardown_request: give back the autocommit connection of a public read, so nothing
+    """Pipeline teardown: give back the autocommit connection of a public read, so nothing
     else runs on it (in production the session ends with the request anyway; a test that holds
     one app context across requests keeps its session, and must not write in autocommit)."""
     if g.pop("read_autocommit", False):
         db.session.rollback()  # no round trip: autocommit has no transaction to end
 
-
-def register(app: Flask) -> None:
-    app.before_request(load_paper)
-    app.teardown_request(end_read)

@@ -11,7 +11,6 @@ from __future__ import annotations
 from flask import Blueprint, g, render_template, request
 from marshmallow import ValidationError
 
-from blueprints.api.subscribers import subscribe_limits
 from clock import utcnow
 from http_cache import no_etag
 from schemas.subscriber import SubscribeIn
@@ -42,7 +41,6 @@ def landing():
 
 
 @bp.post("/subscribe")
-@subscribe_limits
 @transactional
 def subscribe_form():
     """The form's POST (no JavaScript needed): the same rules and answer as the public API."""

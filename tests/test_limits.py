@@ -1,10 +1,10 @@
-"""Limits (issue 7 item 3): 64 KiB bodies (413) on every route that takes one, and rate limits on
-every public route (ratelimits.py) with `Retry-After` and the X-RateLimit headers, shared across
-processes through Redis and surviving a Redis outage; the outbound SMTP timeout is bounded.
+"""Limits: 64 KiB bodies (413) on every route that takes one, and rate limits on every public
+route (ratelimits.py) with `Retry-After` and the X-RateLimit headers, shared across processes
+through Redis and surviving a Redis outage; the outbound SMTP timeout is bounded.
 
-The suite's app runs with the limiter off (RATELIMIT_ENABLED=False, tests/conftest.py); the
-rate-limit tests build their own app with it on, over the same database, and hand the
-process-wide limiter back to the suite's app afterwards. The Redis tests run the app in two
+The suite's app runs with the limits off (RATELIMIT_ENABLED=False, tests/conftest.py); the
+rate-limit tests build their own app with them on (create_app and nothing else), over the same
+database; each app owns its limits and their store. The Redis tests run the app in two
 child processes, as two gunicorn workers would, and skip when 127.0.0.1:6379 does not answer.
 """
 from __future__ import annotations
@@ -24,9 +24,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-import ratelimits
 from app import create_app
-from extensions import db, limiter
+from extensions import db
 from models import Piece, PieceRevision, Section, Subscriber
 from services import mail, subscriptions
 
@@ -138,15 +137,12 @@ def limited(app, tmp_path):
         "SUBSCRIBE_RATELIMIT": "2/minute", "SUBSCRIBE_ADDRESS_RATELIMIT": "10/minute",
         "SUBSCRIBE_LINK_RATELIMIT": "3/minute",
     })
-    ratelimits.register(limited)
     try:
         yield limited
     finally:
         with limited.app_context():
             db.session.remove()
             db.engine.dispose()
-        # The limiter is one object per process: hand it back to the suite's app (limits off).
-        limiter.init_app(app)
 
 
 def assert_rate_headers(response, limit: int, remaining: int) -> None:
@@ -243,9 +239,7 @@ needs_redis = pytest.mark.skipif(not redis_up(), reason="no Redis on 127.0.0.1:6
 WORKER = """
 import json, sys
 from app import create_app
-import ratelimits
 app = create_app(json.loads(sys.argv[1]))
-ratelimits.register(app)
 client = app.test_client()
 print(json.dumps([client.get("/api/v1/stories").status_code for _ in range(int(sys.argv[2]))]))
 """
@@ -258,8 +252,6 @@ def run_worker(app, storage: str, prefix: str, n: int, tmp_path) -> list[int]:
         "CACHE_NO_NULL_WARNING": True, "RATELIMIT_ENABLED": True,
         "RATELIMIT_STORAGE_URI": storage, "RATELIMIT_KEY_PREFIX": prefix,
         "READ_RATELIMIT": "5/hour", "LOG_REQUESTS": False,
-        # config.py carries these (they must be set before the limiter reads the config).
-        **ratelimits.LIMITER_DEFAULTS,
     }
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "FLASK_APP")}
     result = subprocess.run([sys.executable, "-c", WORKER, json.dumps(config), str(n)], cwd=ROOT,
@@ -288,8 +280,8 @@ def test_the_config_keeps_requests_served_when_the_limiter_store_fails():
     import config
 
     settings = config.load()
-    for name, value in ratelimits.LIMITER_DEFAULTS.items():
-        assert settings.get(name) == value, f"config.py should set {name} = {value!r}"
+    assert settings["RATELIMIT_IN_MEMORY_FALLBACK_ENABLED"] is True
+    assert settings["RATELIMIT_STORAGE_OPTIONS"] == {"socket_timeout": 1, "socket_connect_timeout": 1}
 
 
 def test_an_unreachable_limiter_store_limits_in_memory_instead_of_failing(app, newsroom, tmp_path):

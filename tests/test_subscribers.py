@@ -9,6 +9,7 @@ import pytest
 import time_machine
 
 from app import create_app
+from extensions import db
 from tests.smtp import body_text, receiver, smtp  # noqa: F401  (fixtures)
 
 NOW = "2026-11-20T12:00:00Z"
@@ -199,10 +200,9 @@ def test_rate_limits_answer_429_with_retry_after(tmp_path, app):
     try:
         _hit_limits(limited)
     finally:
-        # The limiter is one object: hand it back to the suite's app (limits off).
-        from extensions import limiter
-
-        limiter.init_app(app)
+        with limited.app_context():
+            db.session.remove()
+            db.engine.dispose()
 
 
 def _hit_limits(limited):

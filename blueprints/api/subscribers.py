@@ -15,13 +15,11 @@ from __future__ import annotations
 import functools
 
 from flask import abort, current_app, g, request
-from flask_limiter.util import get_remote_address
 
 from blueprints.api import permissions
 from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint
 from blueprints.api.permissions import keyed
 from clock import utcnow
-from extensions import limiter
 from schemas.subscriber import SubscribeAcceptedOut, SubscribeIn, SubscribersOut
 from services import subscriptions, webhooks
 from services.errors import Invalid
@@ -32,37 +30,6 @@ bp = api_blueprint("subscribers", __name__, "Email alerts with double opt-in, an
 ACCEPTED = {"status": "accepted",
             "detail": "If this address can receive mail, a confirmation link is on its way. "
                       "Alerts begin only after the link is followed."}
-
-
-def _client_limit() -> str:
-    return current_app.config["SUBSCRIBE_RATELIMIT"]
-
-
-def _address_limit() -> str:
-    return current_app.config["SUBSCRIBE_ADDRESS_RATELIMIT"]
-
-
-def _address_key() -> str:
-    """The rate-limit key of the address being subscribed (JSON or form), else the client IP."""
-    body = request.get_json(silent=True) if request.is_json else request.form
-    email = body.get("email") if isinstance(body, dict) or hasattr(body, "get") else None
-    if isinstance(email, str) and email.strip():
-        return "address:" + email.strip().lower()
-    return get_remote_address()
-
-
-def _keyed_request() -> bool:
-    return g.get("key") is not None
-
-
-def subscribe_limits(view):
-    """The public subscribe limits, shared by the API paths and the landing page's form: per
-    client IP (SUBSCRIBE_RATELIMIT) and per address (SUBSCRIBE_ADDRESS_RATELIMIT). Keyed
-    requests are exempt."""
-    view = limiter.shared_limit(_address_limit, scope="subscribe-address", key_func=_address_key,
-                                exempt_when=_keyed_request)(view)
-    return limiter.shared_limit(_client_limit, scope="subscribe-client",
-                                exempt_when=_keyed_request)(view)
 
 
 def _require_json(view):
@@ -125,9 +92,10 @@ def _post_view(name: str):
     view = bp.response(202, SubscribeAcceptedOut)(view)
     view = bp.arguments(SubscribeIn)(view)
     view = bp.doc(security=OPTIONAL_SECURITY)(view)
+    # The public subscribe limits (per client, per address) are counted by the pipeline
+    # (ratelimits.SUBSCRIBE_ENDPOINTS), before the paper lookup.
     view = _require_json(view)
-    view = transactional(view)
-    return subscribe_limits(view)
+    return transactional(view)
 
 
 bp.route("/subscribers", methods=["POST"], endpoint="create_subscribers")(_post_view("create_subscribers"))

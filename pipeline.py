@@ -1,0 +1,141 @@
+"""The request pipeline: every step a request passes before and after its view, in order.
+
+This is the only place that installs request hooks. No other module calls `before_request`,
+`after_request` or `teardown_request`; extensions whose `init_app` would install a hook of
+their own (flask-cors) hand it over here, and `install` puts it in its place in the list.
+
+Before the view, in this order (a step that answers or raises ends the list there; the
+after-steps still run on whatever answer results, an error page included):
+
+ 1. request id and clock        logging_setup.start_request
+ 2. NUL in the path -> 404      security.refuse_nul_in_path
+ 3. body over 64 KiB -> 413     security.refuse_large_bodies
+ 4. malformed key -> 401        tenancy.refuse_malformed_key
+ 5. rate limits -> 429          ratelimits.check_limits
+    (1-5 touch no database: the cheap refusals come before any paper is looked up)
+ 6. fresh cache state           http_cache.begin
+ 7. 304 / stored answer from this worker's recent copy of the paper, no database
+                                http_cache.answer_from_recent_paper
+ 8. Host -> paper, key -> 404/401/403
+                                tenancy.load_paper
+ 9. If-None-Match -> 304        http_cache.answer_not_modified
+10. stored public answer        http_cache.answer_from_cache
+
+After the view (or the error handler), in this order:
+
+ 1. store a fresh public 200, Surrogate-Key     http_cache.store_answer
+ 2. security headers (CSP, framing, nosniff)    security.add_headers
+ 3. CORS on the API, oEmbed and /front.json     flask-cors
+ 4. ETag and Cache-Control; keyed answers private, CORS stripped
+                                                http_cache.decorate
+ 5. X-RateLimit-*, Retry-After on 429/503 only  ratelimits.add_limit_headers
+ 6. X-Request-ID, the request log line          logging_setup.finish_request
+
+Teardown: give back a public read's autocommit connection (tenancy.end_read).
+
+A stored answer (step 7 or 10 before) is a response like any other: it passes every
+after-step, so a hit carries the same headers a miss does (the store in step 1 skips it).
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from flask import Flask
+
+import http_cache
+import logging_setup
+import ratelimits
+import security
+import tenancy
+from extensions import cors
+
+# Paths that any origin may read from a browser.
+CORS_RESOURCES = {
+    r"/api/v1*": {"origins": "*"},
+    r"/oembed": {"origins": "*"},
+    r"/front.json": {"origins": "*"},
+}
+
+BEFORE: tuple[Callable, ...] = (
+    logging_setup.start_request,
+    security.refuse_nul_in_path,
+    security.refuse_large_bodies,
+    tenancy.refuse_malformed_key,
+    ratelimits.check_limits,
+    http_cache.begin,
+    http_cache.answer_from_recent_paper,
+    tenancy.load_paper,
+    http_cache.answer_not_modified,
+    http_cache.answer_from_cache,
+)
+
+TEARDOWN: tuple[Callable, ...] = (
+    tenancy.end_read,
+)
+
+
+def _cors_step(app: Flask) -> Callable:
+    """flask-cors's after-request function for CORS_RESOURCES, taken from where its `init_app`
+    put it. `intercept_exceptions=False`: error answers pass through the after-steps anyway."""
+    hooks = app.after_request_funcs.setdefault(None, [])
+    before = list(hooks)
+    cors.init_app(
+        app,
+        resources=CORS_RESOURCES,
+        allow_headers=["Content-Type", "If-None-Match"],
+        expose_headers=["ETag", "Retry-After", "Location"],
+        max_age=600,
+        send_wildcard=True,
+        vary_header=False,
+        intercept_exceptions=False,
+    )
+    added = [hook for hook in hooks if hook not in before]
+    if len(added) != 1:
+        raise RuntimeError(f"flask-cors installed {len(added)} hooks; the pipeline expects one")
+    hooks.remove(added[0])
+    added[0].__name__ = "cors"
+    return added[0]
+
+
+def after_steps(app: Flask) -> list[Callable]:
+    """The after-request steps of `app` in the order they run (see the module docstring)."""
+    return app.extensions["paperdesk.pipeline"]["after"]
+
+
+def install(app: Flask) -> None:
+    """Install every step on `app`, in order. Call once, after the extensions and blueprints
+    are registered. Raises RuntimeError if anything else registered a request hook."""
+    stray = {name: funcs for registry in (app.before_request_funcs, app.after_request_funcs,
+                                          app.teardown_request_funcs)
+             for name, funcs in registry.items() if funcs}
+    if stray:
+        raise RuntimeError(f"request hooks registered outside pipeline.py: {stray}")
+    after = [
+        http_cache.store_answer,
+        security.add_headers,
+        _cors_step(app),
+        http_cache.decorate,
+        ratelimits.add_limit_headers,
+        logging_setup.finish_request,
+    ]
+    app.extensions["paperdesk.pipeline"] = {"before": list(BEFORE), "after": after,
+                                           "teardown": list(TEARDOWN)}
+    app.before_request_funcs[None] = list(BEFORE)
+    # Flask runs after_request functions in reverse order of registration.
+    app.after_request_funcs[None] = list(reversed(after))
+    app.teardown_request_funcs[None] = list(TEARDOWN)
+
+
+def describe(app: Flask) -> dict[str, list[str]]:
+    """The names of `app`'s installed steps in the order they run: `{"before": [...],
+    "after": [...], "teardown": [...]}`, read back from Flask's own hook lists."""
+
+    def name(func: Callable) -> str:
+        module = getattr(func, "__module__", "")
+        return f"{module}.{func.__name__}" if module and func.__name__ != "cors" else func.__name__
+
+    return {
+        "before": [name(f) for f in app.before_request_funcs.get(None, [])],
+        "after": [name(f) for f in reversed(app.after_request_funcs.get(None, []))],
+        "teardown": [name(f) for f in app.teardown_request_funcs.get(None, [])],
+    }
