@@ -1,6 +1,6 @@
 """Error answers: RFC 9457 problem+json on machine routes, an HTML page on reader pages.
 
-CONTRACT.md "errors" and "status codes". Every refusal a service or view raises
+docs/API.md "errors" and "status codes". Every refusal a service or view raises
 (services/errors.py `DeskError`) passes through `handle_desk_error`, every HTTPException
 (routing, webargs, flask-limiter, body limits) through `handle_http_exception`, and any
 unexpected exception through `handle_unexpected`; all three answer through `answer`, so a
@@ -67,8 +67,8 @@ def problem(status: int, detail: str | None = None, *, title: str | None = None,
 
 
 def _validation_status(code: int, messages: dict | None) -> int:
-    # webargs reports every parse failure as 422. CONTRACT.md wants 400 for malformed query and
-    # path values and 422 only for JSON bodies that parse but fail validation.
+    # webargs reports every parse failure as 422. docs/API.md "status codes" wants 400 for
+    # malformed query and path values and 422 only for JSON bodies that parse but fail validation.
     if code == 422 and messages and set(messages) <= {"query", "path", "headers", "view_args"}:
         return 400
     return code

@@ -1,5 +1,5 @@
 """The reader's subscribe pages: `/subscribe` (the landing form, works without JavaScript),
-`/subscribe/confirm` and `/subscribe/unsubscribe` (spec rule 6; CONTRACT.md "subscribe").
+`/subscribe/confirm` and `/subscribe/unsubscribe` (docs/API.md "subscribe").
 
 Links in emails only ever lead to a page with a button: the confirmation or the unsubscribe
 happens on the POST, so a mail scanner that prefetches GET links changes nothing. The same

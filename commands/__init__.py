@@ -1,5 +1,5 @@
 """CLI commands (`flask --app app <command>`): thin wrappers over the services, one module per
-area. CONTRACT.md "CLI": init-db, seed-demo, keys create|list|revoke, send-alerts, and more.
+area. docs/API.md "CLI": init-db, seed-demo, keys create|list|revoke, send-alerts, and more.
 
 The services only flush; each command that writes commits once, at its end, after everything it
 did succeeded, and only then prints what it made (a key is printed once it is stored; a failed

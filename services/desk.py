@@ -1,6 +1,6 @@
 """The desk's writes besides filing: sections, personas, the paper's config and video editions.
 
-CONTRACT.md "writes". Each function validates what the schema cannot (uniqueness), writes,
+docs/API.md "writes". Each function validates what the schema cannot (uniqueness), writes,
 moves the paper's version (so public ETags and caches go stale) and flushes; the request or the
 CLI commits once. A clash raises services.errors.Conflict (409). Names and slugs are unique per
 paper, and a slug never changes after creation (a rename keeps page and avatar URLs stable).

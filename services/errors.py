@@ -18,7 +18,7 @@ Raising one never writes anything: the request's commit point (transaction.py) r
 """
 from __future__ import annotations
 
-# The challenge a 401 carries (CONTRACT.md "status codes").
+# The challenge a 401 carries (docs/API.md "status codes").
 BEARER_CHALLENGE = 'Bearer realm="desk"'
 
 

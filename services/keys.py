@@ -58,7 +58,7 @@ def authenticate(request: Request, paper: Paper) -> DeskKey | None:
     """Return the request's valid key for `paper`, or None when no key was sent.
 
     Raises services.errors.Unauthorized (401, with WWW-Authenticate) for a malformed, unknown
-    or revoked key, and Forbidden (403) for a valid key of another paper (CONTRACT.md "status
+    or revoked key, and Forbidden (403) for a valid key of another paper (docs/API.md "status
     codes").
     """
     plain = presented_key(request)

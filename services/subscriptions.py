@@ -1,5 +1,5 @@
 """The subscriber list: double opt-in, confirm and unsubscribe tokens, the admin batch, counts
-(spec "States and transitions", "Subscriber fields"; CONTRACT.md "subscribe"; docs/ALERTS.md).
+(docs/API.md "subscribe"; docs/ALERTS.md).
 
 Tokens are itsdangerous signatures of `[paper id, subscriber id, email]` with one salt per
 purpose. Confirm tokens expire after 7 days; unsubscribe tokens never do (an old alert's link

@@ -1,4 +1,4 @@
-"""Who may do what on the `/api/v1` tree, in one place (CONTRACT.md "keys", "writes").
+"""Who may do what on the `/api/v1` tree, in one place (docs/API.md "keys", "writes").
 
 Levels. A request is public (no key), or carries a key of the paper: `read` and `agent` keys
 reach the read level, `admin` keys the admin level. `keyed(bp, level)` puts a level on a view.

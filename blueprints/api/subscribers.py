@@ -1,4 +1,4 @@
-"""Subscribers: email alerts with double opt-in, and webhooks (CONTRACT.md "subscribe",
+"""Subscribers: email alerts with double opt-in, and webhooks (docs/API.md "subscribe",
 "webhooks").
 
     POST /api/v1/subscribers    without a key: subscribe one address (202, confirm email);
