@@ -16,6 +16,7 @@ import config
 import errors
 import logging_setup
 import pipeline
+import security
 from extensions import api, cache, db, migrate
 from services import purge
 
@@ -26,6 +27,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     app = Flask(__name__, instance_path=settings["INSTANCE_PATH"])
     app.config.from_mapping(settings)
     os.makedirs(app.instance_path, exist_ok=True)
+    app.config["SECRET_KEY"] = security.secret_key(app.config.get("SECRET_KEY"), app.instance_path)
     app.json.sort_keys = False
     trusted = app.config["TRUSTED_PROXIES"]
     if trusted > 0:

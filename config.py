@@ -53,7 +53,9 @@ def load() -> dict:
             engine_options["connect_args"] = {"options": f"-c statement_timeout={int(statement_timeout)}"}
     return {
         "INSTANCE_PATH": str(instance),
-        "SECRET_KEY": os.environ.get("SECRET_KEY", "dev-only-secret-change-me"),
+        # Empty: a secret generated once into the instance folder (security.secret_key); a
+        # known placeholder refuses to start.
+        "SECRET_KEY": os.environ.get("SECRET_KEY", ""),
         "SQLALCHEMY_DATABASE_URI": database_url,
         "SQLALCHEMY_ENGINE_OPTIONS": engine_options,
         # SQLite only: write-ahead logging on every connection (app._sqlite_write_ahead_log).

@@ -13,7 +13,10 @@ answer.
 """
 from __future__ import annotations
 
+import os
 import re
+import secrets
+from pathlib import Path
 
 from flask import Response, current_app, request
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
@@ -29,6 +32,50 @@ PLAYER_CSP = ("default-src 'none'; img-src 'self' https: data:; media-src 'self'
 FRAMEABLE = {"embed": EMBED_CSP, "player": PLAYER_CSP}
 HSTS = "max-age=31536000; includeSubDomains"
 _VERSION = re.compile(r"/\S*")
+
+
+# Values seen in examples and old defaults: signing with one lets anyone forge a link.
+PLACEHOLDER_SECRETS = frozenset({
+    "dev-only-secret-change-me", "change-me-to-64-random-characters", "change-me", "changeme",
+    "secret", "secret-key", "your-secret-key", "dev", "development", "test", "password",
+})
+MIN_SECRET_LENGTH = 16
+SECRET_FILE = "secret_key"
+
+
+def secret_key(configured: str | None, instance_path: str) -> str:
+    """The app's SECRET_KEY (it signs the confirm and unsubscribe links).
+
+    `configured` (SECRET_KEY) wins when set; a known placeholder or one shorter than 16
+    characters raises RuntimeError (the app refuses to start). Unset, the secret is read from
+    `{instance_path}/secret_key`, made on first use from 48 random bytes with mode 0600. Two
+    processes starting at once agree on one secret: each writes a whole file under its own name
+    and links it into place, which only the first can do; the other reads the winner's.
+    """
+    if configured:
+        if configured.strip().lower() in PLACEHOLDER_SECRETS or len(configured) < MIN_SECRET_LENGTH:
+            raise RuntimeError("SECRET_KEY is a placeholder or too short: set it to a long random "
+                               "string, or leave it unset to use a generated per-instance secret")
+        return configured
+    path = Path(instance_path) / SECRET_FILE
+    if not path.exists():
+        draft = path.with_name(f".{SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(secrets.token_urlsafe(48) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(draft, path)
+        except FileExistsError:
+            pass  # another process linked its secret first: use that one
+        finally:
+            draft.unlink()
+    value = path.read_text(encoding="ascii").strip()
+    if len(value) < MIN_SECRET_LENGTH:
+        raise RuntimeError(f"{path} is empty or truncated: delete it to make a new secret "
+                           "(links already sent stop working), or set SECRET_KEY")
+    return value
 
 
 def allow_framing(response: Response, kind: str) -> Response:

@@ -131,6 +131,8 @@ def limited(app, tmp_path):
         "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
         "INSTANCE_PATH": str(tmp_path / "instance"),
         "OUTBOX_DIR": str(tmp_path / "outbox"),
+        # Another worker of the same deployment: it shares the secret that signs links.
+        "SECRET_KEY": app.config["SECRET_KEY"],
         "CACHE_TYPE": "NullCache", "CACHE_NO_NULL_WARNING": True,
         "RATELIMIT_ENABLED": True, "RATELIMIT_STORAGE_URI": "memory://",
         "READ_RATELIMIT": "5/minute",
