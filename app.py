@@ -18,7 +18,7 @@ import logging_setup
 import pipeline
 import security
 from extensions import api, cache, db, migrate
-from services import purge
+from services.delivery import purge
 
 
 def create_app(test_config: dict | None = None) -> Flask:

@@ -108,7 +108,7 @@ def load() -> dict:
         "PAPER_SNAPSHOT_SECONDS": float(os.environ.get("PAPER_SNAPSHOT_SECONDS", "1")),
         # Answers larger than this are served fresh each time rather than stored (bytes).
         "RESPONSE_CACHE_MAX_BYTES": int(os.environ.get("RESPONSE_CACHE_MAX_BYTES", str(2 << 20))),
-        # CDN purge hook (services/purge.py): empty = off. PURGE_HEADER is one "Name: value" line
+        # CDN purge hook (services/delivery/purge.py): empty = off. PURGE_HEADER is one "Name: value" line
         # sent with each purge (e.g. "Fastly-Key: ...").
         "PURGE_URL": os.environ.get("PURGE_URL", ""),
         "PURGE_HEADER": os.environ.get("PURGE_HEADER", ""),

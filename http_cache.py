@@ -15,7 +15,7 @@ Everything hangs on the paper's `version`, which every write moves (`Paper.bump`
    Requests that present a key (`Authorization` or `X-Desk-Key`) never read or write it.
 3. Surrogate keys for a CDN: every public answer (but a 304) carries `Surrogate-Key:
    paper-<id>`, and a piece's own answers (story, card, oEmbed, share card) `piece-<id>` too
-   (`tag_piece`). services/purge.py posts those keys to PURGE_URL when a piece goes on or off air.
+   (`tag_piece`). services/delivery/purge.py posts those keys to PURGE_URL when a piece goes on or off air.
 
 Keyed answers are `private, no-store` and never carry CORS headers or surrogate keys.
 """

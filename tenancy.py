@@ -18,8 +18,9 @@ from sqlalchemy.orm import make_transient_to_detached
 
 from extensions import db
 from models import Paper
-from services import keys, memo
 from services.errors import Unauthorized
+from services.newsroom import keys
+from services.reading import memo
 
 # Endpoints that answer for the process, not for a paper.
 UNSCOPED = {"static", "health.healthz", "health.readyz", "bench_bare"}
@@ -126,7 +127,7 @@ def _keyless_read() -> bool:
     return "Authorization" not in request.headers and "X-Desk-Key" not in request.headers
 
 
-# What `services.keys.issue_key` makes: the prefix, then 32 random bytes in base64url.
+# What `services.newsroom.keys.issue_key` makes: the prefix, then 32 random bytes in base64url.
 _KEY_SHAPE = re.compile(r"desk_[A-Za-z0-9_-]{43}", re.ASCII)
 
 
@@ -174,7 +175,8 @@ def load_paper() -> None:
     paper = paper_for_host(request.host)
     if paper is None:
         abort(404, description="No paper is served on this host.")
-    g.key = keys.authenticate(request, paper)
+    g.key = keys.authenticate(paper, authorization=request.headers.get("Authorization"),
+                              x_desk_key=request.headers.get("X-Desk-Key"))
     if not paper.is_public and g.key is None:
         # Set g.paper only once visible: error pages must not show a private paper's name.
         abort(404, description="No paper is served on this host.")

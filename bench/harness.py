@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 DEFAULT_PG = "postgresql://postgres@127.0.0.1:5432/paperdesk_bench"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/14"
-# Search terms of the demo corpus (services/demo_content.py): about one piece in five holds
+# Search terms of the demo corpus (demo/content.py): about one piece in five holds
 # "council"; "castell brandt" (two names, both required) about one in two thousand.
 COMMON_TERM, RARE_TERM = "council", "castell brandt"
 UNLIMITED = "1000000000 per minute"

@@ -11,8 +11,10 @@ from flask_smorest import Blueprint
 import http_cache
 import security
 from schemas.embed import OEmbedOut, OEmbedQuery
-from schemas.story import disclosure
-from services import embeds, stories, urls
+from services.reading import stories
+from services.rendering import embeds
+from services.rendering.prose import disclosure
+from weblinks import links
 
 bp = Blueprint("embed", __name__, description="Embeddable story cards and oEmbed.")
 
@@ -33,12 +35,13 @@ def card(id: str):
     """A story card to put in an iframe, by story id or slug"""
     piece = stories.find(g.paper, id)
     if piece is None:
-        html = render_template("embed/missing.html", paper=g.paper, home=urls.home())
+        html = render_template("embed/missing.html", paper=g.paper, home=links().home())
         return security.allow_framing(make_response(html, 404), "embed")
     http_cache.tag_piece(piece)
     html = render_template(
-        "embed/card.html", piece=piece, paper=g.paper, story_url=urls.story_page(piece.slug),
-        picture=embeds.picture(piece), disclosure=disclosure(piece.persona.name),
+        "embed/card.html", piece=piece, paper=g.paper, story_url=links().story_page(piece.slug),
+        picture=embeds.picture(piece, links=links()),
+        disclosure=disclosure(piece.persona.name, g.paper.nameplate),
     )
     response = make_response(html)
     # A card is for frames, not for search results: the story page is the canonical copy.
@@ -54,11 +57,11 @@ def card(id: str):
     "type": "string", "description": "With `format=xml`: the same record as oEmbed XML."}}}}})
 def oembed(url: str, format: str, maxwidth: int | None = None, maxheight: int | None = None):
     """The oEmbed 1.0 record (type rich) of a story page on this paper, as JSON or XML"""
-    piece = embeds.story_from_url(g.paper, url)
+    piece = embeds.story_from_url(g.paper, url, links=links())
     if piece is None:
         abort(404, description="url is not the page of a piece on air on this paper.")
     http_cache.tag_piece(piece)
-    record = embeds.oembed_record(piece, g.paper, maxwidth, maxheight)
+    record = embeds.oembed_record(piece, g.paper, maxwidth, maxheight, links=links())
     if format == "xml":
         return Response(embeds.oembed_xml(record), mimetype="text/xml")
     return record

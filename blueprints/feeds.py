@@ -17,7 +17,10 @@ import http_cache
 import tenancy
 from blueprints.api.paper import NOTE
 from extensions import cache
-from services import feeds, front, sitemaps, urls
+from schemas.front import FrontOut
+from services.reading import front
+from services.rendering import feeds, sitemaps
+from weblinks import links
 
 bp = Blueprint("feeds", __name__)
 
@@ -28,7 +31,7 @@ TEXT_TYPE = "text/plain; charset=utf-8"
 
 def _cached(build: Callable[[], bytes | str], *extra: str) -> bytes | str:
     # Absolute URLs differ per host, so the host is part of the key as well as the version.
-    key = ":".join(["feeds", str(g.paper.id), str(g.paper.version), urls.absolute(request.path), *extra])
+    key = ":".join(["feeds", str(g.paper.id), str(g.paper.version), links().absolute(request.path), *extra])
     body = cache.get(key)
     if body is None:
         body = build()
@@ -43,27 +46,27 @@ def _max_urls() -> int:
 @bp.route("/rss.xml")
 def rss():
     """RSS 2.0 of the 50 newest pieces on air (full prose, cited facts, disclosed personas)."""
-    return Response(_cached(lambda: feeds.build_rss(g.paper)), content_type=RSS_TYPE)
+    return Response(_cached(lambda: feeds.build_rss(g.paper, links=links())), content_type=RSS_TYPE)
 
 
 @bp.route("/podcast.xml")
 def podcast():
     """Every video edition as a podcast item with its enclosure and iTunes tags."""
     host = tenancy.host_name(request.host)
-    return Response(_cached(lambda: feeds.build_podcast(g.paper, host)), content_type=RSS_TYPE)
+    return Response(_cached(lambda: feeds.build_podcast(g.paper, host, links=links())), content_type=RSS_TYPE)
 
 
 @bp.route("/front.json")
 def front_json():
     """The front page document: byte for byte the answer of `GET /api/v1/front`."""
-    # The API view answers `jsonify(build_front(paper))` too; CORS is opened in app.py.
-    return jsonify(front.build_front(g.paper))
+    # The API view answers the same dump of the same document; CORS is opened in app.py.
+    return jsonify(FrontOut().dump(front.build_front(g.paper, g.paper_snapshot.state, links=links())))
 
 
 @bp.route("/llms.txt")
 def llms_txt():
     """llmstxt.org summary of the paper: API, feeds, latest pieces."""
-    body = _cached(lambda: feeds.build_llms_txt(g.paper, signature_note=NOTE))
+    body = _cached(lambda: feeds.build_llms_txt(g.paper, signature_note=NOTE, links=links()))
     return Response(body, content_type=TEXT_TYPE)
 
 
@@ -71,7 +74,7 @@ def llms_txt():
 def sitemap():
     """sitemaps.org urlset, or a sitemap index when the paper has more than 50 000 URLs."""
     max_urls = _max_urls()
-    body = _cached(lambda: sitemaps.build_sitemap(g.paper, max_urls), str(max_urls))
+    body = _cached(lambda: sitemaps.build_sitemap(g.paper, max_urls, links=links()), str(max_urls))
     return Response(body, content_type=XML_TYPE)
 
 
@@ -79,7 +82,8 @@ def sitemap():
 def sitemap_page(n: int):
     """Page n (from 1) of a split sitemap; 404 past the last page."""
     max_urls = _max_urls()
-    body = _cached(lambda: sitemaps.build_sitemap_page(g.paper, n, max_urls) or b"", str(max_urls))
+    body = _cached(lambda: sitemaps.build_sitemap_page(g.paper, n, max_urls, links=links()) or b"",
+                   str(max_urls))
     if not body:
         abort(404, description="No such sitemap page on this paper.")
     return Response(body, content_type=XML_TYPE)
@@ -95,7 +99,7 @@ def news_sitemap():
     if request.if_none_match.contains_weak(etag):
         response = Response(status=304)
     else:
-        body = _cached(lambda: sitemaps.build_news_sitemap(g.paper, now),
+        body = _cached(lambda: sitemaps.build_news_sitemap(g.paper, now, links=links()),
                        f"{window:%Y%m%d%H}")
         response = Response(body, content_type=XML_TYPE)
     response.set_etag(etag)

@@ -11,7 +11,8 @@ import hashlib
 from flask import Blueprint, Response, abort, current_app, g, request
 
 import http_cache
-from services import media
+from services.reading import lookups
+from services.rendering import media
 
 bp = Blueprint("media", __name__)
 
@@ -21,7 +22,7 @@ LONG_CACHE = "public, max-age=604800, stale-while-revalidate=86400"
 @bp.route("/masthead/<string:slug>/avatar.svg")
 def avatar(slug: str):
     """A persona's SVG portrait (initials on a colour from its slug); 404 for an unknown one."""
-    persona = media.find_persona(g.paper, slug)
+    persona = lookups.find_persona(g.paper, slug)
     if persona is None:
         abort(404, description="No such persona on this paper.")
     body = media.avatar_svg(persona).encode("utf-8")

@@ -17,8 +17,10 @@ from flask import Blueprint, abort, g, make_response, render_template, request
 import http_cache
 import security
 from clock import rfc3339
-from schemas.story import disclosure
-from services import archive, embeds, front, prose, reader, stories, urls
+from services.reading import archive, front, lookups, reader, stories
+from services.rendering import embeds, prose
+from services.rendering.prose import disclosure
+from weblinks import links
 
 bp = Blueprint("pages", __name__)
 
@@ -33,7 +35,7 @@ def page_context() -> dict:
     # must not show that paper's name.
     if paper is not None and not paper.is_public and g.get("key") is None:
         paper = None
-    return {"site": paper, "site_url": urls.absolute,
+    return {"site": paper, "site_url": lambda path: links().absolute(path),
             "nav_sections": lambda: front.active_sections(paper) if paper is not None else []}
 
 
@@ -66,7 +68,7 @@ def home():
     """The front page: nameplate, motto, the issue's date and one rail per section in order."""
     sections = front.active_sections(g.paper)
     rails = front.rail_pieces(g.paper, sections)
-    newsroom = front.newsroom(g.paper)
+    newsroom = front.newsroom(g.paper, g.paper_snapshot.state)
     latest = newsroom["latest_on_air_at"]
     return render_template(
         "pages/home.html", active_nav="home", nav=sections,
@@ -84,18 +86,19 @@ def story(id: str):
     http_cache.tag_piece(piece)
     facts = piece.cited_facts
     rendered = prose.render(piece.prose, {fact.n for fact in facts})
-    story_url = urls.story_page(piece.slug)
+    story_url = links().story_page(piece.slug)
     return render_template(
         "pages/story.html", piece=piece, active_nav=piece.section.slug,
         body=rendered.html, facts_html=prose.render_facts(facts, rendered.referenced),
-        disclosure=disclosure(piece.persona.name), story_url=story_url,
-        og_image=piece.image or urls.share_card(piece.slug),
+        disclosure=disclosure(piece.persona.name, g.paper.nameplate), story_url=story_url,
+        og_image=piece.image or links().share_card(piece.slug),
         description=piece.dek or prose.plain(piece.prose),
-        oembed_url=embeds.oembed_url(story_url),
+        oembed_url=embeds.oembed_url(story_url, links=links()),
         # Plain text: the page shows the snippet's source, it does not embed itself.
-        embed_snippet=str(embeds.iframe(piece, *embeds.card_size(piece, None, None))),
-        author_url=embeds.masthead_entry(piece.persona.slug),
-        json_ld=news_article(piece, story_url, piece.image or urls.share_card(piece.slug)),
+        embed_snippet=str(embeds.iframe(piece, *embeds.card_size(piece, None, None, nameplate=g.paper.nameplate),
+                                        links=links())),
+        author_url=embeds.masthead_entry(piece.persona.slug, links=links()),
+        json_ld=news_article(piece, story_url, piece.image or links().share_card(piece.slug)),
         related=reader.related_pieces(g.paper, piece),
     )
 
@@ -110,8 +113,8 @@ def news_article(piece, story_url: str, image: str) -> dict:
     `creditText` repeats the disclosure for consumers that show credits.
     """
     paper = g.paper
-    publisher = {"@type": "NewsMediaOrganization", "name": paper.nameplate, "url": urls.home()}
-    said = disclosure(piece.persona.name)
+    publisher = {"@type": "NewsMediaOrganization", "name": paper.nameplate, "url": links().home()}
+    said = disclosure(piece.persona.name, paper.nameplate)
     return {
         "@context": "https://schema.org",
         "@type": "NewsArticle",
@@ -126,7 +129,7 @@ def news_article(piece, story_url: str, image: str) -> dict:
         "author": [{
             "@type": "Organization",
             "name": piece.persona.name,
-            "url": embeds.masthead_entry(piece.persona.slug),
+            "url": embeds.masthead_entry(piece.persona.slug, links=links()),
             "description": said,
             "parentOrganization": publisher,
         }],
@@ -146,7 +149,7 @@ def news_article(piece, story_url: str, image: str) -> dict:
 @bp.route("/sections/<string:slug>")
 def section(slug: str):
     """A section's page: its newest pieces on air."""
-    found = reader.find_section(g.paper, slug)
+    found = lookups.find_section(g.paper, slug, active_only=True)
     if found is None:
         abort(404, description="There is no such section in this paper.")
     pieces = reader.section_pieces(g.paper, found)
@@ -163,7 +166,7 @@ def days():
 @bp.route("/days/<string:day>")
 def day(day: str):
     """A back issue: the pieces that went on air on a UTC day, grouped by section."""
-    when = reader.parse_day(day)
+    when = lookups.parse_day(day)
     if when is None:
         abort(404, description="That is not a day of the calendar (write it YYYY-MM-DD).")
     pieces = reader.day_pieces(g.paper, when)
@@ -185,16 +188,16 @@ def cast():
 @bp.route("/cast/<string:day>")
 def edition(day: str):
     """A video edition's page; `?embed=1` gives the bare, frameable player."""
-    when = reader.parse_day(day)
+    when = lookups.parse_day(day)
     found = reader.find_edition(g.paper, when) if when else None
     if found is None:
         abort(404, description="There is no video edition for that day.")
-    page_url = urls.edition_page(found.day)
+    page_url = links().edition_page(found.day)
     if request.args.get("embed") == "1":
         html = render_template("embed/player.html", edition=found, paper=g.paper, page_url=page_url)
         return security.allow_framing(make_response(html), "player")
     return render_template("pages/edition.html", edition=found, page_url=page_url,
-                           snippet=str(embeds.player_iframe(found)))
+                           snippet=str(embeds.player_iframe(found, links=links())))
 
 
 @bp.route("/masthead")
@@ -202,5 +205,5 @@ def masthead():
     """The masthead: every active persona, each a declared AI, with its portrait."""
     personas = front.list_masthead(g.paper)
     for persona in personas:
-        persona["avatar"] = urls.avatar(persona["slug"])
+        persona["avatar"] = links().avatar(persona["slug"])
     return render_template("pages/masthead.html", personas=personas, active_nav="masthead")

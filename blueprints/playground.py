@@ -20,8 +20,10 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, abort, current_app, g, render_template, request
 
-from schemas.embed import DEFAULT_WIDTH, MAX_WIDTH, MIN_WIDTH
-from services import embeds, stories, urls
+from services.reading import stories
+from services.rendering import embeds
+from services.rendering.embeds import DEFAULT_WIDTH, MAX_WIDTH, MIN_WIDTH
+from weblinks import links
 
 bp = Blueprint("playground", __name__)
 
@@ -80,10 +82,10 @@ def playground():
     width = _width()
     record = oembed_url = card_url = None
     if chosen is not None:
-        record = embeds.oembed_record(chosen, g.paper, width, None)
-        card_url = urls.embed(chosen.slug)
-        oembed_url = urls.absolute("/oembed?" + urlencode(
-            {"url": urls.story_page(chosen.slug), "maxwidth": width, "format": "json"}))
+        record = embeds.oembed_record(chosen, g.paper, width, None, links=links())
+        card_url = links().embed(chosen.slug)
+        oembed_url = links().absolute("/oembed?" + urlencode(
+            {"url": links().story_page(chosen.slug), "maxwidth": width, "format": "json"}))
     index = _index()
     query = sample_query(chosen)
     return render_template(
@@ -91,5 +93,5 @@ def playground():
         min_width=MIN_WIDTH, max_width=MAX_WIDTH, record=record, oembed_url=oembed_url,
         card_url=card_url, sandbox=embeds.SANDBOX,
         endpoints=try_links(index["endpoints"], chosen, query), query=query,
-        index_url=urls.api(), openapi_url=index["endpoints"]["openapi"],
+        index_url=links().api(), openapi_url=index["endpoints"]["openapi"],
     )

@@ -14,9 +14,10 @@ from marshmallow import ValidationError
 from clock import utcnow
 from http_cache import no_etag
 from schemas.subscriber import SubscribeIn
-from services import subscriptions
+from services.delivery import subscriptions
 from services.errors import Invalid
 from transaction import transactional
+from weblinks import links
 
 bp = Blueprint("subscribe", __name__)
 
@@ -68,7 +69,7 @@ def subscribe_form():
     if len(sections) == len(subscriptions.active_sections(g.paper)):
         sections = None
     subscriptions.subscribe(g.paper, body["email"], subscriptions.Preferences(
-        cadence=body["cadence"], sections=sections, cast=body["cast"]), utcnow())
+        cadence=body["cadence"], sections=sections, cast=body["cast"]), utcnow(), links=links())
     return _page("subscribe/accepted.html", "Check your inbox")
 
 

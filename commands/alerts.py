@@ -1,7 +1,7 @@
 """`send-alerts` (cron: plan due alert windows, email them, deliver webhooks) and
-`deliver-webhooks` (retries only). Thin wrappers over services/alerts.py and
-services/webhooks.py; docs/ALERTS.md has the crontab line. Unlike the other commands, these
-commit per batch and per message inside the services (commands/__init__.py says why)."""
+`deliver-webhooks` (retries only). Thin wrappers over services/delivery/alerts.py and
+services/delivery/webhooks.py; docs/ALERTS.md has the crontab line. Unlike the other commands,
+these commit per batch and per message inside the services (commands/__init__.py says why)."""
 from __future__ import annotations
 
 import sys
@@ -12,7 +12,8 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from clock import utcnow
-from services import alerts, mail, webhooks
+from services.delivery import alerts, mail, webhooks
+from services.rendering.links import PaperOrigins
 
 
 def _deliver_webhooks(now) -> webhooks.DeliveryReport:
@@ -35,8 +36,10 @@ def send_alerts(no_webhooks: bool, connections: int) -> None:
     Exits 1 when a message or a webhook delivery failed (they are retried by the next run).
     """
     now = utcnow()
+    # Each paper's canonical origin: alerts are written outside any request.
+    origins = PaperOrigins.from_config(current_app.config)
     started = time.perf_counter()
-    plan = alerts.plan_alerts(now)
+    plan = alerts.plan_alerts(now, origins=origins)
     click.echo(f"planned: {plan.recorded} new alert(s) recorded, {plan.skipped} address(es) with "
                f"nothing due ({time.perf_counter() - started:.1f}s)")
     try:
@@ -46,7 +49,7 @@ def send_alerts(no_webhooks: bool, connections: int) -> None:
     total = alerts.unsent_count()
     started = time.perf_counter()
     config = current_app.config
-    more = {"connections": connections, "open_mailer": lambda: mail.open_mailer(config)}
+    more = {"origins": origins, "connections": connections, "open_mailer": lambda: mail.open_mailer(config)}
     with mailer:
         if sys.stdout.isatty() and total:
             with click.progressbar(length=total, label="sending alerts") as bar:

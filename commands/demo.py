@@ -13,7 +13,9 @@ from sqlalchemy import select
 import clock
 from extensions import db
 from models import CADENCES, Paper
-from services import demo, keys, stories
+from demo import seed as demo_seed
+from services.newsroom import keys
+from services.reading import stories
 
 SLUG = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,53}[a-z0-9])?$")
 
@@ -29,9 +31,9 @@ def _slug(ctx, param, value: str) -> str:
 @click.command("seed-demo")
 @click.option("--paper", "slug", default="demo", show_default=True, callback=_slug,
               help="Slug of the public demo paper; its private companion is SLUG-private.")
-@click.option("--pieces", type=click.IntRange(0, 1_000_000), default=demo.DEFAULT_PIECES,
+@click.option("--pieces", type=click.IntRange(0, 1_000_000), default=demo_seed.DEFAULT_PIECES,
               show_default=True, help="Pieces on air on the public paper (100000 for benchmarks).")
-@click.option("--subscribers", type=click.IntRange(0, 1_000_000), default=demo.DEFAULT_SUBSCRIBERS,
+@click.option("--subscribers", type=click.IntRange(0, 1_000_000), default=demo_seed.DEFAULT_SUBSCRIBERS,
               show_default=True,
               help="Confirmed sample subscribers on the public paper (readerNNNNN@example.test; "
                    "no email is sent). 100000 for benchmarks.")
@@ -48,8 +50,8 @@ def seed_demo(slug: str, pieces: int, subscribers: int, subscriber_cadence: str,
     drafts, video editions and confirmed sample subscribers."""
     if if_empty and reset:
         raise click.UsageError("--if-empty and --reset contradict each other; pick one.")
-    specs = demo.demo_specs(slug, pieces)
-    existing = demo.existing_slugs([spec.slug for spec in specs])
+    specs = demo_seed.demo_specs(slug, pieces)
+    existing = demo_seed.existing_slugs([spec.slug for spec in specs])
     if existing and not (if_empty or reset):
         raise click.ClickException(
             f"paper {', '.join(existing)} already exists. Pass --reset to delete and re-seed it, "
@@ -60,14 +62,14 @@ def seed_demo(slug: str, pieces: int, subscribers: int, subscriber_cadence: str,
         specs = [spec for spec in specs if spec.slug not in existing]
     elif reset:
         for name in existing:
-            demo.delete_paper(name)
+            demo_seed.delete_paper(name)
             click.echo(f"{name}: deleted (--reset)")
     now = clock.utcnow()
     try:
         for spec in specs:
             click.echo(f"{spec.slug}: seeding {spec.pieces:,} pieces on air "
                        f"({'public' if spec.is_public else 'private'})")
-            report = demo.seed_paper(spec, now=now, seed=seed, progress=click.echo)
+            report = demo_seed.seed_paper(spec, now=now, seed=seed, progress=click.echo)
             click.echo(f"{report.slug}: {report.pieces:,} on air over {report.days} UTC days, "
                        f"{report.drafts} drafts, {report.facts:,} cited facts, {report.images:,} "
                        f"with art, {report.editions} video editions, all signed "
@@ -75,7 +77,7 @@ def seed_demo(slug: str, pieces: int, subscribers: int, subscriber_cadence: str,
             if spec.is_public and subscribers:
                 started = time.perf_counter()
                 paper = db.session.scalar(select(Paper).where(Paper.slug == spec.slug))
-                demo.seed_subscribers(paper, subscribers, now=now,
+                demo_seed.seed_subscribers(paper, subscribers, now=now,
                                       cadence=None if subscriber_cadence == "mixed" else subscriber_cadence)
                 click.echo(f"{spec.slug}: {subscribers:,} confirmed subscribers "
                            f"({subscriber_cadence}), no email sent ({time.perf_counter() - started:.1f}s)")
@@ -122,7 +124,7 @@ def run_info(port: int, slug: str) -> None:
         if url:
             click.echo(f"  {label:<16}{url}")
     private = f"{slug}-private"
-    if demo.existing_slugs([private]):
+    if demo_seed.existing_slugs([private]):
         click.echo(f"  {'private paper':<16}http://{_host(private, port)}/api/v1 "
                    "(404 without one of its own keys)")
     _, plain = keys.issue_key(paper, "admin", label="make run")

@@ -14,7 +14,7 @@ from sqlalchemy.orm import joinedload
 import clock
 from extensions import db
 from models import KEY_KINDS, DeskKey, Paper, Persona
-from services import keys
+from services.newsroom import keys
 
 # What an agent key may be allowed to do, beyond the cockpit check every key reaches.
 AGENT_CAPABILITIES = {

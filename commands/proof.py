@@ -21,7 +21,8 @@ from sqlalchemy import select
 from clock import utcnow
 from extensions import db
 from models import Paper, SigningKey
-from services import provenance, stories
+from services.newsroom import provenance
+from services.reading import stories
 
 
 def _paper(slug: str) -> Paper:

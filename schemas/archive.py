@@ -1,29 +1,17 @@
 """Sections and the day-by-day archive (spec "Other resources": section row, day row;
-CONTRACT.md "list responses"). Rows come from services/archive.py as plain dicts."""
+CONTRACT.md "list responses"). Rows come from services/reading/archive.py as plain dicts."""
 from __future__ import annotations
-
-import re
-from datetime import date
 
 from marshmallow import Schema, ValidationError, fields
 
 from schemas.common import computed_url
-
 from schemas.story import StoryRowOut
-from services import urls
+from services.reading.lookups import parse_day
+from weblinks import links
 
-# A real calendar day in UTC written YYYY-MM-DD, nothing else (CONTRACT.md "status codes").
-# ASCII digits only: `\d` would also match other scripts' digits.
+# A real calendar day in UTC written YYYY-MM-DD, nothing else: the OpenAPI pattern of what
+# services.reading.lookups.parse_day enforces.
 DAY_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-_DAY_RE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
-
-
-def parse_day(text: str) -> date:
-    """'2026-11-01' -> date(2026, 11, 1). Raises ValueError for anything that is not a real
-    YYYY-MM-DD date ('2026-02-30', '2026-1-1', '20261101', '2026-11-01\\n')."""
-    if not isinstance(text, str) or not _DAY_RE.fullmatch(text):
-        raise ValueError("not YYYY-MM-DD")
-    return date.fromisoformat(text)
 
 
 class DayField(fields.Date):
@@ -36,10 +24,10 @@ class DayField(fields.Date):
         super().__init__(metadata=metadata, **kwargs)
 
     def _deserialize(self, value, attr, data, **kwargs):
-        try:
-            return parse_day(value)
-        except ValueError:
-            raise ValidationError("Not a real day in the form YYYY-MM-DD.") from None
+        day = parse_day(value)
+        if day is None:
+            raise ValidationError("Not a real day in the form YYYY-MM-DD.")
+        return day
 
 
 class DayPath(Schema):
@@ -52,7 +40,7 @@ class SectionRowOut(Schema):
     slug = fields.String(required=True)
     description = fields.String(required=True, metadata={"description": "May be empty."})
     count = fields.Integer(required=True, metadata={"description": "Pieces of this section on air."})
-    url = computed_url(lambda row: urls.section_page(row["slug"]),
+    url = computed_url(lambda row: links().section_page(row["slug"]),
                           metadata={"description": "Absolute URL of the section's page."})
 
 
@@ -65,9 +53,9 @@ class SectionListOut(Schema):
 class DayRowOut(Schema):
     day = fields.Date(required=True, metadata={"description": "A UTC date (YYYY-MM-DD) on which pieces went on air."})
     count = fields.Integer(required=True, metadata={"description": "Pieces that went on air that day and are on air now."})
-    url = computed_url(lambda row: urls.day_page(row["day"]),
+    url = computed_url(lambda row: links().day_page(row["day"]),
                           metadata={"description": "Absolute URL of the back-issue page."})
-    api = computed_url(lambda row: urls.api(f"/days/{row['day'].isoformat()}"),
+    api = computed_url(lambda row: links().api(f"/days/{row['day'].isoformat()}"),
                           metadata={"description": "Absolute URL of `/api/v1/days/{day}`."})
 
 

@@ -14,8 +14,8 @@ from marshmallow import Schema, ValidationError, fields, validate
 
 from models.paper import INDEX_STYLES, SUBSCRIBE_PATHS
 from schemas.common import Timestamp, computed_url
-from services import urls
-from services.filing import MAX_FACTS
+from weblinks import links
+from services.newsroom.filing import MAX_FACTS
 
 NO_NUL = r"^[^\x00]*$"
 INT32_MAX = 2**31 - 1
@@ -164,7 +164,7 @@ class EditionOut(Schema):
     length_bytes = fields.Integer(required=True)
     duration_seconds = fields.Integer(required=True)
     published_at = Timestamp(required=True)
-    url = computed_url(lambda e: urls.edition_page(e.day),
+    url = computed_url(lambda e: links().edition_page(e.day),
                           metadata={"description": "Absolute URL of the edition's page."})
 
 
@@ -193,7 +193,7 @@ class SectionOut(Schema):
     description = fields.String(required=True)
     position = fields.Integer(required=True)
     active = fields.Boolean(required=True)
-    url = computed_url(lambda s: urls.section_page(s.slug))
+    url = computed_url(lambda s: links().section_page(s.slug))
 
 
 # ----------------------------------------------------------------------------- personas
@@ -222,7 +222,7 @@ class PersonaOut(Schema):
     bio = fields.String(required=True)
     position = fields.Integer(required=True)
     active = fields.Boolean(required=True)
-    avatar = computed_url(lambda p: urls.avatar(p.slug))
+    avatar = computed_url(lambda p: links().avatar(p.slug))
     declared_ai = fields.Constant(True, required=True, metadata={"description": "Always true."})
 
 

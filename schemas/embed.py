@@ -3,9 +3,8 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-MIN_WIDTH, MAX_WIDTH, DEFAULT_WIDTH = 220, 640, 480
-# Below this the byline and its AI-persona disclosure (spec rule 5) would not fit in the card.
-MIN_HEIGHT = 200
+from services.rendering.embeds import DEFAULT_WIDTH, MAX_WIDTH, MIN_HEIGHT, MIN_WIDTH
+
 MAX_URL_LENGTH = 2048
 
 

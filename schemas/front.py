@@ -9,7 +9,7 @@ from marshmallow import Schema, ValidationError, fields, validate
 
 from schemas.common import Timestamp, computed_url
 from schemas.story import StoryRowOut
-from services import urls
+from weblinks import links
 
 POSTS_LIMIT_MAX = 100
 
@@ -42,7 +42,7 @@ class NewsroomOut(Schema):
 class RailOut(Schema):
     section = fields.String(required=True, metadata={"description": "The section name."})
     slug = fields.String(required=True)
-    url = computed_url(lambda rail: urls.section_page(rail["slug"]),
+    url = computed_url(lambda rail: links().section_page(rail["slug"]),
                           metadata={"description": "Absolute URL of the section's page."})
     stories = fields.List(fields.Nested(StoryRowOut), required=True,
                           metadata={"description": "Up to six newest pieces on air in this section, newest first."})
@@ -65,9 +65,9 @@ class CastEditionOut(Schema):
     summary = fields.String(required=True)
     video_url = fields.String(required=True)
     poster_url = fields.String(required=True)
-    embed_url = computed_url(lambda e: urls.edition_embed(e.day),
+    embed_url = computed_url(lambda e: links().edition_embed(e.day),
                                 metadata={"description": "Absolute URL of a frameable page that plays the video."})
-    url = computed_url(lambda e: urls.edition_page(e.day),
+    url = computed_url(lambda e: links().edition_page(e.day),
                           metadata={"description": "Absolute URL of the edition's page."})
     duration_seconds = fields.Integer(required=True)
     mime_type = fields.String(required=True)
@@ -150,7 +150,7 @@ class MastheadPersonaOut(Schema):
     title = fields.String(required=True)
     beat = fields.String(required=True)
     bio = fields.String(required=True)
-    avatar = computed_url(lambda p: urls.avatar(p["slug"]),
+    avatar = computed_url(lambda p: links().avatar(p["slug"]),
                              metadata={"description": "Absolute, stable URL of the persona's SVG portrait."})
     declared_ai = fields.Constant(True, required=True, metadata={"description": "Always true."})
     pieces = fields.Integer(required=True, metadata={"description": "Pieces on air under this byline."})

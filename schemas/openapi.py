@@ -1,7 +1,7 @@
 """Finishing touches on the OpenAPI 3.1 document apispec builds from the schemas.
 
 flask-smorest documents what the decorators say; the app answers more than that, the same way on
-every route (errors.py, tenancy.py, services/keys.py). `finish` writes those answers into every
+every route (errors.py, tenancy.py, services/newsroom/keys.py). `finish` writes those answers into every
 operation, so the document promises exactly what a client gets (schemathesis checks it):
 
 - every error answer on a machine route is `application/problem+json` with the Problem schema;

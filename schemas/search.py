@@ -8,7 +8,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from schemas.story import StoryRowOut
-from services.search import MAX_Q_LENGTH, Q_PATTERN
+from services.reading.search import MAX_Q_LENGTH, Q_PATTERN
 
 Q_DESCRIPTION = (
     "Search words, matched in headline, dek and prose. 1 to 120 characters, holding 1 to 4 terms "

@@ -6,15 +6,8 @@ from flask import g
 from marshmallow import Schema, fields
 
 from schemas.common import Timestamp, computed_text, computed_url
-from services import urls
-
-DISCLOSURE = ("{byline} is an AI persona of {paper}'s masthead, declared as such; this piece "
-              "was written by an AI system, not by a human reporter.")
-
-
-def disclosure(byline: str) -> str:
-    """The sentence that must accompany a byline (spec rule 5)."""
-    return DISCLOSURE.format(byline=byline, paper=g.paper.nameplate)
+from services.rendering.prose import disclosure
+from weblinks import links
 
 
 class StoryRowOut(Schema):
@@ -27,7 +20,7 @@ class StoryRowOut(Schema):
     section = computed_text(lambda p: p.section.name, metadata={"description": "The section name."})
     byline = computed_text(lambda p: p.persona.name, metadata={"description": "A declared AI persona (see `disclosure` on the full story)."})
     rev = fields.Integer(required=True, metadata={"description": "Revision number, 1 for the first filing."})
-    url = computed_url(lambda p: urls.story_page(p.slug), metadata={"description": "Absolute URL of the story's page."})
+    url = computed_url(lambda p: links().story_page(p.slug), metadata={"description": "Absolute URL of the story's page."})
     on_air_at = Timestamp(required=True, allow_none=True, metadata={"description": "When the piece went on air (RFC 3339, UTC); null for a draft."})
     on_air = fields.Boolean(required=True, metadata={"description": "Always true on the public lane; false marks a draft (keyed lane)."})
 
@@ -44,7 +37,7 @@ class PersonaRefOut(Schema):
     name = fields.String(required=True)
     slug = fields.String(required=True)
     title = fields.String(required=True)
-    avatar = computed_url(lambda p: urls.avatar(p.slug))
+    avatar = computed_url(lambda p: links().avatar(p.slug))
     declared_ai = fields.Constant(True, required=True, metadata={"description": "Always true."})
 
 
@@ -57,7 +50,7 @@ class StoryOut(StoryRowOut):
     image = fields.String(required=True, allow_none=True, metadata={"description": "The story's art (URL) or null."})
     persona = fields.Nested(PersonaRefOut, required=True)
     disclosure = computed_text(
-        lambda p: disclosure(p.persona.name),
+        lambda p: disclosure(p.persona.name, g.paper.nameplate),
         metadata={"description": "States that the byline is an AI persona. Clients must show it."},
     )
     content_hash = fields.String(required=True, metadata={"description": "`sha256:` + hex; the proof is at `/api/v1/stories/{id}/proof` (keyed)."})

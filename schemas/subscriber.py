@@ -1,6 +1,6 @@
 """Subscribe bodies and subscriber answers (spec "Subscriber fields", "Subscriber row";
 CONTRACT.md "subscribe", "webhooks"). Section names are checked against the paper in
-services/subscriptions.py (they need the database)."""
+services/delivery/subscriptions.py (they need the database)."""
 from __future__ import annotations
 
 from email_validator import EmailNotValidError, validate_email

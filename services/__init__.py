@@ -1,1 +1,43 @@
-"""The service layer: plain functions over the session for work that spans models."""
+"""The service layer: the paper's work as plain functions over the session, grouped by kind.
+
+    services/
+      newsroom/    the desk's writes and who may make them
+                   filing       file, revise, put on air, take off air; slugs
+                   provenance   content hashes, Ed25519 filing receipts, signing keys
+                   desk         sections, personas, the paper's config, video editions
+                   keys         desk keys: issue, authenticate (from header values), revoke
+      reading/     what readers and clients read, on-air pieces only on the public lane
+                   stories      story queries for the public and keyed lanes
+                   archive      sections with counts, the day-by-day archive
+                   front        the front document (plain data), the cast, the masthead
+                   search       full-text search
+                   posts        ready-to-post short forms
+                   reader       the reader pages' own queries (section, day, related pieces)
+                   lookups      find_section, find_persona, parse_day: the one copy of each
+                   memo         values kept per paper version in the worker
+      rendering/   turning data into documents and addresses
+                   links        Links (absolute URLs on an origin), PaperOrigins (canonical ones)
+                   prose        prose -> HTML with footnote markers; the byline disclosure
+                   feeds        RSS, podcast, llms.txt
+                   sitemaps     sitemaps.org urlset or index, Google News sitemap
+                   embeds       story cards, player iframes, oEmbed records
+                   media        persona avatars (SVG), share cards (PNG)
+      delivery/    what leaves the process for readers, subscribers and CDNs
+                   subscriptions  double opt-in list, confirm and unsubscribe tokens
+                   alerts         plan and send cadence alerts, crash-safe
+                   alert_content  what an alert says, rendered once per distinct alert
+                   mail           SMTP or file outbox, connection pool
+                   webhooks       signed webhook deliveries through an outbox
+                   purge          CDN purge by surrogate key after commit
+
+The demo newsroom (`seed-demo`'s content) lives apart, in the top-level `demo` package.
+
+Layer rules (tests/test_layers.py enforces the first): services never import blueprints,
+schemas, tenancy, http_cache, pipeline, ratelimits or weblinks, and never read
+`flask.request`, `flask.g` or `flask.session`. What a service needs of a request comes as an
+argument: the paper, `now`, a `links: Links` for absolute URLs, header values, the paper's
+version state. `current_app` (config, extensions, templates) is read only where passing it
+would be absurd (session event listeners, mail templates, token signing); those functions say
+so in their docstrings. Services flush; the request or the CLI command commits, except where a
+docstring says the function commits (crash safety in alerts, the subscriber list).
+"""

@@ -42,7 +42,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 SHOTS = Path(__file__).resolve().parent.parent / "build" / "screenshots"
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
-# What the card's `sandbox` attribute allows (services/embeds.py SANDBOX).
+# What the card's `sandbox` attribute allows (services/rendering/embeds.py SANDBOX).
 LEAD = "rates-rise-again-as-the-central-bank-tightens"
 CARD_SANDBOX = "allow-popups allow-popups-to-escape-sandbox allow-top-navigation-by-user-activation"
 

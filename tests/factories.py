@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
-from services import filing, keys, provenance
+from services.newsroom import filing, keys, provenance
 
 T0 = datetime(2026, 11, 1, 8, 0, tzinfo=timezone.utc)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
 from models import Piece, Subscriber
-from services import subscriptions
+from services.delivery import subscriptions
 
 SKIPPED_METHODS = {"HEAD", "OPTIONS"}
 # Which of the paper's slugs a `<slug>` argument names, per endpoint.

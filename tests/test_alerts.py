@@ -157,7 +157,8 @@ def test_a_refused_message_does_not_poison_the_batch(client, desk, runner, smtp)
 
 
 def test_a_run_killed_mid_batch_is_completed_without_duplicates(client, desk, runner, smtp, app):
-    from services import alerts, mail
+    from services.delivery import alerts, mail
+    from services.rendering.links import PaperOrigins
 
     paper = desk.paper("demo")
     with time_machine.travel(T, tick=False) as clock:
@@ -174,9 +175,10 @@ def test_a_run_killed_mid_batch_is_completed_without_duplicates(client, desk, ru
                 raise KeyboardInterrupt  # the operator's Ctrl-C (or a crash) mid-batch
 
         with app.app_context():
-            alerts.plan_alerts(now)
+            origins = PaperOrigins.from_config(app.config)
+            alerts.plan_alerts(now, origins=origins)
             with pytest.raises(KeyboardInterrupt), mail.open_mailer(app.config) as mailer:
-                alerts.send_recorded(now, mailer, progress=killed_after_two)
+                alerts.send_recorded(now, mailer, progress=killed_after_two, origins=origins)
         assert len([m for m in smtp.messages if m["List-Unsubscribe"]]) == 2
         clock.move_to(T + timedelta(minutes=30))
         result, summary = run(runner)
@@ -281,7 +283,7 @@ def test_alerts_carry_non_ascii_text_and_long_lines_intact(client, desk, runner,
 
 
 def test_a_second_run_only_plans_while_another_sends(client, desk, runner, smtp, app):
-    from services import alerts
+    from services.delivery import alerts
 
     paper = desk.paper("demo")
     with time_machine.travel(T, tick=False) as clock:
@@ -300,7 +302,8 @@ def test_a_second_run_only_plans_while_another_sends(client, desk, runner, smtp,
 def test_ctrl_c_with_several_connections_records_what_is_in_flight(client, desk, runner, smtp, app):
     from extensions import db
     from models import AlertDelivery
-    from services import alerts, mail
+    from services.delivery import alerts, mail
+    from services.rendering.links import PaperOrigins
 
     paper = desk.paper("demo")
     with time_machine.travel(T, tick=False) as clock:
@@ -314,9 +317,10 @@ def test_ctrl_c_with_several_connections_records_what_is_in_flight(client, desk,
             raise KeyboardInterrupt  # Ctrl-C while the other connections have messages out
 
         with app.app_context():
-            alerts.plan_alerts(now)
+            origins = PaperOrigins.from_config(app.config)
+            alerts.plan_alerts(now, origins=origins)
             with pytest.raises(KeyboardInterrupt), mail.open_mailer(app.config) as mailer:
-                alerts.send_recorded(now, mailer, progress=interrupted, connections=3,
+                alerts.send_recorded(now, mailer, progress=interrupted, connections=3, origins=origins,
                                      open_mailer=lambda: mail.open_mailer(app.config))
             accepted = len(alerts_to_all(smtp))
             assert 1 <= accepted <= 3  # no connection was given a second message

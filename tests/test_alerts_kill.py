@@ -31,7 +31,7 @@ from sqlalchemy import func, select
 
 from extensions import db
 from models import AlertDelivery
-from services import alerts
+from services.delivery import alerts
 from tests.smtp import body_text, free_port
 
 ROOT = Path(__file__).resolve().parent.parent

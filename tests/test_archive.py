@@ -6,7 +6,7 @@ from datetime import date, datetime, timedelta, timezone
 import pytest
 
 from extensions import db
-from services import filing
+from services.newsroom import filing
 from tests.factories import T0
 
 BAD_DAYS = ["2026-02-30", "2026-13-01", "2026-11-31", "2026-1-1", "20261101", "2026-11-01T00:00",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from extensions import db
-from services import keys
+from services.newsroom import keys
 
 OTHER = "http://other.localhost"
 KEYED_GETS = ["/api/v1/agent", "/api/v1/config", "/api/v1/stories/{id}/proof"]

@@ -14,8 +14,9 @@ from sqlalchemy.exc import OperationalError
 from errors import PROBLEM_MIME, handle_desk_error
 from extensions import db
 from models import Paper, Section, Subscriber
-from services import desk as desk_service
-from services import errors, subscriptions
+from services import errors
+from services.delivery import subscriptions
+from services.newsroom import desk as desk_service
 from tests.smtp import smtp  # noqa: F401  (fixture)
 
 PROBLEM_KEYS = {"type", "title", "status", "detail"}

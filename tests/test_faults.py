@@ -41,7 +41,7 @@ from sqlalchemy.pool import NullPool
 from app import create_app
 from extensions import db
 from models import Piece, PieceRevision, Subscriber, WebhookDelivery
-from services import webhooks
+from services.delivery import webhooks
 from tests.factories import Desk
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -27,7 +27,7 @@ from sqlalchemy import func, select
 from app import create_app
 from extensions import db
 from models import Piece, PieceRevision, Section, Subscriber
-from services import mail, subscriptions
+from services.delivery import mail, subscriptions
 
 ROOT = Path(__file__).resolve().parent.parent
 LIMIT = 64 * 1024

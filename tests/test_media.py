@@ -10,7 +10,7 @@ from PIL import Image
 
 from extensions import db
 from models import Persona
-from services import filing
+from services.newsroom import filing
 from tests.factories import T0
 
 SVG = "{http://www.w3.org/2000/svg}"

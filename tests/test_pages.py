@@ -404,7 +404,7 @@ def _subscribe_pages(client) -> dict:
     """The landing's 422 answer, and the confirm and unsubscribe pages before and after their
     button, for one address; the page of a bad link."""
     from models import Subscriber
-    from services import subscriptions
+    from services.delivery import subscriptions
 
     invalid = client.post("/subscribe", data={"email": "nope", "cadence": "daily"})
     assert invalid.status_code == 422

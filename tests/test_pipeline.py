@@ -19,7 +19,7 @@ from sqlalchemy import event, func, select
 import pipeline
 from extensions import db
 from models import Subscriber
-from services import subscriptions
+from services.delivery import subscriptions
 
 ROOT = Path(__file__).resolve().parent.parent
 # Mid-minute, so a clock-aligned window cannot roll over during a test.

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from extensions import db
-from services import filing
+from services.newsroom import filing
 from tests.factories import T0
 
 LINK = "http://localhost/stories/"

@@ -23,7 +23,7 @@ from sqlalchemy import event
 import logging_setup
 from app import create_app
 from extensions import db
-from services import purge
+from services.delivery import purge
 from tests.factories import T0
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import event
 
 from extensions import db
-from services import filing
+from services.newsroom import filing
 from tests.factories import T0
 
 

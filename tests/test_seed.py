@@ -11,7 +11,7 @@ from sqlalchemy.orm import selectinload
 import clock
 from extensions import db
 from models import Edition, Paper, Persona, Piece, PieceRevision, Section
-from services import provenance
+from services.newsroom import provenance
 
 MARKER = re.compile(r"\[\^(\d+)\]")
 

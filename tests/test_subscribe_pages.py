@@ -61,7 +61,7 @@ def test_unsubscribe_page_get_then_post(client, desk, smtp):
     client.post("/subscribe/confirm", data={"token": token})
     from extensions import db
     from models import Subscriber
-    from services import subscriptions
+    from services.delivery import subscriptions
 
     with client.application.test_request_context():
         row = db.session.query(Subscriber).filter_by(email="u@example.com").one()

@@ -14,8 +14,10 @@ from blueprints.api.permissions import keyed
 from clock import utcnow
 from schemas.desk import CastIn, EditionOut
 from schemas.front import CastOut
-from services import desk, front, urls
+from services.newsroom import desk
+from services.reading import front
 from transaction import transactional
+from weblinks import links
 
 bp = api_blueprint("cast", __name__, "Video editions, one per published day; publishing one (admin).")
 
@@ -40,4 +42,4 @@ def list_cast():
 def publish_cast(body: dict):
     """Publish the video edition of a day (admin); one edition per day"""
     edition = desk.publish_edition(g.paper, body, utcnow())
-    return edition, 201, {"Location": urls.edition_page(edition.day)}
+    return edition, 201, {"Location": links().edition_page(edition.day)}

@@ -11,7 +11,7 @@ from flask import g
 
 from blueprints.api.common import api_blueprint
 from schemas.archive import DayListOut, DayPath, DayStoriesOut
-from services import archive
+from services.reading import archive
 
 bp = api_blueprint("days", __name__, "The day-by-day archive.")
 

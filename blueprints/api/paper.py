@@ -27,8 +27,9 @@ from models import DeskKey, Persona, SigningKey
 from schemas.desk import ConfigOut, ConfigPatch
 from schemas.paper import PaperIndexOut, ReceiptKeysOut
 from schemas.proof import AgentOut
-from services import desk, urls
+from services.newsroom import desk
 from transaction import transactional
+from weblinks import links
 
 # `<string(maxlength=200):id>` -> `{id}`
 RULE_VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
@@ -62,7 +63,7 @@ def _routes(key: DeskKey) -> list[dict]:
         access = getattr(view, "access", "public")
         path = RULE_VARIABLE.sub(r"{\1}", rule.rule)
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
-            found.append({"method": method, "path": urls.absolute(path), "access": access})
+            found.append({"method": method, "path": links().absolute(path), "access": access})
     return sorted(found, key=lambda r: (r["path"], r["method"]))
 
 
@@ -77,30 +78,30 @@ def paper_index():
         "nameplate": paper.nameplate,
         "motto": paper.motto or "",
         "description": paper.description or "",
-        "home": urls.home(),
-        "landing": urls.absolute("/subscribe"),
-        "playground": urls.absolute("/api"),
+        "home": links().home(),
+        "landing": links().absolute("/subscribe"),
+        "playground": links().absolute("/api"),
         "endpoints": {
-            "stories": urls.api("/stories"),
-            "story": urls.api("/stories/{id}"),
-            "sections": urls.api("/sections"),
-            "days": urls.api("/days"),
-            "day": urls.api("/days/{YYYY-MM-DD}"),
-            "search": urls.api("/search?q="),
-            "front": urls.api("/front"),
-            "cast": urls.api("/cast"),
-            "posts": urls.api("/posts"),
-            "masthead": urls.api("/masthead"),
-            "subscribe": "POST " + urls.api("/" + paper.subscribe_path),
-            "openapi": urls.api("/openapi.json"),
-            "receipt_keys": urls.api("/receipt-keys"),
+            "stories": links().api("/stories"),
+            "story": links().api("/stories/{id}"),
+            "sections": links().api("/sections"),
+            "days": links().api("/days"),
+            "day": links().api("/days/{YYYY-MM-DD}"),
+            "search": links().api("/search?q="),
+            "front": links().api("/front"),
+            "cast": links().api("/cast"),
+            "posts": links().api("/posts"),
+            "masthead": links().api("/masthead"),
+            "subscribe": "POST " + links().api("/" + paper.subscribe_path),
+            "openapi": links().api("/openapi.json"),
+            "receipt_keys": links().api("/receipt-keys"),
         },
         "feeds": {
-            "rss": urls.absolute("/rss.xml"),
-            "podcast": urls.absolute("/podcast.xml"),
-            "front_json": urls.absolute("/front.json"),
-            "llms": urls.absolute("/llms.txt"),
-            "sitemap": urls.absolute("/sitemap.xml"),
+            "rss": links().absolute("/rss.xml"),
+            "podcast": links().absolute("/podcast.xml"),
+            "front_json": links().absolute("/front.json"),
+            "llms": links().absolute("/llms.txt"),
+            "sitemap": links().absolute("/sitemap.xml"),
         },
         "note": NOTE,
     }
@@ -108,7 +109,7 @@ def paper_index():
         body["keyed"] = {
             "note": "Drafts, subscribers, proofs and writes need a desk key of this paper. "
                     + LEVELS["auth"] + " Read this index with a key to list every route it reaches.",
-            "index": urls.api(),
+            "index": links().api(),
         }
     else:
         body["levels"] = LEVELS
@@ -122,7 +123,7 @@ def paper_index():
 @bp.doc(responses={200: {"content": {"application/json": {"schema": {"type": "object"}}}}})
 def openapi_document():
     """The OpenAPI 3.1 document of this API"""
-    return jsonify(document_for(urls.absolute("")))
+    return jsonify(document_for(links().absolute("")))
 
 
 def document_for(server_url: str) -> dict:
@@ -215,7 +216,7 @@ def _may(key: DeskKey, persona: Persona | None) -> list[dict]:
         actions += [(text.format(persona=name), method, path)
                     for capability, (text, method, path) in AGENT_ACTIONS.items()
                     if permissions.has_capability(key, capability)]
-    return [{"action": text, "method": method, "url": urls.api(path)} for text, method, path in actions]
+    return [{"action": text, "method": method, "url": links().api(path)} for text, method, path in actions]
 
 
 def help_desk(paper) -> str:
@@ -237,11 +238,11 @@ def agent_check():
     return {
         "key": {"active": True, "kind": key.kind, "prefix": key.prefix, "label": key.label or "",
                 "paper": paper.slug},
-        "avatar": urls.avatar(persona.slug) if persona else None,
+        "avatar": links().avatar(persona.slug) if persona else None,
         "persona": persona,
         "capability": permissions.capabilities(key),
         "may": _may(key, persona),
-        "guide": urls.absolute("/api"),
+        "guide": links().absolute("/api"),
         "search_help": help_desk(paper),
         "paper": paper.slug,
         "nameplate": paper.nameplate,

@@ -31,7 +31,7 @@ from blueprints.api.common import SECURITY
 from extensions import db
 from models import DeskKey, Persona, Piece
 from services.errors import Forbidden, Invalid, Unauthorized
-from services.filing import REFUSED
+from services.newsroom.filing import REFUSED
 
 # How far each key kind reaches, and what each access level needs.
 REACH = {"read": 1, "agent": 1, "admin": 2}

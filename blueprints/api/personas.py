@@ -15,8 +15,10 @@ from blueprints.api.common import api_blueprint, checked_slug, json_body, not_fo
 from blueprints.api.permissions import keyed
 from schemas.desk import PersonaIn, PersonaOut, PersonaPatch
 from schemas.front import MastheadOut
-from services import desk, front, urls
+from services.newsroom import desk
+from services.reading import front, lookups
 from transaction import transactional
+from weblinks import links
 
 bp = api_blueprint("personas", __name__, "The masthead of declared AI personas; adding and changing them (admin).")
 
@@ -41,7 +43,7 @@ def get_masthead():
 def create_persona(body: dict):
     """Add a declared AI persona to the masthead (admin)"""
     persona = desk.create_persona(g.paper, body)
-    return persona, 201, {"Location": urls.avatar(persona.slug)}
+    return persona, 201, {"Location": links().avatar(persona.slug)}
 
 
 @bp.route("/personas/<string:slug>", methods=["PATCH"])
@@ -54,7 +56,7 @@ def create_persona(body: dict):
 @bp.alt_response(409, description="Another persona has that name.")
 def update_persona(body: dict, slug: str):
     """Change a persona (admin); `declared_ai` stays true whatever is sent"""
-    persona = desk.find_persona(g.paper, checked_slug(slug, "persona"))
+    persona = lookups.find_persona(g.paper, checked_slug(slug, "persona"))
     if persona is None:
         raise not_found("persona")
     return desk.update_persona(g.paper, persona, body)

@@ -10,7 +10,8 @@ from flask import g
 
 from blueprints.api.common import api_blueprint
 from schemas.front import PostListOut, PostsQuery
-from services import posts
+from services.reading import posts
+from weblinks import links
 
 bp = api_blueprint("posts", __name__, "Short-form posts of the pieces on air.")
 
@@ -24,5 +25,5 @@ def list_posts(limit: int, since: datetime | None = None):
     Deterministic: no model writes them. `limit` is 1-100 (default 20); `since` keeps pieces
     that went on air strictly after that time.
     """
-    rows = posts.list_posts(g.paper, limit, since)
+    rows = posts.list_posts(g.paper, limit, since, links=links())
     return {"posts": rows, "count": len(rows)}

@@ -3,7 +3,7 @@
     GET /api/v1/search?q=    pieces on air matching every term, newest first, at most 30
 
 `q` is validated by `schemas.search.SearchQuery` (a 400 problem with `errors.q` otherwise); the
-query itself is built in `services.search`.
+query itself is built in `services.reading.search`.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from flask import g
 
 from blueprints.api.common import api_blueprint
 from schemas.search import SearchOut, SearchQuery
-from services import search
+from services.reading import search
 
 bp = api_blueprint("search", __name__, "Full-text search over headline, dek and prose.")
 

@@ -15,8 +15,10 @@ from blueprints.api.common import api_blueprint, checked_slug, json_body, not_fo
 from blueprints.api.permissions import keyed
 from schemas.archive import SectionListOut
 from schemas.desk import SectionIn, SectionOut, SectionPatch
-from services import archive, desk, urls
+from services.newsroom import desk
+from services.reading import archive, lookups
 from transaction import transactional
+from weblinks import links
 
 bp = api_blueprint("sections", __name__, "The paper's sections, in order; adding and changing them (admin).")
 
@@ -41,7 +43,7 @@ def list_sections():
 def create_section(body: dict):
     """Add a section (admin), last unless `position` is given"""
     section = desk.create_section(g.paper, **body)
-    return section, 201, {"Location": urls.section_page(section.slug)}
+    return section, 201, {"Location": links().section_page(section.slug)}
 
 
 @bp.route("/sections/<string:slug>", methods=["PATCH"])
@@ -54,7 +56,7 @@ def create_section(body: dict):
 @bp.alt_response(409, description="Another section has that name.")
 def update_section(body: dict, slug: str):
     """Rename, describe, reorder, activate or deactivate a section (admin)"""
-    section = desk.find_section(g.paper, checked_slug(slug, "section"))
+    section = lookups.find_section(g.paper, checked_slug(slug, "section"), active_only=False)
     if section is None:
         raise not_found("section")
     return desk.update_section(g.paper, section, body)

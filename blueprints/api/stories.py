@@ -28,8 +28,10 @@ from models import DeskKey, Piece
 from schemas.desk import StoryIn, StoryPatch
 from schemas.proof import ProofOut
 from schemas.story import StoriesQuery, StoryListOut, StoryOut
-from services import filing, provenance, stories, urls
+from services.newsroom import filing, provenance
+from services.reading import stories
 from transaction import transactional
+from weblinks import links
 
 bp = api_blueprint("stories", __name__, "Pieces: newest-first lists and full stories; filing, "
                                         "revising, airing and proofs (keyed).")
@@ -99,7 +101,7 @@ def story_proof(id: str):
     claim is true.
     """
     proof = provenance.proof_for(_piece(id))
-    proof["receipt_verify"]["keys_url"] = urls.api("/receipt-keys")
+    proof["receipt_verify"]["keys_url"] = links().api("/receipt-keys")
     return proof
 
 
@@ -122,7 +124,7 @@ def file_story(body: dict):
     fields = permissions.check_file(g.key, body)
     draft = filing.build_draft(g.paper, fields)
     piece = filing.file_piece(g.paper, draft, filer=filer_for(g.key), now=utcnow(), key_id=g.key.id)
-    return _as_filed(piece), 201, {"Location": urls.api(f"/stories/{piece.id}")}
+    return _as_filed(piece), 201, {"Location": links().api(f"/stories/{piece.id}")}
 
 
 @bp.route("/stories/<string(maxlength=200):id>", methods=["PATCH"])

@@ -6,7 +6,7 @@
     POST /api/v1/subscribe      the same, under the paper's other subscribe path
     GET  /api/v1/subscribers    counts with a read key; the rows too with an admin key
 
-Business rules live in services/subscriptions.py, who may send what in
+Business rules live in services/delivery/subscriptions.py, who may send what in
 blueprints/api/permissions.py. A subscribe commits once, at the commit point (transaction.py);
 the confirm email leaves only after that commit.
 """
@@ -21,9 +21,10 @@ from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint
 from blueprints.api.permissions import keyed
 from clock import utcnow
 from schemas.subscriber import SubscribeAcceptedOut, SubscribeIn, SubscribersOut
-from services import subscriptions, webhooks
+from services.delivery import subscriptions, webhooks
 from services.errors import Invalid
 from transaction import transactional
+from weblinks import links
 
 bp = api_blueprint("subscribers", __name__, "Email alerts with double opt-in, and webhooks.")
 
@@ -56,7 +57,7 @@ def _create(body: dict):
     permissions.check_public_subscribe(body)
     if "email" not in body:
         raise Invalid(errors={"email": ["Missing data for required field."]})
-    subscriptions.subscribe(g.paper, body["email"], preferences(body), utcnow())
+    subscriptions.subscribe(g.paper, body["email"], preferences(body), utcnow(), links=links())
     return ACCEPTED, 202
 
 
@@ -67,7 +68,8 @@ def _create_batch(body: dict):
     webhook = body.get("webhook")
     if webhook:
         webhooks.check_url(webhook, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
-    done = subscriptions.subscribe_batch(g.paper, emails, preferences(body), utcnow(), webhook=webhook)
+    done = subscriptions.subscribe_batch(g.paper, emails, preferences(body), utcnow(), webhook=webhook,
+                                         links=links())
     return {"subscribers": [{"email": row.email, **({"webhook_secret": secret} if secret else {})}
                             for row, secret in done]}, 202
 

@@ -44,7 +44,7 @@ POSTGRES_FTS = [
 
 def _create_search_index():
     """Full-text search over headline, dek and prose: FTS5 on SQLite, a generated tsvector with
-    a GIN index on PostgreSQL. The ORM never maps these; services/search.py queries them."""
+    a GIN index on PostgreSQL. The ORM never maps these; services/reading/search.py queries them."""
     dialect = op.get_bind().dialect.name
     for statement in SQLITE_FTS if dialect == "sqlite" else POSTGRES_FTS if dialect == "postgresql" else []:
         op.execute(statement)

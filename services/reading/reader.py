@@ -1,41 +1,20 @@
-"""Queries only the reader pages need (blueprints/pages.py); the rest come from services/front.py,
-services/archive.py and services/stories.py. On-air pieces only, always: drafts never reach a
-page. Each function issues one SQL statement whatever the number of rows.
+"""Queries only the reader pages need (blueprints/pages.py); the rest come from front.py,
+archive.py, stories.py and lookups.py beside this module. On-air pieces only, always: drafts
+never reach a page. Each function issues one SQL statement whatever the number of rows.
 """
 from __future__ import annotations
 
-import re
 from datetime import date
 
 from sqlalchemy import func, select
 
 from extensions import db
 from models import Edition, Paper, Piece, Section
-from services import stories
+from services.reading import stories
 
 SECTION_PAGE_SIZE = 50
 DAY_PAGE_SIZE = 200
 RELATED_SIZE = 4
-_DAY = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
-
-
-def parse_day(text: str) -> date | None:
-    """`YYYY-MM-DD` naming a real calendar day -> date; anything else (`2026-02-30`, `2026-1-1`,
-    `today`) -> None."""
-    if not _DAY.fullmatch(text or ""):
-        return None
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        return None
-
-
-def find_section(paper: Paper, slug: str) -> Section | None:
-    """An active section of this paper by slug, or None."""
-    if not slug or len(slug) > 80 or "\x00" in slug:  # PostgreSQL refuses NUL in text
-        return None
-    return db.session.scalar(select(Section).where(
-        Section.paper_id == paper.id, Section.slug == slug, Section.active.is_(True)))
 
 
 def section_pieces(paper: Paper, section: Section, limit: int = SECTION_PAGE_SIZE) -> list[Piece]:

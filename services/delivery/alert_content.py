@@ -1,6 +1,9 @@
 """What an alert says: the pieces and editions of a subscriber's window, its data (webhook
-payload and template context), and its email, rendered once per distinct alert (spec "Events";
-docs/ALERTS.md). Used by services/alerts.py, which plans and sends.
+payload and template context), and its email, rendered once per distinct alert
+(docs/ALERTS.md). Used by services/delivery/alerts.py, which plans and sends.
+
+Alerts are made outside any request: their absolute URLs are under each paper's canonical
+origin (`PaperOrigins.links(paper)`, services/rendering/links.py), the ones its pages use.
 
 `Content` reads each paper's recent pieces once per run and answers every window from memory;
 `Composer` renders `templates/mail/alert.*` once per distinct (paper, pieces, editions,
@@ -13,14 +16,15 @@ import bisect
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
-from flask import current_app, render_template
+from flask import render_template
 from markupsafe import escape
 from sqlalchemy import select
 
 from clock import rfc3339
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
-from services import mail, subscriptions, urls
+from services.delivery import mail, subscriptions
+from services.rendering.links import Links, PaperOrigins
 
 # A window never reaches further back than this (a reader who was silent for months gets the
 # recent news, not the whole archive).
@@ -40,21 +44,6 @@ def period_for(cadence: str, now: datetime) -> str:
         year, week, _ = now.isocalendar()
         return f"{year}-W{week:02d}"
     return rfc3339(now)
-
-
-def paper_base_url(paper: Paper) -> str:
-    """The paper's public origin outside a request: its custom host, else `{slug}.{PAPER_DOMAIN}`
-    (the bare PAPER_DOMAIN for DEFAULT_PAPER), with PUBLIC_URL_SCHEME and PUBLIC_PORT."""
-    config = current_app.config
-    host = paper.host or (config["PAPER_DOMAIN"] if paper.slug == config["DEFAULT_PAPER"]
-                          else f"{paper.slug}.{config['PAPER_DOMAIN']}")
-    port = config.get("PUBLIC_PORT") or ""
-    return f"{config['PUBLIC_URL_SCHEME']}://{host}{':' + str(port) if port else ''}"
-
-
-def paper_context(paper: Paper):
-    """A request context on the paper's host, so `services.urls` builds its absolute URLs."""
-    return current_app.test_request_context("/", base_url=paper_base_url(paper))
 
 
 _PIECE_COLUMNS = (Piece.id, Piece.slug, Piece.headline, Piece.dek, Piece.on_air_at,
@@ -118,17 +107,20 @@ class Content:
         return chosen, cast if subscriber.cast else []
 
 
-def alert_data(paper: Paper, subscriber, alert, pieces, editions) -> dict:
-    """The `data` of an alert (webhook payload and email template context). Needs a request
-    context on the paper's host."""
-    edition_rows = [{"day": e.day.isoformat(), "title": e.title, "url": urls.edition_page(e.day),
+def alert_data(paper: Paper, subscriber, alert, pieces, editions, *, links: Links) -> dict:
+    """The `data` of an alert (webhook payload and email template context): `{paper, email,
+    cadence, period, window: {start, end}, pieces: [...], edition, editions: [...]}`, times
+    as RFC 3339 text, page URLs under `links`. `subscriber` needs email and cadence; `alert`
+    period, window_start and window_end; `pieces` are `window_content` dicts and `editions`
+    its edition rows."""
+    edition_rows = [{"day": e.day.isoformat(), "title": e.title, "url": links.edition_page(e.day),
                      "video_url": e.video_url, "poster_url": e.poster_url} for e in editions]
     return {
         "paper": paper.slug, "email": subscriber.email, "cadence": subscriber.cadence,
         "period": alert.period,
         "window": {"start": rfc3339(alert.window_start), "end": rfc3339(alert.window_end)},
         "pieces": [{"id": str(p["id"]), "slug": p["slug"], "headline": p["headline"], "dek": p["dek"],
-                    "section": p["section"], "byline": p["byline"], "url": urls.story_page(p["slug"]),
+                    "section": p["section"], "byline": p["byline"], "url": links.story_page(p["slug"]),
                     "on_air_at": rfc3339(p["on_air_at"])} for p in pieces],
         "edition": edition_rows[-1] if edition_rows else None,
         "editions": edition_rows,
@@ -138,33 +130,25 @@ def alert_data(paper: Paper, subscriber, alert, pieces, editions) -> dict:
 class Composer:
     """Makes each unsent row's message: the window's content from `Content`, one rendered
     `mail.Template` per distinct (paper, pieces, editions, cadence, period), and the reader's
-    copy by substitution. Keeps one request context pushed, on the current paper's host."""
+    copy by substitution. URLs are under each paper's origin from `origins`. Needs an app
+    context (templates/mail/alert.*, SECRET_KEY for unsubscribe tokens)."""
 
-    def __init__(self, now: datetime):
+    def __init__(self, now: datetime, origins: PaperOrigins):
         self.now = now
+        self.origins = origins
         self.content = Content(now - MAX_LOOKBACK, now)
         self.templates: dict[tuple, mail.Template] = {}
-        self.papers: dict[int, tuple[Paper, str, str]] = {}
-        self._context, self._context_paper = None, None
+        self.papers: dict[int, tuple[Paper, str, str, Links]] = {}
 
-    def _enter(self, paper_id: int) -> tuple[Paper, str, str]:
-        """(paper, slug, mail domain), with a request context on its host pushed. The slug and
-        domain are read once: the ORM object expires at every commit (one commit a message)."""
-        if self._context_paper != paper_id:
-            self.close()
+    def _paper(self, paper_id: int) -> tuple[Paper, str, str, Links]:
+        """(paper, slug, mail domain, links), read once per paper: the ORM object expires at
+        every commit (one commit a message), its slug and host would each cost a query."""
+        if paper_id not in self.papers:
             paper = db.session.get(Paper, paper_id)
-            self._context = paper_context(paper)
-            self._context.push()
-            self._context_paper = paper_id
-            if paper_id not in self.papers:
-                domain = subscriptions.sender_address(paper).rsplit("@", 1)[1]
-                self.papers[paper_id] = (paper, paper.slug, domain)
+            links = self.origins.links(paper)
+            domain = subscriptions.sender_address(paper, links=links).rsplit("@", 1)[1]
+            self.papers[paper_id] = (paper, paper.slug, domain, links)
         return self.papers[paper_id]
-
-    def close(self) -> None:
-        if self._context is not None:
-            self._context.pop()
-        self._context, self._context_paper = None, None
 
     def message(self, row) -> mail.Outgoing | None:
         """The alert for an unsent row, or None when its window holds nothing any more
@@ -172,16 +156,16 @@ class Composer:
         pieces, editions = self.content.window(row, row.window_start, row.window_end)
         if not pieces and not editions:
             return None
-        paper, slug, domain = self._enter(row.paper_id)
+        paper, slug, domain, links = self._paper(row.paper_id)
         key = (row.paper_id, tuple(p["id"] for p in pieces), tuple(e.id for e in editions),
                row.cadence, row.period)
         template = self.templates.get(key)
         if template is None:
             if len(self.templates) >= TEMPLATE_CACHE:
                 self.templates.clear()
-            template = self.templates[key] = self._render(paper, row, pieces, editions)
+            template = self.templates[key] = self._render(paper, row, pieces, editions, links)
         reader = SimpleNamespace(id=row.subscriber_id, paper_id=row.paper_id, email=row.email)
-        unsubscribe = subscriptions.unsubscribe_url(reader)
+        unsubscribe = subscriptions.unsubscribe_url(reader, links=links)
         # The same id on a resend after a crash (docs/ALERTS.md "Crash safety"): mail stores
         # that de-duplicate by Message-ID show one copy.
         message_id = f"<alert.{row.id}.{int(row.window_end.timestamp())}.{slug}@{domain}>"
@@ -189,17 +173,18 @@ class Composer:
             EMAIL_SLOT: (row.email, str(escape(row.email))),
             UNSUBSCRIBE_SLOT: (unsubscribe, str(escape(unsubscribe)))})
 
-    def _render(self, paper: Paper, row, pieces, editions) -> mail.Template:
+    def _render(self, paper: Paper, row, pieces, editions, links: Links) -> mail.Template:
         """Render `templates/mail/alert.*` once for every reader of this content. Per-reader
         values reach the templates only as `unsubscribe` and `data.email` (stand-ins replaced
         per message); `data.window` differs per reader, so it is not given."""
-        data = alert_data(paper, SimpleNamespace(email=EMAIL_SLOT, cadence=row.cadence), row, pieces, editions)
+        data = alert_data(paper, SimpleNamespace(email=EMAIL_SLOT, cadence=row.cadence), row, pieces, editions,
+                          links=links)
         del data["window"]
         count = len(pieces)
         subject = (f"{paper.nameplate}: {count} new piece{'s' if count != 1 else ''}" if count
                    else f"{paper.nameplate}: today's video edition")
-        context = {"paper": paper, "data": data, "unsubscribe": UNSUBSCRIBE_SLOT, "home": urls.home()}
-        return mail.Template(from_name=paper.nameplate, from_addr=subscriptions.sender_address(paper),
-                             subject=subject, now=self.now, list_id=subscriptions.list_id(paper),
+        context = {"paper": paper, "data": data, "unsubscribe": UNSUBSCRIBE_SLOT, "home": links.home()}
+        return mail.Template(from_name=paper.nameplate, from_addr=subscriptions.sender_address(paper, links=links),
+                             subject=subject, now=self.now, list_id=subscriptions.list_id(paper, links=links),
                              one_click=True, text=render_template("mail/alert.txt", **context),
                              html=render_template("mail/alert.html", **context))

@@ -1,5 +1,5 @@
-"""Ready-to-post short forms of pieces on air (spec "Endpoints": `/api/v1/posts`; rule 3: it is
-deterministic and uses no model).
+"""Ready-to-post short forms of pieces on air (`/api/v1/posts`): deterministic, written by no
+model.
 
 A post's `text` is the headline, then the dek when it fits, then the link, joined by a blank
 line, never longer than 280 characters (Unicode code points, the unit Python's `len` counts).
@@ -10,7 +10,8 @@ from datetime import datetime
 
 from extensions import db
 from models import Paper, Piece
-from services import stories, urls
+from services.reading import stories
+from services.rendering.links import Links
 
 MAX_CHARS = 280
 SEPARATOR = "\n\n"
@@ -51,23 +52,24 @@ def compose(headline: str, dek: str, link: str) -> tuple[str, bool]:
     return SEPARATOR.join((short, link)), False
 
 
-def post_for(piece: Piece) -> dict:
+def post_for(piece: Piece, *, links: Links) -> dict:
     """One post: `{"id", "headline", "dek"?, "link", "image", "text", "on_air_at"}`; `dek` is
-    present only when it fits (see `dek_fits`). `image` is the piece's art, else its share card."""
-    link = urls.story_page(piece.slug)
+    present only when it fits (see `dek_fits`). `link` is the story page and `image` the
+    piece's art, else its share card, both under `links`."""
+    link = links.story_page(piece.slug)
     text, with_dek = compose(piece.headline, piece.dek or "", link)
     post = {"id": str(piece.id), "headline": piece.headline}
     if with_dek:
         post["dek"] = piece.dek
-    post.update(link=link, image=piece.image or urls.share_card(piece.slug), text=text,
+    post.update(link=link, image=piece.image or links.share_card(piece.slug), text=text,
                 on_air_at=piece.on_air_at)
     return post
 
 
-def list_posts(paper: Paper, limit: int, since: datetime | None = None) -> list[dict]:
-    """Posts for the `limit` newest pieces on air (newest first); with `since` (aware), only
-    pieces whose `on_air_at` is strictly later. One SQL statement."""
+def list_posts(paper: Paper, limit: int, since: datetime | None = None, *, links: Links) -> list[dict]:
+    """Posts (see `post_for`) for the `limit` newest pieces on air (newest first); with `since`
+    (aware), only pieces whose `on_air_at` is strictly later. One SQL statement."""
     query = stories.rows_query(paper)
     if since is not None:
         query = query.where(Piece.on_air_at > since)
-    return [post_for(piece) for piece in db.session.scalars(query.limit(limit))]
+    return [post_for(piece, links=links) for piece in db.session.scalars(query.limit(limit))]

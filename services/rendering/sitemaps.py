@@ -1,10 +1,10 @@
 """Sitemaps of a paper's host: the sitemaps.org 0.9 urlset (or index) and a Google News sitemap.
 
-Issue #5 item 2; spec rule 6 of "What the service does" (`/sitemap.xml`). The URL list is, in
-order: the home page, each active section's page, each day's back-issue page (newest first),
-then every piece on air, oldest first (so pages of a split sitemap stay stable as pieces are
-added). When that list is longer than `MAX_URLS` (50 000, the protocol's limit) `/sitemap.xml`
-becomes a sitemap index of `/sitemap-<n>.xml` pages, each a slice of the same list.
+`/sitemap.xml` lists, in order: the home page, each active section's page, each day's
+back-issue page (newest first), then every piece on air, oldest first (so pages of a split
+sitemap stay stable as pieces are added); every URL is absolute, under the `links` given.
+When that list is longer than `MAX_URLS` (50 000, the protocol's limit) `/sitemap.xml` becomes
+a sitemap index of `/sitemap-<n>.xml` pages, each a slice of the same list.
 
 Every function issues a constant number of statements, selecting only the columns it writes
 (slug, updated_at), never whole `Piece` rows: a 100 000-piece paper is two sitemap pages.
@@ -22,8 +22,8 @@ from sqlalchemy import and_, func, select
 from clock import rfc3339
 from extensions import db
 from models import Paper, Piece, Section
-from services import urls
-from services.feeds import paper_language, xml_safe
+from services.rendering.links import Links
+from services.rendering.feeds import paper_language, xml_safe
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 NEWS_NS = "http://www.google.com/schemas/sitemap-news/0.9"
@@ -45,7 +45,7 @@ def _on_air(paper: Paper):
     return and_(Piece.paper_id == paper.id, Piece.on_air.is_(True))
 
 
-def _static_entries(paper: Paper) -> list[Entry]:
+def _static_entries(paper: Paper, links: Links) -> list[Entry]:
     """Home, active sections (paper order) and every day with pieces on air (newest first).
     Two aggregate queries; a page's lastmod is the newest `updated_at` of the pieces it shows."""
     newest = func.max(Piece.updated_at)
@@ -63,13 +63,13 @@ def _static_entries(paper: Paper) -> list[Entry]:
         .order_by(Piece.on_air_day.desc())
     ).all()
     stamps = [moment for _, moment in days if moment is not None]
-    entries = [Entry(urls.home(), max(stamps) if stamps else None)]
-    entries += [Entry(urls.section_page(slug), moment) for slug, moment in sections]
-    entries += [Entry(urls.day_page(day), moment) for day, moment in days]
+    entries = [Entry(links.home(), max(stamps) if stamps else None)]
+    entries += [Entry(links.section_page(slug), moment) for slug, moment in sections]
+    entries += [Entry(links.day_page(day), moment) for day, moment in days]
     return entries
 
 
-def _piece_entries(paper: Paper, offset: int, limit: int) -> list[Entry]:
+def _piece_entries(paper: Paper, offset: int, limit: int, links: Links) -> list[Entry]:
     if limit <= 0:
         return []
     rows = db.session.execute(
@@ -79,8 +79,8 @@ def _piece_entries(paper: Paper, offset: int, limit: int) -> list[Entry]:
         .offset(offset)
         .limit(limit)
     )
-    # One URL prefix for all rows: building each through `urls` costs a request lookup apiece.
-    prefix = urls.story_page("")
+    # One URL prefix for all rows, joined to each slug: a call per row would cost more.
+    prefix = links.story_page("")
     return [Entry(prefix + slug, updated_at) for slug, updated_at in rows]
 
 
@@ -124,20 +124,21 @@ def _serialise(root) -> bytes:
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8")
 
 
-def build_sitemap(paper: Paper, max_urls: int = MAX_URLS) -> bytes:
-    """`/sitemap.xml`: a urlset of every URL when they fit in `max_urls`, else a sitemap index
-    of `/sitemap-<n>.xml` pages with their lastmod. Four statements whatever the size."""
-    static = _static_entries(paper)
+def build_sitemap(paper: Paper, max_urls: int = MAX_URLS, *, links: Links) -> bytes:
+    """`/sitemap.xml`: a urlset of every URL (under `links`) when they fit in `max_urls`, else a
+    sitemap index of `/sitemap-<n>.xml` pages with their lastmod. Four statements whatever the
+    size."""
+    static = _static_entries(paper, links)
     pieces = _count_pieces(paper)
     total = len(static) + pieces
     if total <= max_urls:
-        return _urlset(static + _piece_entries(paper, 0, pieces))
+        return _urlset(static + _piece_entries(paper, 0, pieces, links))
     lastmods = _page_lastmods(paper, len(static), max_urls)
     static_newest = static[0].lastmod
     root = etree.Element(f"{{{SITEMAP_NS}}}sitemapindex", nsmap={None: SITEMAP_NS})
     for n in range(-(-total // max_urls)):
         sitemap = etree.SubElement(root, f"{{{SITEMAP_NS}}}sitemap")
-        etree.SubElement(sitemap, f"{{{SITEMAP_NS}}}loc").text = urls.absolute(f"/sitemap-{n + 1}.xml")
+        etree.SubElement(sitemap, f"{{{SITEMAP_NS}}}loc").text = links.absolute(f"/sitemap-{n + 1}.xml")
         moments = [m for m in (lastmods.get(n), static_newest if n * max_urls < len(static) else None)
                    if m is not None]
         if moments:
@@ -145,16 +146,16 @@ def build_sitemap(paper: Paper, max_urls: int = MAX_URLS) -> bytes:
     return _serialise(root)
 
 
-def build_sitemap_page(paper: Paper, n: int, max_urls: int = MAX_URLS) -> bytes | None:
-    """`/sitemap-<n>.xml` (n from 1): slice n of the URL list as a urlset; None when the page
-    is past the end. Three statements."""
+def build_sitemap_page(paper: Paper, n: int, max_urls: int = MAX_URLS, *, links: Links) -> bytes | None:
+    """`/sitemap-<n>.xml` (n from 1): slice n of the URL list (under `links`) as a urlset; None
+    when the page is past the end. Three statements."""
     if n < 1 or (n - 1) * max_urls > MAX_OFFSET:
         return None  # past any real end, and an OFFSET neither database could take
-    static = _static_entries(paper)
+    static = _static_entries(paper, links)
     start, end = (n - 1) * max_urls, n * max_urls
     entries = static[start:end]
     first_piece = max(0, start - len(static))
-    entries += _piece_entries(paper, first_piece, end - max(start, len(static)))
+    entries += _piece_entries(paper, first_piece, end - max(start, len(static)), links)
     if not entries:
         return None
     return _urlset(entries)
@@ -166,9 +167,10 @@ def news_window_start(now: datetime) -> datetime:
     return now.replace(minute=0, second=0, microsecond=0) - NEWS_WINDOW
 
 
-def build_news_sitemap(paper: Paper, now: datetime) -> bytes:
-    """`/sitemap-news.xml`: pieces on air since `news_window_start(now)`, newest first, at most
-    1000, each with news:publication (name, language), news:publication_date and news:title."""
+def build_news_sitemap(paper: Paper, now: datetime, *, links: Links) -> bytes:
+    """`/sitemap-news.xml`: pieces on air since `news_window_start(now)` (aware UTC), newest
+    first, at most 1000, each with its story page under `links`, news:publication (name,
+    language), news:publication_date and news:title. One statement."""
     rows = db.session.execute(
         select(Piece.slug, Piece.headline, Piece.on_air_at)
         .where(_on_air(paper), Piece.on_air_at >= news_window_start(now))
@@ -179,7 +181,7 @@ def build_news_sitemap(paper: Paper, now: datetime) -> bytes:
     name, language = xml_safe(paper.nameplate), paper_language(paper)
     for slug, headline, on_air_at in rows:
         url = etree.SubElement(root, f"{{{SITEMAP_NS}}}url")
-        etree.SubElement(url, f"{{{SITEMAP_NS}}}loc").text = urls.story_page(slug)
+        etree.SubElement(url, f"{{{SITEMAP_NS}}}loc").text = links.story_page(slug)
         news = etree.SubElement(url, f"{{{NEWS_NS}}}news")
         publication = etree.SubElement(news, f"{{{NEWS_NS}}}publication")
         etree.SubElement(publication, f"{{{NEWS_NS}}}name").text = name

@@ -1,4 +1,4 @@
-"""The demo newsroom's story kits, by section (see `services.demo_content.compose`).
+"""The demo newsroom's story kits, by section (see `demo.content.compose`).
 
 A kit is one kind of story: headline, dek, up to four cited facts, two colour sentences and a
 quote with its speaker. Every name in it is fictional.

@@ -16,7 +16,7 @@ from sqlalchemy.orm import joinedload
 from extensions import db
 from models import DeskKey, Edition, Paper, Persona, Section
 from services.errors import Conflict
-from services.filing import slugify
+from services.newsroom.filing import slugify
 
 CONFIG_FIELDS = ("nameplate", "motto", "description", "is_public", "index_style", "subscribe_path")
 
@@ -42,10 +42,6 @@ def _place(rows: list, target, position: int | None) -> None:
 
 
 # ----------------------------------------------------------------------------- sections
-
-
-def find_section(paper: Paper, slug: str) -> Section | None:
-    return db.session.scalar(select(Section).where(Section.paper_id == paper.id, Section.slug == slug))
 
 
 def _ordered_sections(paper: Paper) -> list[Section]:
@@ -103,10 +99,6 @@ def update_section(paper: Paper, section: Section, changes: dict) -> Section:
 
 
 # ----------------------------------------------------------------------------- personas
-
-
-def find_persona(paper: Paper, slug: str) -> Persona | None:
-    return db.session.scalar(select(Persona).where(Persona.paper_id == paper.id, Persona.slug == slug))
 
 
 def _ordered_personas(paper: Paper) -> list[Persona]:

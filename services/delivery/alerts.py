@@ -34,9 +34,9 @@ from sqlalchemy.exc import IntegrityError
 from extensions import db
 from models import AlertDelivery, Paper, Subscriber
 from models.types import UTCDateTime
-from services import mail, webhooks
-from services.alert_content import (MAX_LOOKBACK, Composer, Content, alert_data, paper_context,
-                                    period_for)
+from services.delivery import mail, webhooks
+from services.delivery.alert_content import MAX_LOOKBACK, Composer, Content, alert_data, period_for
+from services.rendering.links import Links, PaperOrigins
 
 CHUNK = 1000
 # Consecutive failed messages after which the run stops trying (the SMTP server is down).
@@ -57,8 +57,9 @@ _PLAN_COLUMNS = (Subscriber.id, Subscriber.paper_id, Subscriber.email, Subscribe
                  Subscriber.sections, Subscriber.cast, Subscriber.confirmed_at, Subscriber.webhook_url)
 
 
-def plan_alerts(now: datetime) -> PlanReport:
-    """Record the due alert window of every confirmed subscriber (and its webhook delivery).
+def plan_alerts(now: datetime, *, origins: PaperOrigins) -> PlanReport:
+    """Record the due alert window of every confirmed subscriber (and its webhook delivery,
+    whose payload's URLs are under the paper's origin from `origins`).
 
     A subscriber is skipped when its cadence slot for `now` is already recorded or nothing
     went on air in its sections (nor an edition, with cast) since its last window. Per chunk of
@@ -67,7 +68,7 @@ def plan_alerts(now: datetime) -> PlanReport:
     one, with their outbox delivery."""
     report = PlanReport()
     content = Content(now - MAX_LOOKBACK, now)
-    papers: dict[int, Paper] = {}
+    papers: dict[int, tuple[Paper, Links]] = {}
     last_id = 0
     while True:
         chunk = db.session.execute(select(*_PLAN_COLUMNS).where(
@@ -98,8 +99,10 @@ def plan_alerts(now: datetime) -> PlanReport:
                              "window_end": now, "created_at": now, "attempts": 0})
                 continue
             if sub.paper_id not in papers:
-                papers[sub.paper_id] = db.session.get(Paper, sub.paper_id)
-            recorded = _record(papers[sub.paper_id], sub, periods[sub.id], start, now, pieces, editions)
+                paper = db.session.get(Paper, sub.paper_id)
+                papers[sub.paper_id] = (paper, origins.links(paper))
+            paper, links = papers[sub.paper_id]
+            recorded = _record(paper, links, sub, periods[sub.id], start, now, pieces, editions)
             report.recorded += recorded
             report.skipped += not recorded
         if rows:
@@ -125,15 +128,14 @@ _INSERT_NEW = {"postgresql": pg_insert(_TABLE).on_conflict_do_nothing().returnin
                "sqlite": sqlite_insert(_TABLE).on_conflict_do_nothing().returning(_TABLE.c.id)}
 
 
-def _record(paper, sub, period, start, now, pieces, editions) -> bool:
+def _record(paper, links, sub, period, start, now, pieces, editions) -> bool:
     try:
         with db.session.begin_nested():
             alert = AlertDelivery(subscriber_id=sub.id, period=period, window_start=start,
                                   window_end=now, created_at=now, attempts=0)
             db.session.add(alert)
             db.session.flush()
-            with paper_context(paper):
-                data = alert_data(paper, sub, alert, pieces, editions)
+            data = alert_data(paper, sub, alert, pieces, editions, links=links)
             webhooks.enqueue(sub, "alert", data, now, alert_id=alert.id)
         return True
     except IntegrityError:  # another run recorded this slot first
@@ -231,7 +233,8 @@ _DROP = delete(AlertDelivery).where(AlertDelivery.id == bindparam("alert_id"))
 
 
 def send_recorded(now: datetime, mailer: mail.Mailer, progress: Callable[[int], None] | None = None,
-                  *, connections: int = 1, open_mailer: Callable[[], mail.Mailer] | None = None) -> SendReport:
+                  *, origins: PaperOrigins, connections: int = 1,
+                  open_mailer: Callable[[], mail.Mailer] | None = None) -> SendReport:
     """Send every recorded, unsent alert, holding `send_lock()`. Rows are read BATCH at a time;
     each message goes out on one of `connections` SMTP connections (`mailer`, plus more from
     `open_mailer()`), and is marked sent and committed as soon as the server accepted it,
@@ -239,9 +242,10 @@ def send_recorded(now: datetime, mailer: mail.Mailer, progress: Callable[[int], 
     after GIVE_UP_AFTER failures in a row the run stops (the server is down). Rows of addresses
     that left the list are dropped. When another run holds the lock, `deferred` is set and
     this run sends nothing: the holder sends what this one recorded (it looks again after
-    letting the lock go)."""
+    letting the lock go). Links in the messages are under each paper's origin from `origins`.
+    Needs an app context (templates, SECRET_KEY)."""
     report = SendReport()
-    composer = Composer(now)
+    composer = Composer(now, origins)
     pool = mail.SenderPool(mailer, open_mailer or (lambda: mailer), connections if open_mailer else 1)
     after = 0
     try:
@@ -257,7 +261,6 @@ def send_recorded(now: datetime, mailer: mail.Mailer, progress: Callable[[int], 
                 break
     finally:
         pool.close()
-        composer.close()
         db.session.commit()
     return report
 

@@ -9,7 +9,7 @@ from sqlalchemy import and_, func, select
 
 from extensions import db
 from models import Paper, Piece, Section
-from services import stories
+from services.reading import stories
 
 MAX_DAYS = 366
 

@@ -46,14 +46,6 @@ def initials(name: str) -> str:
 
 # --- avatars ------------------------------------------------------------------------------
 
-def find_persona(paper: Paper, slug: str) -> Persona | None:
-    """Any persona of this paper by slug (retired ones too: old bylines still point at their
-    portraits), or None."""
-    if not slug or len(slug) > 120:
-        return None
-    return db.session.scalar(select(Persona).where(Persona.paper_id == paper.id, Persona.slug == slug))
-
-
 def avatar_svg(persona: Persona) -> str:
     """A square SVG portrait: the persona's initials on a colour derived from its slug, with an
     `AI` badge (every persona is a declared AI). Text is XML-escaped."""

@@ -21,7 +21,9 @@ clients revalidating through the CDN see the new version once `max-age` runs out
 
 Writes are watched through SQLAlchemy session events, so every path that changes a piece (the
 API, the CLI, a future worker) fires the hook without calling it; rolled-back work fires nothing.
-Bulk inserts (`seed-demo`) bypass the ORM unit of work and fire nothing.
+Bulk inserts (`seed-demo`) bypass the ORM unit of work and fire nothing. The listeners read
+PURGE_URL, PURGE_HEADER and PURGE_TIMEOUT from `current_app.config` (a session event has no
+caller to pass them); outside an app context they do nothing.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Values derived from a paper's data, kept in the worker for as long as the paper's version
-stands (issue 6: the front's newsroom counts stay flat as the archive grows).
+stands (the front's newsroom counts stay flat as the archive grows; docs/PERFORMANCE.md).
 
 Every write moves the paper's version (`Paper.bump`, in SQL), and the version is part of the
 key, so a value is never served for data it was not computed from; a commit in this worker
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Callable, TypeVar
 
-from flask import current_app, g, has_app_context
+from flask import current_app, has_app_context
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
@@ -22,14 +22,15 @@ _KEY = "paperdesk.version_memo"
 FORGET_ON_COMMIT = [_KEY]
 
 
-def per_version(name: str, compute: Callable[[], T]) -> T:
-    """`compute()`'s value for the request's paper at its current version, computed at most
-    once per version in this worker. Outside a request for a paper, just `compute()`."""
-    snap = g.get("paper_snapshot") if has_app_context() else None
-    if snap is None:
+def per_version(name: str, state: str | None, compute: Callable[[], T]) -> T:
+    """`compute()`'s value for a paper at version `state` (`{id}.{version}.{birth}`, as
+    tenancy.PaperSnapshot.state writes it), computed at most once per (name, state) in this
+    worker; kept in the app's `extensions`. With `state` None, or outside an app context,
+    just `compute()`."""
+    if state is None or not has_app_context():
         return compute()
     memo: OrderedDict = current_app.extensions.setdefault(_KEY, OrderedDict())
-    key = (name, snap.state)
+    key = (name, state)
     if key in memo:
         return memo[key]
     value = memo[key] = compute()

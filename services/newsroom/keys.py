@@ -1,4 +1,4 @@
-"""Desk keys: issue, authenticate, revoke (spec "Authentication", CONTRACT.md "keys").
+"""Desk keys: issue, authenticate, revoke.
 
 A key is `desk_` + 43 URL-safe characters (32 random bytes). Only the SHA-256 hex of the whole
 key is stored, beside a 12-character display prefix used to find the row; the hash is then
@@ -10,7 +10,6 @@ import hashlib
 import hmac
 import secrets
 
-from flask import Request
 from sqlalchemy import select
 
 from extensions import db
@@ -44,24 +43,25 @@ def issue_key(paper: Paper, kind: str, *, label: str = "", persona: Persona | No
     return row, plain
 
 
-def presented_key(request: Request) -> str | None:
-    """The key sent as `Authorization: Bearer` or `X-Desk-Key`, '' if malformed, None if absent."""
-    auth = request.headers.get("Authorization")
-    if auth is not None:
-        scheme, _, token = auth.strip().partition(" ")
+def presented_key(authorization: str | None, x_desk_key: str | None) -> str | None:
+    """The key a request sent, from its `Authorization` and `X-Desk-Key` header values (None:
+    header absent). `Authorization: Bearer <key>` wins over `X-Desk-Key`; '' when
+    Authorization names another scheme; None when neither header was sent."""
+    if authorization is not None:
+        scheme, _, token = authorization.strip().partition(" ")
         return token.strip() if scheme.lower() == "bearer" else ""
-    key = request.headers.get("X-Desk-Key")
-    return None if key is None else key.strip()
+    return None if x_desk_key is None else x_desk_key.strip()
 
 
-def authenticate(request: Request, paper: Paper) -> DeskKey | None:
-    """Return the request's valid key for `paper`, or None when no key was sent.
+def authenticate(paper: Paper, *, authorization: str | None, x_desk_key: str | None) -> DeskKey | None:
+    """The valid key for `paper` that a request sent in its `Authorization` / `X-Desk-Key`
+    header values (None: header absent; see `presented_key`), or None when it sent none.
 
     Raises services.errors.Unauthorized (401, with WWW-Authenticate) for a malformed, unknown
     or revoked key, and Forbidden (403) for a valid key of another paper (docs/API.md "status
-    codes").
+    codes"). One query.
     """
-    plain = presented_key(request)
+    plain = presented_key(authorization, x_desk_key)
     if plain is None:
         return None
     if not plain.startswith(KEY_PREFIX) or len(plain) < len(KEY_PREFIX) + DISPLAY_CHARS:

@@ -1,9 +1,9 @@
-"""The front document, the cast and the masthead (spec "Endpoints": `/front`, `/cast`,
-`/masthead`; spec rule 6: `/front.json` serves the same document as `/api/v1/front`).
+"""The front document, the cast and the masthead (`/api/v1/front`, `/api/v1/cast`,
+`/api/v1/masthead`; `/front.json` serves the same document as `/api/v1/front`).
 
 Every function issues a fixed number of SQL statements, whatever the number of sections,
-pieces, editions or personas. They read `flask.request` (through services/urls) for absolute
-URLs, so call them inside a request.
+pieces, editions or personas. The front document's absolute URL comes from the `links` it is
+given; the wire shape (schemas/front.py `FrontOut`) is the web layer's to apply.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
-from schemas.front import FrontOut
-from services import memo, urls
+from services.reading import memo
+from services.rendering.links import Links
 
 RAIL_SIZE = 6
 # Config keys never shown publicly: private by convention (leading `_`) or by what they name.
@@ -70,12 +70,14 @@ def rail_pieces(paper: Paper, sections: list[Section], size: int = RAIL_SIZE) ->
     return rails
 
 
-def newsroom(paper: Paper) -> dict:
+def newsroom(paper: Paper, version_state: str | None) -> dict:
     """Counts about the desk: active `personas` and `sections`, pieces `on_air`, `days` with
     pieces on air, `editions`, `latest_on_air_at` (aware UTC or None) and `latest_edition`
     (date or None). Counting pieces and days grows with the archive, so the statement runs
-    once per paper version in each worker (services/memo.py)."""
-    return dict(memo.per_version("newsroom", lambda: _count_newsroom(paper)))
+    once per paper version in each worker (services/reading/memo.py): `version_state` is the
+    paper's `{id}.{version}.{birth}` as the request resolved it (tenancy.PaperSnapshot.state);
+    None counts afresh."""
+    return dict(memo.per_version("newsroom", version_state, lambda: _count_newsroom(paper)))
 
 
 def _count_newsroom(paper: Paper) -> dict:
@@ -98,12 +100,14 @@ def _count_newsroom(paper: Paper) -> dict:
             "editions": editions, "latest_on_air_at": latest, "latest_edition": latest_edition}
 
 
-def build_front(paper: Paper) -> dict:
-    """The front document, JSON-ready (times already RFC 3339 text): `{"paper": {slug,
-    nameplate, motto, description, home, config}, "newsroom": {...}, "rails": [{section, slug,
-    url, stories: [story rows]}]}`, one rail per active section in section order, at most six
-    newest pieces on air each. Served by `GET /api/v1/front` and `/front.json` alike.
-    Three SQL statements whatever the paper's size."""
+def build_front(paper: Paper, version_state: str | None, *, links: Links) -> dict:
+    """The front document as plain data, for schemas.front.FrontOut to dump: `{"paper": {slug,
+    nameplate, motto, description, home, config}, "newsroom": {...} (see `newsroom`),
+    "rails": [{section, slug, stories: [Piece, section and persona loaded]}]}`, one rail per
+    active section in section order, at most six newest pieces on air each; `home` is
+    `links.home()`. Served by `GET /api/v1/front` and `/front.json` alike. Three SQL
+    statements whatever the paper's size (two when the newsroom counts are memoised for
+    `version_state`)."""
     sections = active_sections(paper)
     rails = rail_pieces(paper, sections)
     document = {
@@ -112,13 +116,13 @@ def build_front(paper: Paper) -> dict:
             "nameplate": paper.nameplate,
             "motto": paper.motto or "",
             "description": paper.description or "",
-            "home": urls.home(),
+            "home": links.home(),
             "config": public_config(paper),
         },
-        "newsroom": newsroom(paper),
+        "newsroom": newsroom(paper, version_state),
         "rails": [{"section": s.name, "slug": s.slug, "stories": rails[s.id]} for s in sections],
     }
-    return FrontOut().dump(document)
+    return document
 
 
 def list_editions(paper: Paper) -> list[Edition]:

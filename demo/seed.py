@@ -23,8 +23,8 @@ from sqlalchemy import func, insert, select, text
 from extensions import db
 from models import (CADENCES, CitedFact, Edition, Paper, Persona, Piece, PieceRevision, Section,
                     SigningKey, Subscriber)
-from services import filing, provenance
-from services.demo_content import PERSONAS, SECTIONS, compose
+from services.newsroom import filing, provenance
+from demo.content import PERSONAS, SECTIONS, compose
 
 SEED_FILER = "seed-demo"
 DEFAULT_PIECES = 60

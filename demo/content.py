@@ -1,8 +1,8 @@
-"""The demo newsroom's text corpus: sections, personas and story kits that `services.demo`
+"""The demo newsroom's text corpus: sections, personas and story kits that `demo.seed`
 turns into invented, realistic-sounding news (CONTRACT.md "demo data").
 
 Every place, company, team and person here is fictional, so no demo piece can be mistaken for
-a claim about the real world. The story kits live in `services.demo_kits`.
+a claim about the real world. The story kits live in `demo.kits`.
 `compose(rng, section)` is pure: the same `random.Random` state gives the same piece, so
 `flask seed-demo` writes the same text on every run.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import random
 
-from services.demo_kits import KITS
-from services.filing import slugify
+from demo.kits import KITS
+from services.newsroom.filing import slugify
 
 # (name, description), in the paper's order.
 SECTIONS = [

@@ -115,3 +115,15 @@ def plain(prose: str, limit: int = 200) -> str:
     if len(text) <= limit:
         return text
     return text[: limit - 1].rsplit(" ", 1)[0] + "…"
+
+
+# --- the byline's disclosure ----------------------------------------------------------------
+
+DISCLOSURE = ("{byline} is an AI persona of {paper}'s masthead, declared as such; this piece "
+              "was written by an AI system, not by a human reporter.")
+
+
+def disclosure(byline: str, nameplate: str) -> str:
+    """The sentence that must accompany `byline` wherever a piece shows it (API, pages, feeds,
+    embed cards): the byline is a declared AI persona of the paper named `nameplate`."""
+    return DISCLOSURE.format(byline=byline, paper=nameplate)

@@ -20,8 +20,10 @@ from sqlalchemy.exc import IntegrityError
 
 from extensions import db
 from models import Paper, Section, Subscriber
-from services import after_commit, mail, urls, webhooks
+from services import after_commit
+from services.delivery import mail, webhooks
 from services.errors import Invalid
+from services.rendering.links import Links
 
 log = logging.getLogger("paperdesk.subscriptions")
 
@@ -63,13 +65,15 @@ def _serializer(purpose: str) -> URLSafeTimedSerializer:
 
 
 def make_token(purpose: str, subscriber: Subscriber) -> str:
-    """A signed token for `purpose` ('confirm' or 'unsubscribe') naming this subscriber."""
+    """A signed token for `purpose` ('confirm' or 'unsubscribe') naming this subscriber.
+    Needs an app context: it is signed with `current_app.config["SECRET_KEY"]`."""
     return _serializer(purpose).dumps([subscriber.paper_id, subscriber.id, subscriber.email])
 
 
 def read_token(purpose: str, token: str, paper: Paper) -> Subscriber | None:
     """The subscriber a token names on `paper`, or None when the token is bad, expired (confirm:
-    7 days), for another paper, or older than the row's last unsubscribe."""
+    7 days), for another paper, or older than the row's last unsubscribe. Needs an app
+    context (SECRET_KEY); at most one query."""
     try:
         payload, signed_at = _serializer(purpose).loads(
             token or "", max_age=CONFIRM_MAX_AGE if purpose == "confirm" else None,
@@ -87,26 +91,27 @@ def read_token(purpose: str, token: str, paper: Paper) -> Subscriber | None:
     return row
 
 
-def confirm_url(subscriber: Subscriber) -> str:
-    return urls.absolute(f"/subscribe/confirm?token={make_token('confirm', subscriber)}")
+def confirm_url(subscriber: Subscriber, *, links: Links) -> str:
+    """The confirm link of a confirm email: `{origin}/subscribe/confirm?token=...`."""
+    return links.absolute(f"/subscribe/confirm?token={make_token('confirm', subscriber)}")
 
 
-def unsubscribe_url(subscriber: Subscriber) -> str:
-    return urls.absolute(f"/subscribe/unsubscribe?token={make_token('unsubscribe', subscriber)}")
+def unsubscribe_url(subscriber: Subscriber, *, links: Links) -> str:
+    """The one-click unsubscribe link of an alert: `{origin}/subscribe/unsubscribe?token=...`."""
+    return links.absolute(f"/subscribe/unsubscribe?token={make_token('unsubscribe', subscriber)}")
 
 
-def sender_address(paper: Paper) -> str:
-    """`alerts@<the paper's host>` (the request's host name, without a port)."""
-    from tenancy import host_name
-    from flask import request
-
-    host = host_name(request.host).strip("[]")
+def sender_address(paper: Paper, *, links: Links) -> str:
+    """`alerts@<host>`: the host name of `links` without its port or IPv6 brackets; a host
+    without a dot (`localhost`) gets `.localdomain`, as an address needs a domain."""
+    host = links.host_name.strip("[]")
     return f"alerts@{host if '.' in host else host + '.localdomain'}"
 
 
-def list_id(paper: Paper) -> str:
+def list_id(paper: Paper, *, links: Links) -> str:
     """RFC 2919 List-Id: `The Demo Times alerts <alerts.demo.<host>>`."""
-    return f"{paper.nameplate} alerts <alerts.{paper.slug}.{sender_address(paper).split('@', 1)[1]}>"
+    domain = sender_address(paper, links=links).split("@", 1)[1]
+    return f"{paper.nameplate} alerts <alerts.{paper.slug}.{domain}>"
 
 
 # --- subscribing ---------------------------------------------------------------------------
@@ -131,22 +136,22 @@ def _upsert(paper: Paper, email: str, prefs: Preferences, now: datetime, *, admi
     return row
 
 
-def subscribe(paper: Paper, email: str, prefs: Preferences, now: datetime) -> Subscriber:
+def subscribe(paper: Paper, email: str, prefs: Preferences, now: datetime, *, links: Links) -> Subscriber:
     """Public subscribe: add or refresh an unconfirmed row and queue the confirm email (unless
-    one went out in the last 10 minutes, or the address is already confirmed). Flushes; the
-    email leaves once the caller commits. Mail failures are logged, never raised: the answer
-    must not depend on the address."""
+    one went out in the last 10 minutes, or the address is already confirmed), its links under
+    `links`. Flushes; the email leaves once the caller commits. Mail failures are logged, never
+    raised: the answer must not depend on the address."""
     row = _upsert(paper, email, prefs, now, admin=False)
-    send_confirmation(paper, row, now)
+    send_confirmation(paper, row, now, links=links)
     return row
 
 
 def subscribe_batch(paper: Paper, emails: list[str], prefs: Preferences, now: datetime,
-                    webhook: str | None = None) -> list[tuple[Subscriber, str | None]]:
+                    webhook: str | None = None, *, links: Links) -> list[tuple[Subscriber, str | None]]:
     """Admin subscribe: each address gets a row (joining only on its click) and a confirm
-    email (sent once the caller commits); with `webhook`, each row gets that URL and its own
-    fresh secret. Flushes. Returns (row, secret or None) per distinct address, in the given
-    order."""
+    email (links under `links`, sent once the caller commits); with `webhook`, each row gets
+    that URL and its own fresh secret. Flushes. Returns (row, secret or None) per distinct
+    address, in the given order."""
     result = []
     for email in dict.fromkeys(emails):
         row = _upsert(paper, email, prefs, now, admin=True)
@@ -157,13 +162,14 @@ def subscribe_batch(paper: Paper, emails: list[str], prefs: Preferences, now: da
         result.append((row, secret))
     db.session.flush()
     for row, _ in result:
-        send_confirmation(paper, row, now)
+        send_confirmation(paper, row, now, links=links)
     return result
 
 
-def send_confirmation(paper: Paper, row: Subscriber, now: datetime) -> bool:
+def send_confirmation(paper: Paper, row: Subscriber, now: datetime, *, links: Links) -> bool:
     """Queue the confirm email unless the row is confirmed or one was sent within
-    CONFIRM_INTERVAL. Returns True when queued.
+    CONFIRM_INTERVAL. Returns True when queued. Needs an app context: SECRET_KEY and the mail
+    settings come from `current_app.config`, the bodies from templates/mail/confirm.*.
 
     The message is composed now (the row must be flushed: the link names its id) and
     `confirm_sent_at` set to `now` in the same transaction, so two subscribes of one address
@@ -175,11 +181,11 @@ def send_confirmation(paper: Paper, row: Subscriber, now: datetime) -> bool:
         return False
     if row.confirm_sent_at is not None and now - row.confirm_sent_at < CONFIRM_INTERVAL:
         return False
-    link = confirm_url(row)
-    context = {"paper": paper, "link": link, "subscriber": row, "home": urls.home()}
+    link = confirm_url(row, links=links)
+    context = {"paper": paper, "link": link, "subscriber": row, "home": links.home()}
     message = mail.compose(
-        from_name=paper.nameplate, from_addr=sender_address(paper), to=row.email,
-        subject=f"Confirm your {paper.nameplate} alerts", now=now, list_id=list_id(paper),
+        from_name=paper.nameplate, from_addr=sender_address(paper, links=links), to=row.email,
+        subject=f"Confirm your {paper.nameplate} alerts", now=now, list_id=list_id(paper, links=links),
         text=render_template("mail/confirm.txt", **context),
         html=render_template("mail/confirm.html", **context))
     row_id, previous = row.id, row.confirm_sent_at

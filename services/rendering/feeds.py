@@ -1,10 +1,10 @@
 """The reader's feeds of a paper: RSS 2.0, the podcast of video editions and llms.txt.
 
-Issue #5 item 2; spec rule 6 of "What the service does" and rule 5 (every byline is a declared
-AI persona, and the disclosure is never removed). Feeds are built with feedgen (lxml underneath,
-so every untrusted string is escaped by the serialiser, after `xml_safe` drops the characters XML
-cannot carry). Each builder issues a constant number of statements whatever the number of rows.
-Sitemaps live in `services/sitemaps.py`.
+Every byline is a declared AI persona, and its disclosure is never removed. Every URL in a
+feed is absolute, under the `links` the builder is given. Feeds are built with feedgen (lxml
+underneath, so every untrusted string is escaped by the serialiser, after `xml_safe` drops the
+characters XML cannot carry). Each builder issues a constant number of statements whatever the number of rows.
+Sitemaps live in `services/rendering/sitemaps.py`.
 """
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ from sqlalchemy.orm import selectinload
 
 from extensions import db
 from models import Edition, Paper, Piece, Section
-from schemas.story import disclosure
-from services import prose, stories, urls
+from services.reading import stories
+from services.rendering import prose
+from services.rendering.links import Links
+from services.rendering.prose import disclosure
 
 RSS_ITEMS = 50
 LLMS_LATEST = 20
@@ -65,10 +67,10 @@ def render_prose(piece: Piece, story_url: str) -> str:
     return html.replace('href="#', f'href="{escape(story_url)}#')
 
 
-def _prose_html(piece: Piece, story_url: str) -> str:
+def _prose_html(piece: Piece, story_url: str, nameplate: str) -> str:
     byline = persona_label(piece.persona.name)
     head = (f'<p class="byline">By {escape(byline)}. '
-            f"<em>{escape(disclosure(piece.persona.name))}</em></p>")
+            f"<em>{escape(disclosure(piece.persona.name, nameplate))}</em></p>")
     return xml_safe(head + render_prose(piece, story_url))
 
 
@@ -81,12 +83,12 @@ def latest_pieces(paper: Paper, limit: int) -> list[Piece]:
     return list(db.session.scalars(query))
 
 
-def _channel(paper: Paper, *, title: str, self_path: str, built: datetime) -> FeedGenerator:
+def _channel(paper: Paper, *, title: str, self_path: str, built: datetime, links: Links) -> FeedGenerator:
     fg = FeedGenerator()
     fg.title(one_line(title))
     # feedgen takes the channel <link> from the last link given: self first, then home.
-    fg.link(href=urls.absolute(self_path), rel="self", type="application/rss+xml")
-    fg.link(href=urls.home(), rel="alternate")
+    fg.link(href=links.absolute(self_path), rel="self", type="application/rss+xml")
+    fg.link(href=links.home(), rel="alternate")
     fg.description(one_line(paper.motto) or one_line(paper.description) or one_line(paper.nameplate))
     fg.language(paper_language(paper))
     fg.lastBuildDate(built)
@@ -94,24 +96,25 @@ def _channel(paper: Paper, *, title: str, self_path: str, built: datetime) -> Fe
     return fg
 
 
-def build_rss(paper: Paper) -> bytes:
+def build_rss(paper: Paper, *, links: Links) -> bytes:
     """`/rss.xml`: RSS 2.0 of the 50 newest pieces on air, newest first. Each item has title,
     link and permalink guid (the story page), pubDate (on_air_at), description (the dek),
     content:encoded (byline with disclosure, prose with `[^N]` markers, cited facts),
-    category (section) and dc:creator ('Name (AI persona)'). Three statements."""
+    category (section) and dc:creator ('Name (AI persona)'). URLs under `links`. Three
+    statements."""
     pieces = latest_pieces(paper, RSS_ITEMS)
     built = max((p.updated_at for p in pieces), default=paper.created_at)
-    fg = _channel(paper, title=paper.nameplate, self_path="/rss.xml", built=built)
+    fg = _channel(paper, title=paper.nameplate, self_path="/rss.xml", built=built, links=links)
     fg.load_extension("dc", atom=False, rss=True)
     for piece in pieces:
-        url = urls.story_page(piece.slug)
+        url = links.story_page(piece.slug)
         entry = fg.add_entry(order="append")
         entry.title(one_line(piece.headline))
         entry.link(href=url)
         entry.guid(url, permalink=True)
         entry.pubDate(piece.on_air_at)
         entry.description(one_line(piece.dek) or one_line(piece.headline))
-        entry.content(_prose_html(piece, url))
+        entry.content(_prose_html(piece, url, paper.nameplate))
         entry.category(term=one_line(piece.section.name))
         # RSS <author> must be an e-mail address; personas have none, so dc:creator carries it.
         entry.dc.dc_creator(one_line(persona_label(piece.persona.name)))
@@ -136,11 +139,12 @@ def owner_email(paper: Paper, host: str) -> str:
     return one_line(config.get("contact_email")) or f"desk@{host}"
 
 
-def build_podcast(paper: Paper, host: str) -> bytes:
+def build_podcast(paper: Paper, host: str, *, links: Links) -> bytes:
     """`/podcast.xml`: every video edition, newest day first, as an RSS item with an enclosure
     (url, length in bytes, MIME type) and iTunes tags (author, summary, image, explicit no,
-    duration); the channel carries itunes:author, summary, image, category News and owner.
-    One statement."""
+    duration); the channel carries itunes:author, summary, image, category News and owner
+    (`owner_email(paper, host)`, `host` without a port). Page URLs under `links`. One
+    statement."""
     editions = list(db.session.scalars(
         select(Edition).where(Edition.paper_id == paper.id)
         .order_by(Edition.day.desc(), Edition.id.desc())
@@ -148,7 +152,8 @@ def build_podcast(paper: Paper, host: str) -> bytes:
     built = max((e.published_at for e in editions), default=paper.created_at)
     name = one_line(paper.nameplate)
     summary = one_line(paper.description) or one_line(paper.motto) or name
-    fg = _channel(paper, title=f"{paper.nameplate}: the cast", self_path="/podcast.xml", built=built)
+    fg = _channel(paper, title=f"{paper.nameplate}: the cast", self_path="/podcast.xml", built=built,
+                  links=links)
     fg.load_extension("podcast", atom=False, rss=True)
     fg.podcast.itunes_author(name)
     fg.podcast.itunes_summary(summary)
@@ -161,7 +166,7 @@ def build_podcast(paper: Paper, host: str) -> bytes:
     fg.podcast.itunes_category({"cat": "News"})
     fg.podcast.itunes_owner(name=name, email=owner_email(paper, host))
     for edition in editions:
-        page = urls.edition_page(edition.day)
+        page = links.edition_page(edition.day)
         entry = fg.add_entry(order="append")
         entry.title(one_line(edition.title))
         entry.link(href=page)
@@ -191,11 +196,11 @@ def _link(title: str, url: str, note: str = "") -> str:
     return f"- [{_link_text(title)}]({url})" + (f": {note}" if note else "")
 
 
-def build_llms_txt(paper: Paper, *, signature_note: str) -> str:
+def build_llms_txt(paper: Paper, *, signature_note: str, links: Links) -> str:
     """`/llms.txt` in the llmstxt.org format: `# nameplate`, a `> summary` blockquote, a
     paragraph with the AI-persona disclosure and `signature_note`, then link sections `## API`,
     `## Feeds`, `## Latest` (20 newest pieces on air: `- [headline](url): dek`) and
-    `## Optional` (masthead, sections). Two statements."""
+    `## Optional` (masthead, sections), every URL under `links`. Two statements."""
     name = one_line(paper.nameplate)
     summary = one_line(paper.motto) or one_line(paper.description) or f"{name}, a news paper published as data."
     about = " ".join(filter(None, [
@@ -214,19 +219,19 @@ def build_llms_txt(paper: Paper, *, signature_note: str) -> str:
         .order_by(Section.position, Section.id)
     ).all()
     lines = [f"# {name}", "", f"> {summary}", "", about, "", "## API", "",
-             _link("API index", urls.api(), "every endpoint and feed of this paper as absolute URLs"),
-             _link("OpenAPI document", urls.api("/openapi.json"), "this API as OpenAPI 3.1"),
-             _link("API guide", urls.absolute("/api"), "the playground: try each public endpoint "
+             _link("API index", links.api(), "every endpoint and feed of this paper as absolute URLs"),
+             _link("OpenAPI document", links.api("/openapi.json"), "this API as OpenAPI 3.1"),
+             _link("API guide", links.absolute("/api"), "the playground: try each public endpoint "
                    "and build embed snippets"),
              "", "## Feeds", "",
-             _link("RSS", urls.absolute("/rss.xml"), "the 50 newest pieces with full prose and cited facts"),
-             _link("Podcast", urls.absolute("/podcast.xml"), "the video editions, with enclosures"),
-             _link("Front page JSON", urls.absolute("/front.json"), "the same document as /api/v1/front"),
-             _link("Sitemap", urls.absolute("/sitemap.xml"), "home, sections, back issues and every piece on air"),
+             _link("RSS", links.absolute("/rss.xml"), "the 50 newest pieces with full prose and cited facts"),
+             _link("Podcast", links.absolute("/podcast.xml"), "the video editions, with enclosures"),
+             _link("Front page JSON", links.absolute("/front.json"), "the same document as /api/v1/front"),
+             _link("Sitemap", links.absolute("/sitemap.xml"), "home, sections, back issues and every piece on air"),
              "", "## Latest", ""]
-    lines += [_link(p.headline, urls.story_page(p.slug), p.dek) for p in pieces]
+    lines += [_link(p.headline, links.story_page(p.slug), p.dek) for p in pieces]
     lines += ["", "## Optional", "",
-              _link("Masthead", urls.api("/masthead"), "the desk's AI personas, each declared as such")]
-    lines += [_link(f"Section: {section_name}", urls.section_page(slug), description)
+              _link("Masthead", links.api("/masthead"), "the desk's AI personas, each declared as such")]
+    lines += [_link(f"Section: {section_name}", links.section_page(slug), description)
               for section_name, slug, description in sections]
     return "\n".join(lines) + "\n"

@@ -16,8 +16,8 @@ from sqlalchemy import select
 
 from extensions import db
 from models import CitedFact, Paper, Persona, Piece, PieceRevision, Section, SigningKey
-from services import provenance
 from services.errors import Invalid
+from services.newsroom import provenance
 
 MARKER = re.compile(r"\[\^(\d+)\]")
 FACT_FIELDS = ("statement", "source", "instrument", "claim_key")

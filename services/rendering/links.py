@@ -1,0 +1,135 @@
+"""Absolute URLs on one paper's origin (every URL a paper hands out is absolute).
+
+`Links(origin)` builds the reader page, API and asset addresses of the paper served at
+`origin` (`"https://demo.example.com"`: scheme and host, with a port when it is not the
+scheme's default, no trailing slash). Reader page paths live here, in one place, so the API,
+feeds, pages, embeds and emails agree on them. Services that build URLs take a `links: Links`
+argument and never look at a request:
+
+- in a request, the web layer makes one from PUBLIC_URL_SCHEME and the request's own host
+  (`weblinks.links()`), so every paper's answers point at the host they were asked on;
+- outside one (`send-alerts`), `PaperOrigins.links(paper)` names the paper's canonical origin
+  from the configuration.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+from typing import Any, Mapping
+
+from models import Paper
+
+# Ports a URL leaves out for its scheme (werkzeug drops them from `request.host` alike).
+_DEFAULT_PORTS = {"http": "80", "ws": "80", "https": "443", "wss": "443"}
+
+
+def host_name(raw_host: str) -> str:
+    """A host without its port, lower-cased: `Demo.Example.com:5000` -> `demo.example.com`,
+    `[::1]:5000` -> `[::1]`."""
+    host = raw_host.strip().lower()
+    if host.startswith("["):
+        return host.split("]", 1)[0] + "]"
+    return host.rsplit(":", 1)[0] if ":" in host else host
+
+
+@dataclass(frozen=True, slots=True)
+class Links:
+    """Absolute URLs under `origin` (`scheme://host[:port]`, no trailing slash). Every method
+    returns a string; none touches the database or raises."""
+
+    origin: str
+
+    @property
+    def host(self) -> str:
+        """The origin's host with its port, as a `Host` header carries it: `demo.localhost:5000`."""
+        return self.origin.split("://", 1)[1]
+
+    @property
+    def host_name(self) -> str:
+        """The origin's host without its port, lower-cased: `demo.localhost`."""
+        return host_name(self.host)
+
+    def absolute(self, path: str) -> str:
+        """`/x` -> `{origin}/x` (`path` is appended as given: start it with `/`)."""
+        return self.origin + path
+
+    def home(self) -> str:
+        """`{origin}/`: the front page."""
+        return self.absolute("/")
+
+    def story_page(self, slug: str) -> str:
+        """`{origin}/stories/{slug}`; `story_page("")` is the prefix of every story page."""
+        return self.absolute(f"/stories/{slug}")
+
+    def section_page(self, slug: str) -> str:
+        """`{origin}/sections/{slug}`."""
+        return self.absolute(f"/sections/{slug}")
+
+    def day_page(self, day: date) -> str:
+        """`{origin}/days/YYYY-MM-DD`: the back issue of a UTC day."""
+        return self.absolute(f"/days/{day.isoformat()}")
+
+    def edition_page(self, day: date) -> str:
+        """`{origin}/cast/YYYY-MM-DD`: the video edition of a UTC day."""
+        return self.absolute(f"/cast/{day.isoformat()}")
+
+    def edition_embed(self, day: date) -> str:
+        """The edition page in its frameable form (video only), for `<iframe>` embeds."""
+        return self.edition_page(day) + "?embed=1"
+
+    def embed(self, id_or_slug: str) -> str:
+        """`{origin}/embed/{id or slug}`: a story card for an `<iframe>`."""
+        return self.absolute(f"/embed/{id_or_slug}")
+
+    def share_card(self, slug: str) -> str:
+        """`{origin}/cards/{slug}.png`: the 1200x630 share card."""
+        return self.absolute(f"/cards/{slug}.png")
+
+    def avatar(self, slug: str) -> str:
+        """`{origin}/masthead/{slug}/avatar.svg`: a persona's portrait."""
+        return self.absolute(f"/masthead/{slug}/avatar.svg")
+
+    def api(self, path: str = "") -> str:
+        """`api('/stories')` -> `{origin}/api/v1/stories`."""
+        return self.absolute("/api/v1" + path)
+
+
+@dataclass(frozen=True, slots=True)
+class PaperOrigins:
+    """Each paper's canonical public origin, for work done outside a request (`send-alerts`):
+    the paper's custom `host`, else `{slug}.{domain}` (the bare `domain` for `default_paper`),
+    with `scheme` and `port` (empty: the scheme's default).
+
+    The host is written as a request on that origin reports it (werkzeug's `request.host`),
+    so these URLs are the ones the paper's own pages hand out: lower-cased, a non-ASCII name in
+    IDNA, no port when it is the scheme's default (80 for http, 443 for https)."""
+
+    scheme: str
+    domain: str
+    default_paper: str
+    port: str = ""
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> PaperOrigins:
+        """From PUBLIC_URL_SCHEME, PAPER_DOMAIN, DEFAULT_PAPER and PUBLIC_PORT (optional).
+        Raises KeyError when one of the first three is missing."""
+        return cls(scheme=config["PUBLIC_URL_SCHEME"], domain=config["PAPER_DOMAIN"],
+                   default_paper=config["DEFAULT_PAPER"], port=str(config.get("PUBLIC_PORT") or ""))
+
+    def origin(self, paper: Paper) -> str:
+        """`scheme://host[:port]` of `paper` (reads its `host` and `slug`)."""
+        host = paper.host or (self.domain if paper.slug == self.default_paper
+                              else f"{paper.slug}.{self.domain}")
+        host = host.lower()
+        if not host.isascii():
+            host = host.encode("idna").decode("ascii")
+        port = self.port.strip()
+        if port.isdigit():
+            port = str(int(port)) if int(port) else ""  # `08080` is port 8080; port 0 is none
+        if port and _DEFAULT_PORTS.get(self.scheme.lower()) != port:
+            host = f"{host}:{port}"
+        return f"{self.scheme}://{host}"
+
+    def links(self, paper: Paper) -> Links:
+        """The `Links` of `paper`'s canonical origin."""
+        return Links(self.origin(paper))

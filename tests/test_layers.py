@@ -1,0 +1,107 @@
+"""The layer rules, read from the source with `ast` (nothing is imported):
+
+- services/ and demo/ never import the web layer (blueprints, schemas, tenancy, http_cache,
+  pipeline, ratelimits, weblinks) nor take `request`, `g` or `session` from flask: what a
+  service needs of a request arrives as an argument;
+- schemas/ and models/ never import blueprints;
+- models/ import no services, schemas or blueprints.
+
+An import inside a function counts as much as one at the top of a module.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+WEB_LAYER = {"blueprints", "schemas", "tenancy", "http_cache", "pipeline", "ratelimits", "weblinks"}
+REQUEST_GLOBALS = {"request", "g", "session"}
+FLASK_MODULES = {"flask", "flask.globals"}
+
+
+def violations(source: str, forbidden: set[str], *, request_globals: bool = False) -> list[str]:
+    """Each import in `source` of a module whose top-level package is in `forbidden`, as
+    `"line N: module"`; with `request_globals`, also each `request`, `g` or `session` taken
+    from flask (`from flask import g`, or `flask.request` on an imported `flask`). Raises
+    SyntaxError for source that does not parse."""
+    found = []
+    flask_aliases = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in forbidden:
+                    found.append(f"line {node.lineno}: {alias.name}")
+                if alias.name == "flask":
+                    flask_aliases.add(alias.asname or "flask")
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            # Relative imports stay inside services/ or demo/: they cannot reach the web layer.
+            if node.module.split(".")[0] in forbidden:
+                found.append(f"line {node.lineno}: {node.module}")
+            if request_globals and node.module in FLASK_MODULES:
+                found += [f"line {node.lineno}: flask.{alias.name}" for alias in node.names
+                          if alias.name in REQUEST_GLOBALS]
+    if request_globals and flask_aliases:
+        for node in ast.walk(ast.parse(source)):
+            if (isinstance(node, ast.Attribute) and node.attr in REQUEST_GLOBALS
+                    and isinstance(node.value, ast.Name) and node.value.id in flask_aliases):
+                found.append(f"line {node.lineno}: flask.{node.attr}")
+    return found
+
+
+def modules(*folders: str) -> list[Path]:
+    paths = sorted(path for folder in folders for path in (ROOT / folder).rglob("*.py"))
+    assert paths, f"no modules found under {folders}"
+    return paths
+
+
+def broken(paths: list[Path], forbidden: set[str], *, request_globals: bool = False) -> dict[str, list[str]]:
+    found = {}
+    for path in paths:
+        bad = violations(path.read_text(encoding="utf-8"), forbidden, request_globals=request_globals)
+        if bad:
+            found[str(path.relative_to(ROOT))] = bad
+    return found
+
+
+def test_services_and_demo_never_import_the_web_layer_nor_read_the_request():
+    paths = modules("services", "demo")
+    assert {"links.py", "alerts.py", "front.py", "keys.py", "seed.py"} <= {p.name for p in paths}
+    assert broken(paths, WEB_LAYER, request_globals=True) == {}
+
+
+def test_schemas_and_models_never_import_blueprints():
+    assert broken(modules("schemas", "models"), {"blueprints"}) == {}
+
+
+def test_models_import_no_services_schemas_or_blueprints():
+    assert broken(modules("models"), {"services", "schemas", "blueprints"}) == {}
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("import tenancy", ["line 1: tenancy"]),
+    ("import blueprints.api.common as c", ["line 1: blueprints.api.common"]),
+    ("from schemas.story import StoryOut", ["line 1: schemas.story"]),
+    ("from http_cache import paper_state", ["line 1: http_cache"]),
+    ("def f():\n    from ratelimits import limits", ["line 2: ratelimits"]),
+    ("from flask import current_app, g", ["line 1: flask.g"]),
+    ("from flask import request as r, session", ["line 1: flask.request", "line 1: flask.session"]),
+    ("from flask.globals import request", ["line 1: flask.request"]),
+    ("import flask\nhost = flask.request.host", ["line 2: flask.request"]),
+    ("import flask as f\nf.g.paper", ["line 2: flask.g"]),
+    # Allowed: the app's config and templates, the services' own packages, relative imports.
+    ("from flask import current_app, render_template", []),
+    ("from services.rendering.links import Links\nfrom models import Paper", []),
+    ("from . import stories\nfrom ..rendering import links", []),
+    ("import flask_smorest\nimport schemas_extra", []),
+])
+def test_the_scanner_finds_what_it_should(source, expected):
+    assert violations(source, WEB_LAYER, request_globals=True) == expected
+
+
+def test_the_scanner_sees_a_violation_in_a_whole_module():
+    source = '"""A service gone wrong."""\nfrom services.reading import stories\n\n\ndef url():\n' \
+             '    from flask import request\n    return request.host\n'
+    assert violations(source, WEB_LAYER, request_globals=True) == ["line 6: flask.request"]
+    assert violations("from blueprints.pages import bp", {"blueprints"}) == ["line 1: blueprints.pages"]

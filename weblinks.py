@@ -1,0 +1,24 @@
+"""The web layer's `Links`: absolute URLs on the host the current request was made to.
+
+Views and schemas call `links()`; services never read the request and take the result as an
+argument (services/rendering/links.py). The scheme is PUBLIC_URL_SCHEME (https in production
+behind a proxy); the host is the request's own, port included, so every paper's answers point
+at the host they were asked on.
+"""
+from __future__ import annotations
+
+from flask import current_app, g, request
+
+from services.rendering.links import Links
+
+
+def links() -> Links:
+    """The current request's `Links` (`{PUBLIC_URL_SCHEME}://{request.host}`), made once per
+    request and kept on `g`. Needs a request context (RuntimeError outside one)."""
+    origin = f"{current_app.config['PUBLIC_URL_SCHEME']}://{request.host}"
+    # Checked against the origin, not just present: a test that holds one app context open
+    # shares one `g` across requests made to different hosts.
+    found = g.get("weblinks")
+    if found is None or found.origin != origin:
+        found = g.weblinks = Links(origin)
+    return found
