@@ -66,7 +66,7 @@ def transactional(view):
 
 def _begin() -> None:
     # SQLite (pysqlite) opens a transaction only before its first INSERT, UPDATE or DELETE. A
-    # SAVEPOINT issued before that (services/subscriptions.py's upsert) starts a transaction
+    # SAVEPOINT issued before that (services/delivery/subscriptions.py upsert) starts a transaction
     # of its own, and releasing it commits at once, past this commit point. So the request's
     # transaction is opened here, as a writer: BEGIN IMMEDIATE takes the write lock now, rather
     # than upgrading a read later, which fails outright once another writer has committed.

@@ -16,7 +16,7 @@ from services.errors import BadRequest, NotFound
 API_PREFIX = "/api/v1"
 SECURITY = [{"bearer": []}, {"deskKey": []}]
 OPTIONAL_SECURITY = [{}, *SECURITY]
-# Slugs are at most 120 characters (services/desk.py makes them); a longer one names nothing.
+# Slugs are at most 120 characters (services/newsroom/desk.py makes them); a longer one names nothing.
 MAX_SLUG = 120
 
 

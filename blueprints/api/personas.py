@@ -5,7 +5,7 @@
     PATCH /api/v1/personas/{slug}    change one (admin); `declared_ai` stays true
 
 Writes commit once, at the commit point (transaction.py); a taken name is a 409 from
-services/desk.py.
+services/newsroom/desk.py.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@
     PATCH /api/v1/sections/{slug}   rename, describe, reorder, (de)activate one (admin)
 
 Writes commit once, at the commit point (transaction.py); a taken name is a 409 from
-services/desk.py.
+services/newsroom/desk.py.
 """
 from __future__ import annotations
 
