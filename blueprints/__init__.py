@@ -19,8 +19,7 @@ Outside it: embed (/embed/{id}, /oembed; documented too), health, media, feeds, 
 reader's pages), playground, pages.
 """
 from blueprints import embed, feeds, health, media, pages, playground, subscribe
-from blueprints.api import (cast, days, front, paper, personas, posts, search, sections, stories,
-                            subscribers)
+from blueprints.api import cast, days, front, paper, personas, posts, search, sections, stories, subscribers
 
 API_BLUEPRINTS = [paper.bp, stories.bp, sections.bp, personas.bp, cast.bp, days.bp, front.bp,
                   search.bp, posts.bp, subscribers.bp, embed.bp]

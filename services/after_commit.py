@@ -12,7 +12,7 @@ on the session (`Session.info`), never in `g`, so they follow the transaction th
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from sqlalchemy import event
 from sqlalchemy.orm import Session, SessionTransaction
