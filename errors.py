@@ -1,7 +1,11 @@
 """Error answers: RFC 9457 problem+json on machine routes, an HTML page on reader pages.
 
-CONTRACT.md "errors" and "status codes". Every HTTPException, and any unexpected exception,
-passes through `handle_http_exception` / `handle_unexpected`; nothing leaks a stack trace.
+docs/API.md "errors" and "status codes". Every refusal a service or view raises
+(services/errors.py `DeskError`) passes through `handle_desk_error`, every HTTPException
+(routing, webargs, flask-limiter, body limits) through `handle_http_exception`, and any
+unexpected exception through `handle_unexpected`; all three answer through `answer`, so a
+problem looks the same whoever raised it. Nothing leaks a stack trace. Views never translate
+exceptions themselves.
 """
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ from flask import Flask, Response, current_app, g, json, render_template, reques
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError, SQLAlchemyError
 from werkzeug.exceptions import BadRequest, Conflict, HTTPException, InternalServerError, ServiceUnavailable
 from werkzeug.http import HTTP_STATUS_CODES
+
+from services.errors import DeskError
 
 log = logging.getLogger("paperdesk.errors")
 
@@ -61,8 +67,8 @@ def problem(status: int, detail: str | None = None, *, title: str | None = None,
 
 
 def _validation_status(code: int, messages: dict | None) -> int:
-    # webargs reports every parse failure as 422. CONTRACT.md wants 400 for malformed query and
-    # path values and 422 only for JSON bodies that parse but fail validation.
+    # webargs reports every parse failure as 422. docs/API.md "status codes" wants 400 for
+    # malformed query and path values and 422 only for JSON bodies that parse but fail validation.
     if code == 422 and messages and set(messages) <= {"query", "path", "headers", "view_args"}:
         return 400
     return code
@@ -99,11 +105,26 @@ def handle_http_exception(error: HTTPException):
         body = isinstance(messages, dict) and set(messages) <= {"json", "form"}
         detail = detail or ("The request body is not valid JSON." if body
                             else "A query or path value is malformed.")
+    errors = _flatten(messages) if isinstance(messages, dict) else None
+    return answer(status, detail, errors=errors, headers=headers)
+
+
+def handle_desk_error(error: DeskError):
+    """Answer a service's or view's refusal (services/errors.py) with its status, detail,
+    per-field errors and headers."""
+    return answer(error.status, error.detail, errors=error.errors, headers=error.headers)
+
+
+def answer(status: int, detail: str | None = None, *, errors: dict | None = None,
+           headers: dict | None = None) -> Response:
+    """The error answer of the current request: problem+json on machine routes (`errors` per
+    field, when given), the HTML error page of the same status elsewhere. Never stored."""
+    headers = headers or {}
     if wants_problem():
-        errors = _flatten(messages) if isinstance(messages, dict) else None
         return problem(status, detail, errors=errors, headers=headers)
-    html = render_template("error.html", status=status, title=error.name,
-                           detail=detail or DETAILS.get(status, error.name))
+    title = HTTP_STATUS_CODES.get(status, "Error")
+    html = render_template("error.html", status=status, title=title,
+                           detail=detail or DETAILS.get(status, title))
     response = Response(html, status=status, mimetype="text/html")
     for name, value in headers.items():
         response.headers[name] = value
@@ -168,5 +189,6 @@ def _unavailable() -> ServiceUnavailable:
 
 def register(app: Flask) -> None:
     """Install the handlers on the app."""
+    app.register_error_handler(DeskError, handle_desk_error)
     app.register_error_handler(HTTPException, handle_http_exception)
     app.register_error_handler(Exception, handle_unexpected)

@@ -12,13 +12,13 @@ import time
 from typing import NamedTuple
 
 from flask import abort, current_app, g, request
-from werkzeug.exceptions import Unauthorized
 from sqlalchemy import bindparam, or_, select
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import make_transient_to_detached
 
 from extensions import db
 from models import Paper
+from services.errors import Unauthorized
 from services.newsroom import keys
 from services.reading import memo
 
@@ -148,10 +148,7 @@ def refuse_malformed_key() -> None:
             return
         plain = plain.strip()
     if not _KEY_SHAPE.fullmatch(plain):
-        exc = Unauthorized(description="The desk key is malformed.")
-        # errors.py copies `data["headers"]` onto the problem answer.
-        exc.data = {"headers": {"WWW-Authenticate": keys.REALM}}
-        raise exc
+        raise Unauthorized("The desk key is malformed.")  # with WWW-Authenticate
 
 
 def load_paper() -> None:

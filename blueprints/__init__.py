@@ -1,8 +1,26 @@
 """Every blueprint, listed once. API blueprints go through flask-smorest (they are documented in
-the OpenAPI document); plain ones are registered on the app directly."""
-from blueprints import embed, feeds, health, media, pages, playground, subscribe
-from blueprints.api import archive, desk, front, index, proof, search, stories, subscribers
+the OpenAPI document, one tag each); plain ones are registered on the app directly.
 
-API_BLUEPRINTS = [index.bp, stories.bp, archive.bp, search.bp, front.bp, desk.bp, proof.bp,
-                  subscribers.bp, embed.bp]
+The `/api/v1` tree, one module per resource in blueprints/api/ (blueprint name = module name):
+
+    paper        GET /api/v1, /openapi.json, /config (GET, PATCH), /agent, /receipt-keys
+    stories      /stories (GET, POST), /stories/{id} (GET, PATCH), /stories/{id}/air (PUT,
+                 DELETE), /stories/{id}/proof
+    sections     /sections (GET, POST), /sections/{slug} (PATCH)
+    personas     /masthead, /personas (POST), /personas/{slug} (PATCH)
+    cast         /cast (GET, POST)
+    days         /days, /days/{day}
+    front        /front
+    search       /search
+    posts        /posts
+    subscribers  /subscribers (GET, POST), /subscribe (POST)
+
+Outside it: embed (/embed/{id}, /oembed; documented too), health, media, feeds, subscribe (the
+reader's pages), playground, pages.
+"""
+from blueprints import embed, feeds, health, media, pages, playground, subscribe
+from blueprints.api import cast, days, front, paper, personas, posts, search, sections, stories, subscribers
+
+API_BLUEPRINTS = [paper.bp, stories.bp, sections.bp, personas.bp, cast.bp, days.bp, front.bp,
+                  search.bp, posts.bp, subscribers.bp, embed.bp]
 PLAIN_BLUEPRINTS = [health.bp, media.bp, feeds.bp, subscribe.bp, playground.bp, pages.bp]

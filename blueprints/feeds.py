@@ -15,7 +15,7 @@ from flask import Blueprint, Response, abort, current_app, g, jsonify, request
 import clock
 import http_cache
 import tenancy
-from blueprints.api.index import NOTE
+from blueprints.api.paper import NOTE
 from extensions import cache
 from schemas.front import FrontOut
 from services.reading import front

@@ -35,7 +35,7 @@ _WORD = re.compile(r"[^\W\d_]{4,}")
 def _index() -> dict:
     """The paper index exactly as `GET /api/v1` answers it: the no-JavaScript endpoint list and
     the one the script fetches come from the same place."""
-    return current_app.view_functions["index.paper_index"]().get_json()
+    return current_app.view_functions["paper.paper_index"]().get_json()
 
 
 def sample_query(piece) -> str:

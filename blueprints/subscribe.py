@@ -1,9 +1,10 @@
 """The reader's subscribe pages: `/subscribe` (the landing form, works without JavaScript),
-`/subscribe/confirm` and `/subscribe/unsubscribe` (spec rule 6; CONTRACT.md "subscribe").
+`/subscribe/confirm` and `/subscribe/unsubscribe` (docs/API.md "subscribe").
 
 Links in emails only ever lead to a page with a button: the confirmation or the unsubscribe
 happens on the POST, so a mail scanner that prefetches GET links changes nothing. The same
 unsubscribe URL takes RFC 8058's one-click POST (`List-Unsubscribe=One-Click`) and answers 200.
+The POSTs commit once, at the commit point (transaction.py); a 4xx page writes nothing.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from clock import utcnow
 from http_cache import no_etag
 from schemas.subscriber import SubscribeIn
 from services.delivery import subscriptions
+from services.errors import Invalid
+from transaction import transactional
 from weblinks import links
 
 bp = Blueprint("subscribe", __name__)
@@ -39,6 +42,7 @@ def landing():
 
 
 @bp.post("/subscribe")
+@transactional
 def subscribe_form():
     """The form's POST (no JavaScript needed): the same rules and answer as the public API."""
     raw = {"email": request.form.get("email", "").strip(),
@@ -57,8 +61,8 @@ def subscribe_form():
     if body is not None and not errors:
         try:
             sections = subscriptions.check_sections(g.paper, body.get("sections"))
-        except subscriptions.SectionsError as exc:
-            errors["sections"] = [str(exc)]
+        except Invalid as exc:  # shown beside its field on the form, not as an error page
+            errors.update(exc.errors or {})
     if errors:
         return _landing(form, errors, 422)
     # Every section ticked means "all sections", those added later included.
@@ -90,6 +94,7 @@ def confirm_page():
 
 @bp.post("/subscribe/confirm")
 @no_etag
+@transactional
 def confirm():
     """Confirm the address named by the signed token."""
     row = subscriptions.read_token("confirm", _token(), g.paper)
@@ -112,6 +117,7 @@ def unsubscribe_page():
 
 @bp.post("/subscribe/unsubscribe")
 @no_etag
+@transactional
 def unsubscribe():
     """Unsubscribe: the page's button, or the RFC 8058 one-click POST
     (`List-Unsubscribe=One-Click`, token in the URL). Answers 200."""

@@ -1,6 +1,7 @@
 """`send-alerts` (cron: plan due alert windows, email them, deliver webhooks) and
 `deliver-webhooks` (retries only). Thin wrappers over services/delivery/alerts.py and
-services/delivery/webhooks.py; docs/ALERTS.md has the crontab line."""
+services/delivery/webhooks.py; docs/ALERTS.md has the crontab line. Unlike the other commands,
+these commit per batch and per message inside the services (commands/__init__.py says why)."""
 from __future__ import annotations
 
 import sys

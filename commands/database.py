@@ -24,7 +24,7 @@ def init_db() -> None:
 @with_appcontext
 def openapi(output: str, server: str) -> None:
     """Write the OpenAPI 3.1 document (the same one `/api/v1/openapi.json` serves)."""
-    from blueprints.api.index import document_for
+    from blueprints.api.paper import document_for
 
     text = json.dumps(document_for(server), indent=2, sort_keys=False)
     if output == "-":

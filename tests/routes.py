@@ -16,8 +16,8 @@ SLUG_KIND = {
     "media.share_card": "piece_slug",
     "media.avatar": "persona_slug",
     "pages.section": "section_slug",
-    "desk.update_section": "section_slug",
-    "desk.update_persona": "persona_slug",
+    "sections.update_section": "section_slug",
+    "personas.update_persona": "persona_slug",
 }
 _ARG = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
@@ -96,7 +96,7 @@ def queries_for(endpoint: str, data: PaperData) -> list[dict]:
     return {
         "embed.oembed": [{"url": story_page}, {"url": story_page, "format": "xml", "maxwidth": 300}],
         "search.search_stories": [{"q": "rates"}],
-        "front.list_posts": [{}, {"since": "2000-01-01T00:00:00Z", "limit": 100}],
+        "posts.list_posts": [{}, {"since": "2000-01-01T00:00:00Z", "limit": 100}],
         "stories.list_stories": [{"limit": 200}],
         "playground.playground": [{}, {"story": data.piece_slug, "maxwidth": 300}],
         "pages.edition": [{}, {"embed": "1"}],

@@ -35,10 +35,10 @@ from tests.routes import PaperData, rules, urls_for
 UNSCOPED = {"static", "health.healthz", "health.readyz"}
 # A write probe per endpoint: what a request that would change something sends.
 BODIES = {
-    "desk.revise_story": {"headline": "Pwned"},
-    "desk.update_section": {"description": "Pwned"},
-    "desk.update_persona": {"beat": "Pwned"},
-    "desk.update_config": {"motto": "Pwned"},
+    "stories.revise_story": {"headline": "Pwned"},
+    "sections.update_section": {"description": "Pwned"},
+    "personas.update_persona": {"beat": "Pwned"},
+    "paper.update_config": {"motto": "Pwned"},
     "subscribers.create_subscribers": {"email": "probe@example.com"},
     "subscribers.subscribe": {"email": "probe@example.com"},
 }

@@ -1,16 +1,23 @@
-"""Helpers shared by the `/api/v1` blueprints: access levels, list wrappers, 404s."""
+"""Helpers shared by the `/api/v1` blueprints: the blueprint factory, the JSON-body check, 404s.
+
+Who may call what is blueprints/api/permissions.py; the commit point is transaction.py.
+"""
 from __future__ import annotations
 
 import functools
+import json
 
-from flask import abort, g
+from flask import abort, request
 from flask_smorest import Blueprint
+from webargs.core import is_json
 
-from services.newsroom import keys
+from services.errors import BadRequest, NotFound
 
 API_PREFIX = "/api/v1"
 SECURITY = [{"bearer": []}, {"deskKey": []}]
 OPTIONAL_SECURITY = [{}, *SECURITY]
+# Slugs are at most 120 characters (services/newsroom/desk.py makes them); a longer one names nothing.
+MAX_SLUG = 120
 
 
 def api_blueprint(name: str, import_name: str, description: str) -> Blueprint:
@@ -18,24 +25,38 @@ def api_blueprint(name: str, import_name: str, description: str) -> Blueprint:
     return Blueprint(name, import_name, url_prefix=API_PREFIX, description=description)
 
 
-def keyed(bp: Blueprint, level: str):
-    """Require a key of at least `level` ('read' or 'admin') on this view, and document the
-    security schemes and the 401/403 answers. Use directly under `@bp.route`."""
+def json_body(bp: Blueprint):
+    """Decorator: 415 unless the body is JSON (`application/json` or `*/*+json`); checked after
+    the key and before the schema. A body nested too deeply for the parser is a 400, never a
+    500. Documents both answers on `bp`."""
 
     def decorator(view):
         @functools.wraps(view)
         def wrapper(*args, **kwargs):
-            keys.require(g.key, level)
+            if not is_json(request.mimetype):
+                abort(415, description="The request body must be JSON (Content-Type: application/json).")
+            try:
+                json.loads(request.get_data(cache=True) or b"null")
+            except RecursionError:
+                raise BadRequest("The JSON body is nested too deeply.") from None
+            except ValueError:
+                pass  # not JSON at all: webargs answers 400 "Invalid JSON body."
             return view(*args, **kwargs)
 
-        wrapper.access = level
-        documented = bp.doc(security=SECURITY)(wrapper)
-        documented = bp.alt_response(401, description="Missing, malformed, unknown or revoked key.")(documented)
-        return bp.alt_response(403, description="A key of another paper, or below the level needed.")(documented)
+        documented = bp.alt_response(415, description="The body is not JSON.")(wrapper)
+        return bp.alt_response(400, description="The body is not well-formed JSON.")(documented)
 
     return decorator
 
 
-def not_found(what: str = "piece"):
-    """Abort with a 404 problem naming what was not found."""
-    abort(404, description=f"No such {what} on this paper.")
+def not_found(what: str = "piece") -> NotFound:
+    """The 404 naming what was not found on this paper: `raise not_found("section")`."""
+    return NotFound(f"No such {what} on this paper.")
+
+
+def checked_slug(slug: str, what: str) -> str:
+    """`slug` as given, or raise NotFound when it cannot name a row: longer than MAX_SLUG, or
+    holding a NUL (which would reach PostgreSQL as a query parameter and fail there)."""
+    if len(slug) > MAX_SLUG or "\x00" in slug:
+        raise not_found(what)
+    return slug

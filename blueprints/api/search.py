@@ -1,4 +1,6 @@
-"""`GET /api/v1/search`: full-text search over headline, dek and prose (spec "Endpoints" rule 1).
+"""Search: full-text search over headline, dek and prose.
+
+    GET /api/v1/search?q=    pieces on air matching every term, newest first, at most 30
 
 `q` is validated by `schemas.search.SearchQuery` (a 400 problem with `errors.q` otherwise); the
 query itself is built in `services.reading.search`.

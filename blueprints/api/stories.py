@@ -1,18 +1,66 @@
-"""`/api/v1/stories` and `/api/v1/stories/{id}`: the public story list and full stories.
+"""Stories: the pieces of a paper, read and written.
 
-With a key of the paper (read level), the list also shows that desk's drafts, marked
-`on_air: false`, and drafts can be read by id (spec "Endpoints"; issue #3 adds the writes).
+    GET    /api/v1/stories               newest first; with a key of the paper, drafts too
+    GET    /api/v1/stories/{id}          a full story by id or slug (drafts with a key)
+    POST   /api/v1/stories               file a draft (admin, or agent with `file`)
+    PATCH  /api/v1/stories/{id}          revise (admin, or agent with `revise`: own drafts)
+    PUT    /api/v1/stories/{id}/air      put on air (admin)
+    DELETE /api/v1/stories/{id}/air      take off air (admin)
+    GET    /api/v1/stories/{id}/proof    the provenance record (read key)
+
+Writes take a JSON body (415 otherwise) parsed by a schema that refuses unknown fields (422
+with per-field `errors`), and commit once, at the commit point (transaction.py): any 4xx writes
+nothing. Who may write what is blueprints/api/permissions.py. A proof proves which paper's desk
+filed a revision and that it is unchanged since; it never proves that the piece's claims are
+true (docs/PROOFS.md verifies one offline).
 """
 from __future__ import annotations
 
 from flask import g
 
 import http_cache
-from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint, not_found
+from blueprints.api import permissions
+from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint, json_body, not_found
+from blueprints.api.permissions import keyed, writer
+from clock import utcnow
+from extensions import db
+from models import DeskKey, Piece
+from schemas.desk import StoryIn, StoryPatch
+from schemas.proof import ProofOut
 from schemas.story import StoriesQuery, StoryListOut, StoryOut
+from services.newsroom import filing, provenance
 from services.reading import stories
+from transaction import transactional
+from weblinks import links
 
-bp = api_blueprint("stories", __name__, "Pieces: newest-first lists and full stories.")
+bp = api_blueprint("stories", __name__, "Pieces: newest-first lists and full stories; filing, "
+                                        "revising, airing and proofs (keyed).")
+
+LOCATION = {"Location": {"description": "The new story's API URL.", "schema": {"type": "string"}}}
+
+
+def filer_for(key: DeskKey) -> str:
+    """Who filed, as bound into the receipt: the key's kind and display prefix."""
+    return f"{key.kind} key {key.prefix}"
+
+
+def _piece(id: str) -> Piece:
+    """Any piece of the paper (drafts too) by id or slug, with what StoryOut needs; NotFound."""
+    piece = stories.find(g.paper, id, include_drafts=True)
+    if piece is None:
+        raise not_found()
+    return piece
+
+
+def _as_filed(piece: Piece) -> Piece:
+    # A filing sets the piece's section and persona ids and replaces its cited facts; its
+    # relationships never lazy-load (raise_on_sql), so read it back in one statement, inside
+    # the still open transaction.
+    db.session.expire(piece)
+    return _piece(str(piece.id))
+
+
+# ----------------------------------------------------------------------------- reading
 
 
 @bp.route("/stories")
@@ -24,7 +72,8 @@ def list_stories(limit: int):
 
     `limit` is clamped to 1-200 (default 50).
     """
-    rows = stories.latest(g.paper, stories.clamp(limit, 1, 200), include_drafts=g.key is not None)
+    rows = stories.latest(g.paper, stories.clamp(limit, 1, 200),
+                          include_drafts=permissions.sees_drafts(g.key))
     return {"stories": rows, "count": len(rows)}
 
 
@@ -34,8 +83,90 @@ def list_stories(limit: int):
 @bp.alt_response(404, description="No such piece on air on this paper.")
 def get_story(id: str):
     """A full story by id or slug: prose with `[^N]` markers, cited facts, persona, disclosure"""
-    piece = stories.find(g.paper, id, include_drafts=g.key is not None)
+    piece = stories.find(g.paper, id, include_drafts=permissions.sees_drafts(g.key))
     if piece is None:
-        not_found()
+        raise not_found()
     http_cache.tag_piece(piece)
     return piece
+
+
+@bp.route("/stories/<string(maxlength=200):id>/proof")
+@keyed(bp, "read")
+@bp.response(200, ProofOut)
+@bp.alt_response(404, description="No such piece on this paper.")
+def story_proof(id: str):
+    """The provenance record of a piece (drafts too): basis, content hash, receipt, chain
+
+    A signature proves who filed a piece and that it has not changed; it never proves that a
+    claim is true.
+    """
+    proof = provenance.proof_for(_piece(id))
+    proof["receipt_verify"]["keys_url"] = links().api("/receipt-keys")
+    return proof
+
+
+# ----------------------------------------------------------------------------- writing
+
+
+@bp.route("/stories", methods=["POST"])
+@transactional
+@writer(bp, "file")
+@json_body(bp)
+@bp.arguments(StoryIn)
+@bp.response(201, StoryOut, headers=LOCATION)
+def file_story(body: dict):
+    """File a draft (admin, or an agent key with `file`, which files as its own persona)
+
+    The draft gets rev 1, a content hash and a signed receipt; it is not on air until
+    `PUT /stories/{id}/air`.
+    """
+    filing.lock_paper(g.paper)
+    fields = permissions.check_file(g.key, body)
+    draft = filing.build_draft(g.paper, fields)
+    piece = filing.file_piece(g.paper, draft, filer=filer_for(g.key), now=utcnow(), key_id=g.key.id)
+    return _as_filed(piece), 201, {"Location": links().api(f"/stories/{piece.id}")}
+
+
+@bp.route("/stories/<string(maxlength=200):id>", methods=["PATCH"])
+@transactional
+@writer(bp, "revise")
+@json_body(bp)
+@bp.arguments(StoryPatch)
+@bp.response(200, StoryOut)
+@bp.alt_response(404, description="No such piece on this paper.")
+def revise_story(body: dict, id: str):
+    """Revise a piece: new rev, content hash and receipt chained to the previous one
+
+    Only the fields given change. An agent key (capability `revise`) may revise only its own
+    persona's drafts, never a piece on air. A body that changes nothing files nothing.
+    """
+    filing.lock_paper(g.paper)  # before the read the revision is built on
+    piece = _piece(id)
+    permissions.check_revise(g.key, piece, body)
+    draft = filing.build_draft(g.paper, body, base=piece)
+    if filing.same_content(g.paper, piece, draft):
+        return piece
+    filing.revise_piece(g.paper, piece, draft, filer=filer_for(g.key), now=utcnow())
+    return _as_filed(piece)
+
+
+@bp.route("/stories/<string(maxlength=200):id>/air", methods=["PUT"])
+@transactional
+@keyed(bp, "admin")
+@bp.response(200, StoryOut)
+@bp.alt_response(404, description="No such piece on this paper.")
+def air_story(id: str):
+    """Put a piece on air (admin); already on air: unchanged"""
+    filing.lock_paper(g.paper)
+    return filing.put_on_air(g.paper, _piece(id), utcnow())
+
+
+@bp.route("/stories/<string(maxlength=200):id>/air", methods=["DELETE"])
+@transactional
+@keyed(bp, "admin")
+@bp.response(200, StoryOut)
+@bp.alt_response(404, description="No such piece on this paper.")
+def unair_story(id: str):
+    """Take a piece off air (admin): it leaves every public list, feed and page"""
+    filing.lock_paper(g.paper)
+    return filing.take_off_air(g.paper, _piece(id), utcnow())

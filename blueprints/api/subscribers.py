@@ -1,18 +1,29 @@
-"""`/api/v1/subscribers` (and the `/api/v1/subscribe` alias): public double opt-in subscribe,
-the admin batch with webhooks, and the keyed list (spec "Endpoints"; CONTRACT.md "subscribe",
-"webhooks"). Business rules live in services/delivery/subscriptions.py."""
+"""Subscribers: email alerts with double opt-in, and webhooks (docs/API.md "subscribe",
+"webhooks").
+
+    POST /api/v1/subscribers    without a key: subscribe one address (202, confirm email);
+                                with an admin key: a batch of up to 20, optionally a webhook
+    POST /api/v1/subscribe      the same, under the paper's other subscribe path
+    GET  /api/v1/subscribers    counts with a read key; the rows too with an admin key
+
+Business rules live in services/delivery/subscriptions.py, who may send what in
+blueprints/api/permissions.py. A subscribe commits once, at the commit point (transaction.py);
+the confirm email leaves only after that commit.
+"""
 from __future__ import annotations
 
 import functools
 
 from flask import abort, current_app, g, request
-from werkzeug.exceptions import Forbidden, UnprocessableEntity
 
-from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint, keyed
+from blueprints.api import permissions
+from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint
+from blueprints.api.permissions import keyed
 from clock import utcnow
 from schemas.subscriber import SubscribeAcceptedOut, SubscribeIn, SubscribersOut
 from services.delivery import subscriptions, webhooks
-from services.newsroom import keys
+from services.errors import Invalid
+from transaction import transactional
 from weblinks import links
 
 bp = api_blueprint("subscribers", __name__, "Email alerts with double opt-in, and webhooks.")
@@ -20,13 +31,6 @@ bp = api_blueprint("subscribers", __name__, "Email alerts with double opt-in, an
 ACCEPTED = {"status": "accepted",
             "detail": "If this address can receive mail, a confirmation link is on its way. "
                       "Alerts begin only after the link is followed."}
-
-
-def unprocessable(errors: dict, detail: str = "The request body failed validation."):
-    """Abort 422 with per-field messages (rendered as problem+json `errors`)."""
-    exc = UnprocessableEntity(description=detail)
-    exc.data = {"messages": {"json": errors}}
-    raise exc
 
 
 def _require_json(view):
@@ -40,24 +44,19 @@ def _require_json(view):
 
 
 def preferences(body: dict) -> subscriptions.Preferences:
-    """Preferences from a validated body; 422 on a section name the paper does not have."""
-    try:
-        sections = subscriptions.check_sections(g.paper, body.get("sections"))
-    except subscriptions.SectionsError as exc:
-        unprocessable({"sections": [str(exc)]})
+    """Preferences from a validated body. Raises Invalid (422) on a section name the paper
+    does not have."""
+    sections = subscriptions.check_sections(g.paper, body.get("sections"))
     return subscriptions.Preferences(cadence=body["cadence"], sections=sections, cast=body["cast"])
 
 
 def _create(body: dict):
     if g.key is not None:
-        if keys.LEVELS[g.key.kind] < keys.LEVELS["admin"]:
-            raise Forbidden(description="Subscribing a batch needs an admin key; public subscribe takes no key.")
+        permissions.check_subscriber_batch(g.key)
         return _create_batch(body)
-    extra = [name for name in ("emails", "webhook") if name in body]
-    if extra:
-        unprocessable({name: ["Only with an admin key."] for name in extra})
+    permissions.check_public_subscribe(body)
     if "email" not in body:
-        unprocessable({"email": ["Missing data for required field."]})
+        raise Invalid(errors={"email": ["Missing data for required field."]})
     subscriptions.subscribe(g.paper, body["email"], preferences(body), utcnow(), links=links())
     return ACCEPTED, 202
 
@@ -65,13 +64,10 @@ def _create(body: dict):
 def _create_batch(body: dict):
     emails = body.get("emails") or ([body["email"]] if "email" in body else None)
     if not emails:
-        unprocessable({"emails": ["Missing data for required field."]})
+        raise Invalid(errors={"emails": ["Missing data for required field."]})
     webhook = body.get("webhook")
     if webhook:
-        try:
-            webhooks.check_url(webhook, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
-        except webhooks.WebhookTargetError as exc:
-            unprocessable({"webhook": [str(exc)]})
+        webhooks.check_url(webhook, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
     done = subscriptions.subscribe_batch(g.paper, emails, preferences(body), utcnow(), webhook=webhook,
                                          links=links())
     return {"subscribers": [{"email": row.email, **({"webhook_secret": secret} if secret else {})}
@@ -100,7 +96,8 @@ def _post_view(name: str):
     view = bp.doc(security=OPTIONAL_SECURITY)(view)
     # The public subscribe limits (per client, per address) are counted by the pipeline
     # (ratelimits.SUBSCRIBE_ENDPOINTS), before the paper lookup.
-    return _require_json(view)
+    view = _require_json(view)
+    return transactional(view)
 
 
 bp.route("/subscribers", methods=["POST"], endpoint="create_subscribers")(_post_view("create_subscribers"))
@@ -113,6 +110,6 @@ bp.route("/subscribe", methods=["POST"], endpoint="subscribe")(_post_view("subsc
 def list_subscribers():
     """Subscribers: `{count, confirmed}` with a read key; the rows too with an admin key"""
     counts = subscriptions.counts(g.paper)
-    if keys.LEVELS[g.key.kind] >= keys.LEVELS["admin"]:
+    if permissions.sees_subscriber_rows(g.key):
         return {"subscribers": subscriptions.rows(g.paper), **counts}
     return counts

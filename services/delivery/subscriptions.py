@@ -1,10 +1,11 @@
 """The subscriber list: double opt-in, confirm and unsubscribe tokens, the admin batch, counts
-(docs/ALERTS.md).
+(docs/API.md "subscribe"; docs/ALERTS.md).
 
 Tokens are itsdangerous signatures of `[paper id, subscriber id, email]` with one salt per
 purpose. Confirm tokens expire after 7 days; unsubscribe tokens never do (an old alert's link
-must keep working). The confirm email goes out during the request, at most one per address
-per CONFIRM_INTERVAL.
+must keep working). The confirm email is composed inside the transaction and handed to the
+mailer only once it commits (services/after_commit.py), at most one per address per
+CONFIRM_INTERVAL. Functions flush; the request or the CLI commits once.
 """
 from __future__ import annotations
 
@@ -14,12 +15,14 @@ from datetime import datetime, timedelta
 
 from flask import current_app, render_template
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
 from extensions import db
 from models import Paper, Section, Subscriber
+from services import after_commit
 from services.delivery import mail, webhooks
+from services.errors import Invalid
 from services.rendering.links import Links
 
 log = logging.getLogger("paperdesk.subscriptions")
@@ -27,14 +30,6 @@ log = logging.getLogger("paperdesk.subscriptions")
 CONFIRM_MAX_AGE = 7 * 24 * 3600
 CONFIRM_INTERVAL = timedelta(minutes=10)
 SALTS = {"confirm": "paperdesk.subscriber.confirm", "unsubscribe": "paperdesk.subscriber.unsubscribe"}
-
-
-class SectionsError(ValueError):
-    """Section names that are not active sections of the paper; `.names` lists them."""
-
-    def __init__(self, names: list[str]):
-        super().__init__(f"Unknown section(s): {', '.join(names)}")
-        self.names = names
 
 
 @dataclass
@@ -52,13 +47,14 @@ def active_sections(paper: Paper) -> list[str]:
 
 def check_sections(paper: Paper, names: list[str] | None) -> list[str] | None:
     """Return `names` de-duplicated in the paper's order (None stays None: every section).
-    Raises SectionsError for names that are not active sections of the paper."""
+    Raises services.errors.Invalid (422, on `sections`) for names that are not active sections
+    of the paper."""
     if names is None:
         return None
     known = active_sections(paper)
     unknown = [n for n in dict.fromkeys(names) if n not in known]
     if unknown:
-        raise SectionsError(unknown)
+        raise Invalid(errors={"sections": [f"Unknown section(s): {', '.join(unknown)}"]})
     return [n for n in known if n in set(names)]
 
 
@@ -141,12 +137,11 @@ def _upsert(paper: Paper, email: str, prefs: Preferences, now: datetime, *, admi
 
 
 def subscribe(paper: Paper, email: str, prefs: Preferences, now: datetime, *, links: Links) -> Subscriber:
-    """Public subscribe: add or refresh an unconfirmed row and send the confirm email (unless
+    """Public subscribe: add or refresh an unconfirmed row and queue the confirm email (unless
     one went out in the last 10 minutes, or the address is already confirmed), its links under
-    `links`. Commits. Mail failures are logged, never raised: the answer must not depend on
-    the address."""
+    `links`. Flushes; the email leaves once the caller commits. Mail failures are logged, never
+    raised: the answer must not depend on the address."""
     row = _upsert(paper, email, prefs, now, admin=False)
-    db.session.commit()
     send_confirmation(paper, row, now, links=links)
     return row
 
@@ -154,8 +149,9 @@ def subscribe(paper: Paper, email: str, prefs: Preferences, now: datetime, *, li
 def subscribe_batch(paper: Paper, emails: list[str], prefs: Preferences, now: datetime,
                     webhook: str | None = None, *, links: Links) -> list[tuple[Subscriber, str | None]]:
     """Admin subscribe: each address gets a row (joining only on its click) and a confirm
-    email (links under `links`); with `webhook`, each row gets that URL and its own fresh
-    secret. Commits. Returns (row, secret or None) per distinct address, in the given order."""
+    email (links under `links`, sent once the caller commits); with `webhook`, each row gets
+    that URL and its own fresh secret. Flushes. Returns (row, secret or None) per distinct
+    address, in the given order."""
     result = []
     for email in dict.fromkeys(emails):
         row = _upsert(paper, email, prefs, now, admin=True)
@@ -164,17 +160,23 @@ def subscribe_batch(paper: Paper, emails: list[str], prefs: Preferences, now: da
             secret = webhooks.new_secret()
             row.webhook_url, row.webhook_secret = webhook, secret
         result.append((row, secret))
-    db.session.commit()
+    db.session.flush()
     for row, _ in result:
         send_confirmation(paper, row, now, links=links)
     return result
 
 
 def send_confirmation(paper: Paper, row: Subscriber, now: datetime, *, links: Links) -> bool:
-    """Send the confirm email now unless the row is confirmed or one was sent within
-    CONFIRM_INTERVAL. Records `confirm_sent_at` (and commits) only on success. Returns True when
-    sent. Needs an app context: SECRET_KEY and the mail settings come from `current_app.config`,
-    the bodies from templates/mail/confirm.*."""
+    """Queue the confirm email unless the row is confirmed or one was sent within
+    CONFIRM_INTERVAL. Returns True when queued. Needs an app context: SECRET_KEY and the mail
+    settings come from `current_app.config`, the bodies from templates/mail/confirm.*.
+
+    The message is composed now (the row must be flushed: the link names its id) and
+    `confirm_sent_at` set to `now` in the same transaction, so two subscribes of one address
+    cannot both send. The message goes to the mailer once the transaction commits
+    (after_commit.defer), and never if it rolls back. When the mailer fails, the failure is
+    logged and `confirm_sent_at` is put back (one small commit of its own), so the reader may
+    ask again at once."""
     if row.confirmed_at is not None:
         return False
     if row.confirm_sent_at is not None and now - row.confirm_sent_at < CONFIRM_INTERVAL:
@@ -186,31 +188,38 @@ def send_confirmation(paper: Paper, row: Subscriber, now: datetime, *, links: Li
         subject=f"Confirm your {paper.nameplate} alerts", now=now, list_id=list_id(paper, links=links),
         text=render_template("mail/confirm.txt", **context),
         html=render_template("mail/confirm.html", **context))
-    try:
-        with mail.open_mailer(current_app.config) as mailer:
-            mailer.send(message)
-    except (mail.MailError, ValueError) as exc:
-        log.warning("confirm email to subscriber %s failed: %s", row.id, exc)
-        return False
+    row_id, previous = row.id, row.confirm_sent_at
     row.confirm_sent_at = now
-    db.session.commit()
+    config = current_app.config
+
+    def deliver() -> None:
+        try:
+            with mail.open_mailer(config) as mailer:
+                mailer.send(message)
+        except (mail.MailError, ValueError) as exc:
+            log.warning("confirm email to subscriber %s failed: %s", row_id, exc)
+            db.session.execute(update(Subscriber).where(
+                Subscriber.id == row_id, Subscriber.confirm_sent_at == now).values(confirm_sent_at=previous))
+            db.session.commit()
+
+    after_commit.defer(deliver)
     return True
 
 
 def confirm(row: Subscriber, now: datetime) -> Subscriber:
-    """Confirm the address (idempotent: the first confirmation time stays). Commits."""
+    """Confirm the address (idempotent: the first confirmation time stays). Flushes."""
     if row.confirmed_at is None:
         row.confirmed_at, row.unsubscribed_at = now, None
-        db.session.commit()
+        db.session.flush()
     return row
 
 
 def unsubscribe(row: Subscriber, now: datetime) -> Subscriber:
     """Take the address off the list (idempotent). Alerts not yet sent to it are dropped by
-    the sender. Commits."""
+    the sender. Flushes."""
     if row.unsubscribed_at is None:
         row.unsubscribed_at, row.confirmed_at = now, None
-        db.session.commit()
+        db.session.flush()
     return row
 
 

@@ -27,6 +27,7 @@ from sqlalchemy import func, select
 from clock import rfc3339
 from extensions import db
 from models import Subscriber, WebhookDelivery
+from services.errors import Invalid
 
 TIMEOUT_SECONDS = 5.0
 MAX_ATTEMPTS = 8
@@ -35,8 +36,17 @@ MAX_BACKOFF = timedelta(hours=6)
 USER_AGENT = "PaperDesk-Webhooks/1"
 
 
-class WebhookTargetError(ValueError):
-    """The URL is not an acceptable webhook target (scheme, host or resolved address)."""
+class WebhookTargetError(Invalid):
+    """The URL is not an acceptable webhook target (scheme, host or resolved address): a 422
+    on the `webhook` field when a request names it. `str()` is the reason alone, which a
+    delivery attempt records as its error."""
+
+    def __init__(self, reason: str):
+        super().__init__(errors={"webhook": [reason]})
+        self.reason = reason
+
+    def __str__(self) -> str:
+        return self.reason
 
 
 def new_secret() -> str:
@@ -76,7 +86,8 @@ def check_url(url: str, *, allow_private: bool, resolve: bool = True) -> list[st
     """Check a webhook URL; return the addresses it may be delivered to.
 
     https only, unless `allow_private` (then http too). With `resolve`, every address the
-    host resolves to must be public unless `allow_private`. Raises WebhookTargetError.
+    host resolves to must be public unless `allow_private`. Raises WebhookTargetError (a 422
+    on the `webhook` field).
     """
     try:
         parts = urlsplit(url)

@@ -1,9 +1,9 @@
 """The desk's writes besides filing: sections, personas, the paper's config and video editions.
 
-CONTRACT.md "writes". Each function validates what the schema cannot (uniqueness), writes,
+docs/API.md "writes". Each function validates what the schema cannot (uniqueness), writes,
 moves the paper's version (so public ETags and caches go stale) and flushes; the request or the
-CLI commits once. Names and slugs are unique per paper, and a slug never changes after creation
-(a rename keeps page and avatar URLs stable).
+CLI commits once. A clash raises services.errors.Conflict (409). Names and slugs are unique per
+paper, and a slug never changes after creation (a rename keeps page and avatar URLs stable).
 """
 from __future__ import annotations
 
@@ -15,21 +15,18 @@ from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import DeskKey, Edition, Paper, Persona, Section
+from services.errors import Conflict
 from services.newsroom.filing import slugify
 
 CONFIG_FIELDS = ("nameplate", "motto", "description", "is_public", "index_style", "subscribe_path")
 
 
-class Conflict(ValueError):
-    """The write clashes with an existing row (a name, slug or day already taken): a 409."""
-
-
 def _flush(what: str) -> None:
-    # Two requests racing past the uniqueness check meet the database's unique constraint.
+    # Two requests racing past the uniqueness check meet the database's unique constraint. The
+    # session is unusable after that; the caller's commit point rolls it back.
     try:
         db.session.flush()
     except IntegrityError as exc:
-        db.session.rollback()
         raise Conflict(f"{what} already exists") from exc
 
 

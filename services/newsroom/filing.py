@@ -16,6 +16,7 @@ from sqlalchemy import select
 
 from extensions import db
 from models import CitedFact, Paper, Persona, Piece, PieceRevision, Section, SigningKey
+from services.errors import Invalid
 from services.newsroom import provenance
 
 MARKER = re.compile(r"\[\^(\d+)\]")
@@ -24,13 +25,13 @@ FACT_FIELDS = ("statement", "source", "instrument", "claim_key")
 MAX_FACTS = 20
 
 
-class FilingError(ValueError):
-    """A filing that must not be written. `errors` maps field names to lists of messages
-    (served as a 422 problem)."""
+# The detail of every refused filing or revision (services.errors.Invalid, a 422 problem whose
+# `errors` maps field names to lists of messages).
+REFUSED = "The filing failed validation; nothing was written."
 
-    def __init__(self, errors: dict[str, list[str]]):
-        super().__init__("; ".join(f"{k}: {' '.join(v)}" for k, v in errors.items()))
-        self.errors = errors
+
+def _refuse(errors: dict[str, list[str]]) -> None:
+    raise Invalid(REFUSED, errors=errors)
 
 
 @dataclass
@@ -70,7 +71,7 @@ def check_markers(prose: str, cited_facts: list[dict]) -> dict[str, list[str]]:
 
 
 def validate(draft: Draft) -> None:
-    """Raise FilingError unless the draft may be filed: section and persona active, facts
+    """Raise services.errors.Invalid unless the draft may be filed: section and persona active, facts
     numbered 1..k with every field, every marker pointing at a fact, no empty headline or prose."""
     errors: dict[str, list[str]] = {}
     if not draft.headline.strip():
@@ -90,13 +91,13 @@ def validate(draft: Draft) -> None:
     for name, messages in check_markers(draft.prose, draft.cited_facts).items():
         errors.setdefault(name, []).extend(messages)
     if errors:
-        raise FilingError(errors)
+        _refuse(errors)
 
 
 def build_draft(paper: Paper, fields: dict, *, base: Piece | None = None) -> Draft:
     """A Draft from request fields (`headline`, `dek`, `prose`, `section` name, `byline` persona
     name, `cited_facts`, `image`); fields absent from `fields` come from `base` (a revision),
-    whose section, persona and cited facts must be loaded. Raises FilingError for a section or
+    whose section, persona and cited facts must be loaded. Raises Invalid for a section or
     persona this paper does not have, or a missing one; validity is `validate`'s job."""
     errors: dict[str, list[str]] = {}
     section = base.section if base is not None else None
@@ -126,7 +127,7 @@ def build_draft(paper: Paper, fields: dict, *, base: Piece | None = None) -> Dra
         # Report marker problems too, so one answer lists everything wrong with the body.
         for name, messages in check_markers(merged.get("prose", ""), merged["cited_facts"]).items():
             errors.setdefault(name, []).extend(messages)
-        raise FilingError(errors)
+        _refuse(errors)
     return Draft(headline=merged["headline"], dek=merged["dek"], prose=merged["prose"],
                  section=section, persona=persona, cited_facts=merged["cited_facts"],
                  image=merged["image"])
@@ -227,7 +228,7 @@ def _record(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: dateti
 
 def file_piece(paper: Paper, draft: Draft, *, filer: str, now: datetime,
                key_id: int | None = None) -> Piece:
-    """File a new draft (rev 1, not on air). Raises FilingError; nothing is written then."""
+    """File a new draft (rev 1, not on air). Raises Invalid (422); nothing is written then."""
     validate(draft)
     piece = Piece(paper_id=paper.id, slug=_unique_slug(paper, draft.headline),
                   section_id=draft.section.id, persona_id=draft.persona.id,
@@ -242,7 +243,7 @@ def file_piece(paper: Paper, draft: Draft, *, filer: str, now: datetime,
 
 def revise_piece(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: datetime) -> Piece:
     """File a new revision of `piece` (rev + 1, chained to the previous hash). Raises
-    FilingError; nothing is written then."""
+    Invalid (422); nothing is written then."""
     validate(draft)
     _record(paper, piece, draft, filer=filer, now=now)
     return piece

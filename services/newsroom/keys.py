@@ -9,18 +9,15 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from typing import NoReturn
 
 from sqlalchemy import select
-from werkzeug.exceptions import Forbidden, Unauthorized
 
 from extensions import db
 from models import KEY_KINDS, DeskKey, Paper, Persona, utcnow
+from services.errors import Forbidden, Unauthorized
 
 KEY_PREFIX = "desk_"
 DISPLAY_CHARS = 12
-REALM = 'Bearer realm="desk"'
-LEVELS = {"read": 1, "agent": 1, "admin": 2}
 
 
 def _hash(key: str) -> str:
@@ -56,43 +53,28 @@ def presented_key(authorization: str | None, x_desk_key: str | None) -> str | No
     return None if x_desk_key is None else x_desk_key.strip()
 
 
-def _unauthorized(detail: str) -> NoReturn:
-    exc = Unauthorized(description=detail)
-    # errors.py copies `data["headers"]` onto the problem answer.
-    exc.data = {"headers": {"WWW-Authenticate": REALM}}
-    raise exc
-
-
 def authenticate(paper: Paper, *, authorization: str | None, x_desk_key: str | None) -> DeskKey | None:
     """The valid key for `paper` that a request sent in its `Authorization` / `X-Desk-Key`
     header values (None: header absent; see `presented_key`), or None when it sent none.
 
-    Raises werkzeug's Unauthorized (401, with WWW-Authenticate) for a malformed, unknown or
-    revoked key, and Forbidden (403) for a valid key of another paper. One query.
+    Raises services.errors.Unauthorized (401, with WWW-Authenticate) for a malformed, unknown
+    or revoked key, and Forbidden (403) for a valid key of another paper (docs/API.md "status
+    codes"). One query.
     """
     plain = presented_key(authorization, x_desk_key)
     if plain is None:
         return None
     if not plain.startswith(KEY_PREFIX) or len(plain) < len(KEY_PREFIX) + DISPLAY_CHARS:
-        _unauthorized("The desk key is malformed.")
+        raise Unauthorized("The desk key is malformed.")
     display = plain[len(KEY_PREFIX):][:DISPLAY_CHARS]
     row = db.session.scalar(select(DeskKey).where(DeskKey.prefix == display))
     if row is None or not hmac.compare_digest(row.key_hash, _hash(plain)):
-        _unauthorized("The desk key is not known.")
+        raise Unauthorized("The desk key is not known.")
     if row.revoked_at is not None:
-        _unauthorized("The desk key has been revoked.")
+        raise Unauthorized("The desk key has been revoked.")
     if row.paper_id != paper.id:
-        raise Forbidden(description="This desk key belongs to another paper.")
+        raise Forbidden("This desk key belongs to another paper.")
     return row
-
-
-def require(key: DeskKey | None, level: str) -> DeskKey:
-    """Abort unless `key` reaches `level` ('read' or 'admin'): 401 without a key, 403 below it."""
-    if key is None:
-        _unauthorized("This route needs a desk key.")
-    if LEVELS[key.kind] < LEVELS[level]:
-        raise Forbidden(description=f"This route needs a {level} key.")
-    return key
 
 
 def revoke(prefix: str) -> DeskKey | None:

@@ -1,5 +1,8 @@
-"""`/api/v1/sections`, `/api/v1/days` and `/api/v1/days/{day}`: the paper's sections and its
-day-by-day archive (spec "Endpoints"; CONTRACT.md "status codes" for a bad `day`)."""
+"""Days: the day-by-day archive (a day is the UTC date a piece went on air).
+
+    GET /api/v1/days          every day with pieces on air, newest first (at most 366)
+    GET /api/v1/days/{day}    story rows of one day; `day` is a real YYYY-MM-DD (else 400)
+"""
 from __future__ import annotations
 
 from datetime import date
@@ -7,18 +10,10 @@ from datetime import date
 from flask import g
 
 from blueprints.api.common import api_blueprint
-from schemas.archive import DayListOut, DayPath, DayStoriesOut, SectionListOut
+from schemas.archive import DayListOut, DayPath, DayStoriesOut
 from services.reading import archive
 
-bp = api_blueprint("archive", __name__, "Sections and the day-by-day archive.")
-
-
-@bp.route("/sections")
-@bp.response(200, SectionListOut)
-def list_sections():
-    """Active sections in the paper's own order, each with its count on air and page URL"""
-    rows = archive.list_sections(g.paper)
-    return {"sections": rows, "count": len(rows)}
+bp = api_blueprint("days", __name__, "The day-by-day archive.")
 
 
 @bp.route("/days")

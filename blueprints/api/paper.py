@@ -1,0 +1,249 @@
+"""The paper itself: its index, its API document, its config, its keys' self-check, its
+receipt keys.
+
+    GET   /api/v1                  the paper index: every endpoint and feed as absolute URLs
+                                   (with a key: every route that key reaches)
+    GET   /api/v1/openapi.json     the OpenAPI 3.1 document, `servers` set to this host
+    GET   /api/v1/config           the config as read (read key; admin also sees desk keys)
+    PATCH /api/v1/config           change nameplate, motto, visibility, ... (admin)
+    GET   /api/v1/agent            the cockpit self-check of the key sent (read key)
+    GET   /api/v1/receipt-keys     the Ed25519 public keys that verify filing receipts
+
+The config write commits once, at the commit point (transaction.py).
+"""
+from __future__ import annotations
+
+import copy
+import re
+
+from flask import current_app, g, jsonify
+from sqlalchemy import select
+
+from blueprints.api import permissions
+from blueprints.api.common import API_PREFIX, OPTIONAL_SECURITY, api_blueprint, json_body
+from blueprints.api.permissions import keyed
+from extensions import api, db
+from models import DeskKey, Persona, SigningKey
+from schemas.desk import ConfigOut, ConfigPatch
+from schemas.paper import PaperIndexOut, ReceiptKeysOut
+from schemas.proof import AgentOut
+from services.newsroom import desk
+from transaction import transactional
+from weblinks import links
+
+# `<string(maxlength=200):id>` -> `{id}`
+RULE_VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
+
+bp = api_blueprint("paper", __name__, "The paper index, the OpenAPI document, the config, the "
+                                      "key self-check and receipt keys.")
+
+NOTE = ("Every piece carries a content hash and an Ed25519-signed filing receipt (readable with a "
+        "desk key at /api/v1/stories/{id}/proof; public keys at /api/v1/receipt-keys). A signature "
+        "proves who filed a piece and that it has not changed; it never proves that a claim is true.")
+LEVELS = {
+    "public": "No credential: the paper's published face (pieces on air, sections, archive, "
+              "search, front, cast, posts, masthead, feeds, subscribe).",
+    "read": "A read key of this paper: drafts, subscriber counts, proofs and the config as read.",
+    "admin": "An admin key of this paper: every write (filing, airing, sections, personas, "
+             "config, video editions) and subscriber rows.",
+    "auth": "Send the key as 'Authorization: Bearer desk_...' or 'X-Desk-Key: desk_...'. A key "
+            "names one paper and works only on that paper's host.",
+}
+
+
+def _routes(key: DeskKey) -> list[dict]:
+    """Every `/api/v1` route `key` may call (permissions.may_call), with its access level."""
+    found = []
+    for rule in current_app.url_map.iter_rules():
+        if not rule.rule.startswith(API_PREFIX):
+            continue
+        view = current_app.view_functions[rule.endpoint]
+        if not permissions.may_call(key, view):
+            continue
+        access = getattr(view, "access", "public")
+        path = RULE_VARIABLE.sub(r"{\1}", rule.rule)
+        for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+            found.append({"method": method, "path": links().absolute(path), "access": access})
+    return sorted(found, key=lambda r: (r["path"], r["method"]))
+
+
+@bp.route("")
+@bp.doc(security=OPTIONAL_SECURITY)
+@bp.response(200, PaperIndexOut)
+def paper_index():
+    """The paper index: every endpoint and feed as an absolute URL"""
+    paper = g.paper
+    body = {
+        "paper": paper.slug,
+        "nameplate": paper.nameplate,
+        "motto": paper.motto or "",
+        "description": paper.description or "",
+        "home": links().home(),
+        "landing": links().absolute("/subscribe"),
+        "playground": links().absolute("/api"),
+        "endpoints": {
+            "stories": links().api("/stories"),
+            "story": links().api("/stories/{id}"),
+            "sections": links().api("/sections"),
+            "days": links().api("/days"),
+            "day": links().api("/days/{YYYY-MM-DD}"),
+            "search": links().api("/search?q="),
+            "front": links().api("/front"),
+            "cast": links().api("/cast"),
+            "posts": links().api("/posts"),
+            "masthead": links().api("/masthead"),
+            "subscribe": "POST " + links().api("/" + paper.subscribe_path),
+            "openapi": links().api("/openapi.json"),
+            "receipt_keys": links().api("/receipt-keys"),
+        },
+        "feeds": {
+            "rss": links().absolute("/rss.xml"),
+            "podcast": links().absolute("/podcast.xml"),
+            "front_json": links().absolute("/front.json"),
+            "llms": links().absolute("/llms.txt"),
+            "sitemap": links().absolute("/sitemap.xml"),
+        },
+        "note": NOTE,
+    }
+    if paper.index_style == "keyed":
+        body["keyed"] = {
+            "note": "Drafts, subscribers, proofs and writes need a desk key of this paper. "
+                    + LEVELS["auth"] + " Read this index with a key to list every route it reaches.",
+            "index": links().api(),
+        }
+    else:
+        body["levels"] = LEVELS
+    if g.key is not None:
+        body["routes"] = _routes(g.key)
+    return body
+
+
+@bp.route("/openapi.json")
+@bp.response(200, description="This API as an OpenAPI 3.1 document, servers set to this host.")
+@bp.doc(responses={200: {"content": {"application/json": {"schema": {"type": "object"}}}}})
+def openapi_document():
+    """The OpenAPI 3.1 document of this API"""
+    return jsonify(document_for(links().absolute("")))
+
+
+def document_for(server_url: str) -> dict:
+    """The OpenAPI document with `servers` set to `server_url`.
+
+    The finished document (`DeskApi.document`) is built once per process and app; only
+    `servers` differs per host, so each call gets a shallow copy with its own `servers`.
+    """
+    cached = current_app.extensions.setdefault("paperdesk.openapi", {})
+    if "doc" not in cached:
+        cached["doc"] = api.document()
+    doc = copy.copy(cached["doc"])
+    doc["servers"] = [{"url": server_url, "description": "This paper's host."}]
+    return doc
+
+
+@bp.route("/receipt-keys")
+@bp.response(200, ReceiptKeysOut)
+def receipt_keys():
+    """The paper's Ed25519 receipt public keys, retired ones included, for offline verification"""
+    rows = db.session.scalars(
+        select(SigningKey).where(SigningKey.paper_id == g.paper.id).order_by(SigningKey.created_at)
+    )
+    return {"keys": [{"kid": r.kid, "alg": "Ed25519", "public_key": r.public_key,
+                      "created_at": r.created_at, "retired_at": r.retired_at} for r in rows]}
+
+
+# ----------------------------------------------------------------------------- config
+
+
+@bp.route("/config", methods=["GET"])
+@keyed(bp, "read")
+@bp.response(200, ConfigOut)
+def read_config():
+    """The paper's config as read (read key); an admin key also sees the desk keys"""
+    return desk.config_of(g.paper, with_keys=permissions.sees_desk_keys(g.key))
+
+
+@bp.route("/config", methods=["PATCH"])
+@transactional
+@keyed(bp, "admin")
+@json_body(bp)
+@bp.arguments(ConfigPatch)
+@bp.response(200, ConfigOut)
+def update_config(body: dict):
+    """Change the paper's nameplate, motto, description, visibility, index style or config (admin)"""
+    desk.update_config(g.paper, body)
+    return desk.config_of(g.paper, with_keys=permissions.sees_desk_keys(g.key))
+
+
+# ----------------------------------------------------------------------------- the cockpit
+
+# (action, method, path) for every key that reaches the read level.
+READ_ACTIONS = [
+    ("List the desk's pieces, drafts included (marked on_air: false)", "GET", "/stories"),
+    ("Read any piece of this paper, drafts included", "GET", "/stories/{id}"),
+    ("Read a piece's proof: content hash, signed receipt and revision chain", "GET", "/stories/{id}/proof"),
+    ("Read the paper's config", "GET", "/config"),
+    ("Count subscribers", "GET", "/subscribers"),
+    ("Check this key", "GET", "/agent"),
+]
+ADMIN_ACTIONS = [
+    ("File a draft under any active persona", "POST", "/stories"),
+    ("Revise any piece", "PATCH", "/stories/{id}"),
+    ("Put a piece on air", "PUT", "/stories/{id}/air"),
+    ("Take a piece off air", "DELETE", "/stories/{id}/air"),
+    ("Publish a day's video edition", "POST", "/cast"),
+    ("Add a section", "POST", "/sections"),
+    ("Rename, reorder or deactivate a section", "PATCH", "/sections/{slug}"),
+    ("Add a persona", "POST", "/personas"),
+    ("Change a persona", "PATCH", "/personas/{slug}"),
+    ("Change the paper's config", "PATCH", "/config"),
+    ("Read subscriber rows", "GET", "/subscribers"),
+    ("Add up to 20 subscribers (each confirms by email)", "POST", "/subscribers"),
+]
+# What each agent capability opens (permissions.writer).
+AGENT_ACTIONS = {
+    "file": ("File a draft as {persona} (the byline is always your persona)", "POST", "/stories"),
+    "revise": ("Revise {persona}'s drafts (never a piece on air)", "PATCH", "/stories/{id}"),
+}
+
+
+def _may(key: DeskKey, persona: Persona | None) -> list[dict]:
+    """The `may` list of /agent: what `key` may do here, as absolute URLs."""
+    actions = list(READ_ACTIONS)
+    if permissions.reaches(key, "admin"):
+        actions += ADMIN_ACTIONS
+    else:
+        name = persona.name if persona else "your persona"
+        actions += [(text.format(persona=name), method, path)
+                    for capability, (text, method, path) in AGENT_ACTIONS.items()
+                    if permissions.has_capability(key, capability)]
+    return [{"action": text, "method": method, "url": links().api(path)} for text, method, path in actions]
+
+
+def help_desk(paper) -> str:
+    """The paper's help desk: `config.help_desk`, else `mailto:desk@` its canonical host."""
+    configured = (paper.config or {}).get("help_desk")
+    if configured:
+        return configured
+    host = paper.host or f"{paper.slug}.{current_app.config['PAPER_DOMAIN']}"
+    return f"mailto:desk@{host}"
+
+
+@bp.route("/agent")
+@keyed(bp, "read")
+@bp.response(200, AgentOut)
+def agent_check():
+    """Cockpit self-check: reaching it means the key is active and scoped to this paper"""
+    key, paper = g.key, g.paper
+    persona = permissions.persona_of(key)
+    return {
+        "key": {"active": True, "kind": key.kind, "prefix": key.prefix, "label": key.label or "",
+                "paper": paper.slug},
+        "avatar": links().avatar(persona.slug) if persona else None,
+        "persona": persona,
+        "capability": permissions.capabilities(key),
+        "may": _may(key, persona),
+        "guide": links().absolute("/api"),
+        "search_help": help_desk(paper),
+        "paper": paper.slug,
+        "nameplate": paper.nameplate,
+    }
