@@ -17,7 +17,7 @@ from models import Paper, Section, Subscriber
 from services import errors
 from services.delivery import subscriptions
 from services.newsroom import desk as desk_service
-from tests.smtp import smtp  # noqa: F401  (fixture)
+from tests.fixtures.keys import auth
 
 PROBLEM_KEYS = {"type", "title", "status", "detail"}
 
@@ -25,7 +25,7 @@ PROBLEM_KEYS = {"type", "title", "status", "detail"}
 @pytest.fixture
 def newsroom(desk):
     paper = desk.paper("demo")
-    return {"paper": paper, "admin": {"X-Desk-Key": desk.key(paper, "admin")}}
+    return {"paper": paper, "admin": auth(desk.key(paper, "admin"), "X-Desk-Key")}
 
 
 def _state() -> tuple:
