@@ -38,7 +38,7 @@ after-step, so a hit carries the same headers a miss does (the store in step 1 s
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from flask import Flask
 

@@ -86,8 +86,9 @@ def allow_framing(response: Response, kind: str) -> Response:
 
 
 def add_headers(response: Response) -> Response:
-    """Pipeline step (after the view, on every answer): the headers above. A policy the view set is kept; unless it is one of the
-    frameable ones, framing is still denied. A 304 gets no policy of its own (see below)."""
+    """Pipeline step (after the view, on every answer): the headers above. A policy the view set
+    is kept; unless it is one of the frameable ones, framing is still denied. A 304 gets no policy
+    of its own (see below)."""
     # A 304 carries no body, and a browser merges its headers into the stored answer's: framing
     # headers on it would overwrite a frameable card's policy (the view did not run to say so).
     if response.status_code != 304:

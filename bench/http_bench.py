@@ -82,7 +82,7 @@ def run_mode(base: str, master: int, piece_id: int, mode: str, args) -> dict:
         etag = headers.get("ETag") if label.startswith("304") else etag
         if mode == "warm":
             harness.get(url)  # the first GET stored it; this one is served from the cache
-    for label, path, kind in ENDPOINTS:
+    for label, _path, kind in ENDPOINTS:
         ceiling = harness.wrk(base + CEILING, duration=args.ceiling_duration, **load)
         harness.settle(base, CEILING)
         headers = {"If-None-Match": etag} if kind == "304" else None

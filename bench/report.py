@@ -160,8 +160,8 @@ def render(results: dict) -> str:
             f"`CACHE_TYPE={'RedisCache' if s['redis'] else 'SimpleCache'}`, each URL fetched twice "
             "before its run.",
             "- **304**: `If-None-Match` with the list's current ETag.",
-            f"- Search terms: common `council` (about 1 piece in 5), rare `castell brandt` (two "
-            f"names, both required: about 1 in 2 000).",
+            "- Search terms: common `council` (about 1 piece in 5), rare `castell brandt` (two "
+            "names, both required: about 1 in 2 000).",
             f"- Data: `flask seed-demo --pieces {s['pieces']} --subscribers {s['subscribers']}` into "
             "a fresh database, then the statistics docs/DEPLOYING.md asks for after a bulk load "
             "(SQLite `ANALYZE`, PostgreSQL `VACUUM ANALYZE`)."]

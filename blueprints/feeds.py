@@ -8,7 +8,7 @@ the app cache under the paper's version, so a write makes them stale at once.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from flask import Blueprint, Response, abort, current_app, g, jsonify, request
 

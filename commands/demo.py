@@ -11,9 +11,9 @@ from flask.cli import with_appcontext
 from sqlalchemy import select
 
 import clock
+from demo import seed as demo_seed
 from extensions import db
 from models import CADENCES, Paper
-from demo import seed as demo_seed
 from services.newsroom import keys
 from services.reading import stories
 

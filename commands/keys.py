@@ -104,7 +104,7 @@ def list_keys(slug: str | None) -> None:
     ) for row in rows]
     widths = [max(len(line[i]) for line in table) for i in range(len(header))]
     for line in table:
-        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())
     if not rows:
         click.echo("(no keys)")
 

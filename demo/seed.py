@@ -13,18 +13,17 @@ from __future__ import annotations
 import math
 import random
 import time as timer
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
-from typing import Callable
 
 from sqlalchemy import func, insert, select, text
 
-from extensions import db
-from models import (CADENCES, CitedFact, Edition, Paper, Persona, Piece, PieceRevision, Section,
-                    SigningKey, Subscriber)
-from services.newsroom import filing, provenance
 from demo.content import PERSONAS, SECTIONS, compose
+from extensions import db
+from models import CADENCES, CitedFact, Edition, Paper, Persona, Piece, PieceRevision, Section, SigningKey, Subscriber
+from services.newsroom import filing, provenance
 
 SEED_FILER = "seed-demo"
 DEFAULT_PIECES = 60
@@ -257,7 +256,7 @@ def _batches(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
 def _insert(connection, batch) -> None:
     # Core inserts: one executemany per table (the ORM's bulk path splits a batch wherever a
     # nullable column such as `image` changes between None and a value).
-    for model, rows in zip((Piece, CitedFact, PieceRevision), batch):
+    for model, rows in zip((Piece, CitedFact, PieceRevision), batch, strict=True):
         if rows:
             connection.execute(insert(model.__table__), rows)
 

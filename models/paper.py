@@ -39,7 +39,7 @@ class Paper(db.Model):
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
-    sections: Mapped[list["Section"]] = relationship(
+    sections: Mapped[list[Section]] = relationship(
         back_populates="paper", order_by="Section.position", lazy="raise_on_sql"
     )
 

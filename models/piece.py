@@ -56,7 +56,7 @@ class Piece(db.Model):
 
     section: Mapped[Section] = relationship(lazy="raise_on_sql")
     persona: Mapped[Persona] = relationship(lazy="raise_on_sql")
-    cited_facts: Mapped[list["CitedFact"]] = relationship(
+    cited_facts: Mapped[list[CitedFact]] = relationship(
         order_by="CitedFact.n", lazy="raise_on_sql", cascade="all, delete-orphan"
     )
 

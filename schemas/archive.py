@@ -36,7 +36,8 @@ class DayPath(Schema):
 
 
 class SectionRowOut(Schema):
-    name = fields.String(required=True, metadata={"description": "The section name; stories carry it in `section` and `category`."})
+    name = fields.String(required=True,
+                         metadata={"description": "The section name; stories carry it in `section` and `category`."})
     slug = fields.String(required=True)
     description = fields.String(required=True, metadata={"description": "May be empty."})
     count = fields.Integer(required=True, metadata={"description": "Pieces of this section on air."})
@@ -52,7 +53,8 @@ class SectionListOut(Schema):
 
 class DayRowOut(Schema):
     day = fields.Date(required=True, metadata={"description": "A UTC date (YYYY-MM-DD) on which pieces went on air."})
-    count = fields.Integer(required=True, metadata={"description": "Pieces that went on air that day and are on air now."})
+    count = fields.Integer(required=True,
+                           metadata={"description": "Pieces that went on air that day and are on air now."})
     url = computed_url(lambda row: links().day_page(row["day"]),
                           metadata={"description": "Absolute URL of the back-issue page."})
     api = computed_url(lambda row: links().api(f"/days/{row['day'].isoformat()}"),
@@ -67,6 +69,6 @@ class DayListOut(Schema):
 
 class DayStoriesOut(Schema):
     day = fields.Date(required=True, metadata={"description": "The day asked for (YYYY-MM-DD, UTC)."})
-    stories = fields.List(fields.Nested(StoryRowOut), required=True,
-                          metadata={"description": "Pieces that went on air that day, newest first; empty for a day with nothing on air."})
+    stories = fields.List(fields.Nested(StoryRowOut), required=True, metadata={
+        "description": "Pieces that went on air that day, newest first; empty for a day with nothing on air."})
     count = fields.Integer(required=True, metadata={"description": "Number of rows in `stories`."})

@@ -9,7 +9,8 @@ from clock import rfc3339
 class ProblemSchema(Schema):
     """RFC 9457 problem details (CONTRACT.md "errors"), served as `application/problem+json`."""
 
-    type = fields.String(required=True, metadata={"description": "Problem type URI; `about:blank` when the status says it all."})
+    type = fields.String(required=True,
+                         metadata={"description": "Problem type URI; `about:blank` when the status says it all."})
     title = fields.String(required=True, metadata={"description": "Short summary of the problem type."})
     status = fields.Integer(required=True, metadata={"description": "The HTTP status code."})
     detail = fields.String(required=True, metadata={"description": "What went wrong with this request."})

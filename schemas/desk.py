@@ -14,8 +14,8 @@ from marshmallow import Schema, ValidationError, fields, validate
 
 from models.paper import INDEX_STYLES, SUBSCRIBE_PATHS
 from schemas.common import Timestamp, computed_url
-from weblinks import links
 from services.newsroom.filing import MAX_FACTS
+from weblinks import links
 
 NO_NUL = r"^[^\x00]*$"
 INT32_MAX = 2**31 - 1
@@ -103,7 +103,8 @@ class CitedFactIn(Schema):
     statement = Text(required=True, min_length=1, max_length=4000)
     source = Text(required=True, min_length=1, max_length=300, metadata={"description": "The publisher."})
     instrument = Text(required=True, min_length=1, max_length=300, metadata={"description": "The instrument cited."})
-    claim_key = Text(required=True, min_length=1, max_length=300, metadata={"description": "Pointer into the fact record."})
+    claim_key = Text(required=True, min_length=1, max_length=300,
+                     metadata={"description": "Pointer into the fact record."})
 
 
 class StoryPatch(Schema):
@@ -176,7 +177,8 @@ _POSITION = {"description": "0-based place in the paper's order; others shift to
 
 
 class SectionPatch(Schema):
-    name = Text(min_length=1, max_length=80, metadata={"description": "The string stories carry in `section` and `category`."})
+    name = Text(min_length=1, max_length=80,
+                metadata={"description": "The string stories carry in `section` and `category`."})
     description = Text(max_length=4000)
     position = StrictInt(validate=validate.Range(min=0, max=10_000), metadata=_POSITION)
     active = StrictBool(metadata={"description": "An inactive section takes no new filings."})
@@ -264,4 +266,5 @@ class ConfigOut(Schema):
     index_style = fields.String(required=True)
     subscribe_path = fields.String(required=True)
     config = fields.Dict(required=True)
-    desk_keys = fields.List(fields.Nested(KeySummaryOut), metadata={"description": "Admin keys only: the paper's desk keys (prefix, kind, label; never the key)."})
+    desk_keys = fields.List(fields.Nested(KeySummaryOut), metadata={
+        "description": "Admin keys only: the paper's desk keys (prefix, kind, label; never the key)."})

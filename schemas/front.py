@@ -32,11 +32,15 @@ class NewsroomOut(Schema):
     personas = fields.Integer(required=True, metadata={"description": "Active personas on the masthead."})
     sections = fields.Integer(required=True, metadata={"description": "Active sections."})
     on_air = fields.Integer(required=True, metadata={"description": "Pieces on air."})
-    days = fields.Integer(required=True, metadata={"description": "UTC days with pieces on air (the archive's length, uncapped)."})
+    days = fields.Integer(required=True,
+                          metadata={"description": "UTC days with pieces on air (the archive's length, uncapped)."})
     editions = fields.Integer(required=True, metadata={"description": "Published video editions."})
-    latest_on_air_at = Timestamp(required=True, allow_none=True, metadata={"description": "When the newest piece went on air; null before the first."})
-    latest_edition = fields.Date(required=True, allow_none=True, metadata={"description": "Day of the newest video edition; null before the first."})
-    declared_ai = fields.Constant(True, required=True, metadata={"description": "Always true: every byline is a declared AI persona."})
+    latest_on_air_at = Timestamp(required=True, allow_none=True,
+                                 metadata={"description": "When the newest piece went on air; null before the first."})
+    latest_edition = fields.Date(required=True, allow_none=True,
+                                 metadata={"description": "Day of the newest video edition; null before the first."})
+    declared_ai = fields.Constant(True, required=True,
+                                  metadata={"description": "Always true: every byline is a declared AI persona."})
 
 
 class RailOut(Schema):
@@ -53,8 +57,8 @@ class FrontOut(Schema):
 
     paper = fields.Nested(FrontPaperOut, required=True)
     newsroom = fields.Nested(NewsroomOut, required=True)
-    rails = fields.List(fields.Nested(RailOut), required=True,
-                        metadata={"description": "One rail per active section, in section order (empty rails included)."})
+    rails = fields.List(fields.Nested(RailOut), required=True, metadata={
+        "description": "One rail per active section, in section order (empty rails included)."})
 
 
 # --- the cast -----------------------------------------------------------------------------
@@ -76,8 +80,8 @@ class CastEditionOut(Schema):
 
 
 class CastOut(Schema):
-    editions = fields.List(fields.Nested(CastEditionOut), required=True,
-                           metadata={"description": "One per published day, newest first; empty until an edition is published."})
+    editions = fields.List(fields.Nested(CastEditionOut), required=True, metadata={
+        "description": "One per published day, newest first; empty until an edition is published."})
     count = fields.Integer(required=True, metadata={"description": "Number of rows in `editions`."})
 
 
@@ -85,8 +89,8 @@ class CastOut(Schema):
 
 class SinceField(fields.DateTime):
     """An instant as RFC 3339 / ISO 8601 ('2026-11-01T12:00:00Z', '...+02:00', naive
-    '2026-11-01T12:00:00' read as UTC, or a bare date meaning its midnight UTC). Loads as an aware UTC datetime; anything else is a
-    validation error (400 on the query string)."""
+    '2026-11-01T12:00:00' read as UTC, or a bare date meaning its midnight UTC). Loads as an aware
+    UTC datetime; anything else is a validation error (400 on the query string)."""
 
     _SHAPE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}"
                         r"([Tt ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]+)?)?"
@@ -129,7 +133,8 @@ class PostOut(Schema):
                        "(two `\\n\\n` separators) is at most 280 characters (Unicode code points). "
                        "An empty dek is never included."})
     link = fields.String(required=True, metadata={"description": "Absolute URL of the story's page."})
-    image = fields.String(required=True, metadata={"description": "The story's own art, otherwise its share card (1200x630 PNG)."})
+    image = fields.String(required=True,
+                          metadata={"description": "The story's own art, otherwise its share card (1200x630 PNG)."})
     text = fields.String(required=True, metadata={
         "description": "The composed post, at most 280 characters: headline, dek (when included) "
                        "and link joined by `\\n\\n`. When headline and link alone exceed 280, the "

@@ -63,7 +63,8 @@ class PaperIndexOut(Schema):
     levels = fields.Nested(LevelsOut)
     keyed = fields.Nested(KeyedOut)
     note = fields.String(required=True)
-    routes = fields.List(fields.Nested(RouteOut), metadata={"description": "Only with a key: every route the key's level reaches."})
+    routes = fields.List(fields.Nested(RouteOut),
+                         metadata={"description": "Only with a key: every route the key's level reaches."})
 
 
 class ReceiptKeyOut(Schema):

@@ -12,19 +12,23 @@ class ReceiptVerifyOut(Schema):
         "description": "The exact text the receipt signs (UTF-8; lines joined by LF). It names the "
                        "paper, piece, rev, content hash, previous hash, filing time and filer."})
     alg = fields.String(required=True, metadata={"description": "Always `Ed25519`."})
-    kid = fields.String(required=True, metadata={"description": "The signing key's id; find it at `/api/v1/receipt-keys`."})
+    kid = fields.String(required=True,
+                        metadata={"description": "The signing key's id; find it at `/api/v1/receipt-keys`."})
     public_key = fields.String(required=True, allow_none=True, metadata={
         "description": "Base64 of the key's 32 raw bytes, for convenience: check it against `/api/v1/receipt-keys`."})
     encoding = fields.String(required=True, metadata={"description": "How the message, signature and key are encoded."})
-    keys_url = fields.String(required=True, metadata={"description": "Absolute URL of the paper's published receipt keys."})
+    keys_url = fields.String(required=True,
+                             metadata={"description": "Absolute URL of the paper's published receipt keys."})
 
 
 class GenerationOut(Schema):
     rev = fields.Integer(required=True)
     content_hash = fields.String(required=True)
-    prev_hash = fields.String(required=True, allow_none=True, metadata={"description": "The previous revision's hash; null for rev 1."})
+    prev_hash = fields.String(required=True, allow_none=True,
+                              metadata={"description": "The previous revision's hash; null for rev 1."})
     filed_at = Timestamp(required=True)
-    filer = fields.String(required=True, metadata={"description": "The desk key that filed it (kind and display prefix)."})
+    filer = fields.String(required=True,
+                          metadata={"description": "The desk key that filed it (kind and display prefix)."})
     kid = fields.String(required=True)
     receipt = fields.String(required=True, metadata={"description": "Base64 Ed25519 signature of `signed_string`."})
     signed_string = fields.String(required=True)
@@ -33,15 +37,19 @@ class GenerationOut(Schema):
 class ProofOut(Schema):
     id = fields.String(required=True)
     rev = fields.Integer(required=True, metadata={"description": "The current revision."})
-    content_hash = fields.String(required=True, metadata={"description": "`sha256:` + hex SHA-256 of the RFC 8785 canonical JSON of `basis`."})
-    basis = fields.Dict(required=True, metadata={"description": "Every published field of this revision, exactly as hashed."})
+    content_hash = fields.String(required=True, metadata={
+        "description": "`sha256:` + hex SHA-256 of the RFC 8785 canonical JSON of `basis`."})
+    basis = fields.Dict(required=True,
+                        metadata={"description": "Every published field of this revision, exactly as hashed."})
     hash_basis = fields.String(required=True, metadata={"description": "The hashing recipe in words."})
-    receipt = fields.String(required=True, metadata={"description": "The signed filing receipt: base64 Ed25519 signature, verbatim."})
+    receipt = fields.String(required=True,
+                            metadata={"description": "The signed filing receipt: base64 Ed25519 signature, verbatim."})
     receipt_verify = fields.Nested(ReceiptVerifyOut, required=True)
     generations = fields.List(fields.Nested(GenerationOut), required=True, metadata={
         "description": "Every revision, oldest first; each links to the previous one's hash."})
     disclaimer = fields.String(required=True, metadata={
-        "description": "A signature proves who filed a piece and that it is unchanged, never that its claims are true."})
+        "description": "A signature proves who filed a piece and that it is unchanged, never that its claims "
+                       "are true."})
 
 
 class AgentKeyOut(Schema):
@@ -66,8 +74,10 @@ class MayOut(Schema):
 
 class AgentOut(Schema):
     key = fields.Nested(AgentKeyOut, required=True)
-    avatar = fields.String(required=True, allow_none=True, metadata={"description": "An agent key's persona portrait; null for other kinds."})
-    persona = fields.Nested(AgentPersonaOut, required=True, allow_none=True, metadata={"description": "An agent key's persona; null for other kinds."})
+    avatar = fields.String(required=True, allow_none=True,
+                           metadata={"description": "An agent key's persona portrait; null for other kinds."})
+    persona = fields.Nested(AgentPersonaOut, required=True, allow_none=True,
+                            metadata={"description": "An agent key's persona; null for other kinds."})
     capability = fields.List(fields.String(), required=True, metadata={
         "description": "An agent key's capabilities (`file`, `revise`); for other kinds, the kind."})
     may = fields.List(fields.Nested(MayOut), required=True)

@@ -18,11 +18,15 @@ class StoryRowOut(Schema):
     headline = fields.String(required=True)
     dek = fields.String(required=True, metadata={"description": "The standfirst."})
     section = computed_text(lambda p: p.section.name, metadata={"description": "The section name."})
-    byline = computed_text(lambda p: p.persona.name, metadata={"description": "A declared AI persona (see `disclosure` on the full story)."})
+    byline = computed_text(lambda p: p.persona.name,
+                           metadata={"description": "A declared AI persona (see `disclosure` on the full story)."})
     rev = fields.Integer(required=True, metadata={"description": "Revision number, 1 for the first filing."})
-    url = computed_url(lambda p: links().story_page(p.slug), metadata={"description": "Absolute URL of the story's page."})
-    on_air_at = Timestamp(required=True, allow_none=True, metadata={"description": "When the piece went on air (RFC 3339, UTC); null for a draft."})
-    on_air = fields.Boolean(required=True, metadata={"description": "Always true on the public lane; false marks a draft (keyed lane)."})
+    url = computed_url(lambda p: links().story_page(p.slug),
+                       metadata={"description": "Absolute URL of the story's page."})
+    on_air_at = Timestamp(required=True, allow_none=True,
+                          metadata={"description": "When the piece went on air (RFC 3339, UTC); null for a draft."})
+    on_air = fields.Boolean(required=True, metadata={
+        "description": "Always true on the public lane; false marks a draft (keyed lane)."})
 
 
 class CitedFactOut(Schema):
@@ -44,7 +48,8 @@ class PersonaRefOut(Schema):
 class StoryOut(StoryRowOut):
     """The full story: the row plus prose, cited facts and the persona disclosure."""
 
-    prose = fields.String(required=True, metadata={"description": "Markdown with `[^N]` markers. Render them as footnotes; never strip them."})
+    prose = fields.String(required=True, metadata={
+        "description": "Markdown with `[^N]` markers. Render them as footnotes; never strip them."})
     cited_facts = fields.List(fields.Nested(CitedFactOut), required=True)
     category = computed_text(lambda p: p.section.name, metadata={"description": "Equal to `section`."})
     image = fields.String(required=True, allow_none=True, metadata={"description": "The story's art (URL) or null."})
@@ -53,7 +58,8 @@ class StoryOut(StoryRowOut):
         lambda p: disclosure(p.persona.name, g.paper.nameplate),
         metadata={"description": "States that the byline is an AI persona. Clients must show it."},
     )
-    content_hash = fields.String(required=True, metadata={"description": "`sha256:` + hex; the proof is at `/api/v1/stories/{id}/proof` (keyed)."})
+    content_hash = fields.String(required=True, metadata={
+        "description": "`sha256:` + hex; the proof is at `/api/v1/stories/{id}/proof` (keyed)."})
 
 
 class StoryListOut(Schema):

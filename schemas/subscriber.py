@@ -77,9 +77,11 @@ class SubscriberRowOut(Schema):
     """An admin subscriber row."""
 
     email = fields.String(required=True)
-    confirmed_at = Timestamp(required=True, allow_none=True, metadata={"description": "Null until the confirm link is used."})
+    confirmed_at = Timestamp(required=True, allow_none=True,
+                             metadata={"description": "Null until the confirm link is used."})
     cadence = fields.String(required=True)
-    sections = fields.List(fields.String(), required=True, metadata={"description": "Section names; every current section when the row takes all."})
+    sections = fields.List(fields.String(), required=True,
+                           metadata={"description": "Section names; every current section when the row takes all."})
     cast = fields.Boolean(required=True)
     last_sent_at = Timestamp(required=True, allow_none=True)
     webhook = fields.String(metadata={"description": "The webhook URL; absent on rows without one."})

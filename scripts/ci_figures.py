@@ -5,8 +5,9 @@ Reads what the earlier steps of .ci/run left in build/: schemathesis's figures
 (build/schemathesis/figures.json), hypothesis's statistics in the pytest log
 (build/ci/pytest.log, written with --hypothesis-show-statistics) and the scanners' one-line
 results (build/ci/bandit.txt, build/ci/pip-audit.txt). Prints them and writes
-build/ci/figures.json (and the printed lines to build/ci/figures.txt). Exit status 1 when a figure is missing (its step did not run or failed
-to report), else 0: the steps themselves decide pass or fail.
+build/ci/figures.json (and the printed lines to build/ci/figures.txt). Exit status 1 when a figure
+is missing (its step did not run or failed to report), else 0: the steps themselves decide pass
+or fail.
 """
 from __future__ import annotations
 

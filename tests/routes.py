@@ -38,7 +38,7 @@ class PaperData:
 
     @classmethod
     def of(cls, piece: Piece, host: str, edition_day, *, section_slug: str, persona_slug: str,
-           subscriber: Subscriber | None = None) -> "PaperData":
+           subscriber: Subscriber | None = None) -> PaperData:
         """Values from `piece` (on air) and `edition_day`; tokens when `subscriber` is given."""
         data = cls(host=host, piece_id=piece.id, piece_slug=piece.slug, section_slug=section_slug,
                    persona_slug=persona_slug, day=piece.on_air_at.date().isoformat(),

@@ -100,7 +100,8 @@ def test_a_run_killed_mid_batch_is_completed_by_the_next_without_duplicates(clie
         with time_machine.travel(now - timedelta(hours=1), tick=False):
             for i, address in enumerate(readers):
                 cadence = ("instant", "daily", "weekly")[i % 3]
-                assert client.post("/api/v1/subscribers", json={"email": address, "cadence": cadence}).status_code == 202
+                joined = client.post("/api/v1/subscribers", json={"email": address, "cadence": cadence})
+                assert joined.status_code == 202
                 [confirm] = [m for m in handler.messages if m["To"] == address]
                 token = re.search(r"/subscribe/confirm\?token=(\S+)", body_text(confirm)).group(1)
                 assert client.post("/subscribe/confirm", data={"token": token}).status_code == 200

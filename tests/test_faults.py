@@ -64,7 +64,7 @@ class Relay:
         self.lock = threading.Lock()
         self.listener: socket.socket | None = None
 
-    def start(self) -> "Relay":
+    def start(self) -> Relay:
         self.listener = socket.create_server(("127.0.0.1", self.port))
         threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
         return self
@@ -402,7 +402,7 @@ def test_two_workers_revising_one_piece_lose_no_revision(served):
                                        .order_by(PieceRevision.rev)).all()
         assert [r.rev for r in revisions] == list(range(1, story["rev"] + 1))
         assert revisions[0].prev_hash is None
-        for previous, current in zip(revisions, revisions[1:]):
+        for previous, current in zip(revisions, revisions[1:], strict=False):
             assert current.prev_hash == previous.content_hash
         piece = db.session.get(Piece, piece_id)
         assert piece.content_hash == revisions[-1].content_hash

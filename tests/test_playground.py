@@ -132,7 +132,8 @@ def test_the_page_has_the_papers_landmarks_and_one_heading(client, newsroom):
     assert tree.xpath("//*[@id='copy-status']/@role") == ["status"]
     assert tree.xpath("//*[@id='result-status']/@aria-live") == ["polite"]
     [frame] = tree.xpath("//div[@id='preview']/iframe")
-    assert frame.get("title") == "Rates rise again as the central bank tightens" and "allow-scripts" not in frame.get("sandbox")
+    assert frame.get("title") == "Rates rise again as the central bank tightens"
+    assert "allow-scripts" not in frame.get("sandbox")
 
 
 def test_the_page_loads_only_its_own_script_and_style(client, newsroom):

@@ -28,9 +28,25 @@ from sqlalchemy import text
 from extensions import db
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
-from tests.strategies import (DAYS, FILING, FORM_FIELDS, JSON, LIMITS, PERSONAS, RAW, REFS,
-                              SECTIONS, SINCE, SIZES, SUBSCRIBE_BODIES, TEXT, VALID_FILING,
-                              oembed_urls, search_queries, webhook_urls)
+from tests.strategies import (
+    DAYS,
+    FILING,
+    FORM_FIELDS,
+    JSON,
+    LIMITS,
+    PERSONAS,
+    RAW,
+    REFS,
+    SECTIONS,
+    SINCE,
+    SIZES,
+    SUBSCRIBE_BODIES,
+    TEXT,
+    VALID_FILING,
+    oembed_urls,
+    search_queries,
+    webhook_urls,
+)
 
 settings.register_profile(
     "ci", max_examples=60, deadline=None, derandomize=True, print_blob=True,
@@ -306,7 +322,8 @@ def test_bodies_nested_too_deeply_are_refused_not_crashed(app, client, world):
 
 @PROFILE
 @given(url=st.one_of(oembed_urls(), TEXT, st.text(min_size=2040, max_size=2060)),
-       maxwidth=SIZES, maxheight=SIZES, format=st.one_of(st.none(), st.sampled_from(["json", "xml", "XML", "yaml", ""])))
+       maxwidth=SIZES, maxheight=SIZES,
+       format=st.one_of(st.none(), st.sampled_from(["json", "xml", "XML", "yaml", ""])))
 def test_oembed_url_and_sizes(client, world, url, maxwidth, maxheight, format):
     query = {"url": url, "maxwidth": maxwidth, "maxheight": maxheight, "format": format}
     response = client.get("/oembed", query_string={k: v for k, v in query.items() if v is not None})

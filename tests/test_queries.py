@@ -65,8 +65,8 @@ def test_public_answers_take_a_constant_number_of_statements(client, desk, path)
     counts = []
     for total in (3, 45):
         grow(desk, paper, total)
-        first = desk.piece(paper, "Rates rise again", facts=3, on_air_at=T0 - timedelta(days=1)) \
-            if total == 3 else first
+        if total == 3:
+            first = desk.piece(paper, "Rates rise again", facts=3, on_air_at=T0 - timedelta(days=1))
         url = path.format(id=first.id, slug=first.slug)
         n, seen = count(client, url)
         counts.append(n)

@@ -13,7 +13,8 @@ from tests.fixtures.browser import WIDTHS, hosts, placeholder_png, screenshot, w
 pytestmark = pytest.mark.browser
 
 
-@pytest.mark.parametrize("name,path", [("home", "/"), ("story", "/stories/rates-rise-again-as-the-central-bank-tightens"),
+@pytest.mark.parametrize("name,path", [("home", "/"),
+                                       ("story", "/stories/rates-rise-again-as-the-central-bank-tightens"),
                                        ("section", "/sections/world"), ("day", "/days/2026-11-01"),
                                        ("edition", "/cast/2026-11-01"), ("masthead", "/masthead")])
 def test_pages_render_styled_without_errors_and_are_screenshotted(browser, live, newsroom, name, path):

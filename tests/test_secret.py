@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from app import create_app
 import security
+from app import create_app
 
 
 def build(tmp_path, **config):

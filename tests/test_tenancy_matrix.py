@@ -26,8 +26,20 @@ from sqlalchemy import select
 
 from app import create_app
 from extensions import db
-from models import (AlertDelivery, CitedFact, DeskKey, Edition, Paper, Persona, Piece, PieceRevision,
-                    Section, SigningKey, Subscriber, WebhookDelivery)
+from models import (
+    AlertDelivery,
+    CitedFact,
+    DeskKey,
+    Edition,
+    Paper,
+    Persona,
+    Piece,
+    PieceRevision,
+    Section,
+    SigningKey,
+    Subscriber,
+    WebhookDelivery,
+)
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.routes import PaperData, rules, urls_for
@@ -161,7 +173,7 @@ def run_matrix(client, app, world: Newsroom) -> int:
 
     # B's host, A's ids and tokens: no key and each of B's keys see nothing of A's.
     for key in (None, keys[("b", "read")], keys[("b", "admin")], keys[("b", "agent")]):
-        for method, url, endpoint, response in sweep(client, app, b, a, key, writes=True):
+        for method, url, _endpoint, response in sweep(client, app, b, a, key, writes=True):
             made += 1
             assert response.status_code < 500, (method, url, response.status_code)
             text = answer_text(response)
@@ -182,7 +194,7 @@ def run_matrix(client, app, world: Newsroom) -> int:
                 assert response.status_code == status, (method, url, response.status_code)
             text = answer_text(response)
             assert "cobalt" not in text and "aard" not in text, (method, url)
-    for method, url, endpoint, response in sweep(client, app, c, a, keys[("c", "read")], writes=True):
+    for method, url, _endpoint, response in sweep(client, app, c, a, keys[("c", "read")], writes=True):
         made += 1
         text = answer_text(response)
         assert response.status_code < 500 and "aard" not in text, (method, url)
@@ -193,8 +205,8 @@ def run_matrix(client, app, world: Newsroom) -> int:
     draft_id, draft_slug = world.a_draft
     for overrides in (None, {"id": draft_id, "slug": draft_slug}):
         for key in (keys[("a", "read")], keys[("a", "admin")], keys[("a", "agent")], None):
-            for method, url, endpoint, response in sweep(client, app, a, a, key, writes=False,
-                                                         overrides=overrides):
+            for _method, url, _endpoint, response in sweep(client, app, a, a, key, writes=False,
+                                                          overrides=overrides):
                 made += 1
                 assert response.status_code < 500, (url, response.status_code)
                 text = answer_text(response)
@@ -229,8 +241,8 @@ def test_the_response_cache_keeps_papers_and_lanes_apart(app, world, tmp_path):
         client = cached.test_client()
         # Fill the cache from A's host, keyed and public, then ask B's and C's hosts the same.
         for key in (world.keys[("a", "admin")], None):
-            for *_, response in sweep(client, cached, world.a, world.a, key, writes=False,
-                                      overrides={"id": world.a_draft[0], "slug": world.a_draft[1]}):
+            for _ in sweep(client, cached, world.a, world.a, key, writes=False,
+                           overrides={"id": world.a_draft[0], "slug": world.a_draft[1]}):
                 pass
         run_matrix(client, cached, world)
         assert any(k.startswith("resp:") for k in cached.extensions["cache"][cache_key(cached)]._cache)

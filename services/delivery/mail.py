@@ -19,13 +19,13 @@ import smtplib
 import ssl
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from email import policy
 from email.message import EmailMessage
 from email.utils import format_datetime, formataddr, make_msgid
 from pathlib import Path
-from typing import Callable
 from urllib.parse import unquote, urlsplit
 
 SMTP_TIMEOUT = 20

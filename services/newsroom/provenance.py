@@ -176,7 +176,7 @@ def check_proof(proof: dict, published_keys: list[dict]) -> list[str]:
         return ["the proof has no `basis` object"]
     try:
         recomputed = content_hash(basis)
-    except Exception as exc:  # rfc8785 refuses floats out of range, odd types
+    except Exception as exc:  # noqa: BLE001  any basis a caller hands in: rfc8785 refuses floats out of range, odd types
         return [f"the basis cannot be canonicalised: {exc}"]
     if recomputed != proof.get("content_hash"):
         problems.append(f"content hash mismatch: the basis hashes to {recomputed}, the proof says "

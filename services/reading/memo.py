@@ -9,7 +9,8 @@ values per app, oldest dropped first.
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from flask import current_app, has_app_context
 from sqlalchemy import event

@@ -13,9 +13,10 @@ argument and never look at a request:
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Mapping
+from typing import Any
 
 from models import Paper
 

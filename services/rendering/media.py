@@ -32,7 +32,7 @@ def colour_for(text: str, *, lightness: float = 0.36, saturation: float = 0.55) 
     default lightness keeps white lettering readable on it."""
     hue = int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16) % 360 / 360
     red, green, blue = colorsys.hls_to_rgb(hue, lightness, saturation)
-    return "#{:02x}{:02x}{:02x}".format(round(red * 255), round(green * 255), round(blue * 255))
+    return f"#{round(red * 255):02x}{round(green * 255):02x}{round(blue * 255):02x}"
 
 
 def initials(name: str) -> str:
@@ -86,7 +86,7 @@ def card_key(paper: Paper, piece: Piece) -> str:
     """The cache key of a piece's card: piece id + its content hash (which covers headline,
     section and byline) + a digest of what else is drawn (the nameplate) and the card style."""
     digest = piece.content_hash.removeprefix("sha256:")[:32]
-    extra = hashlib.sha256(f"{CARD_STYLE}|{paper.nameplate}".encode("utf-8")).hexdigest()[:8]
+    extra = hashlib.sha256(f"{CARD_STYLE}|{paper.nameplate}".encode()).hexdigest()[:8]
     return f"{piece.id}-{digest}-{extra}"
 
 
