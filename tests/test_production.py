@@ -1,5 +1,5 @@
-"""Production behaviour (issue 6): the response cache, surrogate keys and the CDN purge hook,
-request ids and JSON request logs, ProxyFix, /readyz without a database, gunicorn's config.
+"""Production behaviour (docs/DEPLOYING.md): the response cache, surrogate keys and the CDN purge
+hook, request ids and JSON request logs, ProxyFix, /readyz without a database, gunicorn's config.
 
 The suite's `app` runs with NullCache; tests here build a second app on the same database with
 the cache they need (`make_app`), so they see exactly what production would.
