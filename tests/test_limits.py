@@ -2,7 +2,7 @@
 route (ratelimits.py) with `Retry-After` and the X-RateLimit headers, shared across processes
 through Redis and surviving a Redis outage; the outbound SMTP timeout is bounded.
 
-The suite's app runs with the limits off (RATELIMIT_ENABLED=False, tests/conftest.py); the
+The suite's app runs with the limits off (RATELIMIT_ENABLED=False, tests/fixtures/app.py); the
 rate-limit tests build their own app with them on (create_app and nothing else), over the same
 database; each app owns its limits and their store. The Redis tests run the app in two
 child processes, as two gunicorn workers would, and skip when 127.0.0.1:6379 does not answer.
@@ -262,6 +262,7 @@ def run_worker(app, storage: str, prefix: str, n: int, tmp_path) -> list[int]:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @needs_redis
 def test_two_processes_share_one_count_through_redis(app, newsroom, tmp_path):
     import redis
@@ -286,6 +287,7 @@ def test_the_config_keeps_requests_served_when_the_limiter_store_fails():
     assert settings["RATELIMIT_STORAGE_OPTIONS"] == {"socket_timeout": 1, "socket_connect_timeout": 1}
 
 
+@pytest.mark.slow
 def test_an_unreachable_limiter_store_limits_in_memory_instead_of_failing(app, newsroom, tmp_path):
     with socket.socket() as sock:  # a port where nothing listens
         sock.bind(("127.0.0.1", 0))
