@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
+from datetime import timedelta
 
 import click
 from flask import current_app
@@ -40,7 +41,8 @@ def send_alerts(no_webhooks: bool, connections: int) -> None:
     # Each paper's canonical origin: alerts are written outside any request.
     origins = PaperOrigins.from_config(current_app.config)
     started = time.perf_counter()
-    plan = alerts.plan_alerts(now, origins=origins)
+    settle = timedelta(seconds=current_app.config["ALERT_SETTLE_SECONDS"])
+    plan = alerts.plan_alerts(now, origins=origins, settle=settle)
     click.echo(f"planned: {plan.recorded} new alert(s) recorded, {plan.skipped} address(es) with "
                f"nothing due ({time.perf_counter() - started:.1f}s)")
     try:

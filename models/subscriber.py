@@ -55,7 +55,8 @@ class Subscriber(db.Model):
 class AlertDelivery(db.Model):
     """One alert window of one subscriber, recorded BEFORE it is sent and marked `sent_at` after.
 
-    The window is (`window_start`, `window_end`]: pieces that went on air in it are the alert.
+    The window is half-open, [`window_start`, `window_end`): pieces that went on air in it are
+    the alert; a subscriber's next window starts where this one ends.
     `period` names the cadence slot (`2026-11-20` daily, `2026-W47` weekly, the run time for
     instant); the two unique constraints make a second run, or a concurrent one, unable to
     record the same slot or fork the chain of windows twice.

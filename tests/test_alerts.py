@@ -219,8 +219,9 @@ def test_two_concurrent_runs_alert_nobody_twice(client, desk, smtp, app):
     with time_machine.travel(T, tick=False):
         for token in tokens:
             client.post("/subscribe/confirm", data={"token": token})
-    # The subprocesses run on the real clock: the piece went on air a minute ago.
-    desk.piece(paper, "News", on_air_at=datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=1))
+    # The subprocesses run on the real clock: the piece went on air before their windows end
+    # (ALERT_SETTLE_SECONDS behind the clock).
+    desk.piece(paper, "News", on_air_at=datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=5))
     env = {**os.environ, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "SMTP_URL": smtp.url,
            "FLASK_APP": "app", "PAPER_DOMAIN": "localhost", "DEFAULT_PAPER": "demo"}
     flask = os.path.join(os.path.dirname(sys.executable), "flask")

@@ -40,6 +40,12 @@ from services.delivery.alert_content import MAX_LOOKBACK, Composer, Content, ale
 from services.rendering.links import Links, PaperOrigins
 
 CHUNK = 1000
+# How far behind the run's clock a window ends (ALERT_SETTLE_SECONDS). A piece's `on_air_at`
+# is taken before its transaction commits; a window ending `settle` ago only holds pieces
+# whose transactions have committed by the time the run reads them, as long as no air
+# transaction takes longer than that (a web worker is killed after GUNICORN_TIMEOUT, 30 s,
+# and its transaction rolled back). A piece aired later lands in the next window.
+SETTLE = timedelta(seconds=60)
 # Connection-level failures in a row after which the run stops trying (the SMTP server is
 # down). Refusals (4xx, 5xx) do not count: a server that answers is up.
 GIVE_UP_AFTER = 5
@@ -69,17 +75,24 @@ _PLAN_COLUMNS = (Subscriber.id, Subscriber.paper_id, Subscriber.email, Subscribe
                  Subscriber.sections, Subscriber.cast, Subscriber.confirmed_at, Subscriber.webhook_url)
 
 
-def plan_alerts(now: datetime, *, origins: PaperOrigins) -> PlanReport:
+def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SETTLE) -> PlanReport:
     """Record the due alert window of every confirmed subscriber (and its webhook delivery,
     whose payload's URLs are under the paper's origin from `origins`).
 
+    Windows are half-open, [start, end), in the stored times' own precision: `end` is
+    `now - settle` (see SETTLE), `start` the end of the subscriber's previous window (first
+    window: its `confirmed_at`; never more than MAX_LOOKBACK before `end`). Consecutive windows
+    share their boundary, so each piece on air falls in exactly one window of each subscriber.
+
     A subscriber is skipped when its cadence slot for `now` is already recorded or nothing
-    went on air in its sections (nor an edition, with cast) since its last window. Per chunk of
+    went on air in its sections (nor an edition, with cast) in its window; suppressed
+    addresses are not considered at all. Per chunk of
     CHUNK subscribers: three reads, one multi-row insert that leaves out a slot another run
     recorded first (ON CONFLICT DO NOTHING), one commit. Rows with a webhook are recorded one by
     one, with their outbox delivery."""
     report = PlanReport()
-    content = Content(now - MAX_LOOKBACK, now)
+    end = now - settle
+    content = Content(end - MAX_LOOKBACK, end)
     papers: dict[int, tuple[Paper, Links]] = {}
     last_id = 0
     while True:
@@ -99,23 +112,23 @@ def plan_alerts(now: datetime, *, origins: PaperOrigins) -> PlanReport:
             AlertDelivery.subscriber_id.in_(ids), AlertDelivery.period.in_(set(periods.values())))).all())
         rows = []
         for sub in chunk:
-            start = max(last_end.get(sub.id) or sub.confirmed_at, now - MAX_LOOKBACK)
-            if (sub.id, periods[sub.id]) in taken or start >= now:
+            start = max(last_end.get(sub.id) or sub.confirmed_at, end - MAX_LOOKBACK)
+            if (sub.id, periods[sub.id]) in taken or start >= end:
                 report.skipped += 1
                 continue
-            pieces, editions = content.window(sub, start, now)
+            pieces, editions = content.window(sub, start, end)
             if not pieces and not editions:
                 report.skipped += 1
                 continue
             if not sub.webhook_url:
                 rows.append({"subscriber_id": sub.id, "period": periods[sub.id], "window_start": start,
-                             "window_end": now, "created_at": now, "attempts": 0})
+                             "window_end": end, "created_at": now, "attempts": 0})
                 continue
             if sub.paper_id not in papers:
                 paper = db.session.get(Paper, sub.paper_id)
                 papers[sub.paper_id] = (paper, origins.links(paper))
             paper, links = papers[sub.paper_id]
-            recorded = _record(paper, links, sub, periods[sub.id], start, now, pieces, editions)
+            recorded = _record(paper, links, sub, periods[sub.id], start, end, now, pieces, editions)
             report.recorded += recorded
             report.skipped += not recorded
         if rows:
@@ -141,11 +154,11 @@ _INSERT_NEW = {"postgresql": pg_insert(_TABLE).on_conflict_do_nothing().returnin
                "sqlite": sqlite_insert(_TABLE).on_conflict_do_nothing().returning(_TABLE.c.id)}
 
 
-def _record(paper, links, sub, period, start, now, pieces, editions) -> bool:
+def _record(paper, links, sub, period, start, end, now, pieces, editions) -> bool:
     try:
         with db.session.begin_nested():
             alert = AlertDelivery(subscriber_id=sub.id, period=period, window_start=start,
-                                  window_end=now, created_at=now, attempts=0)
+                                  window_end=end, created_at=now, attempts=0)
             db.session.add(alert)
             db.session.flush()
             data = alert_data(paper, sub, alert, pieces, editions, links=links)
