@@ -190,3 +190,32 @@ def test_a_message_that_cannot_be_built_is_recorded_and_the_run_goes_on(client, 
         assert row.last_error.startswith("cannot build the message: ValueError")
         clock.move_to(T + timedelta(minutes=20))
         assert run(runner)[1] == "sent 0, failed 0, skipped 5"  # given up, not retried
+
+
+def test_only_connection_level_failures_stop_the_run_and_they_give_nothing_up(client, desk, runner, picky):
+    """421 (the server closing the connection) says nothing about the message: five in a row
+    stop the run, the rows stay due with no attempt counted, and the next run sends them all."""
+    from extensions import db
+    from models import AlertDelivery
+
+    paper = desk.paper("demo")
+    readers = [f"r{i}@example.com" for i in range(8)]
+    with time_machine.travel(T, tick=False) as clock:
+        for address in readers:
+            join(client, picky, address, cadence="instant")
+        for address in readers:
+            picky.replies[address] = "421 4.3.2 shutting down"
+        desk.piece(paper, "News", on_air_at=T + timedelta(minutes=5))
+        clock.move_to(T + timedelta(minutes=10))
+        result, summary = run(runner, "--connections", "1")
+        assert result.exit_code == 1 and summary == "sent 0, failed 5, skipped 0", result.output
+        assert "5 not handed over (server unreachable)" in result.output
+        assert "stopped: the SMTP server is down" in result.output
+        rows = db.session.scalars(select(AlertDelivery)).all()
+        assert len(rows) == 8 and all(r.failed_at is None and r.next_attempt_at is None and r.attempts == 0
+                                      for r in rows)
+        picky.replies.clear()
+        clock.move_to(T + timedelta(minutes=11))
+        result, summary = run(runner)
+        assert result.exit_code == 0 and summary == "sent 8, failed 0, skipped 8", result.output
+        assert all(len(alerts_to(picky, a)) == 1 for a in readers)
