@@ -1,6 +1,6 @@
 """Every setting, read from the environment in one place, each with a safe default.
 
-CONTRACT.md "Running it" names the variables; README "Configuration" documents them.
+docs/API.md "config" names the variables; README "Configuration" documents them.
 """
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def load() -> dict:
         "RATELIMIT_STORAGE_OPTIONS": {"socket_timeout": 1, "socket_connect_timeout": 1},
         "RATELIMIT_DEFAULT": os.environ.get("RATELIMIT_DEFAULT", "600 per minute"),
         "WEBHOOK_ALLOW_PRIVATE": _flag("WEBHOOK_ALLOW_PRIVATE", False),
-        # Public subscribe (CONTRACT.md "subscribe"): per client IP, and per address.
+        # Public subscribe (docs/API.md "rate limits"): per client IP, and per address.
         "SUBSCRIBE_RATELIMIT": os.environ.get("SUBSCRIBE_RATELIMIT", "5/minute;20/hour"),
         "SUBSCRIBE_ADDRESS_RATELIMIT": os.environ.get("SUBSCRIBE_ADDRESS_RATELIMIT", "3/hour;10/day"),
         # Every GET and HEAD of one client, and the confirm/unsubscribe POSTs (ratelimits.py).
@@ -129,7 +129,7 @@ def load() -> dict:
         # `make bench` only: GET /bench/bare, the app's own ceiling (every hook, no database).
         "BENCH_BARE": _flag("BENCH_BARE", False),
         "MAX_CONTENT_LENGTH": 64 * 1024,
-        # flask-smorest / apispec: the document is served by our own view (servers per host).
+        # flask-smorest (apispec) builds the document; our own view serves it (servers per host).
         "API_TITLE": "Paper Desk",
         "API_VERSION": "1",
         "OPENAPI_VERSION": "3.1.0",

@@ -1,4 +1,4 @@
-"""Host -> paper, once per request (CONTRACT.md "tenancy").
+"""Host -> paper, once per request (docs/API.md "tenancy").
 
 A request's paper is the paper whose custom `host` equals the request host, else `{slug}` when
 the host is `{slug}.{PAPER_DOMAIN}`, else `DEFAULT_PAPER` on a bare host (PAPER_DOMAIN itself or
@@ -35,7 +35,7 @@ def host_name(raw_host: str) -> str:
 
 
 # Built once: every request runs one of these, and building the expression costs more than
-# SQLAlchemy's compiled-statement cache saves (issue 6, docs/PERFORMANCE.md).
+# SQLAlchemy's compiled-statement cache saves (docs/PERFORMANCE.md).
 _BY_HOST = select(Paper).where(Paper.host == bindparam("host"))
 _BY_HOST_OR_SLUG = select(Paper).where(or_(Paper.host == bindparam("host"),
                                            Paper.slug == bindparam("slug")))
@@ -96,10 +96,10 @@ def _snapshots() -> dict[str, PaperSnapshot]:
 
 def recent_paper(raw_host: str) -> PaperSnapshot | None:
     """This process's snapshot of the paper on `raw_host` if it is younger than
-    PAPER_SNAPSHOT_SECONDS, else None (issue 6: a 304 or a stored answer without a database
-    round trip). A write committed in this process forgets every snapshot at once; one made by
-    another process (worker, CLI) is seen within PAPER_SNAPSHOT_SECONDS, well inside the
-    `max-age=60` every public answer already allows."""
+    PAPER_SNAPSHOT_SECONDS, else None (so a 304 or a stored answer needs no database round trip). A
+    write committed in this process forgets every snapshot at once; one made by another process
+    (worker, CLI) is seen within PAPER_SNAPSHOT_SECONDS, well inside the `max-age=60` every public
+    answer already allows."""
     ttl = current_app.config["PAPER_SNAPSHOT_SECONDS"]
     if ttl <= 0:
         return None

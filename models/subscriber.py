@@ -1,6 +1,6 @@
-"""The subscriber aggregate: an address on a paper's alert list (double opt-in), the record of
-each alert window sent to it, and the outbox of webhook deliveries (spec "States and
-transitions", "Events"; CONTRACT.md "subscribe", "webhooks"; docs/ALERTS.md).
+"""The subscriber aggregate: an address on a paper's alert list (double opt-in), the record of each
+alert window sent to it, and the outbox of webhook deliveries (docs/API.md "subscribe", "webhooks";
+docs/ALERTS.md).
 """
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Subscribe bodies and subscriber answers (spec "Subscriber fields", "Subscriber row";
-CONTRACT.md "subscribe", "webhooks"). Section names are checked against the paper in
-services/delivery/subscriptions.py (they need the database)."""
+"""Subscribe bodies and subscriber answers (docs/API.md "subscribe", "webhooks"). Section names are
+checked against the paper in services/delivery/subscriptions.py (they need the database)."""
 from __future__ import annotations
 
 from email_validator import EmailNotValidError, validate_email

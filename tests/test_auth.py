@@ -1,6 +1,6 @@
-"""Desk keys on the keyed lane, through HTTP (spec "Authentication"; CONTRACT.md "keys",
-"status codes", "caching", "CORS"): every key kind on its own paper, on another paper's host,
-revoked, missing and malformed; keyed answers are private and carry no CORS headers."""
+"""Desk keys on the keyed lane, through HTTP (docs/API.md "keys", "status codes", "caching",
+"CORS"): every key kind on its own paper, on another paper's host, revoked, missing and malformed;
+keyed answers are private and carry no CORS headers."""
 from __future__ import annotations
 
 import pytest

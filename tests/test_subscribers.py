@@ -8,7 +8,6 @@ from datetime import timedelta
 import pytest
 import time_machine
 
-from app import create_app
 from extensions import db
 from tests.fixtures.keys import auth
 from tests.fixtures.servers import body_text
@@ -56,7 +55,6 @@ def test_double_opt_in_over_http(client, desk, smtp):
 
 
 def _paper():
-    from extensions import db
     from models import Paper
 
     return db.session.query(Paper).filter_by(slug="demo").one()
@@ -193,19 +191,10 @@ def test_admin_batch_limits_and_webhook_rules(client, desk, app):
         app.config["WEBHOOK_ALLOW_PRIVATE"] = True
 
 
-def test_rate_limits_answer_429_with_retry_after(tmp_path, app):
-    """Its own app with the limiter on (the suite's app runs with RATELIMIT_ENABLED off)."""
-    limited = create_app({
-        "TESTING": True, "SQLALCHEMY_DATABASE_URI": app.config["SQLALCHEMY_DATABASE_URI"],
-        "RATELIMIT_ENABLED": True, "RATELIMIT_STORAGE_URI": "memory://",
-        "OUTBOX_DIR": str(tmp_path / "outbox"), "CACHE_TYPE": "NullCache", "CACHE_NO_NULL_WARNING": True,
-    })
-    try:
-        _hit_limits(limited)
-    finally:
-        with limited.app_context():
-            db.session.remove()
-            db.engine.dispose()
+def test_rate_limits_answer_429_with_retry_after(make_app):
+    """Its own app with the limits on (the suite's app runs with RATELIMIT_ENABLED off)."""
+    _hit_limits(make_app(RATELIMIT_ENABLED=True, RATELIMIT_STORAGE_URI="memory://",
+                         CACHE_TYPE="NullCache", CACHE_NO_NULL_WARNING=True))
 
 
 def _hit_limits(limited):

@@ -1,4 +1,4 @@
-"""Tenancy (issue 7 item 5): every route of `app.url_map` x every key kind x three hosts.
+"""Tenancy (docs/API.md "tenancy"): every route of `app.url_map` x every key kind x three hosts.
 
 Three papers share one database: A (`aard`, public, the paper whose data must not leak), B
 (`bram`, public) and C (`cobalt`, private). Every word of A's data carries the token "aard",

@@ -1,5 +1,5 @@
 """Cadence alerts: plan each confirmed subscriber's due alert window, then send the recorded
-windows (spec "Events"; CONTRACT.md "subscribe", "webhooks"; docs/ALERTS.md).
+windows (docs/API.md "subscribe", "webhooks"; docs/ALERTS.md).
 
 Crash safety rests on one rule: a window is recorded (an `AlertDelivery` row, unique per
 subscriber and period and per window start) and committed BEFORE anything is sent, and marked

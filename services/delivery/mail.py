@@ -1,4 +1,4 @@
-"""Outgoing mail: over SMTP_URL, or to a file outbox when it is empty (CONTRACT.md "config").
+"""Outgoing mail: over SMTP_URL, or to a file outbox when it is empty (docs/API.md "config").
 
 SMTP_URL forms: `smtp://host:25` (plain), `smtp+starttls://user:pass@host:587`,
 `smtps://user:pass@host:465`; user and password are percent-decoded. A `Mailer` keeps one

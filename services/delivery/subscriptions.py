@@ -235,7 +235,7 @@ def counts(paper: Paper) -> dict:
 
 
 def rows(paper: Paper) -> list[dict]:
-    """Admin rows (spec "Subscriber row"), oldest first; `webhook` and `webhook_secret` only on
+    """Subscriber rows for an admin key, oldest first; `webhook` and `webhook_secret` only on
     rows with a webhook. Two queries whatever the number of rows."""
     every = active_sections(paper)
     out = []
