@@ -71,6 +71,13 @@ def load() -> dict:
         "PUBLIC_URL_SCHEME": os.environ.get("PUBLIC_URL_SCHEME", "http"),
         "SMTP_URL": os.environ.get("SMTP_URL", ""),
         "OUTBOX_DIR": os.environ.get("OUTBOX_DIR", str(instance / "outbox")),
+        # send-alerts (docs/ALERTS.md "When a message fails"): permanent refusals in a row that
+        # suppress an address, and temporary refusals after which an alert is given up.
+        "ALERT_BOUNCE_LIMIT": int(os.environ.get("ALERT_BOUNCE_LIMIT", "3")),
+        "ALERT_MAX_ATTEMPTS": int(os.environ.get("ALERT_MAX_ATTEMPTS", "8")),
+        # How far behind the run's clock alert windows end: longer than any air transaction
+        # (services/delivery/alerts.py SETTLE; docs/ALERTS.md "Windows").
+        "ALERT_SETTLE_SECONDS": int(os.environ.get("ALERT_SETTLE_SECONDS", "60")),
         # Rate limits (ratelimits.py, run by pipeline.py before the paper lookup).
         "RATELIMIT_ENABLED": _flag("RATELIMIT_ENABLED", True),
         "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),

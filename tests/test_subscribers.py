@@ -142,7 +142,9 @@ def test_keyed_list_read_and_admin(client, desk, smtp):
     rows = client.get("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key")).get_json()
     assert rows["count"] == 2
     two = next(r for r in rows["subscribers"] if r["email"] == "two@example.com")
-    assert set(two) == {"email", "confirmed_at", "cadence", "sections", "cast", "last_sent_at"}
+    assert set(two) == {"email", "confirmed_at", "cadence", "sections", "cast", "last_sent_at", "bounces",
+                        "suppressed_at", "suppressed_reason"}
+    assert two["bounces"] == 0 and two["suppressed_at"] is None and two["suppressed_reason"] is None
     assert two["cast"] is False and two["sections"] == ["World", "Business", "Science"]
     assert two["cadence"] == "daily"
 
