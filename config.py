@@ -27,6 +27,24 @@ def _database_url(instance: Path) -> str:
     return url
 
 
+def sqlite_file(database_url: str, instance_path: str | Path) -> Path | None:
+    """The file a SQLite `database_url` names (absolute; a relative path is under the instance
+    folder, as flask-sqlalchemy reads it), or None for another database or an in-memory one.
+    Understands both `sqlite:///path` and `sqlite:///file:path?...&uri=true`."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(database_url)
+    if not url.drivername.startswith("sqlite") or url.database in (None, "", ":memory:"):
+        return None
+    name = url.database
+    if url.query.get("uri"):
+        if not name.startswith("file:") or url.query.get("mode") == "memory":
+            return None
+        name = name[len("file:"):]
+    path = Path(name)
+    return path if path.is_absolute() else Path(instance_path) / path
+
+
 def load() -> dict:
     """Return the configuration mapping for `create_app`.
 

@@ -32,6 +32,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+import config
 from extensions import db
 from models import AlertDelivery, Paper, Subscriber
 from models.types import UTCDateTime
@@ -252,10 +253,12 @@ def _send_lock():
                         conn.invalidate()  # never hand a connection holding the lock back to the pool
                         raise
         return
-    if not url.database or url.database == ":memory:":
+    # The app opens its SQLite file as a `file:` URI (mode=rw); an absolute path either way.
+    path = config.sqlite_file(url.render_as_string(hide_password=False), os.getcwd())
+    if path is None:
         yield True, None
         return
-    with open(os.path.abspath(url.database) + ".send-lock", "a+") as handle:
+    with open(os.path.abspath(path) + ".send-lock", "a+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
