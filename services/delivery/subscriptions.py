@@ -13,10 +13,12 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from email_validator import validate_email
 from flask import current_app, render_template
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.attributes import set_committed_value
 
 from extensions import db
 from models import Paper, Section, Subscriber
@@ -37,6 +39,14 @@ class Preferences:
     cadence: str = "daily"
     sections: list[str] | None = None
     cast: bool = True
+
+
+def normalize_email(text: str) -> str:
+    """The form an address is stored and counted in: email-validator's normalised form (syntax
+    only, no DNS: NFC, an IDNA domain in Unicode), lower-cased. `Foo@Example.COM` and
+    `foo@xn--bcher-kva.example` become `foo@example.com` and `foo@bücher.example`. Raises
+    `email_validator.EmailNotValidError` for what is not an address."""
+    return validate_email(text, check_deliverability=False).normalized.lower()
 
 
 def active_sections(paper: Paper) -> list[str]:
@@ -171,16 +181,29 @@ def send_confirmation(paper: Paper, row: Subscriber, now: datetime, *, links: Li
     CONFIRM_INTERVAL. Returns True when queued. Needs an app context: SECRET_KEY and the mail
     settings come from `current_app.config`, the bodies from templates/mail/confirm.*.
 
-    The message is composed now (the row must be flushed: the link names its id) and
-    `confirm_sent_at` set to `now` in the same transaction, so two subscribes of one address
-    cannot both send. The message goes to the mailer once the transaction commits
-    (after_commit.defer), and never if it rolls back. When the mailer fails, the failure is
+    `confirm_sent_at` is claimed first by one conditional UPDATE (`WHERE confirm_sent_at IS
+    NULL OR confirm_sent_at <= now - CONFIRM_INTERVAL`, rowcount 1 or nothing is sent), so
+    concurrent subscribes of one address send one email whatever their timing. The message
+    is composed in the same transaction (the row must be flushed: the link names its id) and
+    goes to the mailer once the transaction commits (after_commit.defer), never if it rolls
+    back. When the mailer fails, the failure is
     logged and `confirm_sent_at` is put back (one small commit of its own), so the reader may
     ask again at once."""
     if row.confirmed_at is not None:
         return False
-    if row.confirm_sent_at is not None and now - row.confirm_sent_at < CONFIRM_INTERVAL:
+    previous = row.confirm_sent_at
+    # The database decides who sends: one conditional UPDATE, not a read and a write. Concurrent
+    # subscribes of one address all run it; the row lock makes the later ones wait for the
+    # first to commit, re-check the condition against its confirm_sent_at and match nothing.
+    claimed = db.session.execute(
+        update(Subscriber)
+        .where(Subscriber.id == row.id, Subscriber.confirmed_at.is_(None),
+               or_(Subscriber.confirm_sent_at.is_(None), Subscriber.confirm_sent_at <= now - CONFIRM_INTERVAL))
+        .values(confirm_sent_at=now)
+        .execution_options(synchronize_session=False)).rowcount
+    if claimed != 1:
         return False
+    set_committed_value(row, "confirm_sent_at", now)
     link = confirm_url(row, links=links)
     context = {"paper": paper, "link": link, "subscriber": row, "home": links.home()}
     message = mail.compose(
@@ -188,8 +211,7 @@ def send_confirmation(paper: Paper, row: Subscriber, now: datetime, *, links: Li
         subject=f"Confirm your {paper.nameplate} alerts", now=now, list_id=list_id(paper, links=links),
         text=render_template("mail/confirm.txt", **context),
         html=render_template("mail/confirm.html", **context))
-    row_id, previous = row.id, row.confirm_sent_at
-    row.confirm_sent_at = now
+    row_id = row.id
     config = current_app.config
 
     def deliver() -> None:
