@@ -89,6 +89,13 @@ def load() -> dict:
         "SUBSCRIBE_LINK_RATELIMIT": os.environ.get("SUBSCRIBE_LINK_RATELIMIT", "20/minute;200/hour"),
         # Port for links in alert emails built outside a request (`send-alerts`); empty: none.
         "PUBLIC_PORT": os.environ.get("PUBLIC_PORT", ""),
+        # The origin of links built outside a request (`http://127.0.0.1:5000`): the default
+        # paper's, with its scheme and port for the others (rendering/links.py PaperOrigins).
+        # Empty: PUBLIC_URL_SCHEME, PAPER_DOMAIN and PUBLIC_PORT. Checked at startup.
+        "PUBLIC_BASE_URL": os.environ.get("PUBLIC_BASE_URL", ""),
+        # `"Name <address>"` or an address: the From of every message. Empty: the nameplate and
+        # alerts@<paper host> (subscriptions.sender). Checked at startup.
+        "MAIL_FROM": os.environ.get("MAIL_FROM", ""),
         # flask-caching: SimpleCache (per process) in development, RedisCache + CACHE_REDIS_URL in
         # production (shared by workers), NullCache to turn every cache off. It holds whole public
         # answers (http_cache.py) and built feeds, keyed by the paper's version.
