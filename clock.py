@@ -1,4 +1,4 @@
-"""Time helpers: the app's one notion of "now" and of RFC 3339 text (CONTRACT.md "time")."""
+"""Time helpers: the app's one notion of "now" and of RFC 3339 text (docs/API.md "time")."""
 from __future__ import annotations
 
 from datetime import datetime, timezone

@@ -1,6 +1,6 @@
 """Every setting, read from the environment in one place, each with a safe default.
 
-CONTRACT.md "Running it" names the variables; README "Configuration" documents them.
+docs/API.md "config" names the variables; README "Configuration" documents them.
 """
 from __future__ import annotations
 
@@ -71,6 +71,13 @@ def load() -> dict:
         "PUBLIC_URL_SCHEME": os.environ.get("PUBLIC_URL_SCHEME", "http"),
         "SMTP_URL": os.environ.get("SMTP_URL", ""),
         "OUTBOX_DIR": os.environ.get("OUTBOX_DIR", str(instance / "outbox")),
+        # send-alerts (docs/ALERTS.md "When a message fails"): permanent refusals in a row that
+        # suppress an address, and temporary refusals after which an alert is given up.
+        "ALERT_BOUNCE_LIMIT": int(os.environ.get("ALERT_BOUNCE_LIMIT", "3")),
+        "ALERT_MAX_ATTEMPTS": int(os.environ.get("ALERT_MAX_ATTEMPTS", "8")),
+        # How far behind the run's clock alert windows end: longer than any air transaction
+        # (services/delivery/alerts.py SETTLE; docs/ALERTS.md "Windows").
+        "ALERT_SETTLE_SECONDS": int(os.environ.get("ALERT_SETTLE_SECONDS", "60")),
         # Rate limits (ratelimits.py, run by pipeline.py before the paper lookup).
         "RATELIMIT_ENABLED": _flag("RATELIMIT_ENABLED", True),
         "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),
@@ -85,7 +92,7 @@ def load() -> dict:
         # starting them; what is left is due for the next run (services/delivery/webhooks.py).
         "WEBHOOK_CONCURRENCY": int(os.environ.get("WEBHOOK_CONCURRENCY", "4")),
         "WEBHOOK_RUN_SECONDS": float(os.environ.get("WEBHOOK_RUN_SECONDS", "120")),
-        # Public subscribe (CONTRACT.md "subscribe"): per client IP, and per address.
+        # Public subscribe (docs/API.md "rate limits"): per client IP, and per address.
         "SUBSCRIBE_RATELIMIT": os.environ.get("SUBSCRIBE_RATELIMIT", "5/minute;20/hour"),
         "SUBSCRIBE_ADDRESS_RATELIMIT": os.environ.get("SUBSCRIBE_ADDRESS_RATELIMIT", "3/hour;10/day"),
         # Every GET and HEAD of one client, and the confirm/unsubscribe POSTs (ratelimits.py).
@@ -133,7 +140,7 @@ def load() -> dict:
         # `make bench` only: GET /bench/bare, the app's own ceiling (every hook, no database).
         "BENCH_BARE": _flag("BENCH_BARE", False),
         "MAX_CONTENT_LENGTH": 64 * 1024,
-        # flask-smorest / apispec: the document is served by our own view (servers per host).
+        # flask-smorest (apispec) builds the document; our own view serves it (servers per host).
         "API_TITLE": "Paper Desk",
         "API_VERSION": "1",
         "OPENAPI_VERSION": "3.1.0",

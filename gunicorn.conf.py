@@ -1,4 +1,4 @@
-"""Production defaults for `gunicorn wsgi:app` (CONTRACT.md "the document": a request line limit
+"""Production defaults for `gunicorn wsgi:app` (docs/API.md "the document": a request line limit
 included; docs/DEPLOYING.md). Every value can be overridden on the command line (`--workers 2`)
 or through the environment variables named below.
 

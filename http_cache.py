@@ -1,5 +1,5 @@
-"""HTTP caching and CORS policy for public and keyed answers (CONTRACT.md "caching", "CORS";
-issue 6 "Caching").
+"""HTTP caching and CORS policy for public and keyed answers (docs/API.md "caching", "CORS";
+docs/DEPLOYING.md "Caching, and a CDN in front").
 
 Everything hangs on the paper's `version`, which every write moves (`Paper.bump`):
 

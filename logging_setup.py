@@ -1,4 +1,4 @@
-"""JSON logs with a request id (issue 6, "Production setup").
+"""JSON logs with a request id (docs/DEPLOYING.md "Logs").
 
 Every request gets an id: the client's (or the proxy's) `X-Request-ID` when it is a sane token,
 else a fresh one. It is echoed on the answer and stamped on every log record written while the

@@ -1,5 +1,5 @@
-"""Security headers on every answer (issue 5: "framing forbidden everywhere else"), and the
-request body limit (issue 7: 64 KiB, 413).
+"""Security headers on every answer (framing forbidden except on the embeds), and the request body
+limit (64 KiB, else 413; docs/SECURITY.md "Limits").
 
 Everything: `X-Frame-Options: DENY` and a Content-Security-Policy with `frame-ancestors 'none'`,
 `X-Content-Type-Options: nosniff`, `Referrer-Policy: strict-origin-when-cross-origin`, HSTS when

@@ -1,4 +1,4 @@
-"""Host -> paper, once per request (CONTRACT.md "tenancy").
+"""Host -> paper, once per request (docs/API.md "tenancy").
 
 A request's paper is the paper whose custom `host` equals the request host, else `{slug}` when
 the host is `{slug}.{PAPER_DOMAIN}`, else `DEFAULT_PAPER` on a bare host (PAPER_DOMAIN itself or
@@ -18,10 +18,11 @@ from sqlalchemy.orm import make_transient_to_detached
 
 from extensions import db
 from models import Paper
-from services.errors import Unauthorized
+from services.errors import DeskError, Unauthorized
 from services.newsroom import keys
 from services.reading import memo
 
+NO_PAPER = "No paper is served on this host."
 # Endpoints that answer for the process, not for a paper.
 UNSCOPED = {"static", "health.healthz", "health.readyz", "bench_bare"}
 
@@ -35,7 +36,7 @@ def host_name(raw_host: str) -> str:
 
 
 # Built once: every request runs one of these, and building the expression costs more than
-# SQLAlchemy's compiled-statement cache saves (issue 6, docs/PERFORMANCE.md).
+# SQLAlchemy's compiled-statement cache saves (docs/PERFORMANCE.md).
 _BY_HOST = select(Paper).where(Paper.host == bindparam("host"))
 _BY_HOST_OR_SLUG = select(Paper).where(or_(Paper.host == bindparam("host"),
                                            Paper.slug == bindparam("slug")))
@@ -96,10 +97,10 @@ def _snapshots() -> dict[str, PaperSnapshot]:
 
 def recent_paper(raw_host: str) -> PaperSnapshot | None:
     """This process's snapshot of the paper on `raw_host` if it is younger than
-    PAPER_SNAPSHOT_SECONDS, else None (issue 6: a 304 or a stored answer without a database
-    round trip). A write committed in this process forgets every snapshot at once; one made by
-    another process (worker, CLI) is seen within PAPER_SNAPSHOT_SECONDS, well inside the
-    `max-age=60` every public answer already allows."""
+    PAPER_SNAPSHOT_SECONDS, else None (so a 304 or a stored answer needs no database round trip). A
+    write committed in this process forgets every snapshot at once; one made by another process
+    (worker, CLI) is seen within PAPER_SNAPSHOT_SECONDS, well inside the `max-age=60` every public
+    answer already allows."""
     ttl = current_app.config["PAPER_SNAPSHOT_SECONDS"]
     if ttl <= 0:
         return None
@@ -152,7 +153,9 @@ def refuse_malformed_key() -> None:
 
 
 def load_paper() -> None:
-    """Pipeline step: set `g.paper` and `g.key`, or abort 404/401/403."""
+    """Pipeline step: set `g.paper` and `g.key`, or refuse. No paper on the host: 404. A key
+    that is unknown, revoked or another paper's: 401/403 on a public paper, and on a private
+    one the same 404 as an unknown host, as is no key at all."""
     g.key = None
     g.pop("read_autocommit", None)
     g.pop("paper", None)  # a test holding an app context open reuses one `g` across requests
@@ -174,12 +177,19 @@ def load_paper() -> None:
         return
     paper = paper_for_host(request.host)
     if paper is None:
-        abort(404, description="No paper is served on this host.")
-    g.key = keys.authenticate(paper, authorization=request.headers.get("Authorization"),
-                              x_desk_key=request.headers.get("X-Desk-Key"))
+        abort(404, description=NO_PAPER)
+    try:
+        g.key = keys.authenticate(paper, authorization=request.headers.get("Authorization"),
+                                  x_desk_key=request.headers.get("X-Desk-Key"))
+    except DeskError:
+        # An unknown, revoked or other paper's key: on a private paper, the answer must be the
+        # unknown host's, or it would tell that a paper lives here.
+        if not paper.is_public:
+            abort(404, description=NO_PAPER)
+        raise
     if not paper.is_public and g.key is None:
         # Set g.paper only once visible: error pages must not show a private paper's name.
-        abort(404, description="No paper is served on this host.")
+        abort(404, description=NO_PAPER)
     g.paper = paper
     g.paper_snapshot = snapshot_of(paper, keep_row=keyless_read)
     if keyless_read:

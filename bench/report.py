@@ -15,7 +15,7 @@ END = "<!-- bench/http_bench.py: generated up to here -->"
 ALERTS_SECTION = "## send-alerts throughput"
 NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 
-# Minimum share of the ceiling's throughput, by endpoint kind (issue 6, "Targets").
+# Minimum share of the ceiling's throughput, by endpoint kind (the targets in docs/PERFORMANCE.md).
 WARM = {"list": 0.8, "story": 0.8, "page": 0.8, "front": 0.8, "search": 0.8, "feed": 0.8,
         "embed": 0.8, "304": 0.9}
 COLD = {"list": 0.3, "front": 0.3, "story": 0.5, "304": 0.9}

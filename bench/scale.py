@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How list, front and search latency change with the archive (issue 6, `make bench`).
+"""How list, front and search latency change with the archive (`make bench`).
 
 For each size (1 000 and 10 000 pieces by default; bench/http.py adds its 100 000-piece run), a
 fresh database is seeded, gunicorn starts as in production with 2 workers and the response cache

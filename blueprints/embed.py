@@ -1,7 +1,7 @@
 """`/embed/{id}` (a story card for an iframe) and `/oembed` (its oEmbed 1.0 record).
 
-Both sit outside `/api/v1` (spec "Versioning" rule 3) but are documented in the OpenAPI
-document. The card alone may be framed by any site (security.allow_framing).
+Both sit outside `/api/v1` but are documented in the OpenAPI document (docs/API.md "the document").
+The card alone may be framed by any site (security.allow_framing).
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The reader's feeds on each paper's host: `/rss.xml`, `/podcast.xml`, `/front.json`,
 `/llms.txt`, `/sitemap.xml` (with `/sitemap-<n>.xml` pages past 50 000 URLs) and
-`/sitemap-news.xml` (spec rule 6 of "What the service does"; issue #5 item 2).
+`/sitemap-news.xml`.
 
 Public GETs only: tenancy answers a private paper's feeds with 404, and http_cache gives each
 answer the paper's ETag (304 on a match, before any piece is loaded). Built documents are kept in

@@ -1,4 +1,4 @@
-"""The reader's web: server-rendered pages, no JavaScript needed (issue 5, item 1).
+"""The reader's web: server-rendered pages, no JavaScript needed.
 
 `/` (the front, rail by rail), `/stories/<id or slug>`, `/sections/<slug>`, `/days` and
 `/days/<YYYY-MM-DD>` (back issues), `/cast` and `/cast/<YYYY-MM-DD>` (video editions; `?embed=1`
@@ -107,7 +107,7 @@ def news_article(piece, story_url: str, image: str) -> dict:
     """schema.org NewsArticle JSON-LD for a story page.
 
     The author is an `Organization`, not a `Person`: a schema.org Person is a human being, and
-    spec rule 5 forbids presenting an AI persona as one. The persona is a byline the paper
+    the paper never presents an AI persona as one. The persona is a byline the paper
     operates, so it is typed as an organisational unit of the publisher (`parentOrganization`),
     named as the byline reads, with the disclosure as its `description`; the article's
     `creditText` repeats the disclosure for consumers that show credits.

@@ -1,4 +1,4 @@
-"""`/api`: the API playground (spec rule 6; issue 5 item 6).
+"""`/api`: the API playground.
 
 A server-rendered page that works on its own and is enhanced by `static/js/playground.js`:
 

@@ -1,4 +1,4 @@
-"""`seed-demo` (the demo papers, CONTRACT.md "demo data") and `run-info` (what `make run` prints:
+"""`seed-demo` (the demo papers, docs/API.md "demo data") and `run-info` (what `make run` prints:
 the URLs to try and a fresh demo admin key)."""
 from __future__ import annotations
 

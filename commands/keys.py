@@ -1,4 +1,4 @@
-"""`keys create|list|revoke`: desk keys from the command line (CONTRACT.md "keys").
+"""`keys create|list|revoke`: desk keys from the command line (docs/API.md "keys").
 
 `keys create` prints the new key alone on its last stdout line (only its hash is stored).
 Mistakes (unknown paper or persona, bad kind or capability, ambiguous prefix) print a message

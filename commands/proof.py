@@ -1,4 +1,4 @@
-"""`rotate-receipt-key` and `verify-proof`: the ops side of provenance (CONTRACT.md "proof").
+"""`rotate-receipt-key` and `verify-proof`: the ops side of provenance (docs/API.md "proof").
 
     flask rotate-receipt-key --paper demo
     flask verify-proof proof.json --keys receipt-keys.json

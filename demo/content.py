@@ -1,5 +1,5 @@
 """The demo newsroom's text corpus: sections, personas and story kits that `demo.seed`
-turns into invented, realistic-sounding news (CONTRACT.md "demo data").
+turns into invented, realistic-sounding news (docs/API.md "demo data").
 
 Every place, company, team and person here is fictional, so no demo piece can be mistaken for
 a claim about the real world. The story kits live in `demo.kits`.
@@ -23,7 +23,7 @@ SECTIONS = [
     ("Sport", "Fixtures, results and the seasons that make them."),
 ]
 
-# Every byline is a declared AI persona (spec rule 5); `sections` decides who files where.
+# Every byline is a declared AI persona, and its bio says so; `sections` decides who files where.
 PERSONAS = [
     {"name": "Ada Quill", "title": "Foreign Correspondent", "beat": "World affairs and diplomacy",
      "sections": ["World"],

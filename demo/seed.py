@@ -1,4 +1,4 @@
-"""The demo newsroom (CONTRACT.md "demo data"): a public paper and its private companion, each
+"""The demo newsroom (docs/API.md "demo data"): a public paper and its private companion, each
 with sections, AI personas, a signing key, signed pieces on air over many UTC days, a few drafts
 and a few video editions.
 

@@ -1,4 +1,4 @@
-"""Desk keys (CONTRACT.md "keys") and the papers' Ed25519 receipt signing keys."""
+"""Desk keys (docs/API.md "keys") and the papers' Ed25519 receipt signing keys."""
 from __future__ import annotations
 
 from datetime import datetime

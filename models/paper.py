@@ -17,7 +17,7 @@ SUBSCRIBE_PATHS = ("subscribers", "subscribe")
 
 
 class Paper(db.Model):
-    """A news paper served on its own host (CONTRACT.md "tenancy").
+    """A news paper served on its own host (docs/API.md "tenancy").
 
     `version` moves on every write to the paper or anything in it; it drives ETags and caches.
     `index_style` picks whether `GET /api/v1` carries `levels` or `keyed`; `subscribe_path` picks
@@ -56,7 +56,7 @@ class Paper(db.Model):
 
 
 class Section(db.Model):
-    """A section; `name` is the string stories carry in `category` (spec "Endpoints" rule 4)."""
+    """A section; `name` is the string stories carry in `section` and `category`."""
 
     __tablename__ = "sections"
     __table_args__ = (
@@ -76,7 +76,7 @@ class Section(db.Model):
 
 
 class Persona(db.Model):
-    """A declared AI persona of the masthead. Every byline is one (spec rule 5).
+    """A declared AI persona of the masthead. Every byline is one, and always says so.
 
     `declared_ai` is not stored: it is true by construction, and nothing can make it false.
     """

@@ -1,5 +1,5 @@
-"""Sections and the day-by-day archive (spec "Other resources": section row, day row;
-CONTRACT.md "list responses"). Rows come from services/reading/archive.py as plain dicts."""
+"""Sections and the day-by-day archive (section rows, day rows; docs/API.md "list responses"). Rows
+come from services/reading/archive.py as plain dicts."""
 from __future__ import annotations
 
 from marshmallow import Schema, ValidationError, fields

@@ -7,7 +7,7 @@ from clock import rfc3339
 
 
 class ProblemSchema(Schema):
-    """RFC 9457 problem details (CONTRACT.md "errors"), served as `application/problem+json`."""
+    """RFC 9457 problem details (docs/API.md "errors"), served as `application/problem+json`."""
 
     type = fields.String(required=True,
                          metadata={"description": "Problem type URI; `about:blank` when the status says it all."})
@@ -21,7 +21,7 @@ class ProblemSchema(Schema):
 
 
 class Timestamp(fields.DateTime):
-    """An RFC 3339 UTC timestamp with a `Z` suffix (CONTRACT.md "time")."""
+    """An RFC 3339 UTC timestamp with a `Z` suffix (docs/API.md "time")."""
 
     def _serialize(self, value, attr, obj, **kwargs):
         return None if value is None else rfc3339(value)

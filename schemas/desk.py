@@ -1,4 +1,4 @@
-"""Bodies of the filing desk's writes and the shapes they answer with (CONTRACT.md "writes").
+"""Bodies of the filing desk's writes and the shapes they answer with (docs/API.md "writes").
 
 Every input schema rejects unknown fields (marshmallow's RAISE, documented as
 `additionalProperties: false`), and every constraint below is exactly what the service enforces:

@@ -1,4 +1,4 @@
-"""The oEmbed query and record (spec "Endpoints": `/oembed`; oembed.com, oEmbed 1.0, type rich)."""
+"""The oEmbed query and record (`/oembed`; oembed.com, oEmbed 1.0, type rich)."""
 from __future__ import annotations
 
 from marshmallow import Schema, fields, validate

@@ -1,5 +1,5 @@
-"""The front document, video editions (the cast), short-form posts and the masthead (spec
-"Other resources"; CONTRACT.md "list responses")."""
+"""The front document, video editions (the cast), short-form posts and the masthead (docs/API.md
+"list responses")."""
 from __future__ import annotations
 
 import re

@@ -111,7 +111,7 @@ def _finish_operation(operation: dict, machine: bool, components: dict, *, has_p
     needed = _needed(operation, has_path_params)
     if "requestBody" not in operation:
         # flask-smorest documents 422 for every @arguments; errors.py answers bad query and path
-        # values 400 instead (CONTRACT.md "status codes"), and only a JSON body can get 422.
+        # values 400 instead (docs/API.md "status codes"), and only a JSON body can get 422.
         responses.pop("422", None)
     for code, description in needed.items():
         responses.setdefault(code, {"description": description})

@@ -1,4 +1,4 @@
-"""The paper index (`GET /api/v1`, spec "Paper index") and the receipt keys."""
+"""The paper index (`GET /api/v1`) and the receipt keys."""
 from __future__ import annotations
 
 from marshmallow import Schema, fields

@@ -1,5 +1,5 @@
-"""The provenance record (`GET /api/v1/stories/{id}/proof`, spec "Proof fields", CONTRACT.md
-"proof") and the agent cockpit check (`GET /api/v1/agent`)."""
+"""The provenance record (`GET /api/v1/stories/{id}/proof`, docs/API.md "proof") and the agent
+cockpit check (`GET /api/v1/agent`)."""
 from __future__ import annotations
 
 from marshmallow import Schema, fields

@@ -1,4 +1,4 @@
-"""`GET /api/v1/search` (spec "Endpoints" rule 1; CONTRACT.md "status codes").
+"""`GET /api/v1/search` (docs/API.md "status codes").
 
 The `q` constraints documented in the OpenAPI document (minLength, maxLength, pattern) are the
 very validators that run, so the document and the 400 answers cannot drift apart.

@@ -1,5 +1,5 @@
-"""Story rows and full stories (spec "Story row", "Story (full)"; CONTRACT.md "story row",
-"full story"). Views hand these schemas `Piece` rows with `section` and `persona` loaded."""
+"""Story rows and full stories (docs/API.md "story row", "full story"). Views hand these schemas
+`Piece` rows with `section` and `persona` loaded."""
 from __future__ import annotations
 
 from flask import g

@@ -1,6 +1,5 @@
-"""Subscribe bodies and subscriber answers (spec "Subscriber fields", "Subscriber row";
-CONTRACT.md "subscribe", "webhooks"). Section names are checked against the paper in
-services/delivery/subscriptions.py (they need the database)."""
+"""Subscribe bodies and subscriber answers (docs/API.md "subscribe", "webhooks"). Section names are
+checked against the paper in services/delivery/subscriptions.py (they need the database)."""
 from __future__ import annotations
 
 from email_validator import EmailNotValidError
@@ -84,6 +83,13 @@ class SubscriberRowOut(Schema):
                            metadata={"description": "Section names; every current section when the row takes all."})
     cast = fields.Boolean(required=True)
     last_sent_at = Timestamp(required=True, allow_none=True)
+    bounces = fields.Integer(required=True, metadata={
+        "description": "Alerts the mail server refused for good (5xx) in a row; a delivered alert resets it."})
+    suppressed_at = Timestamp(required=True, allow_none=True, metadata={
+        "description": "When the address was put on the suppression list (no alert is sent to it "
+                       "again); null when it is not. See docs/ALERTS.md \"When a message fails\"."})
+    suppressed_reason = fields.String(required=True, allow_none=True, metadata={
+        "description": "The mail server's refusal that suppressed the address; null when not suppressed."})
     webhook = fields.String(metadata={"description": "The webhook URL; absent on rows without one."})
     webhook_secret = fields.String(metadata={"description": "Only on rows with a webhook."})
 

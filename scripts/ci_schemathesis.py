@@ -48,7 +48,7 @@ LANES = {
     # An admin key: every write. The paper's own config is written last, on its own (next lane).
     "admin": ("admin", ["--exclude-name", CONFIG_WRITE]),
     # `is_public: false` makes the paper private, and a private paper answers a request without a
-    # key with 404 as if absent (CONTRACT.md "tenancy"), so "no key gets 401" cannot hold after
+    # key with 404 as if absent (docs/API.md "tenancy"), so "no key gets 401" cannot hold after
     # this write: that one check is off here, and only here.
     "admin-config": ("admin", ["--include-name", CONFIG_WRITE, "--exclude-checks", "ignored_auth"]),
 }

@@ -1,4 +1,4 @@
-"""The filing desk through HTTP (CONTRACT.md "writes", "status codes"): filing, revising, airing,
+"""The filing desk through HTTP (docs/API.md "writes", "status codes"): filing, revising, airing,
 the cast, sections, personas and config; agent keys within their capability and persona; every
 rejected write answers a problem and writes nothing."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`/embed/{id}`, `/oembed` and the framing and security headers (issue 5 items 3 and 4)."""
+"""`/embed/{id}`, `/oembed` and the framing and security headers."""
 from __future__ import annotations
 
 from urllib.parse import quote

@@ -1,5 +1,5 @@
-"""Faults (issue 7 item 6): the database goes away and comes back; a webhook receiver hangs or
-drips; two gunicorn workers revise one piece at once.
+"""Faults: the database goes away and comes back; a webhook receiver hangs or drips; two gunicorn
+workers revise one piece at once.
 
 - Database gone: an app whose engine reaches the test database through something the test can
   take away (SQLite: the file, opened afresh per request and renamed away; PostgreSQL: a TCP

@@ -1,5 +1,5 @@
 """The reader's feeds through HTTP: `/rss.xml`, `/podcast.xml`, `/front.json`, `/llms.txt`,
-`/sitemap.xml` (and its split pages) and `/sitemap-news.xml` (issue #5 item 2)."""
+`/sitemap.xml` (and its split pages) and `/sitemap-news.xml`."""
 from __future__ import annotations
 
 import io

@@ -1,12 +1,11 @@
-"""Security headers (issue 7 item 4; security.py) on every route of `app.url_map`, its error
-pages included: a Content-Security-Policy, `nosniff`, a Referrer-Policy, framing forbidden except
-on the embeds, HSTS under https only (directly, or from a trusted proxy), and no cookie anywhere.
-The `Server` header of the real server (gunicorn) is checked in tests/test_faults.py."""
+"""Security headers (security.py; docs/SECURITY.md "Headers") on every route of `app.url_map`, its
+error pages included: a Content-Security-Policy, `nosniff`, a Referrer-Policy, framing forbidden
+except on the embeds, HSTS under https only (directly, or from a trusted proxy), and no cookie
+anywhere. The `Server` header of the real server (gunicorn) is checked in tests/test_faults.py."""
 from __future__ import annotations
 
 from sqlalchemy import select
 
-from app import create_app
 from extensions import db
 from models import Subscriber
 from tests.fixtures.newsroom import T0
@@ -99,24 +98,14 @@ def test_hsts_over_https_only(app, client, desk):
     assert "Strict-Transport-Security" not in spoofed.headers
 
 
-def test_hsts_from_a_trusted_proxy(app, client, desk, tmp_path):
+def test_hsts_from_a_trusted_proxy(make_app, client, desk):
     site(client, desk)
-    proxied = create_app({
-        "TESTING": True, "SQLALCHEMY_DATABASE_URI": app.config["SQLALCHEMY_DATABASE_URI"],
-        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True}, "RATELIMIT_ENABLED": False,
-        "INSTANCE_PATH": str(tmp_path), "CACHE_TYPE": "NullCache", "CACHE_NO_NULL_WARNING": True,
-        "TRUSTED_PROXIES": 1,
-    })
-    try:
-        behind = proxied.test_client()
-        secure = behind.get("/api/v1/stories", headers={"X-Forwarded-Proto": "https"})
-        assert secure.status_code == 200
-        assert secure.headers["Strict-Transport-Security"].startswith("max-age=31536000")
-        assert "Strict-Transport-Security" not in behind.get("/api/v1/stories").headers
-    finally:
-        with proxied.app_context():
-            db.session.remove()
-            db.engine.dispose()
+    proxied = make_app(CACHE_TYPE="NullCache", CACHE_NO_NULL_WARNING=True, TRUSTED_PROXIES=1)
+    behind = proxied.test_client()
+    secure = behind.get("/api/v1/stories", headers={"X-Forwarded-Proto": "https"})
+    assert secure.status_code == 200
+    assert secure.headers["Strict-Transport-Security"].startswith("max-age=31536000")
+    assert "Strict-Transport-Security" not in behind.get("/api/v1/stories").headers
 
 
 def test_no_cookie_on_the_readers_posts(client, desk):

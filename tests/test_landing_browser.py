@@ -1,7 +1,7 @@
-"""The /subscribe landing page in a real browser (issue 5, "Done when"): subscribing end to end,
-with static/js/subscribe.js (JSON to the public API, inline confirmation, per-field errors) and
-without JavaScript (the form POST), the confirm email arriving at a real SMTP server on
-loopback, its link followed and the confirm button pressed.
+"""The /subscribe landing page in a real browser: subscribing end to end, with
+static/js/subscribe.js (JSON to the public API, inline confirmation, per-field errors) and without
+JavaScript (the form POST), the confirm email arriving at a real SMTP server on loopback, its link
+followed and the confirm button pressed.
 
 Debian's headless Chromium through Playwright (tests/fixtures/browser.py); skipped without them.
 """

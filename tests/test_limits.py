@@ -24,7 +24,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from app import create_app
 from extensions import db
 from models import Piece, PieceRevision, Section, Subscriber
 from services.delivery import mail, subscriptions
@@ -123,28 +122,15 @@ def test_a_chunked_body_without_a_length_is_cut_off_at_64_kib(client, newsroom):
 
 
 @pytest.fixture
-def limited(app, tmp_path):
-    """An app over the suite's database with the limiter on and small limits."""
-    limited = create_app({
-        "TESTING": True,
-        "SQLALCHEMY_DATABASE_URI": app.config["SQLALCHEMY_DATABASE_URI"],
-        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
-        "INSTANCE_PATH": str(tmp_path / "instance"),
-        "OUTBOX_DIR": str(tmp_path / "outbox"),
-        # Another worker of the same deployment: it shares the secret that signs links.
-        "SECRET_KEY": app.config["SECRET_KEY"],
-        "CACHE_TYPE": "NullCache", "CACHE_NO_NULL_WARNING": True,
-        "RATELIMIT_ENABLED": True, "RATELIMIT_STORAGE_URI": "memory://",
-        "READ_RATELIMIT": "5/minute",
-        "SUBSCRIBE_RATELIMIT": "2/minute", "SUBSCRIBE_ADDRESS_RATELIMIT": "10/minute",
-        "SUBSCRIBE_LINK_RATELIMIT": "3/minute",
-    })
-    try:
-        yield limited
-    finally:
-        with limited.app_context():
-            db.session.remove()
-            db.engine.dispose()
+def limited(make_app):
+    """An app over the suite's database with the limits on and small ones."""
+    return make_app(
+        CACHE_TYPE="NullCache", CACHE_NO_NULL_WARNING=True,
+        RATELIMIT_ENABLED=True, RATELIMIT_STORAGE_URI="memory://",
+        READ_RATELIMIT="5/minute",
+        SUBSCRIBE_RATELIMIT="2/minute", SUBSCRIBE_ADDRESS_RATELIMIT="10/minute",
+        SUBSCRIBE_LINK_RATELIMIT="3/minute",
+    )
 
 
 def assert_rate_headers(response, limit: int, remaining: int) -> None:

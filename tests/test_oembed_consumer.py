@@ -1,6 +1,6 @@
-"""`/oembed` as an oEmbed consumer library sees it (issue 5, "Done when"): micawber, given our
-provider pattern for the live server, fetches a story's record over real HTTP and turns the
-story's address in a text into the card's iframe."""
+"""`/oembed` as an oEmbed consumer library sees it: micawber, given our provider pattern for the
+live server, fetches a story's record over real HTTP and turns the story's address in a text into
+the card's iframe."""
 from __future__ import annotations
 
 import re

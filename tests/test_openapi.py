@@ -1,6 +1,6 @@
 """`/api/v1/openapi.json` and `flask openapi`: a valid OpenAPI 3.1 document that declares every
 route the app serves under `/api/v1`, `/embed/` and `/oembed`, with every error it can answer
-(spec "Versioning"; CONTRACT.md "the document", "errors", "status codes")."""
+(docs/API.md "the document", "errors", "status codes")."""
 from __future__ import annotations
 
 import json

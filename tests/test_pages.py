@@ -1,5 +1,5 @@
-"""The reader's pages (issue 5 item 1): front, story, section, back issues, the cast, the
-masthead and the HTML 404 page, through HTTP."""
+"""The reader's pages: front, story, section, back issues, the cast, the masthead and the HTML 404
+page, through HTTP."""
 from __future__ import annotations
 
 import json

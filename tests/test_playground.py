@@ -1,7 +1,7 @@
-"""`/api`, the API playground (spec rule 6; issue 5 item 6): through HTTP (the server-rendered
-page that works without JavaScript) and in a real browser (static/js/playground.js): pick a
-story, change the width, copy the snippet, paste it into a page of another origin and see the
-card, with no cookie and no request to any other host; try each public endpoint.
+"""`/api`, the API playground: through HTTP (the server-rendered page that works without JavaScript)
+and in a real browser (static/js/playground.js): pick a story, change the width, copy the snippet,
+paste it into a page of another origin and see the card, with no cookie and no request to any other
+host; try each public endpoint.
 """
 from __future__ import annotations
 

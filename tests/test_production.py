@@ -1,5 +1,5 @@
-"""Production behaviour (issue 6): the response cache, surrogate keys and the CDN purge hook,
-request ids and JSON request logs, ProxyFix, /readyz without a database, gunicorn's config.
+"""Production behaviour (docs/DEPLOYING.md): the response cache, surrogate keys and the CDN purge
+hook, request ids and JSON request logs, ProxyFix, /readyz without a database, gunicorn's config.
 
 The suite's `app` runs with NullCache; tests here build a second app on the same database with
 the cache they need (`make_app`), so they see exactly what production would.
@@ -19,7 +19,6 @@ import time_machine
 
 import logging_setup
 from app import create_app
-from extensions import db
 from services.delivery import purge
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
@@ -27,29 +26,6 @@ from tests.fixtures.statements import statements
 
 ROOT = Path(__file__).resolve().parent.parent
 VOLATILE = {"X-Request-ID"}
-
-
-@pytest.fixture
-def make_app(app):
-    """Build apps on the suite's database with other settings; their engines close afterwards."""
-    made = []
-
-    def build(**overrides):
-        settings = {
-            "TESTING": True, "SQLALCHEMY_DATABASE_URI": app.config["SQLALCHEMY_DATABASE_URI"],
-            "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True}, "RATELIMIT_ENABLED": False,
-            "INSTANCE_PATH": app.instance_path, "OUTBOX_DIR": app.config["OUTBOX_DIR"],
-            "WEBHOOK_ALLOW_PRIVATE": True, "CACHE_TYPE": "SimpleCache",
-        }
-        built = create_app({**settings, **overrides})
-        made.append(built)
-        return built
-
-    yield build
-    for built in made:
-        with built.app_context():
-            db.session.remove()
-            db.engine.dispose()
 
 
 def filing(headline: str) -> dict:

@@ -1,5 +1,5 @@
 """Proofs, receipt keys, rotation, `flask verify-proof` and the agent cockpit, through HTTP and
-the CLI (spec rule 4, "Proof fields"; CONTRACT.md "proof").
+the CLI (docs/API.md "proof").
 
 Verification here uses the `cryptography` package and `rfc8785` + hashlib directly: nothing from
 the app's own provenance code (PyNaCl), so the proof is checked the way any client would."""

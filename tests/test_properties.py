@@ -1,10 +1,10 @@
-"""Property-based tests (hypothesis) of every parser of outside input (issue 7 item 2): `q`, `day`,
-`since`, `limit`, ids and slugs, subscriber bodies, filing bodies, oEmbed `url` and sizes, and
-webhook URLs. Every input gets a 2xx or a 4xx (a problem+json on machine routes, an HTML page on
-reader pages), never a 5xx, and a 4xx writes nothing: a snapshot of every table's row count and
-of the papers' versions (which every write moves) is taken before and after each example.
-Where the contract says exactly which inputs are valid, that is checked too. The strategies
-(what outside input looks like) are in tests/strategies.py.
+"""Property-based tests (hypothesis) of every parser of outside input: `q`, `day`, `since`, `limit`,
+ids and slugs, subscriber bodies, filing bodies, oEmbed `url` and sizes, and webhook URLs. Every
+input gets a 2xx or a 4xx (a problem+json on machine routes, an HTML page on reader pages), never a
+5xx, and a 4xx writes nothing: a snapshot of every table's row count and of the papers' versions
+(which every write moves) is taken before and after each example. Where the contract says exactly
+which inputs are valid, that is checked too. The strategies (what outside input looks like) are in
+tests/strategies.py.
 
 The examples run through the Flask test client against one newsroom built per test (the
 `world` fixture). Hypothesis warns about function-scoped fixtures because they are not reset

@@ -1,7 +1,7 @@
-"""No N+1 anywhere (issue 6 "Efficiency"): story lists, the front, a day, search and the feeds
-issue the same number of SQL statements for a handful of rows and for many, and no more than the
-few each one needs. Counted by tests/fixtures/statements.py, with the response cache
-off (the suite's app uses NullCache), so every statement the views need is seen.
+"""No N+1 anywhere: story lists, the front, a day, search and the feeds issue the same number of SQL
+statements for a handful of rows and for many, and no more than the few each one needs. Counted by
+tests/fixtures/statements.py, with the response cache off (the suite's app uses NullCache), so every
+statement the views need is seen.
 
 tests/test_front.py, test_pages.py and test_feeds.py hold narrower counts of their own surfaces.
 """

@@ -96,7 +96,7 @@ def test_oembed_snippet_shows_the_whole_byline_and_disclosure(browser, live, new
     page.goto(f"{other_origin}/frame?snippet={quote(record['html'], safe='')}")
     frame = page.frames[1]
     assert "Rates rise again" in frame.inner_text("h1")
-    # Nothing the reader must see is cut off by the frame's edge (spec rule 5: the disclosure).
+    # Nothing the reader must see (above all, the AI persona disclosure) is cut off by the frame.
     bottom = frame.evaluate("document.querySelector('.disc').getBoundingClientRect().bottom")
     assert bottom <= record["height"], (bottom, record["height"])
     assert frame.evaluate("document.documentElement.scrollWidth") <= record["width"]

@@ -1,4 +1,4 @@
-"""`GET /api/v1/search` through HTTP (spec "Endpoints" rule 1; CONTRACT.md "status codes")."""
+"""`GET /api/v1/search` through HTTP (docs/API.md "status codes")."""
 from __future__ import annotations
 
 import re

@@ -8,7 +8,6 @@ from datetime import timedelta
 import pytest
 import time_machine
 
-from app import create_app
 from extensions import db
 from tests.fixtures.keys import auth
 from tests.fixtures.servers import body_text
@@ -56,7 +55,6 @@ def test_double_opt_in_over_http(client, desk, smtp):
 
 
 def _paper():
-    from extensions import db
     from models import Paper
 
     return db.session.query(Paper).filter_by(slug="demo").one()
@@ -144,7 +142,9 @@ def test_keyed_list_read_and_admin(client, desk, smtp):
     rows = client.get("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key")).get_json()
     assert rows["count"] == 2
     two = next(r for r in rows["subscribers"] if r["email"] == "two@example.com")
-    assert set(two) == {"email", "confirmed_at", "cadence", "sections", "cast", "last_sent_at"}
+    assert set(two) == {"email", "confirmed_at", "cadence", "sections", "cast", "last_sent_at", "bounces",
+                        "suppressed_at", "suppressed_reason"}
+    assert two["bounces"] == 0 and two["suppressed_at"] is None and two["suppressed_reason"] is None
     assert two["cast"] is False and two["sections"] == ["World", "Business", "Science"]
     assert two["cadence"] == "daily"
 
@@ -191,19 +191,10 @@ def test_admin_batch_limits_and_webhook_rules(client, desk, app):
         app.config["WEBHOOK_ALLOW_PRIVATE"] = True
 
 
-def test_rate_limits_answer_429_with_retry_after(tmp_path, app):
-    """Its own app with the limiter on (the suite's app runs with RATELIMIT_ENABLED off)."""
-    limited = create_app({
-        "TESTING": True, "SQLALCHEMY_DATABASE_URI": app.config["SQLALCHEMY_DATABASE_URI"],
-        "RATELIMIT_ENABLED": True, "RATELIMIT_STORAGE_URI": "memory://",
-        "OUTBOX_DIR": str(tmp_path / "outbox"), "CACHE_TYPE": "NullCache", "CACHE_NO_NULL_WARNING": True,
-    })
-    try:
-        _hit_limits(limited)
-    finally:
-        with limited.app_context():
-            db.session.remove()
-            db.engine.dispose()
+def test_rate_limits_answer_429_with_retry_after(make_app):
+    """Its own app with the limits on (the suite's app runs with RATELIMIT_ENABLED off)."""
+    _hit_limits(make_app(RATELIMIT_ENABLED=True, RATELIMIT_STORAGE_URI="memory://",
+                         CACHE_TYPE="NullCache", CACHE_NO_NULL_WARNING=True))
 
 
 def _hit_limits(limited):

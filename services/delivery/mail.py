@@ -1,4 +1,4 @@
-"""Outgoing mail: over SMTP_URL, or to a file outbox when it is empty (CONTRACT.md "config").
+"""Outgoing mail: over SMTP_URL, or to a file outbox when it is empty (docs/API.md "config").
 
 SMTP_URL forms: `smtp://host:25` (plain), `smtp+starttls://user:pass@host:587`,
 `smtps://user:pass@host:465`; user and password are percent-decoded. A `Mailer` keeps one
@@ -46,8 +46,34 @@ def one_line(value: str) -> str:
     return _NOT_ONE_LINE.sub(" ", value).strip()
 
 
+# What a failure says about the message (MailError.kind).
+PERMANENT, TEMPORARY, CONNECTION = "permanent", "temporary", "connection"
+
+
 class MailError(Exception):
-    """A message could not be handed over (the server refused it or could not be reached)."""
+    """A message could not be handed over. `kind` says whose fault it is:
+
+    - PERMANENT: the server answered 5xx for this message (its recipient, or its content at
+      DATA): sending it again would get the same answer.
+    - TEMPORARY: the server answered 4xx for this message (greylisting, mailbox full): it may
+      be accepted later.
+    - CONNECTION: no server answered for this message (connect refused, timeout, TLS or login
+      failure, the server closing the connection or answering 421, the sender refused, the
+      outbox not writable): nothing is known about the message itself.
+
+    `code` is the SMTP reply code when there was one, else None."""
+
+    def __init__(self, text: str, kind: str = CONNECTION, code: int | None = None):
+        super().__init__(text)
+        self.kind, self.code = kind, code
+
+
+def classify(code: int) -> str:
+    """The kind of a failure answered with SMTP reply `code` about one message: 5xx
+    PERMANENT, 421 (the server is closing the connection) CONNECTION, other 4xx TEMPORARY."""
+    if code == 421 or code < 400:
+        return CONNECTION
+    return PERMANENT if code >= 500 else TEMPORARY
 
 
 def compose(*, from_name: str, from_addr: str, to: str, subject: str, text: str, html: str,
@@ -208,10 +234,19 @@ class SmtpMailer(Mailer):
         self._conn = None
 
     def send(self, message: EmailMessage | Outgoing) -> None:
+        """Hand `message` over. Raises MailError with its kind (see MailError): a failure to
+        connect, log in or keep the connection is CONNECTION, whatever its reply code; a reply
+        to this message's MAIL, RCPT or DATA is classified by `classify()`, except a refused
+        sender (MAIL FROM), which is about us and every message, so CONNECTION."""
         for attempt in (1, 2):
             try:
                 if self._conn is None:
                     self._conn = self._connect()
+            except (smtplib.SMTPException, OSError) as exc:
+                self._drop()
+                raise MailError(f"smtp: cannot connect: {type(exc).__name__}: {exc}", CONNECTION,
+                                getattr(exc, "smtp_code", None)) from exc
+            try:
                 if isinstance(message, Outgoing):
                     options = ["SMTPUTF8", "BODY=8BITMIME"] if message.smtputf8 else []
                     self._conn.sendmail(message.sender, [message.to], message.data, options)
@@ -222,16 +257,22 @@ class SmtpMailer(Mailer):
                 # A reused connection the server has since closed: one fresh try.
                 self._conn = None
                 if attempt == 2:
-                    raise MailError(f"smtp: {exc}") from exc
-            except smtplib.SMTPResponseException as exc:
+                    raise MailError(f"smtp: {exc}", CONNECTION) from exc
+            except smtplib.SMTPSenderRefused as exc:
                 self._reset()
-                raise MailError(f"smtp {exc.smtp_code}: {exc.smtp_error!r}") from exc
+                raise MailError(f"smtp {exc.smtp_code}: sender refused: {exc.smtp_error!r}", CONNECTION,
+                                exc.smtp_code) from exc
             except smtplib.SMTPRecipientsRefused as exc:
                 self._reset()
-                raise MailError(f"smtp: recipient refused {list(exc.recipients)}") from exc
+                code, reply = next(iter(exc.recipients.values()), (550, b""))
+                raise MailError(f"smtp {code}: recipient refused: {reply!r}", classify(code), code) from exc
+            except smtplib.SMTPResponseException as exc:
+                self._reset()
+                raise MailError(f"smtp {exc.smtp_code}: {exc.smtp_error!r}", classify(exc.smtp_code),
+                                exc.smtp_code) from exc
             except (smtplib.SMTPException, OSError) as exc:
                 self._drop()
-                raise MailError(f"smtp: {type(exc).__name__}: {exc}") from exc
+                raise MailError(f"smtp: {type(exc).__name__}: {exc}", CONNECTION) from exc
 
     def _reset(self) -> None:
         try:

@@ -1,4 +1,4 @@
-"""The CDN purge hook (issue 6 "Caching"; docs/DEPLOYING.md "Behind a CDN").
+"""The CDN purge hook (docs/API.md "caching"; docs/DEPLOYING.md "Caching, and a CDN in front").
 
 Public answers carry `Surrogate-Key: paper-<id>` and, on a piece's own answers,
 `piece-<id>` (http_cache.py). When a piece goes on air, goes off air, or is revised while on air,

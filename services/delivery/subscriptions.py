@@ -299,7 +299,7 @@ def counts(paper: Paper) -> dict:
 
 
 def rows(paper: Paper) -> list[dict]:
-    """Admin rows (spec "Subscriber row"), oldest first; `webhook` and `webhook_secret` only on
+    """Subscriber rows for an admin key, oldest first; `webhook` and `webhook_secret` only on
     rows with a webhook. Two queries whatever the number of rows."""
     every = active_sections(paper)
     out = []
@@ -307,7 +307,8 @@ def rows(paper: Paper) -> list[dict]:
             Subscriber.paper_id == paper.id, Subscriber.unsubscribed_at.is_(None)).order_by(Subscriber.id)):
         item = {"email": row.email, "confirmed_at": row.confirmed_at, "cadence": row.cadence,
                 "sections": row.sections if row.sections is not None else every, "cast": row.cast,
-                "last_sent_at": row.last_sent_at}
+                "last_sent_at": row.last_sent_at, "bounces": row.bounces, "suppressed_at": row.suppressed_at,
+                "suppressed_reason": row.suppressed_reason}
         if row.webhook_url:
             item["webhook"], item["webhook_secret"] = row.webhook_url, row.webhook_secret
         out.append(item)

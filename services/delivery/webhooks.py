@@ -1,4 +1,4 @@
-"""Signed webhook deliveries through an outbox (CONTRACT.md "webhooks"; docs/ALERTS.md).
+"""Signed webhook deliveries through an outbox (docs/API.md "webhooks"; docs/ALERTS.md).
 
 A delivery is a JSON POST `{id, type, created_at, data}` with `X-Desk-Event`,
 `X-Desk-Delivery` and `X-Desk-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.

@@ -1,4 +1,4 @@
-"""The filing desk: file, revise, put on air, take off air (CONTRACT.md "writes").
+"""The filing desk: file, revise, put on air, take off air (docs/API.md "writes").
 
 Every filing or revision validates its inputs, writes a new `PieceRevision` with its basis,
 content hash and Ed25519 receipt, refreshes the piece's current state and moves the paper's

@@ -1,6 +1,6 @@
 """Provenance: content hashes, Ed25519 filing receipts and the papers' signing keys.
 
-Spec rule 4 and "Proof fields"; CONTRACT.md "proof". A receipt proves which paper's desk filed
+docs/API.md "proof"; docs/PROOFS.md verifies one offline. A receipt proves which paper's desk filed
 which revision and that its content is unchanged since. It never proves that a claim is true.
 
 - `content_hash` = "sha256:" + hex SHA-256 of the RFC 8785 canonical JSON of `basis`.
@@ -121,7 +121,7 @@ def verify(public_key_b64: str, message: str, signature_b64: str) -> bool:
 
 
 def proof_for(piece: Piece) -> dict:
-    """The provenance record of `piece`'s current revision (CONTRACT.md "proof"): `id`, `rev`,
+    """The provenance record of `piece`'s current revision (docs/API.md "proof"): `id`, `rev`,
     `content_hash`, `basis`, `hash_basis`, `receipt`, `receipt_verify` {signed_string, alg, kid,
     public_key, encoding}, `generations` (every revision oldest first, each with its hash, the
     previous one's, filing time, filer, kid, receipt and signed string) and `disclaimer`.

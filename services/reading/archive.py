@@ -1,6 +1,5 @@
-"""Sections with their on-air counts and the day-by-day archive (spec "Endpoints":
-`/sections`, `/days`, `/days/{day}`). Each function issues one SQL statement whatever the
-number of rows."""
+"""Sections with their on-air counts and the day-by-day archive (`/sections`, `/days`,
+`/days/{day}`). Each function issues one SQL statement whatever the number of rows."""
 from __future__ import annotations
 
 from datetime import date

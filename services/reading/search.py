@@ -1,4 +1,4 @@
-"""Full-text search over headline, dek and prose (spec "Endpoints" rule 1).
+"""Full-text search over headline, dek and prose.
 
 The index is made by migration 0001 and is not mapped by the ORM: on SQLite the external-content
 FTS5 table `pieces_fts(headline, dek, prose)` (tokenizer `porter unicode61 remove_diacritics 2`,

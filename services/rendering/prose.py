@@ -1,9 +1,9 @@
 """Prose -> HTML for reader pages: CommonMark with `[^N]` markers turned into footnote links.
 
-Spec "Story (full)": marker `[^N]` refers to cited fact N; clients render them as footnotes and
-never strip them. Each marker becomes `<sup id="ref-N"><a href="#fact-N">[N]</a></sup>` (a
-repeated marker gets `id="ref-N-2"`, `-3`, ... so ids stay unique); `render_facts` numbers the
-list items `fact-N` with a back-link to the first `ref-N`.
+A marker `[^N]` in prose refers to cited fact N; clients render them as footnotes and never strip
+them. Each marker becomes `<sup id="ref-N"><a href="#fact-N">[N]</a></sup>` (a repeated marker gets
+`id="ref-N-2"`, `-3`, ... so ids stay unique); `render_facts` numbers the list items `fact-N` with a
+back-link to the first `ref-N`.
 
 Raw HTML in prose is escaped, never passed through (markdown-it "commonmark" with `html`
 off), and markdown-it's link validation drops `javascript:`-style URLs. Link reference
