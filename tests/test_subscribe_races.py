@@ -12,8 +12,6 @@ from datetime import datetime, timedelta, timezone
 import httpx
 import time_machine
 
-from app import create_app
-from extensions import db
 from tests.fixtures.newsroom import Desk
 
 T = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
@@ -52,31 +50,21 @@ def test_ten_concurrent_subscribes_of_one_address_send_one_confirm(desk, live, s
         assert len(smtp.to("racer@example.com")) == 2
 
 
-def test_every_spelling_of_an_address_shares_one_address_limit(tmp_path, app):
-    limited = create_app({
-        "TESTING": True, "SQLALCHEMY_DATABASE_URI": app.config["SQLALCHEMY_DATABASE_URI"],
-        "RATELIMIT_ENABLED": True, "RATELIMIT_STORAGE_URI": "memory://",
-        "SUBSCRIBE_ADDRESS_RATELIMIT": "2/hour",
-        "OUTBOX_DIR": str(tmp_path / "outbox"), "CACHE_TYPE": "NullCache", "CACHE_NO_NULL_WARNING": True,
-    })
-    try:
-        with limited.app_context():
-            Desk(limited).paper("demo")
-            client = limited.test_client()
-            n = iter(range(1, 100))
+def test_every_spelling_of_an_address_shares_one_address_limit(make_app):
+    limited = make_app(RATELIMIT_ENABLED=True, RATELIMIT_STORAGE_URI="memory://",
+                       SUBSCRIBE_ADDRESS_RATELIMIT="2/hour", CACHE_TYPE="NullCache")
+    with limited.app_context():
+        Desk(limited).paper("demo")
+        client = limited.test_client()
+        n = iter(range(1, 100))
 
-            def post(email: str) -> int:
-                # Each from another client address: only the per-address limit can refuse.
-                return client.post("/api/v1/subscribers", json={"email": email},
-                                   environ_base={"REMOTE_ADDR": f"10.0.0.{next(n)}"}).status_code
+        def post(email: str) -> int:
+            # Each from another client address: only the per-address limit can refuse.
+            return client.post("/api/v1/subscribers", json={"email": email},
+                               environ_base={"REMOTE_ADDR": f"10.0.0.{next(n)}"}).status_code
 
-            assert [post("Foo@Example.COM"), post("foo@example.com"), post("FOO@example.com")] == [202, 202, 429]
-            # An IDNA domain and its Unicode spelling are one address too.
-            assert [post("ann@xn--bcher-kva.example"), post("Ann@BÜCHER.example"),
-                    post("ann@bücher.example")] == [202, 202, 429]
-            assert post("someone.else@example.com") == 202
-            db.session.remove()
-    finally:
-        with limited.app_context():
-            db.session.remove()
-            db.engine.dispose()
+        assert [post("Foo@Example.COM"), post("foo@example.com"), post("FOO@example.com")] == [202, 202, 429]
+        # An IDNA domain and its Unicode spelling are one address too.
+        assert [post("ann@xn--bcher-kva.example"), post("Ann@BÜCHER.example"),
+                post("ann@bücher.example")] == [202, 202, 429]
+        assert post("someone.else@example.com") == 202
