@@ -30,6 +30,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.config["SECRET_KEY"] = security.secret_key(app.config.get("SECRET_KEY"), app.instance_path)
     _sqlite_file_must_exist(app)
     app.json.sort_keys = False
+    check_sender_settings(app.config)
     trusted = app.config["TRUSTED_PROXIES"]
     if trusted > 0:
         # Host is never taken from X-Forwarded-Host: tenancy trusts Host, which the proxy passes.
@@ -42,6 +43,16 @@ def create_app(test_config: dict | None = None) -> Flask:
     pipeline.install(app)
     register_commands(app)
     return app
+
+
+def check_sender_settings(settings) -> None:
+    """Refuse to start on a PUBLIC_BASE_URL or MAIL_FROM that mail could not use: a bad one
+    would only show later as dead links or refused mail. Raises ValueError with the reason."""
+    from services.delivery.subscriptions import parse_mail_from
+    from services.rendering.links import PaperOrigins
+
+    PaperOrigins.from_config(settings)
+    parse_mail_from(settings.get("MAIL_FROM", ""))
 
 
 def register_extensions(app: Flask) -> None:

@@ -106,6 +106,10 @@ def load() -> dict:
         "RATELIMIT_STORAGE_OPTIONS": {"socket_timeout": 1, "socket_connect_timeout": 1},
         "RATELIMIT_DEFAULT": os.environ.get("RATELIMIT_DEFAULT", "600 per minute"),
         "WEBHOOK_ALLOW_PRIVATE": _flag("WEBHOOK_ALLOW_PRIVATE", False),
+        # Webhook POSTs in flight at once per run, and the wall time (seconds) a run spends
+        # starting them; what is left is due for the next run (services/delivery/webhooks.py).
+        "WEBHOOK_CONCURRENCY": int(os.environ.get("WEBHOOK_CONCURRENCY", "4")),
+        "WEBHOOK_RUN_SECONDS": float(os.environ.get("WEBHOOK_RUN_SECONDS", "120")),
         # Public subscribe (docs/API.md "rate limits"): per client IP, and per address.
         "SUBSCRIBE_RATELIMIT": os.environ.get("SUBSCRIBE_RATELIMIT", "5/minute;20/hour"),
         "SUBSCRIBE_ADDRESS_RATELIMIT": os.environ.get("SUBSCRIBE_ADDRESS_RATELIMIT", "3/hour;10/day"),
@@ -114,6 +118,13 @@ def load() -> dict:
         "SUBSCRIBE_LINK_RATELIMIT": os.environ.get("SUBSCRIBE_LINK_RATELIMIT", "20/minute;200/hour"),
         # Port for links in alert emails built outside a request (`send-alerts`); empty: none.
         "PUBLIC_PORT": os.environ.get("PUBLIC_PORT", ""),
+        # The origin of links built outside a request (`http://127.0.0.1:5000`): the default
+        # paper's, with its scheme and port for the others (rendering/links.py PaperOrigins).
+        # Empty: PUBLIC_URL_SCHEME, PAPER_DOMAIN and PUBLIC_PORT. Checked at startup.
+        "PUBLIC_BASE_URL": os.environ.get("PUBLIC_BASE_URL", ""),
+        # `"Name <address>"` or an address: the From of every message. Empty: the nameplate and
+        # alerts@<paper host> (subscriptions.sender). Checked at startup.
+        "MAIL_FROM": os.environ.get("MAIL_FROM", ""),
         # flask-caching: SimpleCache (per process) in development, RedisCache + CACHE_REDIS_URL in
         # production (shared by workers), NullCache to turn every cache off. It holds whole public
         # answers (http_cache.py) and built feeds, keyed by the paper's version.

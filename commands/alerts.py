@@ -18,7 +18,11 @@ from services.rendering.links import PaperOrigins
 
 
 def _deliver_webhooks(now) -> webhooks.DeliveryReport:
-    report = webhooks.deliver_due(now, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
+    config = current_app.config
+    report = webhooks.deliver_due(now, allow_private=config["WEBHOOK_ALLOW_PRIVATE"],
+                                  concurrency=config["WEBHOOK_CONCURRENCY"], budget=config["WEBHOOK_RUN_SECONDS"])
+    if report.left:
+        click.echo(f"webhooks: out of time after {config['WEBHOOK_RUN_SECONDS']:g}s; the next run goes on")
     click.echo(f"webhooks: delivered {report.delivered}, failed {report.failed}, "
                f"pending {webhooks.pending_count()}")
     return report

@@ -2,18 +2,19 @@
 checked against the paper in services/delivery/subscriptions.py (they need the database)."""
 from __future__ import annotations
 
-from email_validator import EmailNotValidError, validate_email
+from email_validator import EmailNotValidError
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from models import CADENCES
 from schemas.common import Timestamp
+from services.delivery.subscriptions import normalize_email
 
 MAX_EMAILS = 20
 
 
 class EmailAddress(fields.String):
     """An email address checked by `email-validator` (syntax only: no DNS), normalised and
-    lower-cased."""
+    lower-cased (`subscriptions.normalize_email`, the form rows and rate limits use)."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault("validate", validate.Length(min=3, max=320))
@@ -23,10 +24,9 @@ class EmailAddress(fields.String):
     def _deserialize(self, value, attr, data, **kwargs):
         text = super()._deserialize(value, attr, data, **kwargs)
         try:
-            result = validate_email(text, check_deliverability=False)
+            return normalize_email(text)
         except EmailNotValidError as exc:
             raise ValidationError(f"Not a valid email address: {exc}") from exc
-        return result.normalized.lower()
 
 
 class _Preferences(Schema):

@@ -184,7 +184,8 @@ class Composer:
         subject = (f"{paper.nameplate}: {count} new piece{'s' if count != 1 else ''}" if count
                    else f"{paper.nameplate}: today's video edition")
         context = {"paper": paper, "data": data, "unsubscribe": UNSUBSCRIBE_SLOT, "home": links.home()}
-        return mail.Template(from_name=paper.nameplate, from_addr=subscriptions.sender_address(paper, links=links),
+        from_name, from_addr = subscriptions.sender(paper, links=links)
+        return mail.Template(from_name=from_name, from_addr=from_addr,
                              subject=subject, now=self.now, list_id=subscriptions.list_id(paper, links=links),
                              one_click=True, text=render_template("mail/alert.txt", **context),
                              html=render_template("mail/alert.html", **context))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import binascii
 import queue
+import re
 import secrets
 import smtplib
 import ssl
@@ -30,6 +31,19 @@ from urllib.parse import unquote, urlsplit
 
 SMTP_TIMEOUT = 20
 DEFAULT_PORTS = {"smtp": 25, "smtp+starttls": 587, "smtps": 465}
+
+
+# Anything that would end a header line or hide in one: C0/C1 controls, DEL, the Unicode line
+# and paragraph separators. Runs of them (and of spaces) become one space.
+_NOT_ONE_LINE = re.compile(r"[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def one_line(value: str) -> str:
+    """`value` made safe for a header: every run of whitespace or control characters (CR, LF,
+    NUL, ...) collapsed to one space, ends trimmed. Stored names pass through here because the
+    database may hold rows written before the API refused such values; one of them must not
+    stop a send run for every paper."""
+    return _NOT_ONE_LINE.sub(" ", value).strip()
 
 
 # What a failure says about the message (MailError.kind).
@@ -65,16 +79,17 @@ def classify(code: int) -> str:
 def compose(*, from_name: str, from_addr: str, to: str, subject: str, text: str, html: str,
             now: datetime, list_id: str | None = None, unsubscribe_url: str | None = None) -> EmailMessage:
     """A multipart/alternative (text + HTML) message. With `unsubscribe_url`, RFC 2369/8058
-    `List-Unsubscribe` and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` are set."""
+    `List-Unsubscribe` and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` are set.
+    `from_name`, `subject` and `list_id` are made one line (`one_line`) whatever they hold."""
     message = EmailMessage()
-    message["From"] = formataddr((from_name, from_addr))
+    message["From"] = formataddr((one_line(from_name), from_addr))
     message["To"] = to
-    message["Subject"] = subject
+    message["Subject"] = one_line(subject)
     message["Date"] = format_datetime(now)
     message["Message-ID"] = make_msgid(domain=from_addr.rsplit("@", 1)[-1])
     message["Auto-Submitted"] = "auto-generated"
     if list_id:
-        message["List-Id"] = list_id
+        message["List-Id"] = one_line(list_id)
     if unsubscribe_url:
         message["List-Unsubscribe"] = f"<{unsubscribe_url}>"
         message["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
@@ -106,7 +121,8 @@ class Template:
     values; `fill()` substitutes them (HTML-escaped in the HTML part) and returns that reader's
     `Outgoing`, with its own `To`, `Message-ID` and `List-Unsubscribe: <url>` (one unfolded line,
     never an RFC 2047 encoded word, so mail clients can read it). The shared headers are made
-    once by the email package (RFC 2047 for a non-ASCII nameplate or subject)."""
+    once by the email package (RFC 2047 for a non-ASCII nameplate or subject); `from_name`,
+    `subject` and `list_id` are made one line (`one_line`) first."""
 
     def __init__(self, *, from_name: str, from_addr: str, subject: str, text: str, html: str,
                  now: datetime, list_id: str | None = None, one_click: bool = False):
@@ -114,12 +130,12 @@ class Template:
         self.text, self.html = _crlf(text), _crlf(html)
         self.boundary = "=_pd_" + secrets.token_hex(12)  # "=_" never occurs in quoted-printable
         head = EmailMessage(policy=policy.SMTP)
-        head["From"] = formataddr((from_name, from_addr))
-        head["Subject"] = subject
+        head["From"] = formataddr((one_line(from_name), from_addr))
+        head["Subject"] = one_line(subject)
         head["Date"] = format_datetime(now)
         head["Auto-Submitted"] = "auto-generated"
         if list_id:
-            head["List-Id"] = list_id
+            head["List-Id"] = one_line(list_id)
         if one_click:
             head["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
         head["MIME-Version"] = "1.0"
