@@ -24,10 +24,14 @@ install: $(VENV)/.installed ## create .venv and install pinned dependencies
 # Links in mail (built outside a request by send-alerts) lead to what `make run` serves.
 run alerts: export PUBLIC_BASE_URL ?= http://127.0.0.1:$(PORT)
 
-run: install ## migrate, seed the demo paper once, serve on 127.0.0.1:$(PORT) (PUBLIC_BASE_URL=http://127.0.0.1:$(PORT))
+# The confirm-mail drainer runs in the background beside the server and stops when it does
+# (any exit of the recipe's shell: Ctrl-C included), so a subscribe's mail arrives in a second.
+run: install ## migrate, seed the demo paper once, serve on 127.0.0.1:$(PORT) with the outbox drainer beside it (PUBLIC_BASE_URL=http://127.0.0.1:$(PORT))
 	$(BIN)/flask init-db
 	$(BIN)/flask seed-demo --if-empty
 	$(BIN)/flask run-info --port $(PORT)
+	$(BIN)/flask drain-outbox & drainer=$$!; \
+	trap 'kill -TERM $$drainer 2>/dev/null; wait $$drainer' EXIT INT TERM; \
 	$(BIN)/flask run --host 127.0.0.1 --port $(PORT)
 
 alerts: install ## send-alerts once, with the links of what `make run` serves

@@ -92,6 +92,11 @@ def load() -> dict:
         # send-alerts (docs/ALERTS.md "When a message fails"): permanent refusals in a row that
         # suppress an address, and temporary refusals after which an alert is given up.
         "ALERT_BOUNCE_LIMIT": int(os.environ.get("ALERT_BOUNCE_LIMIT", "3")),
+        # The confirm outbox (flask drain-outbox): seconds per SMTP connect or read, tries
+        # before a message is given up, seconds between polls of the loop.
+        "OUTBOX_SMTP_TIMEOUT": float(os.environ.get("OUTBOX_SMTP_TIMEOUT", "10")),
+        "OUTBOX_MAX_ATTEMPTS": int(os.environ.get("OUTBOX_MAX_ATTEMPTS", "8")),
+        "OUTBOX_POLL_SECONDS": float(os.environ.get("OUTBOX_POLL_SECONDS", "1")),
         "ALERT_MAX_ATTEMPTS": int(os.environ.get("ALERT_MAX_ATTEMPTS", "8")),
         # How far behind the run's clock alert windows end: longer than any air transaction
         # (services/delivery/alerts.py SETTLE; docs/ALERTS.md "Windows").

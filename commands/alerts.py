@@ -13,6 +13,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from clock import utcnow
+from commands.outbox import drain_once
 from services.delivery import alerts, mail, webhooks
 from services.rendering.links import PaperOrigins
 
@@ -41,6 +42,8 @@ def send_alerts(no_webhooks: bool, connections: int) -> None:
     Exits 1 when a message or a webhook delivery failed, after printing what was sent and how
     each failure was classified (docs/ALERTS.md "When a message fails").
     """
+    # Confirm emails first: a reader waiting for one should not wait behind the alerts.
+    drain_once()
     now = utcnow()
     # Each paper's canonical origin: alerts are written outside any request.
     origins = PaperOrigins.from_config(current_app.config)

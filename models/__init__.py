@@ -1,6 +1,7 @@
 """SQLAlchemy models, one module per aggregate. Importing this package registers them all."""
 from models.desk_key import KEY_KINDS, DeskKey, SigningKey
 from models.edition import Edition
+from models.outbox import OUTBOX_KINDS, OutboxMessage
 from models.paper import Paper, Persona, Section
 from models.piece import CitedFact, Piece, PieceRevision
 from models.subscriber import CADENCES, AlertDelivery, Subscriber, WebhookDelivery
@@ -15,6 +16,8 @@ __all__ = [
     "CitedFact",
     "DeskKey",
     "Edition",
+    "OUTBOX_KINDS",
+    "OutboxMessage",
     "Paper",
     "Persona",
     "Piece",

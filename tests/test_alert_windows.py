@@ -30,7 +30,7 @@ class AiringSink(SinkHandler):
 
     async def handle_DATA(self, server, session, envelope):
         answer = await super().handle_DATA(server, session, envelope)
-        if self.during is not None and self.messages[-1]["List-Unsubscribe"]:
+        if self.during is not None and self.received[-1]["List-Unsubscribe"]:
             during, self.during = self.during, None
             during()
         return answer
@@ -39,6 +39,7 @@ class AiringSink(SinkHandler):
 @pytest.fixture
 def airing(app):
     handler = AiringSink()
+    handler.app = app
     controller = Controller(handler, hostname="127.0.0.1", port=free_port())
     controller.start()
     handler.url = f"smtp://127.0.0.1:{controller.port}"

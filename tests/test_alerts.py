@@ -196,6 +196,8 @@ def test_file_outbox_when_no_smtp_url(client, desk, runner, app, tmp_path):
     app.config["OUTBOX_DIR"] = str(tmp_path / "outbox")
     with time_machine.travel(T, tick=False) as clock:
         client.post("/api/v1/subscribers", json={"email": "file@example.com", "cadence": "instant"})
+        assert not os.path.exists(tmp_path / "outbox")  # queued; the drainer writes it
+        assert runner.invoke(args=["drain-outbox", "--once"]).exit_code == 0
         [confirm] = os.listdir(tmp_path / "outbox")
         message = email.message_from_bytes((tmp_path / "outbox" / confirm).read_bytes(),
                                            policy=email.policy.default)
@@ -215,7 +217,7 @@ def test_two_concurrent_runs_alert_nobody_twice(client, desk, smtp, app):
     with time_machine.travel(T, tick=False):
         for i in range(40):
             client.post("/api/v1/subscribers", json={"email": f"c{i}@example.com", "cadence": "daily"})
-    tokens = [re.search(r"confirm\?token=(\S+)", body_text(m)).group(1) for m in smtp.messages]
+        tokens = [re.search(r"confirm\?token=(\S+)", body_text(m)).group(1) for m in smtp.messages]
     with time_machine.travel(T, tick=False):
         for token in tokens:
             client.post("/subscribe/confirm", data={"token": token})

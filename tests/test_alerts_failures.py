@@ -36,6 +36,7 @@ class PickyHandler(SinkHandler):
 @pytest.fixture
 def picky(app):
     handler = PickyHandler()
+    handler.app = app
     controller = Controller(handler, hostname="127.0.0.1", port=free_port())
     controller.start()
     handler.url = f"smtp://127.0.0.1:{controller.port}"

@@ -360,7 +360,8 @@ class _Connection:
                 own.close()
 
 
-def open_mailer(config) -> Mailer:
-    """The batch mailer for an app config: SMTP when `SMTP_URL` is set, else the file outbox."""
+def open_mailer(config, timeout: float = SMTP_TIMEOUT) -> Mailer:
+    """The batch mailer for an app config: SMTP when `SMTP_URL` is set (each connect and each
+    read waits at most `timeout` seconds), else the file outbox."""
     url = config.get("SMTP_URL") or ""
-    return SmtpMailer(url) if url else OutboxMailer(config["OUTBOX_DIR"])
+    return SmtpMailer(url, timeout=timeout) if url else OutboxMailer(config["OUTBOX_DIR"])

@@ -3,9 +3,9 @@
 
 Tokens are itsdangerous signatures of `[paper id, subscriber id, email]` with one salt per
 purpose. Confirm tokens expire after 7 days; unsubscribe tokens never do (an old alert's link
-must keep working). The confirm email is composed inside the transaction and handed to the
-mailer only once it commits (services/after_commit.py), at most one per address per
-CONFIRM_INTERVAL. Functions flush; the request or the CLI commits once.
+must keep working). The confirm email is written to the outbox in the subscribe's own
+transaction, at most one per address per CONFIRM_INTERVAL, and sent by `flask drain-outbox`
+(services/delivery/outbox.py): no request talks to SMTP. Functions flush; the request or the CLI commits once.
 """
 from __future__ import annotations
 
@@ -17,14 +17,13 @@ from email.utils import parseaddr
 from email_validator import EmailNotValidError, validate_email
 from flask import current_app, render_template
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import case, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.attributes import set_committed_value
 
 from extensions import db
 from models import Paper, Section, Subscriber
-from services import after_commit
-from services.delivery import mail, webhooks
+from services.delivery import mail, outbox, webhooks
 from services.errors import Invalid
 from services.rendering.links import Links
 
@@ -187,14 +186,44 @@ def _upsert(paper: Paper, email: str, prefs: Preferences, now: datetime, *, admi
     return row
 
 
-def subscribe(paper: Paper, email: str, prefs: Preferences, now: datetime, *, links: Links) -> Subscriber:
-    """Public subscribe: add or refresh an unconfirmed row and queue the confirm email (unless
-    one went out in the last 10 minutes, or the address is already confirmed), its links under
-    `links`. Flushes; the email leaves once the caller commits. Mail failures are logged, never
-    raised: the answer must not depend on the address."""
-    row = _upsert(paper, email, prefs, now, admin=False)
-    send_confirmation(paper, row, now, links=links)
-    return row
+def _upsert_public(paper: Paper, email: str, prefs: Preferences, now: datetime) -> int:
+    """One statement whatever the address's state (`INSERT ... ON CONFLICT DO UPDATE ...
+    RETURNING id`): a new address is inserted; a left one comes back unconfirmed; a pending
+    one takes the new choices; a confirmed one keeps its own (a stranger may not change them).
+    Returns the row's id."""
+    dialect = db.session.get_bind().dialect.name
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert
+    table = Subscriber.__table__
+    stmt = insert(table).values(paper_id=paper.id, email=email, cadence=prefs.cadence, sections=prefs.sections,
+                                cast=prefs.cast, created_at=now, bounces=0)
+    left = table.c.unsubscribed_at.is_not(None)
+    open_to_change = or_(table.c.confirmed_at.is_(None), left)
+    stmt = stmt.on_conflict_do_update(index_elements=[table.c.paper_id, table.c.email], set_={
+        "unsubscribed_at": None,
+        "confirmed_at": case((left, None), else_=table.c.confirmed_at),
+        "confirm_sent_at": case((left, None), else_=table.c.confirm_sent_at),
+        "cadence": case((open_to_change, stmt.excluded.cadence), else_=table.c.cadence),
+        "sections": case((open_to_change, stmt.excluded.sections), else_=table.c.sections),
+        "cast": case((open_to_change, stmt.excluded.cast), else_=table.c.cast),
+    }).returning(table.c.id)
+    return db.session.execute(stmt).scalar_one()
+
+
+def subscribe(paper: Paper, email: str, prefs: Preferences, now: datetime, *, links: Links) -> None:
+    """Public subscribe: add or refresh an unconfirmed row and put the confirm email in the
+    outbox (services/delivery/outbox.py; `flask drain-outbox` sends it), unless one was queued
+    in the last 10 minutes or the address is already confirmed; its links under `links`.
+
+    Three statements whatever the address's state (new, pending, confirmed, left): the upsert,
+    the conditional claim UPDATE, the outbox INSERT (which writes a row only when the claim
+    won). No SMTP, no template: the answer's time and its queries tell nobody whether the
+    address subscribes. The caller commits."""
+    row_id = _upsert_public(paper, email, prefs, now)
+    claimed = _claim_confirm(row_id, now)
+    outbox.enqueue_confirm(paper.id, row_id, now, links=links, when=claimed)
 
 
 def subscribe_batch(paper: Paper, emails: list[str], prefs: Preferences, now: datetime,
@@ -217,57 +246,49 @@ def subscribe_batch(paper: Paper, emails: list[str], prefs: Preferences, now: da
     return result
 
 
-def send_confirmation(paper: Paper, row: Subscriber, now: datetime, *, links: Links) -> bool:
-    """Queue the confirm email unless the row is confirmed or one was sent within
-    CONFIRM_INTERVAL. Returns True when queued. Needs an app context: SECRET_KEY and the mail
-    settings come from `current_app.config`, the bodies from templates/mail/confirm.*.
-
-    `confirm_sent_at` is claimed first by one conditional UPDATE (`WHERE confirm_sent_at IS
-    NULL OR confirm_sent_at <= now - CONFIRM_INTERVAL`, rowcount 1 or nothing is sent), so
-    concurrent subscribes of one address send one email whatever their timing. The message
-    is composed in the same transaction (the row must be flushed: the link names its id) and
-    goes to the mailer once the transaction commits (after_commit.defer), never if it rolls
-    back. When the mailer fails, the failure is
-    logged and `confirm_sent_at` is put back (one small commit of its own), so the reader may
-    ask again at once."""
-    if row.confirmed_at is not None:
-        return False
-    previous = row.confirm_sent_at
+def _claim_confirm(row_id: int, now: datetime) -> bool:
     # The database decides who sends: one conditional UPDATE, not a read and a write. Concurrent
     # subscribes of one address all run it; the row lock makes the later ones wait for the
     # first to commit, re-check the condition against its confirm_sent_at and match nothing.
-    claimed = db.session.execute(
+    return db.session.execute(
         update(Subscriber)
-        .where(Subscriber.id == row.id, Subscriber.confirmed_at.is_(None),
+        .where(Subscriber.id == row_id, Subscriber.confirmed_at.is_(None),
                or_(Subscriber.confirm_sent_at.is_(None), Subscriber.confirm_sent_at <= now - CONFIRM_INTERVAL))
         .values(confirm_sent_at=now)
-        .execution_options(synchronize_session=False)).rowcount
-    if claimed != 1:
+        .execution_options(synchronize_session=False)).rowcount == 1
+
+
+def send_confirmation(paper: Paper, row: Subscriber, now: datetime, *, links: Links) -> bool:
+    """Queue the confirm email in the outbox unless the row is confirmed or one was queued
+    within CONFIRM_INTERVAL. Returns True when queued. The row must be flushed (the outbox row
+    names its id).
+
+    `confirm_sent_at` is claimed by one conditional UPDATE (`WHERE confirm_sent_at IS NULL OR
+    confirm_sent_at <= now - CONFIRM_INTERVAL`, rowcount 1 or nothing is queued), so concurrent
+    subscribes of one address queue one email whatever their timing. The outbox row is part
+    of the caller's transaction: a rollback queues nothing. When the drainer gives the message
+    up, it puts `confirm_sent_at` back, so the reader may ask again at once."""
+    if row.confirmed_at is not None:
         return False
-    set_committed_value(row, "confirm_sent_at", now)
+    claimed = _claim_confirm(row.id, now)
+    if claimed:
+        set_committed_value(row, "confirm_sent_at", now)
+        outbox.enqueue_confirm(paper.id, row.id, now, links=links)
+    return claimed
+
+
+def compose_confirmation(paper: Paper, row: Subscriber, now: datetime, *, links: Links):
+    """The confirm email of `row` (an `email.message.EmailMessage`), its links under `links`,
+    dated `now`. Needs an app context: SECRET_KEY and the mail settings come from
+    `current_app.config`, the bodies from templates/mail/confirm.*."""
     link = confirm_url(row, links=links)
     context = {"paper": paper, "link": link, "subscriber": row, "home": links.home()}
     from_name, from_addr = sender(paper, links=links)
-    message = mail.compose(
+    return mail.compose(
         from_name=from_name, from_addr=from_addr, to=row.email,
         subject=f"Confirm your {paper.nameplate} alerts", now=now, list_id=list_id(paper, links=links),
         text=render_template("mail/confirm.txt", **context),
         html=render_template("mail/confirm.html", **context))
-    row_id = row.id
-    config = current_app.config
-
-    def deliver() -> None:
-        try:
-            with mail.open_mailer(config) as mailer:
-                mailer.send(message)
-        except (mail.MailError, ValueError) as exc:
-            log.warning("confirm email to subscriber %s failed: %s", row_id, exc)
-            db.session.execute(update(Subscriber).where(
-                Subscriber.id == row_id, Subscriber.confirm_sent_at == now).values(confirm_sent_at=previous))
-            db.session.commit()
-
-    after_commit.defer(deliver)
-    return True
 
 
 def confirm(row: Subscriber, now: datetime) -> Subscriber:
