@@ -32,7 +32,7 @@ from sqlalchemy import func, select
 from extensions import db
 from models import AlertDelivery
 from services.delivery import alerts
-from tests.fixtures.servers import body_text, free_port
+from tests.fixtures.servers import body_text, drain_outbox, free_port
 
 pytestmark = pytest.mark.slow  # real subprocesses, killed and run again
 
@@ -102,6 +102,7 @@ def test_a_run_killed_mid_batch_is_completed_by_the_next_without_duplicates(clie
                 cadence = ("instant", "daily", "weekly")[i % 3]
                 joined = client.post("/api/v1/subscribers", json={"email": address, "cadence": cadence})
                 assert joined.status_code == 202
+                drain_outbox(app)  # what the drainer beside the app does
                 [confirm] = [m for m in handler.messages if m["To"] == address]
                 token = re.search(r"/subscribe/confirm\?token=(\S+)", body_text(confirm)).group(1)
                 assert client.post("/subscribe/confirm", data={"token": token}).status_code == 200

@@ -4,7 +4,11 @@ limit, and never lets one bad row hold up the others; drainers on PostgreSQL sha
 without sending one twice. Over real loopback SMTP servers (a sink, and one that never speaks)."""
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
 import threading
 import time
 from datetime import timedelta
@@ -185,3 +189,30 @@ def test_two_drainers_on_postgresql_never_send_one_message_twice(client, desk, a
     assert sorted(m["To"] for m in smtp.received) == addresses
     assert sum(r.sent for r in reports) == 30 and all(r.sent for r in reports)
     assert all(r.sent_at is not None for r in _rows())
+
+
+@pytest.mark.slow
+def test_the_drainer_loop_sends_within_a_poll_and_stops_cleanly_on_sigterm(client, desk, app, smtp):
+    desk.paper("demo")
+    env = {**os.environ, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "SMTP_URL": smtp.url,
+           "FLASK_APP": "app", "PAPER_DOMAIN": "localhost", "DEFAULT_PAPER": "demo",
+           "SECRET_KEY": app.config["SECRET_KEY"], "OUTBOX_POLL_SECONDS": "0.2", "PYTHONUNBUFFERED": "1"}
+    flask = os.path.join(os.path.dirname(sys.executable), "flask")
+    drainer = subprocess.Popen([flask, "drain-outbox"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    try:
+        assert drainer.stdout.readline().startswith("drain-outbox: polling every 0.2s")
+        assert client.post("/api/v1/subscribers", json={"email": "loop@example.com"}).status_code == 202
+        line = drainer.stdout.readline()
+        while line and not line.startswith("outbox:"):
+            line = drainer.stdout.readline()
+        assert line.startswith("outbox: sent 1")
+        [message] = smtp.received
+        assert client.post("/subscribe/confirm", data={"token": _token(message)}).status_code == 200
+        drainer.send_signal(signal.SIGTERM)
+        rest, _ = drainer.communicate(timeout=10)
+        assert drainer.returncode == 0 and rest.rstrip().endswith("drain-outbox: stopped")
+    finally:
+        if drainer.poll() is None:
+            drainer.kill()
+            drainer.wait()
