@@ -11,9 +11,15 @@ from schemas.common import Timestamp
 MAX_EMAILS = 20
 
 
+# RFC 5321 section 4.5.3.1.1; email-validator lets one more character through.
+MAX_LOCAL_PART = 64
+
+
 class EmailAddress(fields.String):
     """An email address checked by `email-validator` (syntax only: no DNS), normalised and
-    lower-cased."""
+    lower-cased, its domain in ASCII (IDNA: `user@bücher.example` -> `user@xn--bcher-kva.example`)
+    so sending needs SMTPUTF8 only for a non-ASCII local part. A local part over 64 characters
+    is refused."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault("validate", validate.Length(min=3, max=320))
@@ -26,7 +32,10 @@ class EmailAddress(fields.String):
             result = validate_email(text, check_deliverability=False)
         except EmailNotValidError as exc:
             raise ValidationError(f"Not a valid email address: {exc}") from exc
-        return result.normalized.lower()
+        if len(result.local_part) > MAX_LOCAL_PART:
+            raise ValidationError(f"Not a valid email address: the part before @ is longer than "
+                                  f"{MAX_LOCAL_PART} characters.")
+        return (result.ascii_email or f"{result.local_part}@{result.ascii_domain}").lower()
 
 
 class _Preferences(Schema):
