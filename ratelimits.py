@@ -92,12 +92,21 @@ def client_address() -> str:
 
 
 def subscribed_address(req: Request) -> str | None:
-    """The lower-cased address a public subscribe asks for (JSON body or form), else None."""
+    """The address a public subscribe asks for (JSON body or form) as it would be stored (so
+    `a@bücher.example` and `a@xn--bcher-kva.example` share one count), lower-cased as sent when
+    it is not a valid address; else None."""
+    from marshmallow import ValidationError
+
+    from schemas.subscriber import normalize_email  # schemas import models: not at start-up
+
     body = req.get_json(silent=True) if req.is_json else req.form
     email = body.get("email") if hasattr(body, "get") else None
-    if isinstance(email, str) and email.strip():
+    if not (isinstance(email, str) and email.strip()):
+        return None
+    try:
+        return normalize_email(email.strip())
+    except ValidationError:
         return email.strip().lower()
-    return None
 
 
 def _presents_key(req: Request) -> bool:

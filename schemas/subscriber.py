@@ -15,11 +15,23 @@ MAX_EMAILS = 20
 MAX_LOCAL_PART = 64
 
 
+def normalize_email(text: str) -> str:
+    """`text` as stored: checked by `email-validator` (syntax only: no DNS), normalised,
+    lower-cased, the domain in ASCII (`Leser@Bücher.example` -> `leser@xn--bcher-kva.example`).
+    Raises ValidationError on an address it refuses, or a local part over 64 characters."""
+    try:
+        result = validate_email(text, check_deliverability=False)
+    except EmailNotValidError as exc:
+        raise ValidationError(f"Not a valid email address: {exc}") from exc
+    if len(result.local_part) > MAX_LOCAL_PART:
+        raise ValidationError(f"Not a valid email address: the part before @ is longer than "
+                              f"{MAX_LOCAL_PART} characters.")
+    return (result.ascii_email or f"{result.local_part}@{result.ascii_domain}").lower()
+
+
 class EmailAddress(fields.String):
-    """An email address checked by `email-validator` (syntax only: no DNS), normalised and
-    lower-cased, its domain in ASCII (IDNA: `user@bücher.example` -> `user@xn--bcher-kva.example`)
-    so sending needs SMTPUTF8 only for a non-ASCII local part. A local part over 64 characters
-    is refused."""
+    """An email address as `normalize_email` stores it: its domain in ASCII (IDNA), so sending
+    needs SMTPUTF8 only for a non-ASCII local part; a local part over 64 characters refused."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault("validate", validate.Length(min=3, max=320))
@@ -27,15 +39,7 @@ class EmailAddress(fields.String):
         self.metadata.setdefault("format", "email")
 
     def _deserialize(self, value, attr, data, **kwargs):
-        text = super()._deserialize(value, attr, data, **kwargs)
-        try:
-            result = validate_email(text, check_deliverability=False)
-        except EmailNotValidError as exc:
-            raise ValidationError(f"Not a valid email address: {exc}") from exc
-        if len(result.local_part) > MAX_LOCAL_PART:
-            raise ValidationError(f"Not a valid email address: the part before @ is longer than "
-                                  f"{MAX_LOCAL_PART} characters.")
-        return (result.ascii_email or f"{result.local_part}@{result.ascii_domain}").lower()
+        return normalize_email(super()._deserialize(value, attr, data, **kwargs))
 
 
 class _Preferences(Schema):

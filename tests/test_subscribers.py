@@ -212,6 +212,12 @@ def _hit_limits(limited):
         codes = [client.post("/api/v1/subscribers", json={"email": "same@example.com"},
                              environ_base={"REMOTE_ADDR": f"10.0.0.{i}"}).status_code for i in range(4)]
         assert codes == [202, 202, 202, 429]
+        # One address however its domain is spelled: Unicode, either case, or ASCII (IDNA).
+        codes = [client.post("/api/v1/subscribers", json={"email": email},
+                             environ_base={"REMOTE_ADDR": f"10.1.0.{i}"}).status_code
+                 for i, email in enumerate(["one@bücher.example", "one@xn--bcher-kva.example",
+                                            "ONE@BÜCHER.example", "one@XN--BCHER-KVA.example"])]
+        assert codes == [202, 202, 202, 429]
         assert client.post("/api/v1/subscribers", json={"email": "fresh@example.com"},
                            environ_base=other).status_code == 202
         from extensions import db
