@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 5000
 export FLASK_APP := app
 
-.PHONY: install run test test-fast test-sqlite test-postgres lint schemathesis ci openapi bench bench-alerts clean
+.PHONY: install run alerts test test-fast test-sqlite test-postgres lint schemathesis ci openapi bench bench-alerts clean
 
 # A marker written last, so a venv left half-made by an interrupted run is made again.
 $(VENV)/.created:
@@ -21,11 +21,17 @@ $(VENV)/.installed: $(VENV)/.created pyproject.toml requirements.lock
 
 install: $(VENV)/.installed ## create .venv and install pinned dependencies
 
-run: install ## migrate, seed the demo paper once, serve on 127.0.0.1:$(PORT)
+# Links in mail (built outside a request by send-alerts) lead to what `make run` serves.
+run alerts: export PUBLIC_BASE_URL ?= http://127.0.0.1:$(PORT)
+
+run: install ## migrate, seed the demo paper once, serve on 127.0.0.1:$(PORT) (PUBLIC_BASE_URL=http://127.0.0.1:$(PORT))
 	$(BIN)/flask init-db
 	$(BIN)/flask seed-demo --if-empty
 	$(BIN)/flask run-info --port $(PORT)
 	$(BIN)/flask run --host 127.0.0.1 --port $(PORT)
+
+alerts: install ## send-alerts once, with the links of what `make run` serves
+	$(BIN)/flask send-alerts
 
 test: install ## the suite on SQLite, and on PostgreSQL too when TEST_DATABASE_URL is set
 	$(BIN)/pytest -q $(PYTEST_ARGS)

@@ -28,7 +28,9 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.config.from_mapping(settings)
     os.makedirs(app.instance_path, exist_ok=True)
     app.config["SECRET_KEY"] = security.secret_key(app.config.get("SECRET_KEY"), app.instance_path)
+    _sqlite_file_must_exist(app)
     app.json.sort_keys = False
+    check_sender_settings(app.config)
     trusted = app.config["TRUSTED_PROXIES"]
     if trusted > 0:
         # Host is never taken from X-Forwarded-Host: tenancy trusts Host, which the proxy passes.
@@ -41,6 +43,16 @@ def create_app(test_config: dict | None = None) -> Flask:
     pipeline.install(app)
     register_commands(app)
     return app
+
+
+def check_sender_settings(settings) -> None:
+    """Refuse to start on a PUBLIC_BASE_URL or MAIL_FROM that mail could not use: a bad one
+    would only show later as dead links or refused mail. Raises ValueError with the reason."""
+    from services.delivery.subscriptions import parse_mail_from
+    from services.rendering.links import PaperOrigins
+
+    PaperOrigins.from_config(settings)
+    parse_mail_from(settings.get("MAIL_FROM", ""))
 
 
 def register_extensions(app: Flask) -> None:
@@ -57,6 +69,22 @@ def register_extensions(app: Flask) -> None:
                                                    "description": "Authorization: Bearer desk_..."})
     api.spec.components.security_scheme("deskKey", {"type": "apiKey", "in": "header",
                                                     "name": "X-Desk-Key"})
+
+
+def _sqlite_file_must_exist(app: Flask) -> None:
+    """Open a SQLite file read-write only (`mode=rw`): a missing file is an error (503 while it
+    lasts), never a new empty database. sqlite would otherwise create one in its place, e.g.
+    when an operator moves the live file, and workers would then write to it and reset the
+    old file's WAL. `flask init-db` alone creates the file (commands/database.py)."""
+    from sqlalchemy.engine import make_url
+
+    uri = app.config["SQLALCHEMY_DATABASE_URI"]
+    path = config.sqlite_file(uri, app.instance_path)
+    url = make_url(uri)
+    if path is None or url.query.get("uri"):
+        return  # another database, in memory, or a SQLite URI the operator wrote out in full
+    url = url.set(database=f"file:{path}", query={**url.query, "mode": "rw", "uri": "true"})
+    app.config["SQLALCHEMY_DATABASE_URI"] = url.render_as_string(hide_password=False)
 
 
 def _sqlite_write_ahead_log(app: Flask) -> None:

@@ -27,6 +27,24 @@ def _database_url(instance: Path) -> str:
     return url
 
 
+def sqlite_file(database_url: str, instance_path: str | Path) -> Path | None:
+    """The file a SQLite `database_url` names (absolute; a relative path is under the instance
+    folder, as flask-sqlalchemy reads it), or None for another database or an in-memory one.
+    Understands both `sqlite:///path` and `sqlite:///file:path?...&uri=true`."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(database_url)
+    if not url.drivername.startswith("sqlite") or url.database in (None, "", ":memory:"):
+        return None
+    name = url.database
+    if url.query.get("uri"):
+        if not name.startswith("file:") or url.query.get("mode") == "memory":
+            return None
+        name = name[len("file:"):]
+    path = Path(name)
+    return path if path.is_absolute() else Path(instance_path) / path
+
+
 def load() -> dict:
     """Return the configuration mapping for `create_app`.
 
@@ -71,6 +89,13 @@ def load() -> dict:
         "PUBLIC_URL_SCHEME": os.environ.get("PUBLIC_URL_SCHEME", "http"),
         "SMTP_URL": os.environ.get("SMTP_URL", ""),
         "OUTBOX_DIR": os.environ.get("OUTBOX_DIR", str(instance / "outbox")),
+        # send-alerts (docs/ALERTS.md "When a message fails"): permanent refusals in a row that
+        # suppress an address, and temporary refusals after which an alert is given up.
+        "ALERT_BOUNCE_LIMIT": int(os.environ.get("ALERT_BOUNCE_LIMIT", "3")),
+        "ALERT_MAX_ATTEMPTS": int(os.environ.get("ALERT_MAX_ATTEMPTS", "8")),
+        # How far behind the run's clock alert windows end: longer than any air transaction
+        # (services/delivery/alerts.py SETTLE; docs/ALERTS.md "Windows").
+        "ALERT_SETTLE_SECONDS": int(os.environ.get("ALERT_SETTLE_SECONDS", "60")),
         # Rate limits (ratelimits.py, run by pipeline.py before the paper lookup).
         "RATELIMIT_ENABLED": _flag("RATELIMIT_ENABLED", True),
         "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),
@@ -81,6 +106,10 @@ def load() -> dict:
         "RATELIMIT_STORAGE_OPTIONS": {"socket_timeout": 1, "socket_connect_timeout": 1},
         "RATELIMIT_DEFAULT": os.environ.get("RATELIMIT_DEFAULT", "600 per minute"),
         "WEBHOOK_ALLOW_PRIVATE": _flag("WEBHOOK_ALLOW_PRIVATE", False),
+        # Webhook POSTs in flight at once per run, and the wall time (seconds) a run spends
+        # starting them; what is left is due for the next run (services/delivery/webhooks.py).
+        "WEBHOOK_CONCURRENCY": int(os.environ.get("WEBHOOK_CONCURRENCY", "4")),
+        "WEBHOOK_RUN_SECONDS": float(os.environ.get("WEBHOOK_RUN_SECONDS", "120")),
         # Public subscribe (docs/API.md "rate limits"): per client IP, and per address.
         "SUBSCRIBE_RATELIMIT": os.environ.get("SUBSCRIBE_RATELIMIT", "5/minute;20/hour"),
         "SUBSCRIBE_ADDRESS_RATELIMIT": os.environ.get("SUBSCRIBE_ADDRESS_RATELIMIT", "3/hour;10/day"),
@@ -89,6 +118,13 @@ def load() -> dict:
         "SUBSCRIBE_LINK_RATELIMIT": os.environ.get("SUBSCRIBE_LINK_RATELIMIT", "20/minute;200/hour"),
         # Port for links in alert emails built outside a request (`send-alerts`); empty: none.
         "PUBLIC_PORT": os.environ.get("PUBLIC_PORT", ""),
+        # The origin of links built outside a request (`http://127.0.0.1:5000`): the default
+        # paper's, with its scheme and port for the others (rendering/links.py PaperOrigins).
+        # Empty: PUBLIC_URL_SCHEME, PAPER_DOMAIN and PUBLIC_PORT. Checked at startup.
+        "PUBLIC_BASE_URL": os.environ.get("PUBLIC_BASE_URL", ""),
+        # `"Name <address>"` or an address: the From of every message. Empty: the nameplate and
+        # alerts@<paper host> (subscriptions.sender). Checked at startup.
+        "MAIL_FROM": os.environ.get("MAIL_FROM", ""),
         # flask-caching: SimpleCache (per process) in development, RedisCache + CACHE_REDIS_URL in
         # production (shared by workers), NullCache to turn every cache off. It holds whole public
         # answers (http_cache.py) and built feeds, keyed by the paper's version.

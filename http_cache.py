@@ -134,10 +134,46 @@ def _not_modified():
     return None
 
 
+def query_params(*names: str):
+    """Declare the query parameters a plain (non-API) view reads, e.g.
+    `@http_cache.query_params("embed")`. Only declared parameters are part of a stored
+    answer's key; an API view's are read from its flask-smorest query schema."""
+
+    def mark(view):
+        view.query_params = frozenset(names)
+        return view
+
+    return mark
+
+
+def declared_params(view) -> frozenset[str]:
+    """The query parameter names `view` reads: those of its flask-smorest query schema
+    (field names, or their `data_key`), or those given to `query_params`; else none."""
+    names = set(getattr(view, "query_params", ()))
+    for argument in getattr(view, "_apidoc", {}).get("arguments", {}).get("parameters", []):
+        if argument.get("in") == "query":
+            schema = argument["schema"]
+            fields = (schema() if isinstance(schema, type) else schema).fields
+            names.update(field.data_key or name for name, field in fields.items())
+    return frozenset(names)
+
+
+def _declared_for_endpoint() -> frozenset[str]:
+    known = current_app.extensions.setdefault("paperdesk.query_params", {})
+    names = known.get(request.endpoint)
+    if names is None:
+        names = known[request.endpoint] = declared_params(_view_function())
+    return names
+
+
 def response_cache_key() -> str:
     """The cache key of the current public GET: paper id and version, then a digest of scheme,
-    host, path and the query with its names sorted (values of one name keep their order)."""
-    args = sorted(request.args.items(multi=True), key=lambda item: item[0])
+    host, path and the query parameters the route declares, names sorted (values of one name
+    keep their order). Parameters a route does not read change nothing in its answer, so they
+    are left out of the key: `?junk=N` cannot make new entries."""
+    declared = _declared_for_endpoint()
+    args = sorted(((name, value) for name, value in request.args.items(multi=True)
+                   if name in declared), key=lambda item: item[0])
     raw = "\n".join([request.scheme, request.host.lower(), request.path, urlencode(args)])
     digest = hashlib.blake2b(raw.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
     return f"resp:{paper_state()}.{FORMAT_SALT}:{digest}"

@@ -40,10 +40,13 @@ import threading
 import time
 from dataclasses import dataclass
 
+from email_validator import EmailNotValidError
 from flask import Flask, Request, Response, current_app, g, request
 from limits import RateLimitItem, parse_many
 from limits.storage import MemoryStorage, Storage, storage_from_string
 from werkzeug.exceptions import TooManyRequests
+
+from services.delivery.subscriptions import normalize_email
 
 log = logging.getLogger("paperdesk.ratelimits")
 
@@ -92,21 +95,18 @@ def client_address() -> str:
 
 
 def subscribed_address(req: Request) -> str | None:
-    """The address a public subscribe asks for (JSON body or form) as it would be stored (so
-    `a@bücher.example` and `a@xn--bcher-kva.example` share one count), lower-cased as sent when
-    it is not a valid address; else None."""
-    from marshmallow import ValidationError
-
-    from schemas.subscriber import normalize_email  # schemas import models: not at start-up
-
+    """The address a public subscribe asks for (JSON body or form) in the form the subscriber
+    row stores (`subscriptions.normalize_email`), so every spelling of one address shares one
+    count; text that is not an address is counted stripped and lower-cased (the request is a
+    422 anyway). None without an `email` string."""
     body = req.get_json(silent=True) if req.is_json else req.form
     email = body.get("email") if hasattr(body, "get") else None
-    if not (isinstance(email, str) and email.strip()):
-        return None
-    try:
-        return normalize_email(email.strip())
-    except ValidationError:
-        return email.strip().lower()
+    if isinstance(email, str) and email.strip():
+        try:
+            return normalize_email(email.strip())
+        except EmailNotValidError:
+            return email.strip().lower()
+    return None
 
 
 def _presents_key(req: Request) -> bool:

@@ -18,10 +18,11 @@ from sqlalchemy.orm import make_transient_to_detached
 
 from extensions import db
 from models import Paper
-from services.errors import Unauthorized
+from services.errors import DeskError, Unauthorized
 from services.newsroom import keys
 from services.reading import memo
 
+NO_PAPER = "No paper is served on this host."
 # Endpoints that answer for the process, not for a paper.
 UNSCOPED = {"static", "health.healthz", "health.readyz", "bench_bare"}
 
@@ -152,7 +153,9 @@ def refuse_malformed_key() -> None:
 
 
 def load_paper() -> None:
-    """Pipeline step: set `g.paper` and `g.key`, or abort 404/401/403."""
+    """Pipeline step: set `g.paper` and `g.key`, or refuse. No paper on the host: 404. A key
+    that is unknown, revoked or another paper's: 401/403 on a public paper, and on a private
+    one the same 404 as an unknown host, as is no key at all."""
     g.key = None
     g.pop("read_autocommit", None)
     g.pop("paper", None)  # a test holding an app context open reuses one `g` across requests
@@ -174,12 +177,19 @@ def load_paper() -> None:
         return
     paper = paper_for_host(request.host)
     if paper is None:
-        abort(404, description="No paper is served on this host.")
-    g.key = keys.authenticate(paper, authorization=request.headers.get("Authorization"),
-                              x_desk_key=request.headers.get("X-Desk-Key"))
+        abort(404, description=NO_PAPER)
+    try:
+        g.key = keys.authenticate(paper, authorization=request.headers.get("Authorization"),
+                                  x_desk_key=request.headers.get("X-Desk-Key"))
+    except DeskError:
+        # An unknown, revoked or other paper's key: on a private paper, the answer must be the
+        # unknown host's, or it would tell that a paper lives here.
+        if not paper.is_public:
+            abort(404, description=NO_PAPER)
+        raise
     if not paper.is_public and g.key is None:
         # Set g.paper only once visible: error pages must not show a private paper's name.
-        abort(404, description="No paper is served on this host.")
+        abort(404, description=NO_PAPER)
     g.paper = paper
     g.paper_snapshot = snapshot_of(paper, keep_row=keyless_read)
     if keyless_read:

@@ -186,6 +186,7 @@ def cast():
 
 
 @bp.route("/cast/<string:day>")
+@http_cache.query_params("embed")
 def edition(day: str):
     """A video edition's page; `?embed=1` gives the bare, frameable player."""
     when = lookups.parse_day(day)

@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, abort, current_app, g, render_template, request
 
+import http_cache
 from services.reading import stories
 from services.rendering import embeds
 from services.rendering.embeds import DEFAULT_WIDTH, MAX_WIDTH, MIN_WIDTH
@@ -68,6 +69,7 @@ def _width() -> int:
 
 
 @bp.get("/api")
+@http_cache.query_params("story", "maxwidth")
 def playground():
     """The playground: pick a story, see its card, copy the snippet; try each public endpoint."""
     choices = stories.latest(g.paper, STORY_CHOICES)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import time
+from datetime import timedelta
 
 import click
 from flask import current_app
@@ -17,7 +18,11 @@ from services.rendering.links import PaperOrigins
 
 
 def _deliver_webhooks(now) -> webhooks.DeliveryReport:
-    report = webhooks.deliver_due(now, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
+    config = current_app.config
+    report = webhooks.deliver_due(now, allow_private=config["WEBHOOK_ALLOW_PRIVATE"],
+                                  concurrency=config["WEBHOOK_CONCURRENCY"], budget=config["WEBHOOK_RUN_SECONDS"])
+    if report.left:
+        click.echo(f"webhooks: out of time after {config['WEBHOOK_RUN_SECONDS']:g}s; the next run goes on")
     click.echo(f"webhooks: delivered {report.delivered}, failed {report.failed}, "
                f"pending {webhooks.pending_count()}")
     return report
@@ -33,23 +38,27 @@ def send_alerts(no_webhooks: bool, connections: int) -> None:
     """Send every due alert (email, then webhooks); ends with `sent N, failed M, skipped K`.
 
     Idempotent and crash-safe: run it from cron as often as the `instant` cadence needs.
-    Exits 1 when a message or a webhook delivery failed (they are retried by the next run).
+    Exits 1 when a message or a webhook delivery failed, after printing what was sent and how
+    each failure was classified (docs/ALERTS.md "When a message fails").
     """
     now = utcnow()
     # Each paper's canonical origin: alerts are written outside any request.
     origins = PaperOrigins.from_config(current_app.config)
     started = time.perf_counter()
-    plan = alerts.plan_alerts(now, origins=origins)
+    settle = timedelta(seconds=current_app.config["ALERT_SETTLE_SECONDS"])
+    plan = alerts.plan_alerts(now, origins=origins, settle=settle)
     click.echo(f"planned: {plan.recorded} new alert(s) recorded, {plan.skipped} address(es) with "
                f"nothing due ({time.perf_counter() - started:.1f}s)")
     try:
         mailer = mail.open_mailer(current_app.config)
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
-    total = alerts.unsent_count()
+    total = alerts.unsent_count(now)
     started = time.perf_counter()
     config = current_app.config
-    more = {"origins": origins, "connections": connections, "open_mailer": lambda: mail.open_mailer(config)}
+    policy = alerts.FailurePolicy(bounce_limit=config["ALERT_BOUNCE_LIMIT"], max_attempts=config["ALERT_MAX_ATTEMPTS"])
+    more = {"origins": origins, "connections": connections, "open_mailer": lambda: mail.open_mailer(config),
+            "policy": policy}
     with mailer:
         if sys.stdout.isatty() and total:
             with click.progressbar(length=total, label="sending alerts") as bar:
@@ -61,6 +70,11 @@ def send_alerts(no_webhooks: bool, connections: int) -> None:
         click.echo("another send-alerts run is sending; it sends what this run recorded too")
     if report.sent:
         click.echo(f"mailed: {report.sent} in {seconds:.1f}s ({report.sent / seconds:.0f} a second)")
+    if report.failed:
+        click.echo(f"failed: {report.refused} refused for good, {report.retrying} to retry later, "
+                   f"{report.unreachable} not handed over (server unreachable), {report.unbuildable} "
+                   f"could not be built; {report.suppressed} address(es) suppressed"
+                   + ("; stopped: the SMTP server is down" if report.stopped else ""))
     for error in report.errors[:5]:
         click.echo(f"error: {error}", err=True)
     hooks = webhooks.DeliveryReport()

@@ -2,17 +2,33 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import click
+from flask import current_app
 from flask.cli import with_appcontext
 from flask_migrate import upgrade
+
+import config
+
+
+def migrate_to_head() -> None:
+    """Bring the app's database to the newest schema (alembic upgrade to head). On SQLite, make
+    the file (and its folder) first when it does not exist: the app itself opens it read-write
+    only and never creates one (app._sqlite_file_must_exist). Needs an app context."""
+    path = config.sqlite_file(current_app.config["SQLALCHEMY_DATABASE_URI"], current_app.instance_path)
+    if path is not None and not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sqlite3.connect(path).close()
+    upgrade()
 
 
 @click.command("init-db")
 @with_appcontext
 def init_db() -> None:
-    """Create or upgrade the database schema (alembic migrations to head)."""
-    upgrade()
+    """Create or upgrade the database schema (alembic migrations to head); on SQLite, create
+    the file when it does not exist (the only command that does)."""
+    migrate_to_head()
     click.echo("database at head")
 
 

@@ -20,7 +20,11 @@ class Subscriber(db.Model):
     """One address on one paper. Unconfirmed while `confirmed_at` is null; only confirmed rows
     get alerts. `sections` is a list of section names, or null for every section (those added
     later too). `unsubscribed_at` set means off the list (the row stays so the history of what
-    was sent survives a re-subscription). `email` is stored lower-cased: the unique key."""
+    was sent survives a re-subscription). `email` is stored lower-cased: the unique key.
+
+    The suppression list: `bounces` counts the alerts the mail server refused for good (5xx);
+    `suppressed_at` set (with `suppressed_reason`, the last refusal) means the address is never
+    sent an alert again, though it stays on the list (services/delivery/alerts.py decides when)."""
 
     __tablename__ = "subscribers"
     __table_args__ = (
@@ -41,6 +45,9 @@ class Subscriber(db.Model):
     confirmed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     unsubscribed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    bounces: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    suppressed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    suppressed_reason: Mapped[str | None] = mapped_column(String(1000))
 
     paper: Mapped[Paper] = relationship(lazy="raise_on_sql")
 
@@ -48,10 +55,16 @@ class Subscriber(db.Model):
 class AlertDelivery(db.Model):
     """One alert window of one subscriber, recorded BEFORE it is sent and marked `sent_at` after.
 
-    The window is (`window_start`, `window_end`]: pieces that went on air in it are the alert.
+    The window is half-open, [`window_start`, `window_end`): pieces that went on air in it are
+    the alert; a subscriber's next window starts where this one ends.
     `period` names the cadence slot (`2026-11-20` daily, `2026-W47` weekly, the run time for
     instant); the two unique constraints make a second run, or a concurrent one, unable to
     record the same slot or fork the chain of windows twice.
+
+    Failures: `attempts` counts every try and `last_error` keeps the last one. A temporary
+    refusal (4xx) sets `next_attempt_at` (no row is read before it); a permanent one (5xx), too
+    many temporary ones, or a message that cannot be built set `failed_at`: the row is done,
+    never sent. A row is pending while `sent_at` and `failed_at` are both null.
     """
 
     __tablename__ = "alert_deliveries"
@@ -70,6 +83,8 @@ class AlertDelivery(db.Model):
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    failed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     subscriber: Mapped[Subscriber] = relationship(lazy="raise_on_sql")
 

@@ -9,6 +9,7 @@ PostgreSQL cannot store.
 from __future__ import annotations
 
 import math
+import re
 
 from marshmallow import Schema, ValidationError, fields, validate
 
@@ -38,6 +39,29 @@ class Text(fields.String):
         if max_length is not None or min_length is not None:
             validators.insert(0, validate.Length(min=min_length, max=max_length))
         super().__init__(validate=validators, metadata=metadata, **kwargs)
+
+
+# Characters no header line may hold: C0 and C1 controls (CR and LF among them), DEL, and the
+# Unicode line and paragraph separators.
+ONE_LINE = r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]*$"
+_BREAKS = re.compile(ONE_LINE.replace("^[^", "[", 1).replace("]*$", "]", 1))
+
+
+def _one_line(value: str) -> None:
+    # These values are written into mail headers (From, Subject, List-Id); a line break there
+    # would add headers of the sender's choosing, so it is refused here, not just cleaned later.
+    if _BREAKS.search(value):
+        raise ValidationError("must be one line: no line breaks or other control characters")
+
+
+class OneLine(Text):
+    """`Text` on one line: no control characters at all (no CR, LF, tab; documented as `pattern`).
+    For names that end up in mail headers."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.metadata["pattern"] = ONE_LINE
+        self.validators.append(_one_line)
 
 
 class StrictInt(fields.Integer):
@@ -177,16 +201,16 @@ _POSITION = {"description": "0-based place in the paper's order; others shift to
 
 
 class SectionPatch(Schema):
-    name = Text(min_length=1, max_length=80,
-                metadata={"description": "The string stories carry in `section` and `category`."})
+    name = OneLine(min_length=1, max_length=80,
+                   metadata={"description": "The string stories carry in `section` and `category`."})
     description = Text(max_length=4000)
     position = StrictInt(validate=validate.Range(min=0, max=10_000), metadata=_POSITION)
     active = StrictBool(metadata={"description": "An inactive section takes no new filings."})
 
 
 class SectionIn(SectionPatch):
-    name = Text(required=True, min_length=1, max_length=80,
-                metadata={"description": "The string stories carry in `section` and `category`."})
+    name = OneLine(required=True, min_length=1, max_length=80,
+                   metadata={"description": "The string stories carry in `section` and `category`."})
 
 
 class SectionOut(Schema):
@@ -202,8 +226,8 @@ class SectionOut(Schema):
 
 
 class PersonaPatch(Schema):
-    name = Text(min_length=1, max_length=120, metadata={"description": "The byline."})
-    title = Text(max_length=120)
+    name = OneLine(min_length=1, max_length=120, metadata={"description": "The byline."})
+    title = OneLine(max_length=120)
     beat = Text(max_length=200)
     bio = Text(max_length=4000)
     position = StrictInt(validate=validate.Range(min=0, max=10_000), metadata=_POSITION)
@@ -213,7 +237,7 @@ class PersonaPatch(Schema):
 
 
 class PersonaIn(PersonaPatch):
-    name = Text(required=True, min_length=1, max_length=120, metadata={"description": "The byline."})
+    name = OneLine(required=True, min_length=1, max_length=120, metadata={"description": "The byline."})
 
 
 class PersonaOut(Schema):
@@ -232,7 +256,8 @@ class PersonaOut(Schema):
 
 
 class ConfigPatch(Schema):
-    nameplate = Text(min_length=1, max_length=200)
+    nameplate = OneLine(min_length=1, max_length=200, metadata={"description": "One line: it is the "
+                        "display name and subject of the paper's mail."})
     motto = Text(max_length=300)
     description = Text(max_length=4000)
     is_public = StrictBool(metadata={"description": "A private paper answers its public lane with 404."})

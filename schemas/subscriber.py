@@ -2,36 +2,20 @@
 checked against the paper in services/delivery/subscriptions.py (they need the database)."""
 from __future__ import annotations
 
-from email_validator import EmailNotValidError, validate_email
+from email_validator import EmailNotValidError
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from models import CADENCES
 from schemas.common import Timestamp
+from services.delivery.subscriptions import normalize_email
 
 MAX_EMAILS = 20
 
 
-# RFC 5321 section 4.5.3.1.1; email-validator lets one more character through.
-MAX_LOCAL_PART = 64
-
-
-def normalize_email(text: str) -> str:
-    """`text` as stored: checked by `email-validator` (syntax only: no DNS), normalised,
-    lower-cased, the domain in ASCII (`Leser@Bücher.example` -> `leser@xn--bcher-kva.example`).
-    Raises ValidationError on an address it refuses, or a local part over 64 characters."""
-    try:
-        result = validate_email(text, check_deliverability=False)
-    except EmailNotValidError as exc:
-        raise ValidationError(f"Not a valid email address: {exc}") from exc
-    if len(result.local_part) > MAX_LOCAL_PART:
-        raise ValidationError(f"Not a valid email address: the part before @ is longer than "
-                              f"{MAX_LOCAL_PART} characters.")
-    return (result.ascii_email or f"{result.local_part}@{result.ascii_domain}").lower()
-
-
 class EmailAddress(fields.String):
-    """An email address as `normalize_email` stores it: its domain in ASCII (IDNA), so sending
-    needs SMTPUTF8 only for a non-ASCII local part; a local part over 64 characters refused."""
+    """An email address checked by `email-validator` (syntax only: no DNS), normalised,
+    lower-cased, its domain in ASCII and its local part at most 64 characters
+    (`subscriptions.normalize_email`, the form rows and rate limits use)."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault("validate", validate.Length(min=3, max=320))
@@ -39,7 +23,11 @@ class EmailAddress(fields.String):
         self.metadata.setdefault("format", "email")
 
     def _deserialize(self, value, attr, data, **kwargs):
-        return normalize_email(super()._deserialize(value, attr, data, **kwargs))
+        text = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            return normalize_email(text)
+        except EmailNotValidError as exc:
+            raise ValidationError(f"Not a valid email address: {exc}") from exc
 
 
 class _Preferences(Schema):
@@ -96,6 +84,13 @@ class SubscriberRowOut(Schema):
                            metadata={"description": "Section names; every current section when the row takes all."})
     cast = fields.Boolean(required=True)
     last_sent_at = Timestamp(required=True, allow_none=True)
+    bounces = fields.Integer(required=True, metadata={
+        "description": "Alerts the mail server refused for good (5xx) in a row; a delivered alert resets it."})
+    suppressed_at = Timestamp(required=True, allow_none=True, metadata={
+        "description": "When the address was put on the suppression list (no alert is sent to it "
+                       "again); null when it is not. See docs/ALERTS.md \"When a message fails\"."})
+    suppressed_reason = fields.String(required=True, allow_none=True, metadata={
+        "description": "The mail server's refusal that suppressed the address; null when not suppressed."})
     webhook = fields.String(metadata={"description": "The webhook URL; absent on rows without one."})
     webhook_secret = fields.String(metadata={"description": "Only on rows with a webhook."})
 

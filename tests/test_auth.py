@@ -163,6 +163,39 @@ def test_a_private_paper_is_readable_with_its_key(client, desk):
                       headers=auth(key)).get_json()["is_public"] is False
 
 
+def test_a_private_paper_answers_a_key_not_its_own_as_an_unknown_host_does(client, desk):
+    secret = desk.paper("secret", public=False)
+    other = desk.paper("other")
+    revoked_key = desk.key(secret, "admin")
+    keys.revoke(revoked_key[len("desk_"):][:12])
+    db.session.commit()
+    presented = {
+        "another paper's admin key": desk.key(other, "admin"),
+        "an unknown key": "desk_" + "A" * 43,
+        "a revoked key": revoked_key,
+    }
+    for base in ("http://secret.localhost", "http://nowhere.localhost"):
+        for path in ("/api/v1", "/api/v1/stories", "/api/v1/config", "/rss.xml", "/"):
+            for what, key in presented.items():
+                response = client.get(path, base_url=base, headers=auth(key))
+                assert response.status_code == 404, (base, path, what, response.status_code)
+                assert "secret" not in response.get_data(as_text=True).lower().replace(
+                    "secret.localhost", ""), (base, path, what)
+    # A malformed key is refused before any paper is looked up: the same 401 on every host.
+    statuses = {client.get("/api/v1", base_url=base, headers={"X-Desk-Key": "x"}).status_code
+                for base in ("http://secret.localhost", "http://nowhere.localhost",
+                             "http://other.localhost")}
+    assert statuses == {401}
+    # On a public paper the same keys keep their 401 and 403.
+    public = "http://other.localhost"
+    assert client.get("/api/v1/config", base_url=public,
+                      headers=auth(presented["an unknown key"])).status_code == 401
+    assert client.get("/api/v1/config", base_url=public,
+                      headers=auth(revoked_key)).status_code == 401
+    assert client.get("/api/v1/config", base_url=public,
+                      headers=auth(desk.key(secret, "read"))).status_code == 403
+
+
 def test_config_as_read_and_admin_sees_key_summaries_never_keys(client, newsroom):
     as_read = client.get("/api/v1/config", headers=auth(newsroom["read"])).get_json()
     assert as_read["nameplate"] == "The Demo Times" and as_read["config"] == {"timezone": "UTC"}

@@ -38,7 +38,9 @@ import time_machine
 from sqlalchemy import select
 from sqlalchemy.pool import NullPool
 
+import config
 from app import create_app
+from commands.database import migrate_to_head
 from extensions import db
 from models import Piece, PieceRevision, Subscriber, WebhookDelivery
 from services.delivery import webhooks
@@ -115,12 +117,11 @@ def outage(app):
     """(database URL for the fault app, engine options, take_away(), bring_back())."""
     url = app.config["SQLALCHEMY_DATABASE_URI"]
     if app.backend == "sqlite":
-        path = Path(url.removeprefix("sqlite:///"))
+        path = config.sqlite_file(url, app.instance_path)
         away = path.with_name(path.name + ".away")
-        # mode=rw: a missing file is an error, not a new empty database. NullPool: each request
-        # opens the file, as a server process would after a restart.
-        return (f"sqlite:///file:{path}?mode=rw&uri=true", {"poolclass": NullPool},
-                lambda: path.rename(away), lambda: away.rename(path))
+        # The app opens the file read-write only (a missing file is an error, never a new empty
+        # database). NullPool: each request opens the file, as a new server process would.
+        return (url, {"poolclass": NullPool}, lambda: path.rename(away), lambda: away.rename(path))
     parts = urlsplit(url)
     relay = Relay((parts.hostname, parts.port or 5432)).start()
     netloc = f"{parts.username}@127.0.0.1:{relay.port}" if parts.username else f"127.0.0.1:{relay.port}"
@@ -315,9 +316,7 @@ def served(app, tmp_path):
                         "INSTANCE_PATH": str(instance), "CACHE_TYPE": "NullCache",
                         "CACHE_NO_NULL_WARNING": True})
     with owner.app_context():
-        from flask_migrate import upgrade
-
-        upgrade()
+        migrate_to_head()
         desk = Desk(owner)
         paper = desk.paper("demo")
         piece_id = desk.piece(paper, "One piece, many hands").id

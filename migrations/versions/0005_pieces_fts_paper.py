@@ -1,7 +1,7 @@
 """pieces_fts: index each piece's paper too, so a search matches inside one paper only
 
 Revision ID: 0005
-Revises: 0003
+Revises: 0004
 Create Date: 2026-11-24 05:00:00
 
 SQLite only (PostgreSQL's tsvector search filters by paper in the same statement already).
@@ -20,7 +20,7 @@ from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = '0005'
-down_revision = '0003'
+down_revision = '0004'
 branch_labels = None
 depends_on = None
 

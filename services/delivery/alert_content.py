@@ -56,18 +56,18 @@ def _pieces_query(paper_id: int, start: datetime, end: datetime):
     return (select(*_PIECE_COLUMNS)
             .join(Section, Section.id == Piece.section_id).join(Persona, Persona.id == Piece.persona_id)
             .where(Piece.paper_id == paper_id, Piece.on_air.is_(True),
-                   Piece.on_air_at > start, Piece.on_air_at <= end)
+                   Piece.on_air_at >= start, Piece.on_air_at < end)
             .order_by(Piece.on_air_at, Piece.id))
 
 
 def _editions_query(paper_id: int, start: datetime, end: datetime):
-    return (select(*_EDITION_COLUMNS).where(Edition.paper_id == paper_id, Edition.published_at > start,
-                                            Edition.published_at <= end)
+    return (select(*_EDITION_COLUMNS).where(Edition.paper_id == paper_id, Edition.published_at >= start,
+                                            Edition.published_at < end)
             .order_by(Edition.published_at, Edition.id))
 
 
 def window_content(subscriber, start: datetime, end: datetime) -> tuple[list, list]:
-    """(pieces, editions) of the window (start, end]: pieces on air in the subscriber's
+    """(pieces, editions) of the half-open window [start, end): pieces on air in the subscriber's
     sections, oldest first, as dicts; editions (rows with id, day, title, video_url,
     poster_url, published_at) published in it when `cast` is on. Two queries."""
     query = _pieces_query(subscriber.paper_id, start, end)
@@ -79,7 +79,7 @@ def window_content(subscriber, start: datetime, end: datetime) -> tuple[list, li
 
 
 class Content:
-    """Every paper's on-air pieces and editions in (since, until], read once per paper per run,
+    """Every paper's on-air pieces and editions in [since, until), read once per paper per run,
     answering `window_content` for any window inside that span without a query (a window
     reaching outside it falls back to `window_content`)."""
 
@@ -99,11 +99,11 @@ class Content:
         if start < self.since or end > self.until:
             return window_content(subscriber, start, end)
         pieces, piece_times, editions, edition_times = self._load(subscriber.paper_id)
-        chosen = pieces[bisect.bisect_right(piece_times, start):bisect.bisect_right(piece_times, end)]
+        chosen = pieces[bisect.bisect_left(piece_times, start):bisect.bisect_left(piece_times, end)]
         if subscriber.sections is not None:
             wanted = set(subscriber.sections)
             chosen = [p for p in chosen if p["section"] in wanted]
-        cast = editions[bisect.bisect_right(edition_times, start):bisect.bisect_right(edition_times, end)]
+        cast = editions[bisect.bisect_left(edition_times, start):bisect.bisect_left(edition_times, end)]
         return chosen, cast if subscriber.cast else []
 
 
@@ -184,7 +184,8 @@ class Composer:
         subject = (f"{paper.nameplate}: {count} new piece{'s' if count != 1 else ''}" if count
                    else f"{paper.nameplate}: today's video edition")
         context = {"paper": paper, "data": data, "unsubscribe": UNSUBSCRIBE_SLOT, "home": links.home()}
-        return mail.Template(from_name=paper.nameplate, from_addr=subscriptions.sender_address(paper, links=links),
+        from_name, from_addr = subscriptions.sender(paper, links=links)
+        return mail.Template(from_name=from_name, from_addr=from_addr,
                              subject=subject, now=self.now, list_id=subscriptions.list_id(paper, links=links),
                              one_click=True, text=render_template("mail/alert.txt", **context),
                              html=render_template("mail/alert.html", **context))

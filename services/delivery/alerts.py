@@ -20,17 +20,19 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, delete, func, select, text, update
+from sqlalchemy import Boolean, Integer, bindparam, case, delete, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
+import config
 from extensions import db
 from models import AlertDelivery, Paper, Subscriber
 from models.types import UTCDateTime
@@ -39,8 +41,25 @@ from services.delivery.alert_content import MAX_LOOKBACK, Composer, Content, ale
 from services.rendering.links import Links, PaperOrigins
 
 CHUNK = 1000
-# Consecutive failed messages after which the run stops trying (the SMTP server is down).
+# How far behind the run's clock a window ends (ALERT_SETTLE_SECONDS). A piece's `on_air_at`
+# is taken before its transaction commits; a window ending `settle` ago only holds pieces
+# whose transactions have committed by the time the run reads them, as long as no air
+# transaction takes longer than that (a web worker is killed after GUNICORN_TIMEOUT, 30 s,
+# and its transaction rolled back). A piece aired later lands in the next window.
+SETTLE = timedelta(seconds=60)
+# Connection-level failures in a row after which the run stops trying (the SMTP server is
+# down). Refusals (4xx, 5xx) do not count: a server that answers is up.
 GIVE_UP_AFTER = 5
+# Permanent refusals (5xx) of an address, in a row, after which it is suppressed
+# (ALERT_BOUNCE_LIMIT). A refusal with an enhanced status 5.1.x ("no such user", "bad
+# domain": the address itself does not exist) suppresses it at once.
+BOUNCE_LIMIT = 3
+HARD_BOUNCE = re.compile(r"\b5\.1\.\d{1,3}\b")
+# Temporary refusals (4xx): tries after which an alert is given up (ALERT_MAX_ATTEMPTS), and
+# the backoff between them: RETRY_FIRST, doubling, at most RETRY_CAP.
+MAX_ATTEMPTS = 8
+RETRY_FIRST = timedelta(minutes=5)
+RETRY_CAP = timedelta(hours=6)
 # Unsent rows read per query while sending.
 BATCH = 200
 
@@ -57,23 +76,31 @@ _PLAN_COLUMNS = (Subscriber.id, Subscriber.paper_id, Subscriber.email, Subscribe
                  Subscriber.sections, Subscriber.cast, Subscriber.confirmed_at, Subscriber.webhook_url)
 
 
-def plan_alerts(now: datetime, *, origins: PaperOrigins) -> PlanReport:
+def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SETTLE) -> PlanReport:
     """Record the due alert window of every confirmed subscriber (and its webhook delivery,
     whose payload's URLs are under the paper's origin from `origins`).
 
+    Windows are half-open, [start, end), in the stored times' own precision: `end` is
+    `now - settle` (see SETTLE), `start` the end of the subscriber's previous window (first
+    window: its `confirmed_at`; never more than MAX_LOOKBACK before `end`). Consecutive windows
+    share their boundary, so each piece on air falls in exactly one window of each subscriber.
+
     A subscriber is skipped when its cadence slot for `now` is already recorded or nothing
-    went on air in its sections (nor an edition, with cast) since its last window. Per chunk of
+    went on air in its sections (nor an edition, with cast) in its window; suppressed
+    addresses are not considered at all. Per chunk of
     CHUNK subscribers: three reads, one multi-row insert that leaves out a slot another run
     recorded first (ON CONFLICT DO NOTHING), one commit. Rows with a webhook are recorded one by
     one, with their outbox delivery."""
     report = PlanReport()
-    content = Content(now - MAX_LOOKBACK, now)
+    end = now - settle
+    content = Content(end - MAX_LOOKBACK, end)
     papers: dict[int, tuple[Paper, Links]] = {}
     last_id = 0
     while True:
         chunk = db.session.execute(select(*_PLAN_COLUMNS).where(
             Subscriber.id > last_id, Subscriber.confirmed_at.is_not(None),
-            Subscriber.unsubscribed_at.is_(None)).order_by(Subscriber.id).limit(CHUNK)).all()
+            Subscriber.unsubscribed_at.is_(None), Subscriber.suppressed_at.is_(None))
+            .order_by(Subscriber.id).limit(CHUNK)).all()
         if not chunk:
             break
         last_id = chunk[-1].id
@@ -86,23 +113,23 @@ def plan_alerts(now: datetime, *, origins: PaperOrigins) -> PlanReport:
             AlertDelivery.subscriber_id.in_(ids), AlertDelivery.period.in_(set(periods.values())))).all())
         rows = []
         for sub in chunk:
-            start = max(last_end.get(sub.id) or sub.confirmed_at, now - MAX_LOOKBACK)
-            if (sub.id, periods[sub.id]) in taken or start >= now:
+            start = max(last_end.get(sub.id) or sub.confirmed_at, end - MAX_LOOKBACK)
+            if (sub.id, periods[sub.id]) in taken or start >= end:
                 report.skipped += 1
                 continue
-            pieces, editions = content.window(sub, start, now)
+            pieces, editions = content.window(sub, start, end)
             if not pieces and not editions:
                 report.skipped += 1
                 continue
             if not sub.webhook_url:
                 rows.append({"subscriber_id": sub.id, "period": periods[sub.id], "window_start": start,
-                             "window_end": now, "created_at": now, "attempts": 0})
+                             "window_end": end, "created_at": now, "attempts": 0})
                 continue
             if sub.paper_id not in papers:
                 paper = db.session.get(Paper, sub.paper_id)
                 papers[sub.paper_id] = (paper, origins.links(paper))
             paper, links = papers[sub.paper_id]
-            recorded = _record(paper, links, sub, periods[sub.id], start, now, pieces, editions)
+            recorded = _record(paper, links, sub, periods[sub.id], start, end, now, pieces, editions)
             report.recorded += recorded
             report.skipped += not recorded
         if rows:
@@ -128,11 +155,11 @@ _INSERT_NEW = {"postgresql": pg_insert(_TABLE).on_conflict_do_nothing().returnin
                "sqlite": sqlite_insert(_TABLE).on_conflict_do_nothing().returning(_TABLE.c.id)}
 
 
-def _record(paper, links, sub, period, start, now, pieces, editions) -> bool:
+def _record(paper, links, sub, period, start, end, now, pieces, editions) -> bool:
     try:
         with db.session.begin_nested():
             alert = AlertDelivery(subscriber_id=sub.id, period=period, window_start=start,
-                                  window_end=now, created_at=now, attempts=0)
+                                  window_end=end, created_at=now, attempts=0)
             db.session.add(alert)
             db.session.flush()
             data = alert_data(paper, sub, alert, pieces, editions, links=links)
@@ -146,18 +173,50 @@ def _record(paper, links, sub, period, start, now, pieces, editions) -> bool:
 
 @dataclass
 class SendReport:
+    """What a send phase did. `failed` = refused + retrying + unreachable + unbuildable:
+    refused for good (5xx, or temporary refusals given up), refused for now (4xx, retried
+    later), not handed over (connection-level, retried by the next run), not built (bad data,
+    never retried). `suppressed`: addresses put on the suppression list by this run."""
+
     sent: int = 0
     failed: int = 0
     skipped: int = 0
+    refused: int = 0
+    retrying: int = 0
+    unreachable: int = 0
+    unbuildable: int = 0
+    suppressed: int = 0
     errors: list[str] = field(default_factory=list)
-    streak: int = 0  # failures in a row
-    stopped: bool = False  # GIVE_UP_AFTER failures in a row
+    streak: int = 0  # connection-level failures in a row
+    stopped: bool = False  # GIVE_UP_AFTER connection-level failures in a row
     deferred: bool = False  # another run held the send lock
 
 
-def unsent_count() -> int:
-    return db.session.scalar(select(func.count()).select_from(AlertDelivery)
-                             .where(AlertDelivery.sent_at.is_(None))) or 0
+@dataclass(frozen=True)
+class FailurePolicy:
+    """When refusals end an alert or an address: `bounce_limit` permanent refusals in a row
+    suppress an address (a 5.1.x one at once); `max_attempts` temporary refusals give an alert
+    up, retried after `retry_first`, doubling, at most `retry_cap` apart."""
+
+    bounce_limit: int = BOUNCE_LIMIT
+    max_attempts: int = MAX_ATTEMPTS
+    retry_first: timedelta = RETRY_FIRST
+    retry_cap: timedelta = RETRY_CAP
+
+    def backoff(self, attempts: int) -> timedelta:
+        """The wait after the `attempts`-th try (1-based)."""
+        return min(self.retry_cap, self.retry_first * 2 ** min(attempts - 1, 30))
+
+
+def _pending(now):
+    """Rows still to send at `now`: neither sent nor given up, and due."""
+    return (AlertDelivery.sent_at.is_(None), AlertDelivery.failed_at.is_(None),
+            or_(AlertDelivery.next_attempt_at.is_(None), AlertDelivery.next_attempt_at <= now))
+
+
+def unsent_count(now: datetime) -> int:
+    """Rows due to be sent at `now` (aware UTC)."""
+    return db.session.scalar(select(func.count()).select_from(AlertDelivery).where(*_pending(now))) or 0
 
 
 # pg_advisory_lock key of the send phase: "PDALERTS" as a 63-bit integer.
@@ -194,10 +253,12 @@ def _send_lock():
                         conn.invalidate()  # never hand a connection holding the lock back to the pool
                         raise
         return
-    if not url.database or url.database == ":memory:":
+    # The app opens its SQLite file as a `file:` URI (mode=rw); an absolute path either way.
+    path = config.sqlite_file(url.render_as_string(hide_password=False), os.getcwd())
+    if path is None:
         yield True, None
         return
-    with open(os.path.abspath(url.database) + ".send-lock", "a+") as handle:
+    with open(os.path.abspath(path) + ".send-lock", "a+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -207,41 +268,69 @@ def _send_lock():
 
 
 # Built once: statement construction is a visible share of a message's cost at this rate.
-# _BATCH: the next `n` unsent rows after id `after`, with their subscribers.
+# _BATCH: the next `n` due rows after id `after`, with their subscribers. Rows waiting for
+# their next attempt, and rows given up, are not read: a failing row never stands in front of
+# the others. Id order is creation order, so the oldest due alert goes first.
+_NOW = bindparam("now", type_=UTCDateTime())
 _BATCH = (select(AlertDelivery.id, AlertDelivery.subscriber_id, AlertDelivery.period,
-                 AlertDelivery.window_start, AlertDelivery.window_end, Subscriber.paper_id,
-                 Subscriber.email, Subscriber.cadence, Subscriber.sections, Subscriber.cast,
-                 Subscriber.confirmed_at, Subscriber.unsubscribed_at)
+                 AlertDelivery.window_start, AlertDelivery.window_end, AlertDelivery.attempts,
+                 Subscriber.paper_id, Subscriber.email, Subscriber.cadence, Subscriber.sections,
+                 Subscriber.cast, Subscriber.confirmed_at, Subscriber.unsubscribed_at,
+                 Subscriber.suppressed_at)
           .join(Subscriber, Subscriber.id == AlertDelivery.subscriber_id)
-          .where(AlertDelivery.sent_at.is_(None), AlertDelivery.id > bindparam("after"))
+          .where(*_pending(_NOW), AlertDelivery.id > bindparam("after"))
           .order_by(AlertDelivery.id).limit(bindparam("n")))
-_ANY_AFTER = (select(AlertDelivery.id).where(AlertDelivery.sent_at.is_(None), AlertDelivery.id > bindparam("after"))
-              .limit(1))
+_ANY_AFTER = select(AlertDelivery.id).where(*_pending(_NOW), AlertDelivery.id > bindparam("after")).limit(1)
 _MARK_SENT = (update(AlertDelivery).where(AlertDelivery.id.in_(bindparam("ids", expanding=True)))
               .values(sent_at=bindparam("now", type_=UTCDateTime()), attempts=AlertDelivery.attempts + 1))
 _MARK_READERS = (update(Subscriber).where(Subscriber.id.in_(bindparam("subscriber_ids", expanding=True)))
-                 .values(last_sent_at=bindparam("now", type_=UTCDateTime())))
+                 .values(last_sent_at=bindparam("now", type_=UTCDateTime()), bounces=0))
 # PostgreSQL: both in one statement, committed on the spot (autocommit): one round trip.
 _MARK_SENT_PG = text(
     "WITH sent AS (UPDATE alert_deliveries SET sent_at = :now, attempts = attempts + 1"
     " WHERE id = ANY(CAST(:ids AS integer[])) RETURNING subscriber_id)"
-    " UPDATE subscribers SET last_sent_at = :now FROM sent WHERE subscribers.id = sent.subscriber_id"
+    " UPDATE subscribers SET last_sent_at = :now, bounces = 0 FROM sent WHERE subscribers.id = sent.subscriber_id"
 ).bindparams(bindparam("now", type_=UTCDateTime()))
-_MARK_FAILED = (update(AlertDelivery).where(AlertDelivery.id == bindparam("alert_id"))
-                .values(attempts=AlertDelivery.attempts + 1, last_error=bindparam("error")))
+# A connection-level failure: the server said nothing about the message, so `attempts` (the
+# answers about it) stays and the row stays due for the next run.
+_MARK_UNREACHED = (update(AlertDelivery).where(AlertDelivery.id == bindparam("alert_id"))
+                   .values(last_error=bindparam("error")))
+_MARK_RETRY = (update(AlertDelivery).where(AlertDelivery.id == bindparam("alert_id"))
+               .values(attempts=AlertDelivery.attempts + 1, last_error=bindparam("error"),
+                       next_attempt_at=bindparam("next", type_=UTCDateTime())))
+# Given up: refused for good, too many temporary refusals, not buildable, address suppressed.
+_MARK_GIVEN_UP = (update(AlertDelivery).where(AlertDelivery.id == bindparam("alert_id"))
+                  .values(attempts=AlertDelivery.attempts + bindparam("tried"), last_error=bindparam("error"),
+                          failed_at=bindparam("now", type_=UTCDateTime())))
+# A permanent refusal of the address: one more bounce; suppressed at the limit (or at once).
+_SUPPRESS = or_(bindparam("suppress", type_=Boolean()), Subscriber.bounces + 1 >= bindparam("limit", type_=Integer()))
+_BOUNCE = (update(Subscriber).where(Subscriber.id == bindparam("subscriber_id"))
+           .values(bounces=Subscriber.bounces + 1,
+                   suppressed_at=case((_SUPPRESS, func.coalesce(Subscriber.suppressed_at,
+                                                                bindparam("now", type_=UTCDateTime()))),
+                                      else_=Subscriber.suppressed_at),
+                   suppressed_reason=case((_SUPPRESS, bindparam("error")), else_=Subscriber.suppressed_reason))
+           .returning(Subscriber.suppressed_at))
 _DROP = delete(AlertDelivery).where(AlertDelivery.id == bindparam("alert_id"))
 
 
 def send_recorded(now: datetime, mailer: mail.Mailer, progress: Callable[[int], None] | None = None,
                   *, origins: PaperOrigins, connections: int = 1,
-                  open_mailer: Callable[[], mail.Mailer] | None = None) -> SendReport:
-    """Send every recorded, unsent alert, holding `send_lock()`. Rows are read BATCH at a time;
-    each message goes out on one of `connections` SMTP connections (`mailer`, plus more from
-    `open_mailer()`), and is marked sent and committed as soon as the server accepted it,
-    before its connection hands over another. A failed message stays unsent for the next run;
-    after GIVE_UP_AFTER failures in a row the run stops (the server is down). Rows of addresses
-    that left the list are dropped. When another run holds the lock, `deferred` is set and
-    this run sends nothing: the holder sends what this one recorded (it looks again after
+                  open_mailer: Callable[[], mail.Mailer] | None = None,
+                  policy: FailurePolicy = FailurePolicy()) -> SendReport:
+    """Send every recorded alert that is due at `now`, holding `send_lock()`. Rows are read
+    BATCH at a time; each message goes out on one of `connections` SMTP connections (`mailer`,
+    plus more from `open_mailer()`), and is marked sent and committed as soon as the server
+    accepted it, before its connection hands over another.
+
+    Each failure is classified (`mail.MailError.kind`, docs/ALERTS.md "When a message fails"):
+    a permanent refusal gives the row up and counts a bounce on its address (suppressed per
+    `policy`); a temporary one backs the row off to `next_attempt_at` (given up after
+    `policy.max_attempts`); a connection-level one leaves it due for the next run, and after
+    GIVE_UP_AFTER of them in a row the run stops (the server is down). A message that cannot
+    be built is given up with its reason. Rows of addresses that left the list are dropped,
+    rows of suppressed addresses given up. When another run holds the lock, `deferred` is set
+    and this run sends nothing: the holder sends what this one recorded (it looks again after
     letting the lock go). Links in the messages are under each paper's origin from `origins`.
     Needs an app context (templates, SECRET_KEY)."""
     report = SendReport()
@@ -254,10 +343,10 @@ def send_recorded(now: datetime, mailer: mail.Mailer, progress: Callable[[int], 
                 if not mine:
                     report.deferred = True
                     break
-                after = _send_batches(now, pool, composer, report, after, progress, writer)
+                after = _send_batches(now, pool, composer, report, after, progress, writer, policy)
             db.session.commit()
             # Rows a concurrent run recorded while this one held the lock: it gave up sending.
-            if report.stopped or db.session.scalar(_ANY_AFTER, {"after": after}) is None:
+            if report.stopped or db.session.scalar(_ANY_AFTER, {"after": after, "now": now}) is None:
                 break
     finally:
         pool.close()
@@ -266,8 +355,8 @@ def send_recorded(now: datetime, mailer: mail.Mailer, progress: Callable[[int], 
 
 
 def _send_batches(now, pool: mail.SenderPool, composer: Composer, report: SendReport, after: int,
-                  progress, writer) -> int:
-    """Send the unsent rows after id `after`, keeping every connection busy; return the last
+                  progress, writer, policy: FailurePolicy) -> int:
+    """Send the due rows after id `after`, keeping every connection busy; return the last
     id read. On the way out (an error, Ctrl-C) it still records what is in flight."""
     rows: deque = deque()
     exhausted = False
@@ -275,7 +364,7 @@ def _send_batches(now, pool: mail.SenderPool, composer: Composer, report: SendRe
         while True:
             while pool.free and not report.stopped:
                 if not rows and not exhausted:
-                    batch = db.session.execute(_BATCH, {"after": after, "n": BATCH}).all()
+                    batch = db.session.execute(_BATCH, {"after": after, "n": BATCH, "now": now}).all()
                     db.session.commit()
                     rows.extend(batch)
                     after, exhausted = (batch[-1].id, False) if batch else (after, True)
@@ -287,35 +376,52 @@ def _send_batches(now, pool: mail.SenderPool, composer: Composer, report: SendRe
                     report.skipped += 1
                     progress and progress(1)
                     continue
-                message = composer.message(row)
+                if row.suppressed_at is not None:  # suppressed after this row was recorded
+                    _write(writer, (_MARK_GIVEN_UP, {"alert_id": row.id, "tried": 0, "now": now,
+                                                     "error": "address suppressed"}))
+                    report.skipped += 1
+                    progress and progress(1)
+                    continue
+                try:
+                    message = composer.message(row)
+                except SQLAlchemyError:
+                    raise  # the database, not the row: stop the run
+                except Exception as exc:  # noqa: BLE001 - bad data in this row's alert: give it up, go on
+                    _unbuildable(row, exc, now, report, writer)
+                    progress and progress(1)
+                    continue
                 if message is None:  # everything in the window went off air since: nothing to say
-                    _outcomes([(row, None)], now, report, writer)
+                    _outcomes([(row, None)], now, report, writer, policy)
                     progress and progress(1)
                     continue
                 pool.submit(row, message)
             if not pool.busy:
                 return after
             results = pool.results()
-            _outcomes(results, now, report, writer)
+            _outcomes(results, now, report, writer, policy)
             progress and progress(len(results))
     finally:
         while pool.busy:  # never leave a message the server accepted unrecorded
-            _outcomes(pool.results(), now, report, writer)
+            _outcomes(pool.results(), now, report, writer, policy)
 
 
 def _write(writer, *statements) -> None:
     """Run `statements` ((statement, params) pairs) and commit them: on PostgreSQL through the
     autocommit `writer` (one statement, one round trip); on SQLite in a session transaction.
     Core execution: the ORM's bulk-UPDATE layer costs more than the statement at this rate,
-    and nothing of these rows is loaded in the session."""
+    and nothing of these rows is loaded in the session. Returns the last statement's result."""
+    result = None
     if writer is not None:
         for statement, params in statements:
-            writer.execute(statement, params)
-        return
+            result = writer.execute(statement, params)
+        return result
     conn = db.session.connection()
     for statement, params in statements:
-        conn.execute(statement, params)
+        result = conn.execute(statement, params)
+    if result is not None and result.returns_rows:
+        result = result.all()
     db.session.commit()
+    return result
 
 
 def _mark_sent(rows: list, now: datetime, writer) -> None:
@@ -327,10 +433,47 @@ def _mark_sent(rows: list, now: datetime, writer) -> None:
                (_MARK_READERS, {"subscriber_ids": [row.subscriber_id for row in rows], "now": now}))
 
 
-def _outcomes(results: list, now: datetime, report: SendReport, writer) -> None:
+def _unbuildable(row, exc: Exception, now: datetime, report: SendReport, writer) -> None:
+    error = f"cannot build the message: {type(exc).__name__}: {exc}"[:1000]
+    _write(writer, (_MARK_GIVEN_UP, {"alert_id": row.id, "tried": 0, "now": now, "error": error}))
+    report.failed += 1
+    report.unbuildable += 1
+    report.errors.append(f"{row.email}: {error}")
+
+
+def _failed(row, error: mail.MailError, now: datetime, report: SendReport, writer, policy: FailurePolicy) -> None:
+    """Record one refused or undelivered message by the kind of its failure."""
+    text = str(error)[:1000]
+    report.failed += 1
+    report.errors.append(f"{row.email}: {text}")
+    if error.kind == mail.CONNECTION:
+        _write(writer, (_MARK_UNREACHED, {"alert_id": row.id, "error": text}))
+        report.unreachable += 1
+        report.streak += 1
+        report.stopped = report.stopped or report.streak >= GIVE_UP_AFTER
+        return
+    report.streak = 0  # the server answered: it is up
+    if error.kind == mail.TEMPORARY and row.attempts + 1 < policy.max_attempts:
+        _write(writer, (_MARK_RETRY, {"alert_id": row.id, "error": text,
+                                      "next": now + policy.backoff(row.attempts + 1)}))
+        report.retrying += 1
+        return
+    report.refused += 1
+    if error.kind == mail.TEMPORARY:
+        _write(writer, (_MARK_GIVEN_UP, {"alert_id": row.id, "tried": 1, "now": now,
+                                         "error": f"gave up after {row.attempts + 1} attempts: {text}"[:1000]}))
+        return
+    suppressed = _write(writer, (_MARK_GIVEN_UP, {"alert_id": row.id, "tried": 1, "now": now, "error": text}),
+                        (_BOUNCE, {"subscriber_id": row.subscriber_id, "now": now, "error": text,
+                                   "suppress": bool(HARD_BOUNCE.search(text)), "limit": policy.bounce_limit}))
+    if any(r[0] == now for r in suppressed):
+        report.suppressed += 1
+
+
+def _outcomes(results: list, now: datetime, report: SendReport, writer, policy: FailurePolicy) -> None:
     """Record finished messages (`(row, error)` pairs): the accepted ones marked sent in one
     statement and commit (a group commit when several connections finished at once), the
-    refused ones left unsent with their error. Raises, after that, what is not a MailError."""
+    failed ones by the kind of failure (`_failed`). Raises, after that, what is not a MailError."""
     sent = [row for row, error in results if error is None]
     if sent:
         # Nothing between the server's "250" and this commit but one statement (two on
@@ -342,11 +485,7 @@ def _outcomes(results: list, now: datetime, report: SendReport, writer) -> None:
         if error is None:
             report.streak = 0
         elif isinstance(error, mail.MailError):
-            _write(writer, (_MARK_FAILED, {"alert_id": row.id, "error": str(error)[:1000]}))
-            report.failed += 1
-            report.errors.append(str(error))
-            report.streak += 1
-            report.stopped = report.stopped or report.streak >= GIVE_UP_AFTER
+            _failed(row, error, now, report, writer, policy)
         else:
             unexpected = error
     if unexpected is not None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import binascii
 import queue
+import re
 import secrets
 import smtplib
 import ssl
@@ -32,23 +33,63 @@ SMTP_TIMEOUT = 20
 DEFAULT_PORTS = {"smtp": 25, "smtp+starttls": 587, "smtps": 465}
 
 
+# Anything that would end a header line or hide in one: C0/C1 controls, DEL, the Unicode line
+# and paragraph separators. Runs of them (and of spaces) become one space.
+_NOT_ONE_LINE = re.compile(r"[\s\x00-\x1f\x7f-\x9f\u2028\u2029]+")
+
+
+def one_line(value: str) -> str:
+    """`value` made safe for a header: every run of whitespace or control characters (CR, LF,
+    NUL, ...) collapsed to one space, ends trimmed. Stored names pass through here because the
+    database may hold rows written before the API refused such values; one of them must not
+    stop a send run for every paper."""
+    return _NOT_ONE_LINE.sub(" ", value).strip()
+
+
+# What a failure says about the message (MailError.kind).
+PERMANENT, TEMPORARY, CONNECTION = "permanent", "temporary", "connection"
+
+
 class MailError(Exception):
-    """A message could not be handed over (the server refused it or could not be reached)."""
+    """A message could not be handed over. `kind` says whose fault it is:
+
+    - PERMANENT: the server answered 5xx for this message (its recipient, or its content at
+      DATA): sending it again would get the same answer.
+    - TEMPORARY: the server answered 4xx for this message (greylisting, mailbox full): it may
+      be accepted later.
+    - CONNECTION: no server answered for this message (connect refused, timeout, TLS or login
+      failure, the server closing the connection or answering 421, the sender refused, the
+      outbox not writable): nothing is known about the message itself.
+
+    `code` is the SMTP reply code when there was one, else None."""
+
+    def __init__(self, text: str, kind: str = CONNECTION, code: int | None = None):
+        super().__init__(text)
+        self.kind, self.code = kind, code
+
+
+def classify(code: int) -> str:
+    """The kind of a failure answered with SMTP reply `code` about one message: 5xx
+    PERMANENT, 421 (the server is closing the connection) CONNECTION, other 4xx TEMPORARY."""
+    if code == 421 or code < 400:
+        return CONNECTION
+    return PERMANENT if code >= 500 else TEMPORARY
 
 
 def compose(*, from_name: str, from_addr: str, to: str, subject: str, text: str, html: str,
             now: datetime, list_id: str | None = None, unsubscribe_url: str | None = None) -> EmailMessage:
     """A multipart/alternative (text + HTML) message. With `unsubscribe_url`, RFC 2369/8058
-    `List-Unsubscribe` and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` are set."""
+    `List-Unsubscribe` and `List-Unsubscribe-Post: List-Unsubscribe=One-Click` are set.
+    `from_name`, `subject` and `list_id` are made one line (`one_line`) whatever they hold."""
     message = EmailMessage()
-    message["From"] = formataddr((from_name, from_addr))
+    message["From"] = formataddr((one_line(from_name), from_addr))
     message["To"] = to
-    message["Subject"] = subject
+    message["Subject"] = one_line(subject)
     message["Date"] = format_datetime(now)
     message["Message-ID"] = make_msgid(domain=from_addr.rsplit("@", 1)[-1])
     message["Auto-Submitted"] = "auto-generated"
     if list_id:
-        message["List-Id"] = list_id
+        message["List-Id"] = one_line(list_id)
     if unsubscribe_url:
         message["List-Unsubscribe"] = f"<{unsubscribe_url}>"
         message["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
@@ -80,7 +121,8 @@ class Template:
     values; `fill()` substitutes them (HTML-escaped in the HTML part) and returns that reader's
     `Outgoing`, with its own `To`, `Message-ID` and `List-Unsubscribe: <url>` (one unfolded line,
     never an RFC 2047 encoded word, so mail clients can read it). The shared headers are made
-    once by the email package (RFC 2047 for a non-ASCII nameplate or subject)."""
+    once by the email package (RFC 2047 for a non-ASCII nameplate or subject); `from_name`,
+    `subject` and `list_id` are made one line (`one_line`) first."""
 
     def __init__(self, *, from_name: str, from_addr: str, subject: str, text: str, html: str,
                  now: datetime, list_id: str | None = None, one_click: bool = False):
@@ -88,12 +130,12 @@ class Template:
         self.text, self.html = _crlf(text), _crlf(html)
         self.boundary = "=_pd_" + secrets.token_hex(12)  # "=_" never occurs in quoted-printable
         head = EmailMessage(policy=policy.SMTP)
-        head["From"] = formataddr((from_name, from_addr))
-        head["Subject"] = subject
+        head["From"] = formataddr((one_line(from_name), from_addr))
+        head["Subject"] = one_line(subject)
         head["Date"] = format_datetime(now)
         head["Auto-Submitted"] = "auto-generated"
         if list_id:
-            head["List-Id"] = list_id
+            head["List-Id"] = one_line(list_id)
         if one_click:
             head["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
         head["MIME-Version"] = "1.0"
@@ -192,10 +234,19 @@ class SmtpMailer(Mailer):
         self._conn = None
 
     def send(self, message: EmailMessage | Outgoing) -> None:
+        """Hand `message` over. Raises MailError with its kind (see MailError): a failure to
+        connect, log in or keep the connection is CONNECTION, whatever its reply code; a reply
+        to this message's MAIL, RCPT or DATA is classified by `classify()`, except a refused
+        sender (MAIL FROM), which is about us and every message, so CONNECTION."""
         for attempt in (1, 2):
             try:
                 if self._conn is None:
                     self._conn = self._connect()
+            except (smtplib.SMTPException, OSError) as exc:
+                self._drop()
+                raise MailError(f"smtp: cannot connect: {type(exc).__name__}: {exc}", CONNECTION,
+                                getattr(exc, "smtp_code", None)) from exc
+            try:
                 if isinstance(message, Outgoing):
                     options = ["SMTPUTF8", "BODY=8BITMIME"] if message.smtputf8 else []
                     self._conn.sendmail(message.sender, [message.to], message.data, options)
@@ -206,16 +257,22 @@ class SmtpMailer(Mailer):
                 # A reused connection the server has since closed: one fresh try.
                 self._conn = None
                 if attempt == 2:
-                    raise MailError(f"smtp: {exc}") from exc
-            except smtplib.SMTPResponseException as exc:
+                    raise MailError(f"smtp: {exc}", CONNECTION) from exc
+            except smtplib.SMTPSenderRefused as exc:
                 self._reset()
-                raise MailError(f"smtp {exc.smtp_code}: {exc.smtp_error!r}") from exc
+                raise MailError(f"smtp {exc.smtp_code}: sender refused: {exc.smtp_error!r}", CONNECTION,
+                                exc.smtp_code) from exc
             except smtplib.SMTPRecipientsRefused as exc:
                 self._reset()
-                raise MailError(f"smtp: recipient refused {list(exc.recipients)}") from exc
+                code, reply = next(iter(exc.recipients.values()), (550, b""))
+                raise MailError(f"smtp {code}: recipient refused: {reply!r}", classify(code), code) from exc
+            except smtplib.SMTPResponseException as exc:
+                self._reset()
+                raise MailError(f"smtp {exc.smtp_code}: {exc.smtp_error!r}", classify(exc.smtp_code),
+                                exc.smtp_code) from exc
             except (smtplib.SMTPException, OSError) as exc:
                 self._drop()
-                raise MailError(f"smtp: {type(exc).__name__}: {exc}") from exc
+                raise MailError(f"smtp: {type(exc).__name__}: {exc}", CONNECTION) from exc
 
     def _reset(self) -> None:
         try:

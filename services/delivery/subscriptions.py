@@ -12,11 +12,14 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from email.utils import parseaddr
 
+from email_validator import EmailNotValidError, EmailSyntaxError, validate_email
 from flask import current_app, render_template
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
-from sqlalchemy import func, select, update
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.attributes import set_committed_value
 
 from extensions import db
 from models import Paper, Section, Subscriber
@@ -37,6 +40,23 @@ class Preferences:
     cadence: str = "daily"
     sections: list[str] | None = None
     cast: bool = True
+
+
+# RFC 5321 section 4.5.3.1.1; email-validator lets one more character through.
+MAX_LOCAL_PART = 64
+
+
+def normalize_email(text: str) -> str:
+    """The form an address is stored and counted in: email-validator's normalised form (syntax
+    only, no DNS: NFC) with the domain in ASCII (IDNA, so sending needs SMTPUTF8 only for a
+    non-ASCII local part), lower-cased. `Foo@Example.COM` and `foo@bücher.example` become
+    `foo@example.com` and `foo@xn--bcher-kva.example`. Raises
+    `email_validator.EmailNotValidError` for what is not an address, a local part over 64
+    characters included."""
+    result = validate_email(text, check_deliverability=False)
+    if len(result.local_part) > MAX_LOCAL_PART:
+        raise EmailSyntaxError(f"The part before the @-sign is longer than {MAX_LOCAL_PART} characters.")
+    return (result.ascii_email or f"{result.local_part}@{result.ascii_domain}").lower()
 
 
 def active_sections(paper: Paper) -> list[str]:
@@ -101,11 +121,51 @@ def unsubscribe_url(subscriber: Subscriber, *, links: Links) -> str:
     return links.absolute(f"/subscribe/unsubscribe?token={make_token('unsubscribe', subscriber)}")
 
 
-def sender_address(paper: Paper, *, links: Links) -> str:
-    """`alerts@<host>`: the host name of `links` without its port or IPv6 brackets; a host
-    without a dot (`localhost`) gets `.localdomain`, as an address needs a domain."""
+# The sender when neither MAIL_FROM nor the paper's host gives a valid address (an IP address
+# or a reserved name such as `demo.localhost` is no mail domain).
+FALLBACK_SENDER = "alerts@localhost.localdomain"
+
+
+def parse_mail_from(text: str) -> tuple[str, str] | None:
+    """MAIL_FROM as `(display name, address)`: `"Paper Desk <alerts@example.com>"` ->
+    `("Paper Desk", "alerts@example.com")`, a bare address -> `("", address)`, empty -> None.
+    The address is checked by email-validator (syntax only, no DNS) and given in its
+    normalised form. Raises ValueError, naming the setting and the reason."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    if mail.one_line(text) != text:
+        raise ValueError(f"MAIL_FROM {text!r} must be one line")
+    name, address = parseaddr(text)
+    if not address or "@" not in address:
+        raise ValueError(f"MAIL_FROM {text!r} must be an address, e.g. \"Paper Desk <alerts@example.com>\"")
+    try:
+        address = validate_email(address, check_deliverability=False).normalized
+    except EmailNotValidError as exc:
+        raise ValueError(f"MAIL_FROM {text!r} is not a valid address: {exc}") from exc
+    return name, address
+
+
+def sender(paper: Paper, *, links: Links) -> tuple[str, str]:
+    """`(display name, address)` of the paper's mail. MAIL_FROM when set (its name, else the
+    nameplate); else the nameplate and `alerts@<host>`, the host of `links` without its port
+    (a host without a dot, `localhost`, gets `.localdomain`) when email-validator takes that
+    address, else FALLBACK_SENDER. Needs an app context (MAIL_FROM, checked at startup)."""
+    configured = parse_mail_from(current_app.config.get("MAIL_FROM", ""))
+    if configured is not None:
+        return configured[0] or paper.nameplate, configured[1]
     host = links.host_name.strip("[]")
-    return f"alerts@{host if '.' in host else host + '.localdomain'}"
+    address = f"alerts@{host if '.' in host else host + '.localdomain'}"
+    try:
+        validate_email(address, check_deliverability=False)
+    except EmailNotValidError:
+        address = FALLBACK_SENDER
+    return paper.nameplate, address
+
+
+def sender_address(paper: Paper, *, links: Links) -> str:
+    """The address alone of `sender()`."""
+    return sender(paper, links=links)[1]
 
 
 def list_id(paper: Paper, *, links: Links) -> str:
@@ -171,25 +231,38 @@ def send_confirmation(paper: Paper, row: Subscriber, now: datetime, *, links: Li
     CONFIRM_INTERVAL. Returns True when queued. Needs an app context: SECRET_KEY and the mail
     settings come from `current_app.config`, the bodies from templates/mail/confirm.*.
 
-    The message is composed now (the row must be flushed: the link names its id) and
-    `confirm_sent_at` set to `now` in the same transaction, so two subscribes of one address
-    cannot both send. The message goes to the mailer once the transaction commits
-    (after_commit.defer), and never if it rolls back. When the mailer fails, the failure is
+    `confirm_sent_at` is claimed first by one conditional UPDATE (`WHERE confirm_sent_at IS
+    NULL OR confirm_sent_at <= now - CONFIRM_INTERVAL`, rowcount 1 or nothing is sent), so
+    concurrent subscribes of one address send one email whatever their timing. The message
+    is composed in the same transaction (the row must be flushed: the link names its id) and
+    goes to the mailer once the transaction commits (after_commit.defer), never if it rolls
+    back. When the mailer fails, the failure is
     logged and `confirm_sent_at` is put back (one small commit of its own), so the reader may
     ask again at once."""
     if row.confirmed_at is not None:
         return False
-    if row.confirm_sent_at is not None and now - row.confirm_sent_at < CONFIRM_INTERVAL:
+    previous = row.confirm_sent_at
+    # The database decides who sends: one conditional UPDATE, not a read and a write. Concurrent
+    # subscribes of one address all run it; the row lock makes the later ones wait for the
+    # first to commit, re-check the condition against its confirm_sent_at and match nothing.
+    claimed = db.session.execute(
+        update(Subscriber)
+        .where(Subscriber.id == row.id, Subscriber.confirmed_at.is_(None),
+               or_(Subscriber.confirm_sent_at.is_(None), Subscriber.confirm_sent_at <= now - CONFIRM_INTERVAL))
+        .values(confirm_sent_at=now)
+        .execution_options(synchronize_session=False)).rowcount
+    if claimed != 1:
         return False
+    set_committed_value(row, "confirm_sent_at", now)
     link = confirm_url(row, links=links)
     context = {"paper": paper, "link": link, "subscriber": row, "home": links.home()}
+    from_name, from_addr = sender(paper, links=links)
     message = mail.compose(
-        from_name=paper.nameplate, from_addr=sender_address(paper, links=links), to=row.email,
+        from_name=from_name, from_addr=from_addr, to=row.email,
         subject=f"Confirm your {paper.nameplate} alerts", now=now, list_id=list_id(paper, links=links),
         text=render_template("mail/confirm.txt", **context),
         html=render_template("mail/confirm.html", **context))
-    row_id, previous = row.id, row.confirm_sent_at
-    row.confirm_sent_at = now
+    row_id = row.id
     config = current_app.config
 
     def deliver() -> None:
@@ -243,7 +316,8 @@ def rows(paper: Paper) -> list[dict]:
             Subscriber.paper_id == paper.id, Subscriber.unsubscribed_at.is_(None)).order_by(Subscriber.id)):
         item = {"email": row.email, "confirmed_at": row.confirmed_at, "cadence": row.cadence,
                 "sections": row.sections if row.sections is not None else every, "cast": row.cast,
-                "last_sent_at": row.last_sent_at}
+                "last_sent_at": row.last_sent_at, "bounces": row.bounces, "suppressed_at": row.suppressed_at,
+                "suppressed_reason": row.suppressed_reason}
         if row.webhook_url:
             item["webhook"], item["webhook_secret"] = row.webhook_url, row.webhook_secret
         out.append(item)

@@ -2,8 +2,9 @@
 
 A delivery is a JSON POST `{id, type, created_at, data}` with `X-Desk-Event`,
 `X-Desk-Delivery` and `X-Desk-Signature: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`.
-Only a 2xx answer counts; redirects are not followed; each attempt is bounded in total
-(TIMEOUT_SECONDS for connecting, sending and the whole answer, not per read).
+`t` is taken when each request is sent. Only a 2xx answer counts; redirects are not followed;
+each attempt is bounded in total (TIMEOUT_SECONDS for connecting, sending and the whole answer,
+not per read), and a run's deliveries by CONCURRENCY POSTs at once and RUN_BUDGET_SECONDS.
 Targets are checked when the URL is given and again at each attempt, against the addresses
 the name resolves to *then*, and the connection goes to the checked address (no DNS rebinding).
 """
@@ -18,18 +19,30 @@ import secrets
 import socket
 import ssl
 import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
-from clock import rfc3339
+from clock import rfc3339, utcnow
 from extensions import db
 from models import Subscriber, WebhookDelivery
 from services.errors import Invalid
 
 TIMEOUT_SECONDS = 5.0
+# An attempt cut short by the end of the run's budget still gets this long.
+MIN_TIMEOUT_SECONDS = 1.0
+# POSTs in flight at once in one run: a hanging receiver holds one of them, not the run.
+CONCURRENCY = 4
+# Wall time one run spends starting deliveries; the rest waits for the next run.
+RUN_BUDGET_SECONDS = 120.0
+# How long a claimed delivery stays out of every run's reach (one attempt takes at most
+# TIMEOUT_SECONDS); a run killed mid-POST leaves it to be retried after this.
+LEASE = timedelta(minutes=2)
 MAX_ATTEMPTS = 8
 BASE_BACKOFF = timedelta(minutes=1)
 MAX_BACKOFF = timedelta(hours=6)
@@ -259,46 +272,110 @@ class DeliveryReport:
     delivered: int = 0
     failed: int = 0
     given_up: int = 0
+    left: bool = False  # the run budget ran out with deliveries still due
 
 
-def deliver_due(now: datetime, *, allow_private: bool, limit: int | None = None) -> DeliveryReport:
-    """Attempt every outbox delivery due at `now`, one row per transaction, claimed with
-    `FOR UPDATE SKIP LOCKED` (PostgreSQL) so concurrent runs never post the same row at once.
-    A failure schedules the next attempt with backoff; after MAX_ATTEMPTS it is given up."""
+@dataclass(frozen=True)
+class _Job:
+    id: int
+    delivery_id: str
+    event: str
+    url: str
+    body: bytes
+    secret: str
+    attempts: int
+
+
+def _claim(now: datetime, tried: set[int], clock: Callable[[], datetime]) -> _Job | None:
+    """Take the next due delivery out of every run's reach for LEASE (its `next_attempt_at`
+    moved ahead, committed), or None when nothing is due. The row is read `FOR UPDATE SKIP
+    LOCKED` (PostgreSQL) so two runs never claim one row; the lease, not a lock held during the
+    POST, keeps it claimed, so each result can be committed while other POSTs are in flight."""
+    query = (select(WebhookDelivery.id, WebhookDelivery.delivery_id, WebhookDelivery.event,
+                    WebhookDelivery.url, WebhookDelivery.body, WebhookDelivery.attempts,
+                    WebhookDelivery.subscriber_id)
+             .where(WebhookDelivery.delivered_at.is_(None), WebhookDelivery.failed_at.is_(None),
+                    WebhookDelivery.next_attempt_at <= now)
+             .order_by(WebhookDelivery.id).limit(1)
+             .with_for_update(skip_locked=True, of=WebhookDelivery))
+    if tried:
+        query = query.where(WebhookDelivery.id.not_in(tried))
+    row = db.session.execute(query).first()
+    if row is None:
+        db.session.commit()
+        return None
+    secret = db.session.scalar(select(Subscriber.webhook_secret).where(Subscriber.id == row.subscriber_id))
+    db.session.execute(update(WebhookDelivery).where(WebhookDelivery.id == row.id)
+                       .values(next_attempt_at=clock() + LEASE))
+    db.session.commit()
+    return _Job(row.id, row.delivery_id, row.event, row.url, row.body.encode("utf-8"), secret or "",
+                row.attempts)
+
+
+def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[], datetime]) -> Attempt:
+    # Signed as the request leaves, not when the run started: receivers refuse a `t` more than
+    # 300 seconds old, and a run behind slow receivers or a slow mail relay can be older.
+    timestamp = int(clock().timestamp())
+    return post(job.url, job.body, {"X-Desk-Event": job.event, "X-Desk-Delivery": job.delivery_id,
+                                    "X-Desk-Signature": sign(job.secret, timestamp, job.body)},
+                allow_private=allow_private, timeout=timeout)
+
+
+def _record(job: _Job, attempt: Attempt, report: DeliveryReport, at: datetime) -> None:
+    values: dict = {"attempts": job.attempts + 1, "last_status": attempt.status, "last_error": attempt.error}
+    if attempt.ok:
+        values["delivered_at"] = at
+        report.delivered += 1
+    elif job.attempts + 1 >= MAX_ATTEMPTS:
+        values["failed_at"] = at
+        report.given_up += 1
+        report.failed += 1
+    else:
+        values["next_attempt_at"] = at + backoff(job.attempts + 1)
+        report.failed += 1
+    db.session.execute(update(WebhookDelivery).where(WebhookDelivery.id == job.id).values(**values))
+    db.session.commit()
+
+
+def deliver_due(now: datetime, *, allow_private: bool, limit: int | None = None,
+                concurrency: int = CONCURRENCY, budget: float = RUN_BUDGET_SECONDS,
+                clock: Callable[[], datetime] = utcnow) -> DeliveryReport:
+    """Attempt every outbox delivery due at `now`, up to `concurrency` POSTs at once (each in a
+    worker thread; the database work stays in the caller's thread), within `budget` seconds.
+
+    Each delivery is claimed (`_claim`: a lease of LEASE, committed), posted and signed with
+    `clock()` as its request leaves, and its result committed as soon as it is known: a 2xx
+    marks it delivered; a failure schedules the next attempt at `clock() + backoff(attempts)`;
+    after MAX_ATTEMPTS it is given up. No new delivery starts once `budget` seconds (wall
+    time) have passed since the call, and each attempt's own timeout (TIMEOUT_SECONDS) is cut
+    to what is left of the budget, so a run lasts at most about `budget` + 1 second whatever
+    the receivers do; what is still due waits for the next run (`report.left`). `limit` caps
+    the deliveries tried. A run killed mid-POST leaves its rows leased: they are tried again
+    once the lease has passed."""
     report = DeliveryReport()
     tried: set[int] = set()
-    while limit is None or len(tried) < limit:
-        query = (select(WebhookDelivery)
-                 .where(WebhookDelivery.delivered_at.is_(None), WebhookDelivery.failed_at.is_(None),
-                        WebhookDelivery.next_attempt_at <= now)
-                 .order_by(WebhookDelivery.id).limit(1)
-                 .with_for_update(skip_locked=True))
-        if tried:
-            query = query.where(WebhookDelivery.id.not_in(tried))
-        row = db.session.scalar(query)
-        if row is None:
-            db.session.commit()
-            break
-        tried.add(row.id)
-        secret = db.session.scalar(select(Subscriber.webhook_secret).where(Subscriber.id == row.subscriber_id))
-        body = row.body.encode("utf-8")
-        timestamp = int(now.timestamp())
-        attempt = post(row.url, body, {"X-Desk-Event": row.event, "X-Desk-Delivery": row.delivery_id,
-                                       "X-Desk-Signature": sign(secret or "", timestamp, body)},
-                       allow_private=allow_private)
-        row.attempts += 1
-        row.last_status, row.last_error = attempt.status, attempt.error
-        if attempt.ok:
-            row.delivered_at = now
-            report.delivered += 1
-        elif row.attempts >= MAX_ATTEMPTS:
-            row.failed_at = now
-            report.given_up += 1
-            report.failed += 1
-        else:
-            row.next_attempt_at = now + backoff(row.attempts)
-            report.failed += 1
-        db.session.commit()
+    deadline = time.monotonic() + budget
+    running: dict[Future, _Job] = {}
+    exhausted = False
+    with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="webhook") as pool:
+        while True:
+            while not exhausted and len(running) < max(1, concurrency) and (limit is None or len(tried) < limit):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    report.left = True
+                    break
+                job = _claim(now, tried, clock)
+                if job is None:
+                    exhausted = True
+                    break
+                tried.add(job.id)
+                running[pool.submit(_send, job, allow_private=allow_private, clock=clock,
+                                    timeout=max(MIN_TIMEOUT_SECONDS, min(TIMEOUT_SECONDS, remaining)))] = job
+            if not running:
+                break
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                _record(running.pop(future), future.result(), report, clock())
     return report
 
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
+from urllib.parse import urlsplit
 
 from models import Paper
 
@@ -95,11 +96,41 @@ class Links:
         return self.absolute("/api/v1" + path)
 
 
+def base_origin(url: str) -> str:
+    """PUBLIC_BASE_URL as an origin: `http://127.0.0.1:5000/` -> `http://127.0.0.1:5000`
+    (scheme and host lower-cased, a default port dropped, a non-ASCII host in IDNA). Raises
+    ValueError, with the reason, for anything but `http(s)://host[:port]` with an optional
+    trailing `/` (no path, query, fragment or credentials)."""
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError as exc:
+        raise ValueError(f"PUBLIC_BASE_URL {url!r} is not a URL: {exc}") from exc
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(f"PUBLIC_BASE_URL {url!r} must be http(s)://host[:port]")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username or parts.password:
+        raise ValueError(f"PUBLIC_BASE_URL {url!r} must be an origin only: no path, query or credentials")
+    host = parts.hostname.lower()
+    if not host.isascii():
+        host = host.encode("idna").decode("ascii")
+    if ":" in host:  # an IPv6 literal
+        host = f"[{host}]"
+    if port is not None and _DEFAULT_PORTS.get(scheme) != str(port):
+        host = f"{host}:{port}"
+    return f"{scheme}://{host}"
+
+
 @dataclass(frozen=True, slots=True)
 class PaperOrigins:
     """Each paper's canonical public origin, for work done outside a request (`send-alerts`):
     the paper's custom `host`, else `{slug}.{domain}` (the bare `domain` for `default_paper`),
     with `scheme` and `port` (empty: the scheme's default).
+
+    With `base` (PUBLIC_BASE_URL as an origin, see `base_origin`), the default paper without a
+    custom host is at `base` itself, whatever its host (a bare host such as `127.0.0.1:5000`,
+    or `domain`), and every other paper takes `base`'s scheme and port on its own host:
+    `http://127.0.0.1:5000` gives `http://gazette.localhost:5000` for the paper `gazette`.
 
     The host is written as a request on that origin reports it (werkzeug's `request.host`),
     so these URLs are the ones the paper's own pages hand out: lower-cased, a non-ASCII name in
@@ -109,16 +140,33 @@ class PaperOrigins:
     domain: str
     default_paper: str
     port: str = ""
+    base: str = ""
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> PaperOrigins:
-        """From PUBLIC_URL_SCHEME, PAPER_DOMAIN, DEFAULT_PAPER and PUBLIC_PORT (optional).
-        Raises KeyError when one of the first three is missing."""
-        return cls(scheme=config["PUBLIC_URL_SCHEME"], domain=config["PAPER_DOMAIN"],
-                   default_paper=config["DEFAULT_PAPER"], port=str(config.get("PUBLIC_PORT") or ""))
+        """From PUBLIC_BASE_URL when set (its scheme and port win over PUBLIC_URL_SCHEME and
+        PUBLIC_PORT), PUBLIC_URL_SCHEME, PAPER_DOMAIN, DEFAULT_PAPER and PUBLIC_PORT. Raises
+        KeyError when one of the middle three is missing, ValueError for a PUBLIC_BASE_URL that
+        is not an origin or whose host tenancy would not serve as the default paper (neither
+        PAPER_DOMAIN nor one of BARE_HOSTS): its links would reach another paper or none."""
+        raw = str(config.get("PUBLIC_BASE_URL") or "").strip()
+        if not raw:
+            return cls(scheme=config["PUBLIC_URL_SCHEME"], domain=config["PAPER_DOMAIN"],
+                       default_paper=config["DEFAULT_PAPER"], port=str(config.get("PUBLIC_PORT") or ""))
+        base = base_origin(raw)
+        bare = {config["PAPER_DOMAIN"].lower(), *config.get("BARE_HOSTS", ())}
+        if host_name(base.split("://", 1)[1]) not in bare:
+            raise ValueError(f"PUBLIC_BASE_URL {raw!r}: its host must be PAPER_DOMAIN or one of BARE_HOSTS "
+                             f"({', '.join(sorted(bare))}), the hosts that serve the default paper")
+        scheme, host = base.split("://", 1)
+        port = host.rsplit(":", 1)[1] if not host.endswith("]") and ":" in host else ""
+        return cls(scheme=scheme, domain=config["PAPER_DOMAIN"], default_paper=config["DEFAULT_PAPER"],
+                   port=port, base=base)
 
     def origin(self, paper: Paper) -> str:
         """`scheme://host[:port]` of `paper` (reads its `host` and `slug`)."""
+        if self.base and not paper.host and paper.slug == self.default_paper:
+            return self.base
         host = paper.host or (self.domain if paper.slug == self.default_paper
                               else f"{paper.slug}.{self.domain}")
         host = host.lower()
