@@ -191,7 +191,7 @@ def test_admin_batch_limits_and_webhook_rules(client, desk, app):
         app.config["WEBHOOK_ALLOW_PRIVATE"] = True
 
 
-def test_rate_limits_answer_429_with_retry_after(make_app):
+def test_rate_limits_answer_429_with_retry_after(make_app, still_clock):
     """Its own app with the limits on (the suite's app runs with RATELIMIT_ENABLED off)."""
     _hit_limits(make_app(RATELIMIT_ENABLED=True, RATELIMIT_STORAGE_URI="memory://",
                          CACHE_TYPE="NullCache", CACHE_NO_NULL_WARNING=True))
