@@ -103,7 +103,8 @@ def add_headers(response: Response) -> Response:
         else:
             response.headers["X-Frame-Options"] = "DENY"
     response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Referrer-Policy"] = "strict-origin-when-cross-origin"
+    # A view may send a stricter policy (the subscribe token pages send no-referrer).
+    response.headers.setdefault("Referrer-Policy", "strict-origin-when-cross-origin")
     if request.is_secure:
         response.headers["Strict-Transport-Security"] = HSTS
     server = response.headers.get("Server")

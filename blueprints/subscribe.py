@@ -25,8 +25,18 @@ CADENCES = [("instant", "As pieces go on air"), ("daily", "A daily digest"), ("w
 LABELS = {"email": "Email address", "cadence": "How often", "sections": "Sections", "cast": "Video edition"}
 
 
+# The confirm and unsubscribe pages show the address and carry the token (in the URL and the
+# form): no cache may keep them, and no link followed from them may send the URL on.
+TOKEN_PAGE_HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+
+
 def _page(template: str, heading: str, status: int = 200, **context):
     return render_template(template, heading=heading, site=g.paper, show_nav=False, **context), status
+
+
+def _token_page(template: str, heading: str, status: int = 200, **context):
+    """`_page` with TOKEN_PAGE_HEADERS."""
+    return (*_page(template, heading, status, **context), TOKEN_PAGE_HEADERS)
 
 
 def _landing(form: dict, errors: dict | None = None, status: int = 200):
@@ -78,7 +88,7 @@ def _token() -> str:
 
 
 def _invalid():
-    return _page("subscribe/invalid.html", "This link has expired", 400)
+    return _token_page("subscribe/invalid.html", "This link has expired", 400)
 
 
 @bp.get("/subscribe/confirm")
@@ -88,7 +98,7 @@ def confirm_page():
     row = subscriptions.read_token("confirm", _token(), g.paper)
     if row is None:
         return _invalid()
-    return _page("subscribe/confirm.html", "Confirm your alerts", subscriber=row, token=_token(),
+    return _token_page("subscribe/confirm.html", "Confirm your alerts", subscriber=row, token=_token(),
                  done=row.confirmed_at is not None)
 
 
@@ -101,7 +111,7 @@ def confirm():
     if row is None:
         return _invalid()
     subscriptions.confirm(row, utcnow())
-    return _page("subscribe/confirm.html", "You are subscribed", subscriber=row, done=True)
+    return _token_page("subscribe/confirm.html", "You are subscribed", subscriber=row, done=True)
 
 
 @bp.get("/subscribe/unsubscribe")
@@ -111,7 +121,7 @@ def unsubscribe_page():
     row = subscriptions.read_token("unsubscribe", _token(), g.paper)
     if row is None:
         return _invalid()
-    return _page("subscribe/unsubscribe.html", "Unsubscribe", subscriber=row, token=_token(),
+    return _token_page("subscribe/unsubscribe.html", "Unsubscribe", subscriber=row, token=_token(),
                  done=row.unsubscribed_at is not None)
 
 
@@ -125,4 +135,4 @@ def unsubscribe():
     if row is None:
         return _invalid()
     subscriptions.unsubscribe(row, utcnow())
-    return _page("subscribe/unsubscribe.html", "Unsubscribed", subscriber=row, done=True)
+    return _token_page("subscribe/unsubscribe.html", "Unsubscribed", subscriber=row, done=True)

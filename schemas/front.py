@@ -16,16 +16,25 @@ POSTS_LIMIT_MAX = 100
 
 # --- the front document -------------------------------------------------------------------
 
+class FrontConfigOut(Schema):
+    """The allow-list of services/reading/front.py PUBLIC_CONFIG; each key only when set."""
+
+    timezone = fields.String(metadata={"description": "The paper's home timezone (IANA name)."})
+    language = fields.String(metadata={"description": "The paper's language tag (RSS, Google News)."})
+    help_desk = fields.String(metadata={"description": "A mailto: address or http(s) URL for readers' questions."})
+    contact_email = fields.String(metadata={"description": "The podcast feed's owner address."})
+    podcast_image = fields.String(metadata={"description": "The podcast artwork URL."})
+
+
 class FrontPaperOut(Schema):
     slug = fields.String(required=True, metadata={"description": "The paper's slug."})
     nameplate = fields.String(required=True)
     motto = fields.String(required=True, metadata={"description": "May be empty."})
     description = fields.String(required=True, metadata={"description": "May be empty."})
     home = fields.String(required=True, metadata={"description": "Absolute URL of the paper's home page."})
-    config = fields.Dict(keys=fields.String(), required=True, metadata={
-        "description": "The paper's public configuration. Keys beginning with `_` and keys naming "
-                       "secrets (containing secret, token, password, private, credential or "
-                       "api_key) are withheld."})
+    config = fields.Nested(FrontConfigOut, required=True, metadata={
+        "description": "The public part of the paper's config: only the keys listed here, each "
+                       "when set to a string. Every other config key is withheld."})
 
 
 class NewsroomOut(Schema):

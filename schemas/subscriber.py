@@ -13,8 +13,9 @@ MAX_EMAILS = 20
 
 
 class EmailAddress(fields.String):
-    """An email address checked by `email-validator` (syntax only: no DNS), normalised and
-    lower-cased (`subscriptions.normalize_email`, the form rows and rate limits use)."""
+    """An email address checked by `email-validator` (syntax only: no DNS), normalised,
+    lower-cased, its domain in ASCII and its local part at most 64 characters
+    (`subscriptions.normalize_email`, the form rows and rate limits use)."""
 
     def __init__(self, **kwargs):
         kwargs.setdefault("validate", validate.Length(min=3, max=320))

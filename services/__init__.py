@@ -24,6 +24,7 @@
                    feeds        RSS, podcast, llms.txt
                    sitemaps     sitemaps.org urlset or index, Google News sitemap
                    embeds       story cards, player iframes, oEmbed records
+                   xmltext      xml_safe: text without what XML 1.0 forbids, for every XML answer
                    media        persona avatars (SVG), share cards (PNG)
       delivery/    what leaves the process for readers, subscribers and CDNs
                    subscriptions  double opt-in list, confirm and unsubscribe tokens

@@ -13,6 +13,7 @@ import pytest
 from lxml import etree
 
 from clock import utcnow
+from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.fixtures.statements import statements
 
@@ -272,3 +273,31 @@ def test_feeds_issue_the_same_statements_for_3_and_30_pieces(client, desk, path)
     with statements() as many:
         assert client.get(path).status_code == 200
     assert len(many) == len(few)
+
+
+def test_every_xml_answer_drops_what_xml_forbids(client, desk):
+    paper = desk.paper("demo")
+    admin = auth(desk.key(paper, "admin"), "X-Desk-Key")
+    filed = client.post("/api/v1/stories", headers=admin, json={
+        "headline": "Rates\x01 rise\x0b again", "dek": "Ships\x0c return.", "prose": "The harbour reopened.",
+        "section": "World", "byline": "Ada Quill", "cited_facts": []})
+    assert filed.status_code == 201, filed.get_json()
+    story = filed.get_json()
+    assert client.put(f"/api/v1/stories/{story['id']}/air", headers=admin).status_code in (200, 204)
+    cast = client.post("/api/v1/cast", headers=admin, json={
+        "day": str(utcnow().date()), "title": "Cast\x01 one", "summary": "S\x1f",
+        "video_url": "https://cdn.example.com/v.mp4", "poster_url": "https://cdn.example.com/p.jpg"})
+    assert cast.status_code == 201, cast.get_json()
+    oembed = client.get("/oembed", query_string={"url": story["url"], "format": "xml"})
+    assert oembed.status_code == 200
+    root = etree.fromstring(oembed.data)
+    assert root.findtext("title") == "Rates rise again"
+    for url in ("/sitemap.xml", "/sitemap-news.xml", "/podcast.xml", "/rss.xml"):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        text = etree.tostring(etree.fromstring(response.data), encoding="unicode")
+        assert not any(ch in text for ch in "\x01\x0b\x0c\x1f"), url
+    news = etree.fromstring(client.get("/sitemap-news.xml").data)
+    assert "Rates rise again" in [t.text for t in news.iter("{*}title")]
+    podcast = etree.fromstring(client.get("/podcast.xml").data)
+    assert "Cast one" in [t.text for t in podcast.iter("title")]

@@ -8,10 +8,11 @@ from flask import g
 
 from extensions import db
 from models import Persona
-from schemas.front import FrontOut
+from schemas.front import FrontConfigOut, FrontOut
 from services.newsroom import filing
 from services.reading import front
 from services.rendering.links import Links
+from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.fixtures.statements import statements
 
@@ -68,7 +69,7 @@ def test_front_document(client, desk):
     assert body["paper"] == {
         "slug": "demo", "nameplate": "The Demo Times", "motto": "All the news that fits",
         "description": "A test paper.", "home": "http://localhost/",
-        "config": {"timezone": "UTC", "accent": "#c00"},
+        "config": {"timezone": "UTC"},
     }
     assert body["newsroom"] == {
         "personas": 2, "sections": 3, "on_air": 9, "days": 1, "editions": 1,
@@ -86,6 +87,26 @@ def test_front_document(client, desk):
     assert (row["section"], row["byline"], row["url"]) == (
         "Business", "Rex Ledger", "http://localhost/stories/business-0")
     assert all(len(r["stories"]) <= 6 for r in rails)
+
+
+def test_only_declared_public_config_is_served(client, desk):
+    paper = desk.paper("demo")
+    piece = desk.piece(paper, "Rates rise again")
+    admin = desk.key(paper, "admin")
+    secrets = {"integrations": {"api_key": "k-nested-1"}, "sendgrid": "k-top-2",
+               "mailer": {"smtp": {"password": "k-deep-3"}}, "timezone": {"token": "k-in-public-4"},
+               "help_desk": "mailto:help@example.com", "language": "fr"}
+    patched = client.patch("/api/v1/config", json={"config": secrets}, headers=auth(admin, "X-Desk-Key"))
+    assert patched.status_code == 200
+    for url in ("/api/v1/front", "/front.json"):
+        body = client.get(url).get_json()
+        assert body["paper"]["config"] == {"help_desk": "mailto:help@example.com", "language": "fr"}, url
+    for url in ("/api/v1/front", "/front.json", "/", f"/stories/{piece.slug}", "/sections/world",
+                "/masthead", "/rss.xml", "/api/v1", "/api/v1/stories"):
+        text = client.get(url).get_data(as_text=True)
+        assert not any(f"k-{word}" in text for word in ("nested-1", "top-2", "deep-3", "in-public-4")), url
+    # The schema documents exactly the allow-list.
+    assert set(FrontConfigOut().fields) == set(front.PUBLIC_CONFIG)
 
 
 def test_front_of_an_empty_paper(client, desk):

@@ -122,7 +122,7 @@ def test_a_chunked_body_without_a_length_is_cut_off_at_64_kib(client, newsroom):
 
 
 @pytest.fixture
-def limited(make_app):
+def limited(make_app, still_clock):
     """An app over the suite's database with the limits on and small ones."""
     return make_app(
         CACHE_TYPE="NullCache", CACHE_NO_NULL_WARNING=True,
@@ -226,7 +226,10 @@ needs_redis = pytest.mark.skipif(not redis_up(), reason="no Redis on 127.0.0.1:6
 # to /api/v1/stories from one client; prints the statuses as JSON.
 WORKER = """
 import json, sys
+import time_machine
 from app import create_app
+# Every worker process on one stopped clock: the count cannot straddle a window's end.
+time_machine.travel(1795003220.0, tick=False).start()
 app = create_app(json.loads(sys.argv[1]))
 client = app.test_client()
 print(json.dumps([client.get("/api/v1/stories").status_code for _ in range(int(sys.argv[2]))]))

@@ -9,11 +9,9 @@ from __future__ import annotations
 import logging
 import os
 import runpy
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-import time_machine
 from sqlalchemy import func, select
 
 import pipeline
@@ -23,8 +21,6 @@ from services.delivery import subscriptions
 from tests.fixtures.statements import statements
 
 ROOT = Path(__file__).resolve().parent.parent
-# Mid-minute, so a clock-aligned window cannot roll over during a test.
-FROZEN = datetime(2026, 11, 20, 12, 0, 20, tzinfo=timezone.utc)
 
 EXPECTED_BEFORE = [
     "logging_setup.start_request",
@@ -80,12 +76,6 @@ def paper(desk):
     return paper
 
 
-@pytest.fixture
-def frozen():
-    with time_machine.travel(FROZEN, tick=False):
-        yield
-
-
 def test_the_steps_run_in_the_documented_order(production):
     steps = pipeline.describe(production)
     assert steps["before"] == EXPECTED_BEFORE
@@ -106,7 +96,7 @@ def test_installing_twice_or_beside_a_stray_hook_is_refused(production):
         pipeline.install(production)
 
 
-def test_cheap_refusals_answer_before_any_database_work(production, paper, frozen):
+def test_cheap_refusals_answer_before_any_database_work(production, paper, still_clock):
     client = production.test_client()
     with statements(production) as counted:
         assert client.get("/api/v1/stories/%00").status_code == 404
@@ -128,7 +118,7 @@ def test_cheap_refusals_answer_before_any_database_work(production, paper, froze
     assert unknown_key.status_code == 401
 
 
-def test_reads_share_300_a_minute_per_client_across_routes(production, paper, frozen):
+def test_reads_share_300_a_minute_per_client_across_routes(production, paper, still_clock):
     client = production.test_client()
     routes = ["/api/v1/sections", "/api/v1/stories", "/rss.xml", "/", "/api/v1",
               "/api/v1/front", "/masthead"]
@@ -161,7 +151,7 @@ def test_reads_share_300_a_minute_per_client_across_routes(production, paper, fr
     assert other.status_code == 200 and other.headers["X-RateLimit-Remaining"] == "299"
 
 
-def test_a_429_costs_no_database_work(production, paper, frozen):
+def test_a_429_costs_no_database_work(production, paper, still_clock):
     client = production.test_client()
     for _ in range(300):
         client.get("/api/v1/sections")
@@ -170,7 +160,7 @@ def test_a_429_costs_no_database_work(production, paper, frozen):
     assert counted == []
 
 
-def test_public_subscribe_limits_per_client_and_per_address(production, paper, frozen):
+def test_public_subscribe_limits_per_client_and_per_address(production, paper, still_clock):
     client = production.test_client()
     codes = [client.post("/api/v1/subscribers", json={"email": f"r{i}@example.com"}).status_code
              for i in range(6)]
@@ -188,7 +178,7 @@ def test_public_subscribe_limits_per_client_and_per_address(production, paper, f
         assert db.session.scalar(select(func.count()).select_from(Subscriber)) == 6
 
 
-def test_confirm_and_unsubscribe_posts_share_20_a_minute(production, paper, frozen):
+def test_confirm_and_unsubscribe_posts_share_20_a_minute(production, paper, still_clock):
     client = production.test_client()
     assert client.post("/api/v1/subscribers", json={"email": "reader@example.com"}).status_code == 202
     with production.app_context():
@@ -205,7 +195,7 @@ def test_confirm_and_unsubscribe_posts_share_20_a_minute(production, paper, froz
         assert db.session.get(Subscriber, row.id).unsubscribed_at is None
 
 
-def test_keyed_writes_carry_the_default_per_route_limit(production, paper, desk, frozen):
+def test_keyed_writes_carry_the_default_per_route_limit(production, paper, desk, still_clock):
     admin = desk.key(paper, "admin")
     client = production.test_client()
     response = client.patch("/api/v1/config", json={}, headers={"X-Desk-Key": admin})

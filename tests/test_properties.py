@@ -317,6 +317,25 @@ def test_bodies_nested_too_deeply_are_refused_not_crashed(app, client, world):
             assert check(client.open(path, method=method, data=body, headers=headers)) in (400, 413, 422)
 
 
+def test_numbers_too_long_for_the_parser_are_a_400_and_write_nothing(client, world):
+    big = "9" * 5000  # over Python's 4300-digit limit on int(str)
+    for path, key, body in (
+            ("/api/v1/subscribers", None, f'{{"email": "a@example.com", "cast": {big}}}'),
+            ("/api/v1/subscribe", None, f'{{"email": "a@example.com", "cadence": {big}}}'),
+            ("/api/v1/subscribers", "admin", f'{{"emails": ["a@example.com"], "cast": {big}}}'),
+            ("/api/v1/stories", "admin", f'{{"headline": {big}}}'),
+            ("/api/v1/config", "admin", f'{{"config": {{"n": {big}}}}}'),
+            ("/api/v1/sections", "admin", f'{{"name": "x", "position": {big}}}')):
+        method = "PATCH" if path.endswith("config") else "POST"
+        before = snapshot()
+        headers = {"Content-Type": "application/json", **auth(world[key] if key else None, "X-Desk-Key")}
+        response = client.open(path, method=method, data=body, headers=headers)
+        assert response.status_code == 400, (path, response.status_code)
+        assert response.mimetype == "application/problem+json"
+        assert "number in the body is too long" in response.get_json()["detail"]
+        assert snapshot() == before
+
+
 # ----------------------------------------------------------------------------- oEmbed
 
 

@@ -75,3 +75,29 @@ def test_unsubscribe_page_get_then_post(client, desk, smtp):
     assert client.get("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key")).get_json()["count"] == 0
     # The old confirm link does not undo the unsubscribe.
     assert client.post("/subscribe/confirm", data={"token": token}).status_code == 400
+
+
+@time_machine.travel("2026-11-20T12:00:00Z", tick=False)
+def test_token_pages_are_never_stored_and_send_no_referrer(client, desk, smtp):
+    desk.paper("demo")
+    client.post("/api/v1/subscribers", json={"email": "nostore@example.com"})
+    token = re.search(r"confirm\?token=(\S+)", body_text(smtp.messages[0])).group(1)
+    from extensions import db
+    from models import Subscriber
+    from services.delivery import subscriptions
+
+    with client.application.test_request_context():
+        row = db.session.query(Subscriber).filter_by(email="nostore@example.com").one()
+        unsubscribe = subscriptions.make_token("unsubscribe", row)
+    answers = [client.get(f"/subscribe/confirm?token={token}"),
+               client.post("/subscribe/confirm", data={"token": token}),
+               client.get(f"/subscribe/unsubscribe?token={unsubscribe}"),
+               client.post("/subscribe/unsubscribe", data={"token": unsubscribe}),
+               client.get("/subscribe/confirm?token=junk")]
+    for answer in answers[:4]:
+        assert answer.status_code == 200 and b"nostore@example.com" in answer.data
+    for answer in answers:
+        assert answer.headers["Cache-Control"] == "no-store", answer.request.path
+        assert answer.headers["Referrer-Policy"] == "no-referrer", answer.request.path
+    # Other pages keep the site's policy.
+    assert client.get("/subscribe").headers["Referrer-Policy"] == "strict-origin-when-cross-origin"

@@ -50,7 +50,7 @@ def test_ten_concurrent_subscribes_of_one_address_send_one_confirm(desk, live, s
         assert len(smtp.to("racer@example.com")) == 2
 
 
-def test_every_spelling_of_an_address_shares_one_address_limit(make_app):
+def test_every_spelling_of_an_address_shares_one_address_limit(make_app, still_clock):
     limited = make_app(RATELIMIT_ENABLED=True, RATELIMIT_STORAGE_URI="memory://",
                        SUBSCRIBE_ADDRESS_RATELIMIT="2/hour", CACHE_TYPE="NullCache")
     with limited.app_context():

@@ -191,7 +191,7 @@ def test_admin_batch_limits_and_webhook_rules(client, desk, app):
         app.config["WEBHOOK_ALLOW_PRIVATE"] = True
 
 
-def test_rate_limits_answer_429_with_retry_after(make_app):
+def test_rate_limits_answer_429_with_retry_after(make_app, still_clock):
     """Its own app with the limits on (the suite's app runs with RATELIMIT_ENABLED off)."""
     _hit_limits(make_app(RATELIMIT_ENABLED=True, RATELIMIT_STORAGE_URI="memory://",
                          CACHE_TYPE="NullCache", CACHE_NO_NULL_WARNING=True))
@@ -219,3 +219,23 @@ def _hit_limits(limited):
         from extensions import db
 
         db.session.remove()
+
+
+def test_local_parts_over_64_characters_are_refused(client, desk, smtp):
+    desk.paper("demo")
+    too_long = client.post("/api/v1/subscribers", json={"email": "a" * 65 + "@example.com"})
+    assert too_long.status_code == 422 and "email" in too_long.get_json()["errors"]
+    assert client.post("/api/v1/subscribers", json={"email": "a" * 64 + "@example.com"}).status_code == 202
+    assert [m["To"] for m in smtp.messages] == ["a" * 64 + "@example.com"]
+
+
+def test_addresses_are_stored_with_an_ascii_domain(client, desk, smtp):
+    admin = desk.key(desk.paper("demo"), "admin")
+    assert client.post("/api/v1/subscribers", json={"email": "Leser@Bücher.example"}).status_code == 202
+    batch = client.post("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key"),
+                        json={"emails": ["ünï@münchen.example"]})
+    assert batch.status_code == 202
+    assert batch.get_json()["subscribers"][0]["email"] == "ünï@xn--mnchen-3ya.example"
+    rows = client.get("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key")).get_json()["subscribers"]
+    assert sorted(r["email"] for r in rows) == ["leser@xn--bcher-kva.example", "ünï@xn--mnchen-3ya.example"]
+    assert smtp.to("leser@xn--bcher-kva.example")

@@ -125,3 +125,40 @@ def test_private_targets_refused_at_delivery_when_not_allowed(client, desk, runn
             app.config["WEBHOOK_ALLOW_PRIVATE"] = True
         assert result.exit_code == 1 and "webhooks: delivered 0, failed 1" in result.output
     assert receiver.requests == []
+
+
+# The address filter over a table (no traffic: the function judges literals). An IPv6 form that
+# embeds an IPv4 address is judged by that address.
+ADDRESSES = {
+    "8.8.8.8": True, "2606:4700:4700::1111": True, "::ffff:8.8.8.8": True,
+    "2002:808:808::": True, "64:ff9b::808:808": True, "2001:0:808:808::fefe:fefe": True,
+    "100.100.100.200": False, "100.64.0.1": False, "100.127.255.254": False,  # shared space
+    "127.0.0.1": False, "10.1.2.3": False, "172.16.0.1": False, "192.168.1.1": False,
+    "169.254.169.254": False, "0.0.0.0": False, "192.0.2.1": False, "198.18.0.1": False,
+    "224.0.0.1": False, "240.0.0.1": False, "255.255.255.255": False, "192.0.0.170": False,
+    "::1": False, "::": False, "fe80::1%eth0": False, "fc00::1": False, "2001:db8::1": False,
+    "ff0e::1": False,
+    "2002:7f00:1::": False, "2002:a9fe:a9fe::": False, "2002:6464:64c8::": False,  # 6to4
+    "64:ff9b::7f00:1": False, "64:ff9b::a00:1": False, "64:ff9b:1::a9fe:a9fe": False,  # NAT64
+    "2001:0:808:808::80ff:fffe": False, "2001:0:7f00:1::fefe:fefe": False,  # Teredo
+    "::ffff:127.0.0.1": False, "::ffff:100.64.0.1": False, "::127.0.0.1": False,  # mapped, compatible
+}
+
+
+def test_the_address_filter_accepts_only_global_addresses():
+    from services.delivery.webhooks import is_public_address
+    assert {address: is_public_address(address) for address in ADDRESSES} == ADDRESSES
+
+
+def test_loopback_spelled_in_ipv6_forms_is_refused_at_the_api(client, desk, app):
+    admin = desk.key(desk.paper("demo"), "admin")
+    app.config["WEBHOOK_ALLOW_PRIVATE"] = False
+    try:
+        for host in ("[2002:7f00:1::]", "[::ffff:127.0.0.1]", "[::ffff:7f00:1]", "[64:ff9b::7f00:1]",
+                     "[64:ff9b:1::7f00:1]", "[::127.0.0.1]", "[2001:0:7f00:1::80ff:fffe]"):
+            response = client.post("/api/v1/subscribers", headers=auth(admin, "X-Desk-Key"),
+                                   json={"emails": ["a@example.com"], "webhook": f"https://{host}/x"})
+            assert response.status_code == 422, host
+            assert "webhook" in response.get_json()["errors"]
+    finally:
+        app.config["WEBHOOK_ALLOW_PRIVATE"] = True

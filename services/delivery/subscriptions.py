@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.utils import parseaddr
 
-from email_validator import EmailNotValidError, validate_email
+from email_validator import EmailNotValidError, EmailSyntaxError, validate_email
 from flask import current_app, render_template
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import case, func, or_, select, update
@@ -41,12 +41,21 @@ class Preferences:
     cast: bool = True
 
 
+# RFC 5321 section 4.5.3.1.1; email-validator lets one more character through.
+MAX_LOCAL_PART = 64
+
+
 def normalize_email(text: str) -> str:
     """The form an address is stored and counted in: email-validator's normalised form (syntax
-    only, no DNS: NFC, an IDNA domain in Unicode), lower-cased. `Foo@Example.COM` and
-    `foo@xn--bcher-kva.example` become `foo@example.com` and `foo@bücher.example`. Raises
-    `email_validator.EmailNotValidError` for what is not an address."""
-    return validate_email(text, check_deliverability=False).normalized.lower()
+    only, no DNS: NFC) with the domain in ASCII (IDNA, so sending needs SMTPUTF8 only for a
+    non-ASCII local part), lower-cased. `Foo@Example.COM` and `foo@bücher.example` become
+    `foo@example.com` and `foo@xn--bcher-kva.example`. Raises
+    `email_validator.EmailNotValidError` for what is not an address, a local part over 64
+    characters included."""
+    result = validate_email(text, check_deliverability=False)
+    if len(result.local_part) > MAX_LOCAL_PART:
+        raise EmailSyntaxError(f"The part before the @-sign is longer than {MAX_LOCAL_PART} characters.")
+    return (result.ascii_email or f"{result.local_part}@{result.ascii_domain}").lower()
 
 
 def active_sections(paper: Paper) -> list[str]:

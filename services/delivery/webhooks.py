@@ -87,20 +87,51 @@ def verify(secret: str, header: str, body: bytes, now: int, tolerance: int = 300
     return hmac.compare_digest(expected, parts.get("v1", ""))
 
 
-def _refused(address: str) -> bool:
+# IPv6 forms that carry an IPv4 address a translator or tunnel relays to: NAT64 (RFC 6052's
+# well-known prefix, RFC 8215's local-use prefix, the IPv4 address in the last 32 bits) and the
+# deprecated IPv4-compatible form (::a.b.c.d). 6to4, Teredo and IPv4-mapped have their own
+# accessors in `ipaddress`.
+_EMBEDDING_LAST_32 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"),
+                      ipaddress.ip_network("::/96"))
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address stands for: IPv4-mapped (::ffff:a.b.c.d), 6to4
+    (2002::/16), Teredo (2001::/32: its server and its client), NAT64 (64:ff9b::/96,
+    64:ff9b:1::/48) and IPv4-compatible (::/96); [] for any other address."""
+    if ip.ipv4_mapped:
+        return [ip.ipv4_mapped]
+    if ip.sixtofour:
+        return [ip.sixtofour]
+    if ip.teredo:
+        return list(ip.teredo)
+    if any(ip in net for net in _EMBEDDING_LAST_32):
+        return [ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)]
+    return []
+
+
+def is_public_address(address: str) -> bool:
+    """Whether a webhook may be delivered to `address` (an IPv4 or IPv6 literal, an IPv6 zone
+    `%eth0` ignored): only a globally routable unicast address (`ipaddress` `is_global`), so
+    loopback, private, shared (100.64.0.0/10), link-local, reserved, documentation, multicast
+    and unspecified addresses are refused. An IPv6 form that embeds an IPv4 address (see
+    `embedded_ipv4`) is judged by the IPv4 addresses it embeds. Raises ValueError on a string
+    that is not an address."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    return (ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_multicast
-            or ip.is_reserved or ip.is_unspecified)
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = embedded_ipv4(ip)
+        if embedded:
+            return all(is_public_address(str(v4)) for v4 in embedded)
+    return ip.is_global and not (ip.is_multicast or ip.is_loopback or ip.is_link_local
+                                 or ip.is_private or ip.is_reserved or ip.is_unspecified)
 
 
 def check_url(url: str, *, allow_private: bool, resolve: bool = True) -> list[str]:
     """Check a webhook URL; return the addresses it may be delivered to.
 
     https only, unless `allow_private` (then http too). With `resolve`, every address the
-    host resolves to must be public unless `allow_private`. Raises WebhookTargetError (a 422
-    on the `webhook` field).
+    host resolves to must be public (`is_public_address`) unless `allow_private`. Raises
+    WebhookTargetError (a 422 on the `webhook` field).
     """
     try:
         parts = urlsplit(url)
@@ -122,8 +153,9 @@ def check_url(url: str, *, allow_private: bool, resolve: bool = True) -> list[st
     except (socket.gaierror, UnicodeError) as exc:
         raise WebhookTargetError("The webhook host does not resolve.") from exc
     addresses = list(dict.fromkeys(info[4][0] for info in infos))
-    if not allow_private and any(_refused(a) for a in addresses):
-        raise WebhookTargetError("The webhook host resolves to a loopback, private or link-local address.")
+    if not allow_private and not all(is_public_address(a) for a in addresses):
+        raise WebhookTargetError("The webhook host resolves to an address that is not public (loopback, "
+                                 "private, shared, link-local or reserved).")
     return addresses
 
 

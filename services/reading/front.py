@@ -16,18 +16,24 @@ from services.reading import memo
 from services.rendering.links import Links
 
 RAIL_SIZE = 6
-# Config keys never shown publicly: private by convention (leading `_`) or by what they name.
-_SECRET_WORDS = ("secret", "token", "password", "private", "credential", "api_key")
+# The config keys shown publicly, each one a public surface already reads: the rest of the
+# config (integrations, credentials, anything nested) is the desk's own. An allow-list, because
+# a deny-list of secret-sounding names misses the secret it did not foresee.
+PUBLIC_CONFIG = (
+    "timezone",       # the paper's home timezone (IANA name)
+    "language",       # RSS and Google News language tag (services/rendering/feeds.py)
+    "help_desk",      # mailto: or http(s) URL; the API index's `search_help` points there
+    "contact_email",  # the podcast feed's owner address, already public there
+    "podcast_image",  # the podcast artwork URL, already public there
+)
 
 
 def public_config(paper: Paper) -> dict:
-    """The paper's config without private keys: top-level keys that start with `_` or whose
-    lower-cased name contains secret, token, password, private, credential or api_key."""
+    """The public part of the paper's config: `{key: str}` for each key of PUBLIC_CONFIG the
+    config holds as a string; anything else (other keys, non-string or nested values) is left
+    out."""
     config = paper.config if isinstance(paper.config, dict) else {}
-    return {
-        key: value for key, value in config.items()
-        if not key.startswith("_") and not any(word in key.lower() for word in _SECRET_WORDS)
-    }
+    return {key: config[key] for key in PUBLIC_CONFIG if isinstance(config.get(key), str)}
 
 
 def active_sections(paper: Paper) -> list[Section]:

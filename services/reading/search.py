@@ -1,9 +1,14 @@
 """Full-text search over headline, dek and prose.
 
-The index is made by migration 0001 and is not mapped by the ORM: on SQLite the external-content
-FTS5 table `pieces_fts(headline, dek, prose)` (tokenizer `porter unicode61 remove_diacritics 2`,
-kept in sync by triggers); on PostgreSQL the generated column `pieces.search_vector` (weighted
-english tsvector) with a GIN index.
+The index is made by migrations 0001 and 0005 and is not mapped by the ORM: on SQLite the
+external-content FTS5 table `pieces_fts(headline, dek, prose, paper_id)` (tokenizer `porter
+unicode61 remove_diacritics 2`, kept in sync by triggers); on PostgreSQL the generated column
+`pieces.search_vector` (weighted english tsvector) with a GIN index.
+
+A search never looks outside the request's paper: on SQLite every MATCH carries `paper_id :
+"<id>"`, so FTS5 intersects the terms with that paper's pieces inside the index, and no
+other paper's match (a private draft's included) is sampled, counted or looked up; on
+PostgreSQL the paper filter is part of the one statement.
 
 User text never reaches either query language's syntax: each term becomes one FTS5 string
 (double-quoted, inner quotes doubled: FTS5 only tokenizes what is inside) on SQLite, or the
@@ -101,10 +106,17 @@ def _search_postgresql(paper: Paper, terms: list[str], limit: int) -> list[Piece
     return list(db.session.scalars(statement))
 
 
-def fts5_query(terms: list[str]) -> str:
-    """The FTS5 MATCH expression for `terms`: each one a double-quoted string (inner quotes
-    doubled), joined with AND. `['rates', 'a"b']` -> `'"rates" AND "a""b"'`."""
-    return " AND ".join('"' + term.replace('"', '""') + '"' for term in terms)
+# The columns a search term may match: never `paper_id` (a term "12" is not paper 12).
+_TEXT_COLUMNS = "{headline dek prose}"
+
+
+def fts5_query(terms: list[str], paper_id: int) -> str:
+    """The FTS5 MATCH expression for `terms` in paper `paper_id`: the paper's token in the
+    `paper_id` column AND each term, a double-quoted string (inner quotes doubled) matched in
+    headline, dek or prose. `(['rates', 'a"b'], 7)` ->
+    `'paper_id : "7" AND {headline dek prose} : "rates" AND {headline dek prose} : "a""b"'`."""
+    return " AND ".join([f'paper_id : "{int(paper_id)}"',
+                         *(f'{_TEXT_COLUMNS} : "' + term.replace('"', '""') + '"' for term in terms)])
 
 
 # SQLite plans. Each yields ids of the paper's on-air matches in answer order.
@@ -132,15 +144,16 @@ _WHOLE = text("""
     WHERE p.paper_id = :paper AND p.on_air = 1
       AND +p.id IN (SELECT rowid FROM pieces_fts WHERE pieces_fts MATCH :match)
     ORDER BY p.on_air_at DESC, p.id DESC LIMIT :limit""")
-# How many of the newest-filed matches there are (capped) and how far back in ids they reach:
-# the density of matches among recent pieces, without counting every match of a common term.
+# How many of the paper's newest-filed matches there are (capped) and how far back in ids they
+# reach: the density of matches among recent pieces, without counting every match of a common
+# term. The highest id of all papers is a constant of the database, not of the query.
 _SAMPLE = text("""
     SELECT count(*), min(rowid), (SELECT max(id) FROM pieces) FROM (
       SELECT rowid FROM pieces_fts WHERE pieces_fts MATCH :match ORDER BY rowid DESC LIMIT :cap)""")
 
 
 def _search_sqlite(paper: Paper, terms: list[str], limit: int) -> list[Piece]:
-    params = {"match": fts5_query(terms), "paper": paper.id, "limit": limit}
+    params = {"match": fts5_query(terms, paper.id), "paper": paper.id, "limit": limit}
     sampled, lowest_id, highest_id = db.session.execute(
         _SAMPLE, {"match": params["match"], "cap": SMALL_MATCH_SET + 1}).one()
     if not sampled:

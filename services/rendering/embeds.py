@@ -19,6 +19,7 @@ from services.reading import stories
 from services.rendering.links import Links
 from services.rendering.media import CARD_SIZE as SHARE_CARD_SIZE
 from services.rendering.prose import disclosure
+from services.rendering.xmltext import xml_safe
 
 # The card's width bounds in CSS pixels (oEmbed `maxwidth`), and the least height that still
 # shows the byline with its whole AI-persona disclosure (`maxheight`).
@@ -129,10 +130,11 @@ def oembed_record(piece: Piece, paper: Paper, maxwidth: int | None, maxheight: i
 
 def oembed_xml(record: dict) -> bytes:
     """The oEmbed XML form of a record (oEmbed 1.0 section 2.3.4): `<oembed>` with one child per
-    field, UTF-8, standalone."""
+    field, UTF-8, standalone; characters XML 1.0 forbids (a control character in a headline) are
+    dropped, as in the feeds."""
     root = ElementTree.Element("oembed")
     for name, value in record.items():
-        ElementTree.SubElement(root, name).text = str(value)
+        ElementTree.SubElement(root, name).text = xml_safe(str(value))
     return ElementTree.tostring(root, encoding="utf-8", xml_declaration=True)
 
 

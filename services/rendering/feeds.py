@@ -2,8 +2,9 @@
 
 Every byline is a declared AI persona, and its disclosure is never removed. Every URL in a
 feed is absolute, under the `links` the builder is given. Feeds are built with feedgen (lxml
-underneath, so every untrusted string is escaped by the serialiser, after `xml_safe` drops the
-characters XML cannot carry). Each builder issues a constant number of statements whatever the number of rows.
+underneath, so every untrusted string is escaped by the serialiser, after `xml_safe`
+(services/rendering/xmltext.py) drops the characters XML cannot carry). Each builder issues a
+constant number of statements whatever the number of rows.
 Sitemaps live in `services/rendering/sitemaps.py`.
 """
 from __future__ import annotations
@@ -22,18 +23,12 @@ from services.reading import stories
 from services.rendering import prose
 from services.rendering.links import Links
 from services.rendering.prose import disclosure
+from services.rendering.xmltext import xml_safe
 
 RSS_ITEMS = 50
 LLMS_LATEST = 20
 DEFAULT_LANGUAGE = "en"
-# XML 1.0 forbids these code points even as character references (lxml raises on them).
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff\ud800-\udfff]")
 _SPACE = re.compile(r"\s+")
-
-
-def xml_safe(text: str | None) -> str:
-    """`text` without the characters XML 1.0 cannot carry ('' for None)."""
-    return _NOT_XML.sub("", text or "")
 
 
 def one_line(text: str | None) -> str:
@@ -130,7 +125,7 @@ def _duration(seconds: int) -> str:
 
 def _artwork(url: str | None) -> str | None:
     # iTunes takes only .jpg or .png artwork (feedgen enforces it on items).
-    return url if url and url.lower().endswith((".jpg", ".png")) else None
+    return xml_safe(url) if url and url.lower().endswith((".jpg", ".png")) else None
 
 
 def owner_email(paper: Paper, host: str) -> str:
@@ -178,7 +173,7 @@ def build_podcast(paper: Paper, host: str, *, links: Links) -> bytes:
         entry.podcast.itunes_author(name)
         entry.podcast.itunes_summary(one_line(edition.summary) or one_line(edition.title))
         if _artwork(edition.poster_url):
-            entry.podcast.itunes_image(edition.poster_url)
+            entry.podcast.itunes_image(_artwork(edition.poster_url))
         entry.podcast.itunes_duration(_duration(edition.duration_seconds))
         entry.podcast.itunes_explicit("no")
     return fg.rss_str(pretty=False)

@@ -22,8 +22,9 @@ from sqlalchemy import and_, func, select
 from clock import rfc3339
 from extensions import db
 from models import Paper, Piece, Section
-from services.rendering.feeds import paper_language, xml_safe
+from services.rendering.feeds import paper_language
 from services.rendering.links import Links
+from services.rendering.xmltext import xml_safe
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"
 NEWS_NS = "http://www.google.com/schemas/sitemap-news/0.9"
