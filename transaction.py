@@ -16,8 +16,8 @@ transaction). Then, with the finished response in hand:
 
 - a 2xx or 3xx answer commits. If the commit fails, the exception propagates (errors.py answers
   409, 503 or 500): a write that did not land is never answered with a success. Once committed,
-  the side effects deferred during the request (services/after_commit.py: the confirm email)
-  run.
+  the side effects deferred during the request (services/after_commit.py) run. The confirm
+  email is not one: it is an outbox row committed with the subscribe (services/delivery/outbox.py).
 - any other status (a view may return a 4xx of its own), and any exception on the way (a
   services.errors.DeskError, a webargs 422, a database error), rolls back and discards the
   deferred side effects: a 4xx or 5xx writes nothing and sends nothing.

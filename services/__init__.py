@@ -3,7 +3,8 @@
     services/
       errors       DeskError and its kinds (400, 401, 403, 404, 409, 422): what every service
                    raises to refuse; errors.py answers each once
-      after_commit side effects deferred until the transaction commits (the confirm email)
+      after_commit side effects deferred until the transaction commits (none of a subscribe's:
+                   its confirm email waits in the outbox)
       newsroom/    the desk's writes (who may make them: blueprints/api/permissions.py)
                    filing       file, revise, put on air, take off air; slugs
                    provenance   content hashes, Ed25519 filing receipts, signing keys
@@ -28,6 +29,7 @@
                    media        persona avatars (SVG), share cards (PNG)
       delivery/    what leaves the process for readers, subscribers and CDNs
                    subscriptions  double opt-in list, confirm and unsubscribe tokens
+                   outbox         confirm mail queued by requests, sent by `drain-outbox`
                    alerts         plan and send cadence alerts, crash-safe
                    alert_content  what an alert says, rendered once per distinct alert
                    mail           SMTP or file outbox, connection pool

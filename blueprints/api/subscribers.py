@@ -84,7 +84,7 @@ def _post_view(name: str):
     view.__doc__ = (
         "Subscribe: without a key, one address (double opt-in); with an admin key, up to 20\n\n"
         "Without a key: `{email, cadence?, sections?, cast?}` -> 202 with the same body whether the "
-        "address is new, pending or already confirmed; a confirm email is sent at once (at most one "
+        "address is new, pending or already confirmed; a confirm email is queued and sent within seconds (at most one "
         "per address per 10 minutes). Limited to 5 a minute and 20 an hour per client, and per "
         "address. With an admin key: `{emails: [1-20], webhook?, cadence?, sections?, cast?}` -> "
         "202 `{subscribers: [{email, webhook_secret?}]}`. A read key gets 403.")

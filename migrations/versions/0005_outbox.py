@@ -1,7 +1,7 @@
 """outbox: confirm mail waits in outbox_messages for `flask drain-outbox`
 
 Revision ID: 0005_outbox
-Revises: 0004
+Revises: 0005
 Create Date: 2026-11-24 05:00:00
 
 A new table only; nothing to backfill (confirm mail of older subscribes was sent already).
@@ -12,7 +12,7 @@ from sqlalchemy.dialects import postgresql
 
 # revision identifiers, used by Alembic.
 revision = '0005_outbox'
-down_revision = '0004'
+down_revision = '0005'
 branch_labels = None
 depends_on = None
 
