@@ -67,6 +67,11 @@ def backoff(attempts: int) -> timedelta:
 
 
 def _claim(now: datetime, limit: int) -> list[int]:
+    """Lease up to `limit` due rows to this drainer and commit; their ids, oldest due first.
+    One statement, `UPDATE ... WHERE id IN (SELECT ... LIMIT n) RETURNING id`: on PostgreSQL
+    the inner SELECT is `FOR UPDATE SKIP LOCKED` (a row another drainer is claiming is skipped,
+    not waited for, and one it has claimed no longer matches); on SQLite the UPDATE takes the
+    one write lock before it reads, so two drainers cannot read the same rows as free."""
     due = (select(OutboxMessage.id)
            .where(OutboxMessage.sent_at.is_(None), OutboxMessage.failed_at.is_(None),
                   OutboxMessage.next_attempt_at <= now,
@@ -74,12 +79,13 @@ def _claim(now: datetime, limit: int) -> list[int]:
            .order_by(OutboxMessage.next_attempt_at, OutboxMessage.id).limit(limit))
     if db.session.get_bind().dialect.name == "postgresql":
         due = due.with_for_update(skip_locked=True)
-    ids = list(db.session.scalars(due))
-    if ids:
-        db.session.execute(update(OutboxMessage).where(OutboxMessage.id.in_(ids))
-                           .values(claimed_until=now + LEASE).execution_options(synchronize_session=False))
+    claimed = db.session.execute(
+        update(OutboxMessage).where(OutboxMessage.id.in_(due.scalar_subquery()))
+        .values(claimed_until=now + LEASE)
+        .returning(OutboxMessage.id, OutboxMessage.next_attempt_at)
+        .execution_options(synchronize_session=False)).all()
     db.session.commit()
-    return ids
+    return [row_id for row_id, _ in sorted(claimed, key=lambda r: (r[1], r[0]))]
 
 
 class Unbuildable(Exception):
