@@ -1,6 +1,6 @@
 """outbox: confirm mail waits in outbox_messages for `flask drain-outbox`
 
-Revision ID: 0005_outbox
+Revision ID: 0006
 Revises: 0005
 Create Date: 2026-11-24 05:00:00
 
@@ -11,7 +11,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 # revision identifiers, used by Alembic.
-revision = '0005_outbox'
+revision = '0006'
 down_revision = '0005'
 branch_labels = None
 depends_on = None
