@@ -11,10 +11,9 @@ from datetime import timedelta
 
 import pytest
 import time_machine
-from aiosmtpd.controller import Controller
 
 from tests.fixtures.keys import auth
-from tests.fixtures.servers import SinkHandler, body_text, free_port
+from tests.fixtures.servers import SinkHandler, body_text, serving_smtp
 from tests.test_alerts import T, alerts_to, join, run
 
 READERS = ("r0@example.com", "r1@example.com", "r2@example.com")
@@ -40,14 +39,8 @@ class AiringSink(SinkHandler):
 def airing(app):
     handler = AiringSink()
     handler.app = app
-    controller = Controller(handler, hostname="127.0.0.1", port=free_port())
-    controller.start()
-    handler.url = f"smtp://127.0.0.1:{controller.port}"
-    previous = app.config["SMTP_URL"]
-    app.config["SMTP_URL"] = handler.url
-    yield handler
-    app.config["SMTP_URL"] = previous
-    controller.stop()
+    with serving_smtp(app, handler):
+        yield handler
 
 
 def test_every_piece_reaches_each_instant_reader_exactly_once_whenever_it_airs(client, desk, runner, airing, app):

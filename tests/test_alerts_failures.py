@@ -8,11 +8,10 @@ from datetime import timedelta
 
 import pytest
 import time_machine
-from aiosmtpd.controller import Controller
 from sqlalchemy import select, update
 
 from tests.fixtures.keys import auth
-from tests.fixtures.servers import SinkHandler, free_port
+from tests.fixtures.servers import SinkHandler, serving_smtp
 from tests.test_alerts import T, alerts_to, join, run
 
 
@@ -37,14 +36,8 @@ class PickyHandler(SinkHandler):
 def picky(app):
     handler = PickyHandler()
     handler.app = app
-    controller = Controller(handler, hostname="127.0.0.1", port=free_port())
-    controller.start()
-    handler.url = f"smtp://127.0.0.1:{controller.port}"
-    previous = app.config["SMTP_URL"]
-    app.config["SMTP_URL"] = handler.url
-    yield handler
-    app.config["SMTP_URL"] = previous
-    controller.stop()
+    with serving_smtp(app, handler):
+        yield handler
 
 
 def _rows(client, desk, paper):
