@@ -15,12 +15,12 @@ attributes a flush expired, server defaults and the paper's moved version, load 
 transaction). Then, with the finished response in hand:
 
 - a 2xx or 3xx answer commits. If the commit fails, the exception propagates (errors.py answers
-  409, 503 or 500): a write that did not land is never answered with a success. Once committed,
-  the side effects deferred during the request (services/after_commit.py) run. The confirm
-  email is not one: it is an outbox row committed with the subscribe (services/delivery/outbox.py).
+  409, 503 or 500): a write that did not land is never answered with a success. Anything a
+  write sends (the confirm email) is an outbox row committed with it
+  (services/delivery/outbox.py), so it leaves only once the write has landed.
 - any other status (a view may return a 4xx of its own), and any exception on the way (a
-  services.errors.DeskError, a webargs 422, a database error), rolls back and discards the
-  deferred side effects: a 4xx or 5xx writes nothing and sends nothing.
+  services.errors.DeskError, a webargs 422, a database error), rolls back: a 4xx or 5xx
+  writes nothing and, its outbox rows rolled back with it, sends nothing.
 
 A view without the decorator never commits: whatever it flushed is rolled back when the request
 ends (flask-sqlalchemy removes the session with the app context). CLI commands commit once
@@ -34,7 +34,6 @@ import logging
 from flask import current_app
 
 from extensions import db
-from services import after_commit
 
 log = logging.getLogger("paperdesk.transaction")
 
@@ -45,8 +44,6 @@ def transactional(view):
 
     @functools.wraps(view)
     def wrapper(*args, **kwargs):
-        # A session shared across requests (a test holding one app context) starts clean.
-        after_commit.discard()
         try:
             _begin()
             response = current_app.make_response(view(*args, **kwargs))
@@ -57,7 +54,6 @@ def transactional(view):
         except BaseException:
             _roll_back()
             raise
-        after_commit.run_due()
         return response
 
     wrapper.transactional = True
@@ -77,7 +73,6 @@ def _begin() -> None:
 
 
 def _roll_back() -> None:
-    after_commit.discard()
     try:
         db.session.rollback()
     except Exception:  # noqa: BLE001 - the database may be what failed; keep the first error

@@ -3,8 +3,6 @@
     services/
       errors       DeskError and its kinds (400, 401, 403, 404, 409, 422): what every service
                    raises to refuse; errors.py answers each once
-      after_commit side effects deferred until the transaction commits (none of a subscribe's:
-                   its confirm email waits in the outbox)
       newsroom/    the desk's writes (who may make them: blueprints/api/permissions.py)
                    filing       file, revise, put on air, take off air; slugs
                    provenance   content hashes, Ed25519 filing receipts, signing keys

@@ -1,5 +1,5 @@
-"""The request's one commit point (transaction.py), the deferred confirm email
-(services/after_commit.py) and the one error vocabulary (services/errors.py, answered by
+"""The request's one commit point (transaction.py), the confirm email that waits in the outbox
+with its write (services/delivery/outbox.py) and the one error vocabulary (services/errors.py, answered by
 errors.py): a success commits once; a failed commit never answers 2xx; a 4xx or 5xx writes and
 sends nothing."""
 from __future__ import annotations
