@@ -37,6 +37,8 @@ def drain_outbox(once: bool) -> None:
     share the rows; on SQLite they take turns)."""
     if once:
         drain_once()
+        # What is left for the next pass (backing off, or due after this one): ops' queue depth.
+        click.echo(f"outbox: pending {outbox.pending_count()}")
         return
     stop = threading.Event()
 

@@ -102,6 +102,7 @@ def test_a_silent_server_bounds_the_drain_and_the_row_is_retried_later(client, d
         result = _drain(runner)
         assert time.monotonic() - started < 3  # one bounded try, then the server counts as down
         assert "retrying 1" in result.output and "unreachable" in result.output
+        assert "outbox: pending 2" in result.output  # both still waiting: the queue's depth
         first, second = _rows()
         assert first.attempts == 1 and first.next_attempt_at == utcnow() + timedelta(seconds=30)
         assert "timed out" in first.last_error and first.claimed_until is None
