@@ -21,18 +21,11 @@ from models import Paper
 from services.errors import DeskError, Unauthorized
 from services.newsroom import keys
 from services.reading import memo
+from services.rendering.links import host_name
 
 NO_PAPER = "No paper is served on this host."
 # Endpoints that answer for the process, not for a paper.
 UNSCOPED = {"static", "health.healthz", "health.readyz", "bench_bare"}
-
-
-def host_name(raw_host: str) -> str:
-    """The request host without its port, lower-cased. `[::1]:5000` -> `[::1]`."""
-    host = raw_host.strip().lower()
-    if host.startswith("["):
-        return host.split("]", 1)[0] + "]"
-    return host.rsplit(":", 1)[0] if ":" in host else host
 
 
 # Built once: every request runs one of these, and building the expression costs more than

@@ -14,7 +14,6 @@ from flask import Blueprint, Response, abort, current_app, g, jsonify, request
 
 import clock
 import http_cache
-import tenancy
 from blueprints.api.paper import NOTE
 from extensions import cache
 from schemas.front import FrontOut
@@ -52,8 +51,9 @@ def rss():
 @bp.route("/podcast.xml")
 def podcast():
     """Every video edition as a podcast item with its enclosure and iTunes tags."""
-    host = tenancy.host_name(request.host)
-    return Response(_cached(lambda: feeds.build_podcast(g.paper, host, links=links())), content_type=RSS_TYPE)
+    here = links()
+    return Response(_cached(lambda: feeds.build_podcast(g.paper, here.host_name, links=here)),
+                    content_type=RSS_TYPE)
 
 
 @bp.route("/front.json")
