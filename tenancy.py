@@ -7,7 +7,6 @@ a valid key for it opens it.
 """
 from __future__ import annotations
 
-import re
 import time
 from typing import NamedTuple
 
@@ -121,10 +120,6 @@ def _keyless_read() -> bool:
     return "Authorization" not in request.headers and "X-Desk-Key" not in request.headers
 
 
-# What `services.newsroom.keys.issue_key` makes: the prefix, then 32 random bytes in base64url.
-_KEY_SHAPE = re.compile(r"desk_[A-Za-z0-9_-]{43}", re.ASCII)
-
-
 def refuse_malformed_key() -> None:
     """Pipeline step, before the rate limits and the paper lookup: a key header that cannot be
     a desk key (an `Authorization` that is not `Bearer desk_...`, an `X-Desk-Key` of the wrong
@@ -132,16 +127,8 @@ def refuse_malformed_key() -> None:
     looked up by `load_paper`. Routes that answer for the process (UNSCOPED) ignore keys."""
     if request.endpoint in UNSCOPED:
         return
-    auth = request.headers.get("Authorization")
-    if auth is not None:
-        scheme, _, token = auth.strip().partition(" ")
-        plain = token.strip() if scheme.lower() == "bearer" else ""
-    else:
-        plain = request.headers.get("X-Desk-Key")
-        if plain is None:
-            return
-        plain = plain.strip()
-    if not _KEY_SHAPE.fullmatch(plain):
+    plain = keys.presented_key(request.headers.get("Authorization"), request.headers.get("X-Desk-Key"))
+    if plain is not None and not keys.well_formed(plain):
         raise Unauthorized("The desk key is malformed.")  # with WWW-Authenticate
 
 

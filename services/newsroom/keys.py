@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 
 from sqlalchemy import select
@@ -18,6 +19,8 @@ from services.errors import Forbidden, Unauthorized
 
 KEY_PREFIX = "desk_"
 DISPLAY_CHARS = 12
+# What `issue_key` makes: the prefix, then 32 random bytes in base64url (43 characters).
+_KEY_SHAPE = re.compile(r"desk_[A-Za-z0-9_-]{43}", re.ASCII)
 
 
 def _hash(key: str) -> str:
@@ -53,6 +56,12 @@ def presented_key(authorization: str | None, x_desk_key: str | None) -> str | No
     return None if x_desk_key is None else x_desk_key.strip()
 
 
+def well_formed(plain: str) -> bool:
+    """True when `plain` has the shape `issue_key` makes: `desk_` and 43 base64url characters
+    (32 random bytes). Anything else can be refused without looking it up."""
+    return _KEY_SHAPE.fullmatch(plain) is not None
+
+
 def authenticate(paper: Paper, *, authorization: str | None, x_desk_key: str | None) -> DeskKey | None:
     """The valid key for `paper` that a request sent in its `Authorization` / `X-Desk-Key`
     header values (None: header absent; see `presented_key`), or None when it sent none.
@@ -64,7 +73,7 @@ def authenticate(paper: Paper, *, authorization: str | None, x_desk_key: str | N
     plain = presented_key(authorization, x_desk_key)
     if plain is None:
         return None
-    if not plain.startswith(KEY_PREFIX) or len(plain) < len(KEY_PREFIX) + DISPLAY_CHARS:
+    if not well_formed(plain):
         raise Unauthorized("The desk key is malformed.")
     display = plain[len(KEY_PREFIX):][:DISPLAY_CHARS]
     row = db.session.scalar(select(DeskKey).where(DeskKey.prefix == display))
