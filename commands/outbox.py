@@ -13,12 +13,14 @@ from clock import utcnow
 from services.delivery import outbox
 
 
-def drain_once() -> outbox.DrainReport:
-    """One pass over what is due; prints `outbox: sent N, retrying R, failed F` when it did
-    anything, and the first errors."""
-    report = outbox.drain(utcnow)
-    if report.sent or report.retrying or report.failed:
+def drain_once(should_stop=None) -> outbox.DrainReport:
+    """One pass over what is due (ended early once `should_stop()` is true); prints `outbox:
+    sent N, retrying R, failed F` when it did anything (`, skipped S` for messages no longer
+    needed), and the first errors."""
+    report = outbox.drain(utcnow, should_stop=should_stop)
+    if report.sent or report.retrying or report.failed or report.skipped:
         click.echo(f"outbox: sent {report.sent}, retrying {report.retrying}, failed {report.failed}"
+                   + (f", skipped {report.skipped}" if report.skipped else "")
                    + ("; stopped: the SMTP server is unreachable" if report.stopped else ""))
     for error in report.errors[:5]:
         click.echo(f"outbox error: {error}", err=True)
@@ -51,7 +53,7 @@ def drain_outbox(once: bool) -> None:
     try:
         while not stop.is_set():
             try:
-                drain_once()
+                drain_once(stop.is_set)
             except Exception as exc:  # noqa: BLE001 - a database outage must not end the loop
                 current_app.logger.exception("drain-outbox pass failed")
                 click.echo(f"outbox error: {type(exc).__name__}: {exc}", err=True)

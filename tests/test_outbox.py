@@ -217,3 +217,31 @@ def test_the_drainer_loop_sends_within_a_poll_and_stops_cleanly_on_sigterm(clien
         if drainer.poll() is None:
             drainer.kill()
             drainer.wait()
+
+
+@time_machine.travel(NOW, tick=False)
+def test_a_drainer_asked_to_stop_gives_back_what_it_has_not_sent(client, desk, smtp, app):
+    desk.paper("demo")
+    for n in range(3):
+        assert client.post("/api/v1/subscribers", json={"email": f"r{n}@example.com"}).status_code == 202
+    # SIGTERM arrives while the first message is being sent: the pass ends after it.
+    report = outbox.drain(utcnow, should_stop=lambda: len(smtp.received) >= 1)
+    assert (report.sent, report.retrying, report.failed) == (1, 0, 0)
+    rows = _rows()
+    assert [row.sent_at is not None for row in rows] == [True, False, False]
+    # The two not tried are free for the next drainer now, not at the end of their lease.
+    assert all(row.claimed_until is None for row in rows)
+    assert outbox.pending_count() == 2
+
+
+@time_machine.travel(NOW, tick=False)
+def test_a_confirm_no_longer_needed_is_skipped_not_failed(client, desk, runner, smtp):
+    desk.paper("demo")
+    assert client.post("/api/v1/subscribers", json={"email": "early@example.com"}).status_code == 202
+    row = db.session.scalars(select(Subscriber)).one()
+    row.confirmed_at = utcnow()  # confirmed through an earlier link before this mail went out
+    db.session.commit()
+    result = _drain(runner)
+    assert "outbox: sent 0, retrying 0, failed 0, skipped 1" in result.output
+    assert "outbox error" not in result.output
+    assert smtp.received == []

@@ -28,9 +28,12 @@ from services.rendering.links import Links
 log = logging.getLogger("paperdesk.outbox")
 
 BATCH = 20
-# Longer than a batch can take (BATCH messages, each bounded by the SMTP timeout), so a row
-# is never sent by two drainers while the first is still at it.
+# At least this long, and longer than a batch can take (see `lease_for`), so a row is never
+# sent by two drainers while the first is still at it.
 LEASE = timedelta(minutes=10)
+# SMTP round trips per message that may each wait up to the timeout: connect and greeting,
+# MAIL FROM, RCPT TO, DATA and its end.
+SMTP_STEPS = 5
 BACKOFF_FIRST = timedelta(seconds=30)
 BACKOFF_CAP = timedelta(hours=1)
 
@@ -57,6 +60,7 @@ class DrainReport:
     sent: int = 0
     retrying: int = 0
     failed: int = 0
+    skipped: int = 0  # no longer needed (the address confirmed or left meanwhile)
     stopped: bool = False
     errors: list[str] = field(default_factory=list)
 
@@ -66,7 +70,13 @@ def backoff(attempts: int) -> timedelta:
     return min(BACKOFF_FIRST * (2 ** max(attempts - 1, 0)), BACKOFF_CAP)
 
 
-def _claim(now: datetime, limit: int) -> list[int]:
+def lease_for(smtp_timeout: float) -> timedelta:
+    """How long a claim holds its rows: LEASE, or longer when a whole batch at the worst SMTP
+    timing (every step of every message waiting `smtp_timeout` seconds) could outlast it."""
+    return max(LEASE, timedelta(seconds=2 * BATCH * SMTP_STEPS * smtp_timeout))
+
+
+def _claim(now: datetime, limit: int, lease: timedelta) -> list[int]:
     """Lease up to `limit` due rows to this drainer and commit; their ids, oldest due first.
     One statement, `UPDATE ... WHERE id IN (SELECT ... LIMIT n) RETURNING id`: on PostgreSQL
     the inner SELECT is `FOR UPDATE SKIP LOCKED` (a row another drainer is claiming is skipped,
@@ -77,11 +87,16 @@ def _claim(now: datetime, limit: int) -> list[int]:
                   OutboxMessage.next_attempt_at <= now,
                   or_(OutboxMessage.claimed_until.is_(None), OutboxMessage.claimed_until <= now))
            .order_by(OutboxMessage.next_attempt_at, OutboxMessage.id).limit(limit))
+    # A drainer polls every second: read first, so an idle poll writes nothing (on SQLite a
+    # write would take the one write lock that requests need).
+    if db.session.scalar(select(due.exists())) is not True:
+        db.session.rollback()
+        return []
     if db.session.get_bind().dialect.name == "postgresql":
         due = due.with_for_update(skip_locked=True)
     claimed = db.session.execute(
         update(OutboxMessage).where(OutboxMessage.id.in_(due.scalar_subquery()))
-        .values(claimed_until=now + LEASE)
+        .values(claimed_until=now + lease)
         .returning(OutboxMessage.id, OutboxMessage.next_attempt_at)
         .execution_options(synchronize_session=False)).all()
     db.session.commit()
@@ -120,7 +135,8 @@ def _record(row_id: int, now: datetime, error: Exception | None, max_attempts: i
     if error is None:
         row.sent_at, outcome = now, "sent"
     elif isinstance(error, NotNeeded):
-        row.failed_at, row.last_error, outcome = now, str(error), "failed"
+        # Done with, not failed: nothing to retry and nothing to report as an error.
+        row.failed_at, row.last_error, outcome = now, str(error), "skipped"
     else:
         row.attempts += 1
         row.last_error = str(error)[:1000]
@@ -139,10 +155,13 @@ def _record(row_id: int, now: datetime, error: Exception | None, max_attempts: i
 
 
 def drain(now: Callable[[], datetime], *, open_mailer: Callable[[], mail.Mailer] | None = None,
-          max_attempts: int | None = None, deadline: float | None = None) -> DrainReport:
+          max_attempts: int | None = None, deadline: float | None = None,
+          should_stop: Callable[[], bool] | None = None) -> DrainReport:
     """Send every outbox row due at `now()` (called per batch), oldest first, until none is due,
     the SMTP server cannot be reached (`stopped`; the row that found it so is retried later,
-    the others stay due), or `time.monotonic()` passes `deadline` (seconds). Each result is
+    the others stay due), `time.monotonic()` passes `deadline` (seconds), or `should_stop()`
+    turns true (a drainer asked to stop finishes the message in hand and gives the rest of its
+    claim back at once). Each result is
     committed as soon as it is known. A row that fails (refused, cannot be built) never stops
     the rows behind it. Needs an app context: `open_mailer()` defaults to `mail.open_mailer`
     with `OUTBOX_SMTP_TIMEOUT` (seconds per SMTP read or connect), `max_attempts` to
@@ -154,14 +173,20 @@ def drain(now: Callable[[], datetime], *, open_mailer: Callable[[], mail.Mailer]
         def open_mailer():
             return mail.open_mailer(config, timeout=config["OUTBOX_SMTP_TIMEOUT"])
     report = DrainReport()
+    lease = lease_for(config["OUTBOX_SMTP_TIMEOUT"])
+
+    def must_end() -> bool:
+        return (report.stopped or (deadline is not None and time.monotonic() >= deadline)
+                or (should_stop is not None and should_stop()))
+
     mailer = None
     try:
-        while not report.stopped and (deadline is None or time.monotonic() < deadline):
-            ids = _claim(now(), BATCH)
+        while not must_end():
+            ids = _claim(now(), BATCH, lease)
             if not ids:
                 break
             for position, row_id in enumerate(ids):
-                if report.stopped or (deadline is not None and time.monotonic() >= deadline):
+                if must_end():
                     # Not tried: give the rest back at once rather than at the lease's end.
                     db.session.execute(update(OutboxMessage).where(OutboxMessage.id.in_(ids[position:]))
                                        .values(claimed_until=None).execution_options(synchronize_session=False))
@@ -180,8 +205,8 @@ def drain(now: Callable[[], datetime], *, open_mailer: Callable[[], mail.Mailer]
                     log.exception("outbox message %s could not be built", row_id)
                     error = Unbuildable(f"cannot build the message: {type(exc).__name__}: {exc}")
                 outcome = _record(row_id, now(), error, max_attempts)
-                if outcome == "sent":
-                    report.sent += 1
+                if outcome in ("sent", "skipped"):
+                    setattr(report, outcome, getattr(report, outcome) + 1)
                 else:
                     setattr(report, outcome, getattr(report, outcome) + 1)
                     if len(report.errors) < 20:
