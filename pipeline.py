@@ -25,7 +25,7 @@ After the view (or the error handler), in this order:
 
  1. store a fresh public 200, Surrogate-Key     http_cache.store_answer
  2. security headers (CSP, framing, nosniff)    security.add_headers
- 3. CORS on the API, oEmbed and /front.json     flask-cors
+ 3. CORS on the API, oEmbed and /front.json     pipeline.cors (flask-cors's own step)
  4. ETag and Cache-Control; keyed answers private, CORS stripped
                                                 http_cache.decorate
  5. X-RateLimit-*, Retry-After on 429/503 only  ratelimits.add_limit_headers
@@ -47,7 +47,7 @@ import logging_setup
 import ratelimits
 import security
 import tenancy
-from extensions import cors
+from extensions import cors as flask_cors
 
 # Paths that any origin may read from a browser.
 CORS_RESOURCES = {
@@ -79,7 +79,7 @@ def _cors_step(app: Flask) -> Callable:
     put it. `intercept_exceptions=False`: error answers pass through the after-steps anyway."""
     hooks = app.after_request_funcs.setdefault(None, [])
     before = list(hooks)
-    cors.init_app(
+    flask_cors.init_app(
         app,
         resources=CORS_RESOURCES,
         allow_headers=["Content-Type", "If-None-Match"],
@@ -93,13 +93,13 @@ def _cors_step(app: Flask) -> Callable:
     if len(added) != 1:
         raise RuntimeError(f"flask-cors installed {len(added)} hooks; the pipeline expects one")
     hooks.remove(added[0])
-    added[0].__name__ = "cors"
-    return added[0]
+    flask_cors_step = added[0]
 
+    def cors(response):
+        """Pipeline step: flask-cors's headers on the paths in CORS_RESOURCES."""
+        return flask_cors_step(response)
 
-def after_steps(app: Flask) -> list[Callable]:
-    """The after-request steps of `app` in the order they run (see the module docstring)."""
-    return app.extensions["paperdesk.pipeline"]["after"]
+    return cors
 
 
 def install(app: Flask) -> None:
@@ -118,8 +118,6 @@ def install(app: Flask) -> None:
         ratelimits.add_limit_headers,
         logging_setup.finish_request,
     ]
-    app.extensions["paperdesk.pipeline"] = {"before": list(BEFORE), "after": after,
-                                           "teardown": list(TEARDOWN)}
     app.before_request_funcs[None] = list(BEFORE)
     # Flask runs after_request functions in reverse order of registration.
     app.after_request_funcs[None] = list(reversed(after))
@@ -131,8 +129,7 @@ def describe(app: Flask) -> dict[str, list[str]]:
     "after": [...], "teardown": [...]}`, read back from Flask's own hook lists."""
 
     def name(func: Callable) -> str:
-        module = getattr(func, "__module__", "")
-        return f"{module}.{func.__name__}" if module and func.__name__ != "cors" else func.__name__
+        return f"{func.__module__}.{func.__name__}"
 
     return {
         "before": [name(f) for f in app.before_request_funcs.get(None, [])],

@@ -37,7 +37,7 @@ EXPECTED_BEFORE = [
 EXPECTED_AFTER = [
     "http_cache.store_answer",
     "security.add_headers",
-    "cors",
+    "pipeline.cors",
     "http_cache.decorate",
     "ratelimits.add_limit_headers",
     "logging_setup.finish_request",
