@@ -12,12 +12,10 @@ the confirm email leaves only after that commit.
 """
 from __future__ import annotations
 
-import functools
-
-from flask import abort, current_app, g, request
+from flask import current_app, g
 
 from blueprints.api import permissions
-from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint
+from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint, json_body
 from blueprints.api.permissions import keyed
 from clock import utcnow
 from schemas.subscriber import SubscribeAcceptedOut, SubscribeIn, SubscribersOut
@@ -31,16 +29,6 @@ bp = api_blueprint("subscribers", __name__, "Email alerts with double opt-in, an
 ACCEPTED = {"status": "accepted",
             "detail": "If this address can receive mail, a confirmation link is on its way. "
                       "Alerts begin only after the link is followed."}
-
-
-def _require_json(view):
-    @functools.wraps(view)
-    def wrapper(*args, **kwargs):
-        if not request.is_json:
-            abort(415, description="The request body must be JSON (Content-Type: application/json).")
-        return view(*args, **kwargs)
-
-    return wrapper
 
 
 def preferences(body: dict) -> subscriptions.Preferences:
@@ -89,14 +77,13 @@ def _post_view(name: str):
         "address. With an admin key: `{emails: [1-20], webhook?, cadence?, sections?, cast?}` -> "
         "202 `{subscribers: [{email, webhook_secret?}]}`. A read key gets 403.")
     view = bp.alt_response(429, description="Too many subscribe requests; see `Retry-After`.")(view)
-    view = bp.alt_response(415, description="The body is not JSON.")(view)
     view = bp.alt_response(403, description="A read key: the batch needs an admin key.")(view)
     view = bp.response(202, SubscribeAcceptedOut)(view)
     view = bp.arguments(SubscribeIn)(view)
     view = bp.doc(security=OPTIONAL_SECURITY)(view)
     # The public subscribe limits (per client, per address) are counted by the pipeline
     # (ratelimits.SUBSCRIBE_ENDPOINTS), before the paper lookup.
-    view = _require_json(view)
+    view = json_body(bp)(view)
     return transactional(view)
 
 
