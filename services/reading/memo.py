@@ -33,6 +33,7 @@ def per_version(name: str, state: str | None, compute: Callable[[], T]) -> T:
     memo: OrderedDict = current_app.extensions.setdefault(_KEY, OrderedDict())
     key = (name, state)
     if key in memo:
+        memo.move_to_end(key)  # least recently used goes first, not merely the oldest
         return memo[key]
     value = memo[key] = compute()
     while len(memo) > MAX_ENTRIES:
