@@ -2,7 +2,7 @@
 
 docs/API.md "errors" and "status codes". Every refusal a service or view raises
 (services/errors.py `DeskError`) passes through `handle_desk_error`, every HTTPException
-(routing, webargs, flask-limiter, body limits) through `handle_http_exception`, and any
+(routing, webargs, rate limits, body limits) through `handle_http_exception`, and any
 unexpected exception through `handle_unexpected`; all three answer through `answer`, so a
 problem looks the same whoever raised it. Nothing leaks a stack trace. Views never translate
 exceptions themselves.
