@@ -85,6 +85,8 @@ class AlertDelivery(db.Model):
     last_error: Mapped[str | None] = mapped_column(Text)
     next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     failed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # A sender's lease: until then no other sender takes the row (services/delivery/claims.py).
+    claimed_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     subscriber: Mapped[Subscriber] = relationship(lazy="raise_on_sql")
 
