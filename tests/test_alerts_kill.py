@@ -33,7 +33,6 @@ from sqlalchemy import func, select
 
 from extensions import db
 from models import AlertDelivery
-from services.delivery import alerts
 from tests.fixtures.servers import body_text, drain_outbox, free_port
 
 pytestmark = pytest.mark.slow  # real subprocesses, killed and run again
