@@ -1,4 +1,4 @@
-"""The mail outbox (docs/ALERTS.md "The confirm outbox"): a request writes a row
+"""The mail outbox (docs/ALERTS.md "The outbox"): a request writes a row
 (`enqueue_confirm`), `flask drain-outbox` sends it (`drain`). No request ever waits for SMTP.
 
 The drainer claims due rows in small batches (one commit sets `claimed_until`, a lease; on
