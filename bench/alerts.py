@@ -369,7 +369,8 @@ def main(argv: list[str] | None = None) -> int:
             verdict = f" ({verdict} the {ONE_SENDER_TARGET}/s target for one sender)"
         elif figures["senders"] == 4 and base:
             ratio = figures["rate"] / base
-            verdict = f" ({ratio:.2f}x one sender: {'meets' if ratio >= SCALE_TARGET else 'BELOW'} the {SCALE_TARGET}x target)"
+            meets = "meets" if ratio >= SCALE_TARGET else "BELOW"
+            verdict = f" ({ratio:.2f}x one sender: {meets} the {SCALE_TARGET}x target)"
         print(f"[{figures['backend']}] {figures['senders']} sender(s): {figures['rate']:.0f} messages/s{verdict}"
               f"{'' if good else ' FAILED (lost, doubled or a sender failed)'}")
     if not args.no_record and results:
