@@ -166,8 +166,6 @@ def load() -> dict:
         "LOG_LEVEL": os.environ.get("LOG_LEVEL", "INFO").upper(),
         "LOG_FORMAT": os.environ.get("LOG_FORMAT", "json").lower(),  # json | text
         "LOG_REQUESTS": _flag("LOG_REQUESTS", True),  # one line per request at INFO
-        # `make bench` only: GET /bench/bare, the app's own ceiling (every hook, no database).
-        "BENCH_BARE": _flag("BENCH_BARE", False),
         "MAX_CONTENT_LENGTH": 64 * 1024,
         # flask-smorest (apispec) builds the document; our own view serves it (servers per host).
         "API_TITLE": "Paper Desk",
