@@ -27,8 +27,13 @@ class OrjsonProvider(DefaultJSONProvider):
         return self._bytes(obj).decode("utf-8")
 
     def loads(self, s: str | bytes, **kwargs: t.Any) -> t.Any:
-        """Parse JSON text. Raises ValueError (orjson.JSONDecodeError) for what is not JSON."""
-        return orjson.loads(s)
+        """Parse JSON text. Raises ValueError for what is not JSON. orjson refuses integers
+        beyond 64 bits, which are JSON: those documents go to the standard parser, so what a
+        request holds reaches the API's own checks (a 400 for an oversized number) as before."""
+        try:
+            return orjson.loads(s)
+        except orjson.JSONDecodeError:
+            return super().loads(s, **kwargs)
 
     def response(self, *args: t.Any, **kwargs: t.Any):
         """A JSON response, the body written by orjson straight to bytes."""
@@ -37,7 +42,11 @@ class OrjsonProvider(DefaultJSONProvider):
 
     def _bytes(self, obj: t.Any) -> bytes:
         # Dates and dataclasses go to Flask's `default`, so they are written as Flask writes them.
-        return orjson.dumps(obj, default=self.default, option=_OPTIONS)
+        try:
+            return orjson.dumps(obj, default=self.default, option=_OPTIONS)
+        except orjson.JSONEncodeError:
+            # An integer beyond 64 bits (orjson's limit): the standard encoder writes it.
+            return super().dumps(obj, separators=(",", ":")).encode("utf-8")
 
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
