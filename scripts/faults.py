@@ -69,9 +69,10 @@ RECOVERY_TARGET = 2.0  # seconds from a fault's end to the first successful answ
 # Rate limits stay on (the limiter is one of the things under test) but far above the load.
 LIMITS = {"READ_RATELIMIT": "1000000/minute", "RATELIMIT_DEFAULT": "1000000 per minute",
           "SUBSCRIBE_RATELIMIT": "1000000/minute", "SUBSCRIBE_LINK_RATELIMIT": "1000000/minute"}
-# What the app logs for an exception it did not expect (errors.handle_unexpected) and gunicorn's
+# What the app logs for an exception it did not expect (errors.handle_unexpected), what gunicorn
+# logs for one that escaped the app altogether (its bare HTML 500), and its worker failures.
 # own worker failures.
-LOG_MARKERS = ("unhandled error", "WORKER TIMEOUT", "Worker failed to boot")
+LOG_MARKERS = ("unhandled error", "Error handling request", "WORKER TIMEOUT", "Worker failed to boot")
 READS = ["/api/v1/stories?limit=10", "/api/v1/front", "/api/v1/sections", "/api/v1/days",
          "/api/v1/search?q=rates", "/", "/rss.xml", "/api/v1/masthead"]
 
