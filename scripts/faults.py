@@ -53,6 +53,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import uuid
 from collections import Counter
 from contextlib import ExitStack, contextmanager
@@ -71,7 +72,6 @@ LIMITS = {"READ_RATELIMIT": "1000000/minute", "RATELIMIT_DEFAULT": "1000000 per 
           "SUBSCRIBE_RATELIMIT": "1000000/minute", "SUBSCRIBE_LINK_RATELIMIT": "1000000/minute"}
 # What the app logs for an exception it did not expect (errors.handle_unexpected), what gunicorn
 # logs for one that escaped the app altogether (its bare HTML 500), and its worker failures.
-# own worker failures.
 LOG_MARKERS = ("unhandled error", "Error handling request", "WORKER TIMEOUT", "Worker failed to boot")
 READS = ["/api/v1/stories?limit=10", "/api/v1/front", "/api/v1/sections", "/api/v1/days",
          "/api/v1/search?q=rates", "/", "/rss.xml", "/api/v1/masthead"]
@@ -98,8 +98,10 @@ def free_port() -> int:
 
 @dataclass
 class Answer:
-    """One request's outcome: `kind` is ok (2xx/3xx), 4xx, 500 (any 5xx but a 503 with
-    Retry-After), 503, or conn (no HTTP answer at all)."""
+    """One request's outcome: `kind` is ok (2xx/3xx), 4xx, 503 (a 503 with Retry-After: the
+    app's "unavailable" problem or page), 500-bare (any other 5xx that is not problem+json, e.g.
+    gunicorn's HTML page for an exception that escaped the app), 500-problem (the app's own
+    500 problem), or conn (no HTTP answer at all)."""
     method: str
     path: str
     status: int | None
@@ -120,7 +122,7 @@ class Answer:
             return "4xx"
         if self.status == 503 and self.retry_after:
             return "503"
-        return "500"
+        return "500-problem" if self.ctype.startswith("application/problem+json") else "500-bare"
 
     def json(self):
         """The body as JSON, or None."""
@@ -595,6 +597,7 @@ class Result:
     ok: int = 0
     c4xx: int = 0
     c500: int = 0
+    c500_problem: int = 0
     c503: int = 0
     conn: int = 0
     acked: int = 0
@@ -616,12 +619,13 @@ class Result:
         """Fill the answer columns from `tally`, and fail on any 500."""
         counts = tally.counts()
         self.requests = sum(counts.values())
-        self.ok, self.c4xx, self.c500 = counts["ok"], counts["4xx"], counts["500"]
+        self.ok, self.c4xx = counts["ok"], counts["4xx"]
+        self.c500, self.c500_problem = counts["500-bare"], counts["500-problem"]
         self.c503, self.conn = counts["503"], counts["conn"]
-        self.examples += [f"500: {e}" for e in tally.examples("500")]
-        self.examples += [f"conn: {e}" for e in tally.examples("conn", 2)]
-        if self.c500:
-            self.failures.append(f"{self.c500} answer(s) 500")
+        for kind, n in (("500-bare", 5), ("500-problem", 5), ("conn", 2)):
+            self.examples += [f"{kind}: {e}" for e in tally.examples(kind, n)]
+        if self.c500 or self.c500_problem:
+            self.failures.append(f"{self.c500} bare 500(s), {self.c500_problem} 500 problem(s)")
 
     def check_writes(self, ledger: Ledger, database_url: str) -> None:
         """Read the writes back: every acknowledged one exactly once."""
@@ -654,13 +658,15 @@ class Result:
             self.failures.append(f"recovery {self.recovery} s (target {RECOVERY_TARGET:g} s)")
 
 
-HEADER = ["scenario", "backend", "requests", "2xx/3xx", "4xx", "5xx: 500", "5xx: 503 problem",
+HEADER = ["scenario", "backend", "requests", "2xx/3xx", "4xx", "5xx: bare 500", "5xx: 500 problem",
+          "5xx: 503 problem",
           "conn errors", "writes acked", "found", "lost", "duplicates", "recovery s", "run s", "result"]
 
 
 def row(r: Result) -> list[str]:
     """The table cells of a result."""
-    return [r.scenario, r.backend, str(r.requests), str(r.ok), str(r.c4xx), str(r.c500), str(r.c503),
+    return [r.scenario, r.backend, str(r.requests), str(r.ok), str(r.c4xx), str(r.c500),
+            str(r.c500_problem), str(r.c503),
             str(r.conn), str(r.acked), str(r.found), str(r.lost), str(r.duplicates),
             "-" if r.recovery is None else f"{r.recovery:.2f}", f"{r.seconds:.0f}",
             "pass" if r.passed else "FAIL"]
@@ -1001,6 +1007,7 @@ def sender(client: Client, method: str, path: str, op: dict, keyed: bool, filed:
 def scenario_hostile(db_url: str, key: str, backend: str, work: Path, args) -> Result:
     """Hostile path values, query strings and bodies at every OpenAPI operation."""
     result = Result("hostile", backend)
+    started = time.monotonic()
     env = base_env(work / f"hostile-{backend}", db_url)
     tally = Tally()
     with Gunicorn(f"hostile-{backend}", env) as server:
@@ -1022,6 +1029,7 @@ def scenario_hostile(db_url: str, key: str, backend: str, work: Path, args) -> R
     if result.lost:
         result.failures.append(f"{result.lost} acknowledged filing(s) lost")
     result.notes.insert(0, f"{len(ops)} operations × (no key, admin key) × {args.hostile_examples} examples")
+    result.seconds = time.monotonic() - started
     return result
 
 
@@ -1083,32 +1091,41 @@ def main(argv: list[str]) -> int:
             shutil.copy(template, folder / "paperdesk.db")
             return f"sqlite:///{folder / 'paperdesk.db'}"
 
+        def run(name: str) -> list[Result]:
+            if name == "pg-kill":
+                if not pg_url:
+                    log("pg-kill skipped: no FAULTS_DATABASE_URL or TEST_DATABASE_URL")
+                    return []
+                return [scenario_pg_kill(pg_url, pg_key, work, args)]
+            if name == "redis":
+                if pg_url:  # production's pair: PostgreSQL and Redis
+                    return [scenario_redis(pg_url, pg_key, "postgresql", work, args)]
+                return [scenario_redis(sqlite_copy(name), sqlite_key, "sqlite", work, args)]
+            if name == "smtp-hang":
+                return [scenario_smtp(sqlite_copy(name), sqlite_key, work, args)]
+            if name == "sqlite-move":
+                return [scenario_sqlite_move(template, sqlite_key, work, args)]
+            # hostile: each database refuses different things (NULs, integer ranges, collations).
+            out = [scenario_hostile(sqlite_copy(name), sqlite_key, "sqlite", work, args)]
+            if pg_url:
+                out.append(scenario_hostile(pg_url, pg_key, "postgresql", work, args))
+            return out
+
         for name in args.scenarios:
             t0 = time.monotonic()
             log(f"scenario {name}")
             try:
-                if name == "pg-kill":
-                    if not pg_url:
-                        log("pg-kill skipped: no FAULTS_DATABASE_URL or TEST_DATABASE_URL")
-                        continue
-                    result = scenario_pg_kill(pg_url, pg_key, work, args)
-                elif name == "redis":
-                    if pg_url:
-                        result = scenario_redis(pg_url, pg_key, "postgresql", work, args)
-                    else:
-                        result = scenario_redis(sqlite_copy(name), sqlite_key, "sqlite", work, args)
-                elif name == "smtp-hang":
-                    result = scenario_smtp(sqlite_copy(name), sqlite_key, work, args)
-                elif name == "sqlite-move":
-                    result = scenario_sqlite_move(template, sqlite_key, work, args)
-                else:
-                    result = scenario_hostile(sqlite_copy(name), sqlite_key, "sqlite", work, args)
+                done = run(name)
             except SetupError as exc:
                 setup_failed = True
-                result = Result(name, "-", failures=[f"set-up failed: {exc}"])
-            result.seconds = time.monotonic() - t0
-            log(f"{name}: {'pass' if result.passed else 'FAIL'} in {result.seconds:.0f} s")
-            results.append(result)
+                done = [Result(name, "-", failures=[f"set-up failed: {exc}"])]
+            except Exception as exc:  # noqa: BLE001 - one broken scenario must not hide the others' rows
+                traceback.print_exc()
+                done = [Result(name, "-", failures=[f"the scenario itself failed: {type(exc).__name__}: {exc}"])]
+            for result in done:
+                result.seconds = result.seconds or (time.monotonic() - t0) / len(done)
+                log(f"{name} ({result.backend}): {'pass' if result.passed else 'FAIL'} in {result.seconds:.0f} s")
+            results += done
     seconds = time.monotonic() - started
     table = render(results, started_at, seconds)
     print("\n" + table, flush=True)
