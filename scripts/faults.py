@@ -200,6 +200,16 @@ class Tally:
             ends = [a.ended for a in self.answers if a.kind == "ok" and a.started >= fault_end]
         return round(min(ends) - fault_end, 3) if ends else None
 
+    def timeline(self, origin: float, step: float = 1.0) -> list[str]:
+        """Answers per `step` seconds from `origin` (the fault's start), by kind and by the
+        second they were sent: e.g. `+2s ok=12 503=3`."""
+        buckets: dict[int, Counter] = {}
+        with self.lock:
+            for a in self.answers:
+                buckets.setdefault(int((a.started - origin) // step), Counter())[a.kind] += 1
+        return [f"{n * step:+.0f}s " + " ".join(f"{k}={v}" for k, v in sorted(c.items()))
+                for n, c in sorted(buckets.items())]
+
     def slowest(self, since: float, until: float, path_prefix: str) -> float:
         """The longest request time (s) among requests to `path_prefix` sent in [since, until]."""
         with self.lock:
@@ -610,6 +620,8 @@ class Result:
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     examples: list[str] = field(default_factory=list)
+    fault_seconds: float | None = None
+    timeline: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -651,8 +663,11 @@ class Result:
         if self.duplicates:
             self.failures.append(f"{self.duplicates} duplicate(s) of keyed writes")
 
-    def check_recovery(self, tally: Tally, fault_end: float) -> None:
-        """Time from the fault's end to the first success; fail past RECOVERY_TARGET."""
+    def check_recovery(self, tally: Tally, fault_start: float, fault_end: float) -> None:
+        """Time from the fault's end to the first success; fail past RECOVERY_TARGET. Keeps the
+        answers' timeline (per second from the fault's start) for table.json."""
+        self.timeline = tally.timeline(fault_start)
+        self.fault_seconds = round(fault_end - fault_start, 2)
         self.recovery = tally.recovery(fault_end)
         if self.recovery is None or self.recovery > RECOVERY_TARGET:
             self.failures.append(f"recovery {self.recovery} s (target {RECOVERY_TARGET:g} s)")
@@ -684,6 +699,9 @@ def render(results: list[Result], started: datetime, seconds: float) -> str:
                                                                       "unexpected-error line(s)"]))
         lines += [f"  - FAILED: {f}" for f in r.failures]
         lines += [f"  - {e}" for e in r.examples]
+        if r.failures and r.timeline:
+            lines.append(f"  - answers by second sent, from the fault's start ({r.fault_seconds} s long): "
+                         + "; ".join(r.timeline))
     return "\n".join(lines) + "\n"
 
 
@@ -714,10 +732,9 @@ def site_meta(client: Client) -> dict:
 
 
 def under_load(server: Gunicorn, key: str, scenario: str, fault, *, before: float = 2.0,
-               after: float = 3.0, **load_options) -> tuple[Tally, Ledger, float, object]:
-    """Run the load, `before` s, then `fault()` (blocking while the fault lasts; its return
-    value is passed back), then `after` s. Returns the tally, the ledger, the fault's end
-    (monotonic) and what `fault()` returned."""
+               after: float = 3.0, **load_options) -> tuple[Tally, Ledger, float, float]:
+    """Run the load, `before` s, then `fault(tally)` (blocking while the fault lasts), then
+    `after` s. Returns the tally, the ledger, and the fault's start and end (monotonic)."""
     tally = Tally()
     client = Client(server.port, tally, key)
     meta = site_meta(Client(server.port, Tally(), key))
@@ -725,12 +742,13 @@ def under_load(server: Gunicorn, key: str, scenario: str, fault, *, before: floa
     load = Load(client, ledger, meta, **load_options).start()
     try:
         time.sleep(before)
-        outcome = fault()
+        fault_start = time.monotonic()
+        fault(tally)
         fault_end = time.monotonic()
         time.sleep(after)
     finally:
         load.stop()
-    return tally, ledger, fault_end, outcome
+    return tally, ledger, fault_start, fault_end
 
 
 def scenario_pg_kill(pg_url: str, pg_key: str, work: Path, args) -> Result:
@@ -741,7 +759,7 @@ def scenario_pg_kill(pg_url: str, pg_key: str, work: Path, args) -> Result:
     env = base_env(work / "pg-kill", pg_url)
     killed = []
 
-    def fault():
+    def fault(tally):
         deadline = time.monotonic() + args.kill_seconds
         with psycopg.connect(pg_url, autocommit=True, connect_timeout=5) as conn:
             while time.monotonic() < deadline:
@@ -752,10 +770,10 @@ def scenario_pg_kill(pg_url: str, pg_key: str, work: Path, args) -> Result:
                 time.sleep(0.5)
 
     with Gunicorn("pg-kill", env) as server:
-        tally, ledger, fault_end, _ = under_load(server, pg_key, "pg-kill", fault)
+        tally, ledger, fault_start, fault_end = under_load(server, pg_key, "pg-kill", fault)
         result.logged_errors = server.logged_errors()
     result.count(tally)
-    result.check_recovery(tally, fault_end)
+    result.check_recovery(tally, fault_start, fault_end)
     result.check_writes(ledger, pg_url)
     result.notes.insert(0, f"{len(killed)} kill rounds over {args.kill_seconds:g} s, "
                            f"{sum(killed)} backends terminated")
@@ -773,7 +791,7 @@ def scenario_redis(db_url: str, key: str, backend: str, work: Path, args) -> Res
                    CACHE_REDIS_URL=f"{redis.url}/1?socket_timeout=0.25&socket_connect_timeout=0.25")
         seen = {}
 
-        def fault():
+        def fault(tally):
             seen["limits"] = redis.command("DBSIZE", db=0)
             seen["cache"] = redis.command("DBSIZE", db=1)
             redis.stop()
@@ -781,13 +799,13 @@ def scenario_redis(db_url: str, key: str, backend: str, work: Path, args) -> Res
             redis.start()
 
         with Gunicorn("redis", env) as server:
-            tally, ledger, fault_end, _ = under_load(server, key, "redis", fault, after=4.0)
+            tally, ledger, fault_start, fault_end = under_load(server, key, "redis", fault, after=4.0)
             after = {"limits": redis.command("DBSIZE", db=0), "cache": redis.command("DBSIZE", db=1)}
             result.logged_errors = server.logged_errors()
     finally:
         redis.stop()
     result.count(tally)
-    result.check_recovery(tally, fault_end)
+    result.check_recovery(tally, fault_start, fault_end)
     result.check_writes(ledger, db_url)
     result.notes.insert(0, f"Redis down {args.redis_seconds:g} s; keys before the stop: limits "
                            f"{seen.get('limits')}, cache {seen.get('cache')}; after the restart: "
@@ -831,7 +849,7 @@ def scenario_smtp(db_url: str, key: str, work: Path, args) -> Result:
 
         fault_window = {}
 
-        def fault():
+        def fault(tally):
             fault_window["start"] = time.monotonic()
             threads = [threading.Thread(target=run_cli, args=("drain-outbox --once", "drain-outbox", "--once")),
                        threading.Thread(target=run_cli, args=("send-alerts", "send-alerts"))]
@@ -842,13 +860,13 @@ def scenario_smtp(db_url: str, key: str, work: Path, args) -> Result:
             fault_window["end"] = time.monotonic()
 
         with Gunicorn("smtp-hang", env) as server:
-            tally, ledger, fault_end, _ = under_load(server, key, "smtp-hang", fault, subscribers=2,
+            tally, ledger, fault_start, fault_end = under_load(server, key, "smtp-hang", fault, subscribers=2,
                                                      writers=1)
             result.logged_errors = server.logged_errors()
     finally:
         smtp.close()
     result.count(tally)
-    result.check_recovery(tally, fault_end)
+    result.check_recovery(tally, fault_start, fault_end)
     result.check_writes(ledger, db_url)
     slowest = tally.slowest(fault_window["start"], fault_window["end"], "/api/v1/subscribers")
     slowest_any = tally.slowest(fault_window["start"], fault_window["end"], "/")
@@ -877,33 +895,39 @@ def scenario_sqlite_move(template: Path, key: str, work: Path, args) -> Result:
     url = f"sqlite:///{path}"
     env = base_env(folder, url)
     moved = path.with_name("paperdesk.db.away")
-    appeared = []
+    appeared, waited = [], []
 
-    def fault():
+    def fault(tally):
         path.rename(moved)
         started = time.monotonic()
-        reloaded = False
-        while time.monotonic() - started < args.move_seconds:
+        server.reload()
+        # New workers open new connections: a pooled one would go on using the moved file
+        # through its open descriptor, which is no outage at all. They take a few seconds to
+        # boot on a busy machine, so the file stays away until they have answered 503s for
+        # `move_seconds` (at most 30 s in all).
+        first_503 = None
+        while time.monotonic() - started < 30:
             if path.exists():
                 appeared.append(round(time.monotonic() - started, 2))
-            if not reloaded and time.monotonic() - started > 0.5:
-                # New workers open new connections: a pooled one would go on using the moved file
-                # through its open descriptor, which is no outage at all.
-                server.reload()
-                reloaded = True
+            if first_503 is None and tally.counts()["503"]:
+                first_503 = time.monotonic()
+            if first_503 is not None and time.monotonic() - first_503 >= args.move_seconds:
+                break
             time.sleep(0.05)
+        waited.append(round(time.monotonic() - started, 1))
         if path.exists():
             appeared.append("at the end")
         else:
             moved.rename(path)
 
     with Gunicorn("sqlite-move", env) as server:
-        tally, ledger, fault_end, _ = under_load(server, key, "sqlite-move", fault, after=4.0)
+        tally, ledger, fault_start, fault_end = under_load(server, key, "sqlite-move", fault, after=4.0)
         result.logged_errors = server.logged_errors()
     result.count(tally)
-    result.check_recovery(tally, fault_end)
+    result.check_recovery(tally, fault_start, fault_end)
     result.check_writes(ledger, url)
-    result.notes.insert(0, f"file away {args.move_seconds:g} s, workers restarted (SIGHUP) 0.5 s in")
+    result.notes.insert(0, f"file away {waited[0] if waited else '?'} s, the workers restarted (SIGHUP) as it "
+                           f"left; 503s for {args.move_seconds:g} s")
     if appeared:
         result.failures.append(f"a file appeared in the moved one's place ({appeared[:3]})")
     if not result.c503:
@@ -1043,7 +1067,8 @@ def parse_args(argv: list[str]):
                         help="comma-separated scenarios, run in this order: %(default)s")
     parser.add_argument("--kill-seconds", type=float, default=8, help="pg-kill: how long the killer runs")
     parser.add_argument("--redis-seconds", type=float, default=4, help="redis: how long Redis stays down")
-    parser.add_argument("--move-seconds", type=float, default=4, help="sqlite-move: how long the file is away")
+    parser.add_argument("--move-seconds", type=float, default=3,
+                        help="sqlite-move: how long the file stays away once the new workers answer 503")
     parser.add_argument("--hostile-examples", type=int, default=8,
                         help="hostile: examples per operation and key (hypothesis, derandomized)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (databases, instance folders)")
