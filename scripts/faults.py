@@ -731,7 +731,7 @@ def site_meta(client: Client) -> dict:
     return meta
 
 
-def under_load(server: Gunicorn, key: str, scenario: str, fault, *, before: float = 2.0,
+def under_load(server: Gunicorn, key: str, scenario: str, fault, *, before: float = 1.5,
                after: float = 3.0, **load_options) -> tuple[Tally, Ledger, float, float]:
     """Run the load, `before` s, then `fault(tally)` (blocking while the fault lasts), then
     `after` s. Returns the tally, the ledger, and the fault's start and end (monotonic)."""
@@ -799,7 +799,7 @@ def scenario_redis(db_url: str, key: str, backend: str, work: Path, args) -> Res
             redis.start()
 
         with Gunicorn("redis", env) as server:
-            tally, ledger, fault_start, fault_end = under_load(server, key, "redis", fault, after=4.0)
+            tally, ledger, fault_start, fault_end = under_load(server, key, "redis", fault)
             after = {"limits": redis.command("DBSIZE", db=0), "cache": redis.command("DBSIZE", db=1)}
             result.logged_errors = server.logged_errors()
     finally:
@@ -1065,11 +1065,11 @@ def parse_args(argv: list[str]):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default=",".join(SCENARIOS),
                         help="comma-separated scenarios, run in this order: %(default)s")
-    parser.add_argument("--kill-seconds", type=float, default=8, help="pg-kill: how long the killer runs")
-    parser.add_argument("--redis-seconds", type=float, default=4, help="redis: how long Redis stays down")
+    parser.add_argument("--kill-seconds", type=float, default=6, help="pg-kill: how long the killer runs")
+    parser.add_argument("--redis-seconds", type=float, default=3, help="redis: how long Redis stays down")
     parser.add_argument("--move-seconds", type=float, default=3,
                         help="sqlite-move: how long the file stays away once the new workers answer 503")
-    parser.add_argument("--hostile-examples", type=int, default=8,
+    parser.add_argument("--hostile-examples", type=int, default=6,
                         help="hostile: examples per operation and key (hypothesis, derandomized)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (databases, instance folders)")
     args = parser.parse_args(argv)
