@@ -98,8 +98,8 @@ def free_port() -> int:
 
 @dataclass
 class Answer:
-    """One request's outcome: `kind` is ok (2xx/3xx), 4xx, 503 (a 503 with Retry-After: the
-    app's "unavailable" problem or page), 500-bare (any other 5xx that is not problem+json, e.g.
+    """One request's outcome: `kind` is ok (2xx/3xx), 4xx, 503 (a 503 problem, or the HTML
+    page with Retry-After: the app's "unavailable" answers), 500-bare (any other 5xx that is not problem+json, e.g.
     gunicorn's HTML page for an exception that escaped the app), 500-problem (the app's own
     500 problem), or conn (no HTTP answer at all)."""
     method: str
@@ -120,9 +120,10 @@ class Answer:
             return "ok"
         if self.status < 500:
             return "4xx"
-        if self.status == 503 and self.retry_after:
+        problem = self.ctype.startswith("application/problem+json")
+        if self.status == 503 and (problem or self.retry_after):
             return "503"
-        return "500-problem" if self.ctype.startswith("application/problem+json") else "500-bare"
+        return "500-problem" if problem else "500-bare"
 
     def json(self):
         """The body as JSON, or None."""
