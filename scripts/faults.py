@@ -397,16 +397,16 @@ class Gunicorn:
         stop_group(self.process)
 
     def _wait_ready(self, timeout: float = 60) -> None:
-        # Both workers booted: /healthz answered twice by different pids is not observable, so
-        # wait for the master's "Booting worker" lines and then for /healthz.
+        # Every worker booting (the master's "Booting worker" lines), then /healthz answered:
+        # which worker answered is not visible from outside.
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise SetupError(f"gunicorn exited {self.process.returncode}:\n{self.tail()}")
             text = self.log_path.read_text(encoding="utf-8", errors="replace")
             if text.count("Booting worker") >= int(self.env.get("WEB_CONCURRENCY", "2")):
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
                 try:
-                    conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
                     conn.request("GET", "/healthz")
                     if conn.getresponse().status == 200:
                         return
