@@ -782,6 +782,8 @@ def scenario_pg_kill(pg_url: str, pg_key: str, work: Path, args) -> Result:
     result.check_writes(ledger, pg_url)
     result.notes.insert(0, f"{len(killed)} kill rounds over {args.kill_seconds:g} s, "
                            f"{sum(killed)} backends terminated")
+    if not sum(killed):
+        result.failures.append("no backend was terminated: the scenario did not test it")
     return result
 
 
