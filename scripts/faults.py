@@ -16,15 +16,17 @@ something they depend on fails. One scenario per fault:
                recycled worker would) and back under load: 503 problems while it is gone, nothing
                created in its place, every acknowledged write there afterwards.
 - hostile      Hostile bodies and query strings drawn from tests/strategies.py (hypothesis,
-               derandomized) at every operation of the OpenAPI document, with and without a key.
+               derandomized) at every operation of the OpenAPI document, with and without a key,
+               on SQLite and on PostgreSQL.
 
 Every write carries an `Idempotency-Key`; a write answered 503 or lost to a connection error is
 sent again with the same key and body. Afterwards the pieces are read back from the database:
 each acknowledged write must be there exactly once.
 
 The table (stdout, build/faults/table.md and table.json) has one row per scenario: requests,
-answers by kind (5xx split into 500s, 503 problems and connection errors), writes acknowledged
-and found, lost, duplicated, and the time from the fault's end to the first successful answer.
+answers by kind (5xx split into gunicorn's bare 500s, the app's 500 problems, 503 problems, and
+connection errors), writes acknowledged and found, lost, duplicated, and the time from the
+fault's end to the first successful answer.
 Exit status 1 when a scenario answered a 500, lost or duplicated an acknowledged write,
 recovered in more than 2 s, or broke its own promise (a command past its bound, a file created
 in the moved one's place); 2 when the set-up failed.
