@@ -8,6 +8,7 @@ the app cache under the paper's version, so a write makes them stale at once.
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from flask import Blueprint, Response, abort, current_app, g, jsonify, request
@@ -27,14 +28,24 @@ RSS_TYPE = "application/rss+xml; charset=utf-8"
 XML_TYPE = "application/xml; charset=utf-8"
 TEXT_TYPE = "text/plain; charset=utf-8"
 
+log = logging.getLogger("paperdesk.feeds")
+
 
 def _cached(build: Callable[[], bytes | str], *extra: str) -> bytes | str:
     # Absolute URLs differ per host, so the host is part of the key as well as the version.
     key = ":".join(["feeds", str(g.paper.id), str(g.paper.version), links().absolute(request.path), *extra])
-    body = cache.get(key)
+    # As in http_cache: a cache outage (Redis down) builds the feed afresh, never fails it.
+    try:
+        body = cache.get(key)
+    except Exception:  # noqa: BLE001 - a cache outage must never fail a request
+        log.warning("feed cache read failed", exc_info=True)
+        body = None
     if body is None:
         body = build()
-        cache.set(key, body)
+        try:
+            cache.set(key, body)
+        except Exception:  # noqa: BLE001 - a cache outage must never fail a request
+            log.warning("feed cache write failed", exc_info=True)
     return body
 
 

@@ -10,6 +10,7 @@ import contextlib
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -225,6 +226,20 @@ def test_a_redis_cache_keeps_answers_exact(make_app, newsroom):
     with cached.app_context():
         from extensions import cache
         cache.clear()
+
+
+def test_an_unreachable_redis_cache_is_skipped_on_every_cached_route(make_app, newsroom):
+    # Found by `make faults` (scenario redis): the feeds' own cache let a Redis outage through
+    # as a 500 on /rss.xml while the response cache skipped it.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]  # nothing listens there
+    down = make_app(CACHE_TYPE="RedisCache", CACHE_REDIS_URL=f"redis://127.0.0.1:{port}/0?socket_connect_timeout=0.25",
+                    RESPONSE_CACHE_LOCAL_BYTES=0)
+    client = down.test_client()
+    for path in ("/api/v1/front", "/rss.xml", "/podcast.xml", "/front.json", "/llms.txt", "/sitemap.xml",
+                 "/sitemap-news.xml", "/"):
+        assert client.get(path).status_code == 200, path
 
 
 # ----------------------------------------------------------------------------- surrogate keys
