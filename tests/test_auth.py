@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from extensions import db
+from models import Subscriber
 from services.newsroom import keys
 from tests.fixtures.keys import auth
 
@@ -223,3 +224,47 @@ def test_the_index_read_with_a_key_lists_the_routes_its_level_reaches(client, ne
     assert ("POST", "/api/v1/stories") in agent
     assert ("PUT", "/api/v1/stories/{id}/air") not in agent
     assert ("PATCH", "/api/v1/stories/{id}") not in agent
+
+
+# ----------------------------------------------------------------------------- least privilege
+
+INTEGRATIONS = {"timezone": "Europe/Paris", "help_desk": "mailto:desk@example.com",
+                "crm_api_token": "tok_live_0123456789", "analytics": {"id": "UA-1", "secret": "s3"}}
+
+
+def test_only_admin_keys_see_the_whole_config_others_its_public_part(client, newsroom):
+    client.patch("/api/v1/config", json={"config": INTEGRATIONS}, headers=auth(newsroom["admin"]))
+    as_admin = client.get("/api/v1/config", headers=auth(newsroom["admin"])).get_json()
+    assert as_admin["config"] == INTEGRATIONS
+    for kind in ("read", "agent"):
+        response = client.get("/api/v1/config", headers=auth(newsroom[kind]))
+        assert response.status_code == 200
+        body = response.get_json()
+        assert body["config"] == {"timezone": "Europe/Paris", "help_desk": "mailto:desk@example.com"}
+        assert body["nameplate"] == "The Demo Times" and "desk_keys" not in body
+        text = response.get_data(as_text=True)
+        assert "tok_live" not in text and "UA-1" not in text, kind
+
+
+def test_an_agent_key_gets_no_subscriber_counts_a_read_key_does(client, desk, newsroom, now):
+    db.session.add(Subscriber(paper_id=newsroom["paper"].id, email="ann@example.com", created_at=now,
+                              confirmed_at=now))
+    db.session.commit()
+    refused = client.get("/api/v1/subscribers", headers=auth(newsroom["agent"]))
+    assert refused.status_code == 403 and refused.mimetype == "application/problem+json"
+    assert "count" not in refused.get_json()
+    # The contract promises read keys the counts (spec: "Subscriber count (read key)").
+    assert client.get("/api/v1/subscribers", headers=auth(newsroom["read"])).get_json() == {
+        "count": 1, "confirmed": 1}
+
+
+def test_an_agent_key_is_told_only_what_it_may_call(client, newsroom):
+    index = client.get("/api/v1", headers=auth(newsroom["agent"])).get_json()
+    listed = {(r["method"], r["path"].removeprefix("http://localhost")) for r in index["routes"]}
+    assert ("GET", "/api/v1/subscribers") not in listed
+    assert {("GET", "/api/v1/config"), ("GET", "/api/v1/agent"), ("POST", "/api/v1/stories"),
+            ("GET", "/api/v1/stories/{id}/proof")} <= listed
+    may = client.get("/api/v1/agent", headers=auth(newsroom["agent"])).get_json()["may"]
+    assert not [m for m in may if m["url"].endswith("/subscribers")]
+    read_may = client.get("/api/v1/agent", headers=auth(newsroom["read"])).get_json()["may"]
+    assert ("GET", "http://localhost/api/v1/subscribers") in {(m["method"], m["url"]) for m in read_may}

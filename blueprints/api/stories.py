@@ -91,7 +91,7 @@ def get_story(id: str):
 
 
 @bp.route("/stories/<string(maxlength=200):id>/proof")
-@keyed(bp, "read")
+@keyed(bp, "key")
 @bp.response(200, ProofOut)
 @bp.alt_response(404, description="No such piece on this paper.")
 def story_proof(id: str):
