@@ -29,8 +29,8 @@ def migrate_to_head() -> None:
 @with_appcontext
 def init_db() -> None:
     """Create or upgrade the database schema (alembic migrations to head); on SQLite, create
-    the file when it does not exist (the only command that does). Then check that every receipt
-    signing seed opens under this instance's SECRET_KEY: exit 1 with the keys named when one
+    the file when it does not exist (the only command that does). Then check that every active
+    receipt signing seed opens under this instance's SECRET_KEY: exit 1 with the keys named when one
     does not (SECRET_KEY changed: restore it, or `flask rotate-secret`), so a deploy with the
     wrong secret stops here instead of failing at the first filing."""
     migrate_to_head()
@@ -40,7 +40,8 @@ def init_db() -> None:
         raise click.ClickException(
             f"{len(locked)} receipt signing key(s) do not open with this SECRET_KEY "
             f"({', '.join(locked)}): filing would fail. Restore the SECRET_KEY they were sealed "
-            "with, or run `flask rotate-secret --old-secret-file OLD` (docs/SECURITY.md).")
+            "with, or run `flask rotate-secret --old-secret-file OLD`; if the old secret is lost, "
+            "`flask rotate-receipt-key --paper SLUG` retires the key (docs/DEPLOYING.md).")
 
 
 @click.command("openapi")

@@ -65,8 +65,9 @@ def rotate_receipt_key(slug: str) -> None:
 def rotate_secret(old_secret: str | None, old_secret_file: str | None) -> None:
     """Re-seal every receipt signing seed under the SECRET_KEY this instance now runs with, after
     SECRET_KEY changed. Seeds sealed under the old secret (or still in the clear) are sealed
-    afresh; seeds that open already are kept. A seed that opens under neither stops the command
-    with exit 1 and nothing changed. The receipt keys themselves (kid, public key) never change."""
+    afresh; seeds that open already are kept. An active key's seed that opens under neither
+    stops the command with exit 1 and nothing changed (a retired one is left, with a warning).
+    The receipt keys themselves (kid, public key) never change."""
     if old_secret_file:
         old_secret = Path(old_secret_file).read_text(encoding="utf-8").strip()
     if not old_secret:
@@ -79,6 +80,8 @@ def rotate_secret(old_secret: str | None, old_secret_file: str | None) -> None:
     db.session.commit()
     for kid in done["resealed"]:
         click.echo(f"resealed {kid}")
+    for kid in done["unreadable"]:
+        click.echo(f"left {kid} as it is: retired, and sealed under neither secret", err=True)
     click.echo(f"{len(done['resealed'])} seed(s) resealed under the current SECRET_KEY, "
                f"{len(done['kept'])} already sealed under it.")
 

@@ -369,3 +369,25 @@ def test_rotate_secret_reseals_every_seed_under_the_new_secret(client, newsroom,
     assert holds(fetch_proof(new_client, newsroom["read"], response.get_json()["id"]), old_kid_keys)
     # The old secret no longer opens it.
     assert client.post("/api/v1/stories", json=FILING, headers=auth(newsroom["admin"])).status_code == 500
+
+
+def test_with_the_old_secret_lost_a_new_receipt_key_takes_over(client, newsroom, make_app):
+    old_keys = published_keys(client)
+    new = make_app(SECRET_KEY=OTHER_SECRET)
+
+    def cli(*args):
+        with new.app_context():
+            return new.test_cli_runner().invoke(args=list(args))
+
+    assert cli("init-db").exit_code == 1
+    assert cli("rotate-receipt-key", "--paper", "demo").exit_code == 0
+    assert cli("init-db").exit_code == 0  # the retired, unreadable seed signs nothing
+    lost = cli("rotate-secret", "--old-secret", "not-the-old-secret-either-0123456789")
+    assert lost.exit_code == 0 and "retired, and sealed under neither secret" in lost.output
+    new_client = new.test_client()
+    response = new_client.post("/api/v1/stories", json=FILING, headers=auth(newsroom["admin"]))
+    assert response.status_code == 201
+    keys = published_keys(new_client)
+    (old_kid,) = old_keys
+    assert keys[old_kid]["retired_at"] is not None and len(keys) == 2
+    assert holds(fetch_proof(new_client, newsroom["read"], response.get_json()["id"]), keys)

@@ -118,11 +118,12 @@ def sign(key: SigningKey, message: str) -> str:
 
 
 def locked_seeds(secret: str) -> list[str]:
-    """The kids of every signing key (all papers, retired ones too) whose seed does not open
-    under `secret`: empty when the instance can sign with every key. Plain (pre-0009) seeds
-    always open."""
+    """The kids of the active signing keys (all papers) whose seed does not open under `secret`:
+    empty when the instance can sign for every paper. Plain (pre-0009) seeds always open; a
+    retired key signs nothing, so its seed is not asked for."""
     locked = []
-    for row in db.session.scalars(select(SigningKey).order_by(SigningKey.id)):
+    for row in db.session.scalars(select(SigningKey).where(SigningKey.retired_at.is_(None))
+                                  .order_by(SigningKey.id)):
         try:
             seeds.open_seed(row.private_seed, secret, kid=row.kid)
         except seeds.SeedLocked:
@@ -133,10 +134,11 @@ def locked_seeds(secret: str) -> list[str]:
 def reseal_seeds(old_secret: str, new_secret: str) -> dict[str, list[str]]:
     """Seal every signing seed under `new_secret` (the SECRET_KEY the instance now runs with).
     A seed that opens under `new_secret` already is kept as is; one sealed under `old_secret`,
-    or still in the clear, is sealed afresh. Returns `{"resealed": [kid], "kept": [kid]}`
-    (flushed, not committed). Raises seeds.SeedLocked naming every seed that opens under
-    neither secret, before changing any row."""
-    plan, kept, lost = [], [], []
+    or still in the clear, is sealed afresh. Returns `{"resealed": [kid], "kept": [kid],
+    "unreadable": [kid]}` (flushed, not committed); `unreadable` are retired keys whose seed
+    opens under neither secret (they sign nothing; left as they are). Raises seeds.SeedLocked
+    naming every active key whose seed opens under neither secret, before changing any row."""
+    plan, kept, lost, unreadable = [], [], [], []
     for row in db.session.scalars(select(SigningKey).order_by(SigningKey.id)):
         if seeds.is_sealed(row.private_seed):
             try:
@@ -148,14 +150,14 @@ def reseal_seeds(old_secret: str, new_secret: str) -> dict[str, list[str]]:
         try:
             plan.append((row, seeds.open_seed(row.private_seed, old_secret, kid=row.kid)))
         except seeds.SeedLocked:
-            lost.append(row.kid)
+            (unreadable if row.retired_at is not None else lost).append(row.kid)
     if lost:
         raise seeds.SeedLocked(f"These receipt signing keys open under neither the old nor the "
                                f"current SECRET_KEY: {', '.join(lost)}. Nothing was changed.")
     for row, seed in plan:
         row.private_seed = seeds.seal_seed(seed, new_secret)
     db.session.flush()
-    return {"resealed": [row.kid for row, _ in plan], "kept": kept}
+    return {"resealed": [row.kid for row, _ in plan], "kept": kept, "unreadable": unreadable}
 
 
 def verify(public_key_b64: str, message: str, signature_b64: str) -> bool:
