@@ -112,10 +112,6 @@ def register_blueprints(app: Flask) -> None:
         api.register_blueprint(bp)
     for bp in PLAIN_BLUEPRINTS:
         app.register_blueprint(bp)
-    if app.config["BENCH_BARE"]:
-        # The benchmark's ceiling: every pipeline step a public GET passes (rate limits, request
-        # log, security headers), no paper lookup and no database (tenancy.UNSCOPED).
-        app.add_url_rule("/bench/bare", "bench_bare", lambda: {"status": "ok"})
 
 
 def register_commands(app: Flask) -> None:

@@ -24,7 +24,7 @@ from services.rendering.links import host_name
 
 NO_PAPER = "No paper is served on this host."
 # Endpoints that answer for the process, not for a paper.
-UNSCOPED = {"static", "health.healthz", "health.readyz", "bench_bare"}
+UNSCOPED = {"static", "health.healthz", "health.readyz"}
 
 
 # Built once: every request runs one of these, and building the expression costs more than
