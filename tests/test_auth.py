@@ -268,3 +268,31 @@ def test_an_agent_key_is_told_only_what_it_may_call(client, newsroom):
     assert not [m for m in may if m["url"].endswith("/subscribers")]
     read_may = client.get("/api/v1/agent", headers=auth(newsroom["read"])).get_json()["may"]
     assert ("GET", "http://localhost/api/v1/subscribers") in {(m["method"], m["url"]) for m in read_may}
+
+
+def test_an_agent_key_sees_only_its_own_personas_drafts(client, desk, newsroom):
+    paper = newsroom["paper"]
+    own = desk.piece(paper, "Ada's draft", byline="Ada Quill", on_air_at=None)
+    others = desk.piece(paper, "Rex's draft", byline="Rex Ledger", on_air_at=None)
+    aired = desk.piece(paper, "Rex on air", byline="Rex Ledger")
+
+    def listed(kind):
+        body = client.get("/api/v1/stories", headers=auth(newsroom[kind])).get_json()
+        return {row["headline"] for row in body["stories"]}
+
+    assert listed("read") >= {"Ada's draft", "Rex's draft", "Rex on air"}
+    assert "Rex's draft" not in listed("agent")
+    assert {"Ada's draft", "Rex on air"} <= listed("agent")
+    agent = auth(newsroom["agent"])
+    for url in ("/api/v1/stories/{}", "/api/v1/stories/{}/proof"):
+        hidden = client.get(url.format(others.id), headers=agent)
+        assert hidden.status_code == 404 and hidden.mimetype == "application/problem+json", url
+        assert client.get(url.format(own.id), headers=agent).status_code == 200, url
+        assert client.get(url.format(aired.id), headers=agent).status_code == 200, url
+        assert client.get(url.format(others.id), headers=auth(newsroom["read"])).status_code == 200, url
+    # Filing still answers with the agent's own new draft.
+    filed = client.post("/api/v1/stories", headers=agent, json={
+        "headline": "Filed by the bot", "dek": "d", "prose": "p[^1]", "section": "World",
+        "cited_facts": [{"statement": "s", "source": "o", "instrument": "i", "claim_key": "k"}]})
+    assert filed.status_code == 201, filed.get_json()
+    assert client.get(f"/api/v1/stories/{filed.get_json()['id']}", headers=agent).status_code == 200

@@ -45,8 +45,9 @@ LEVELS = {
     "public": "No credential: the paper's published face (pieces on air, sections, archive, "
               "search, front, cast, posts, masthead, feeds, subscribe).",
     "read": "A read key of this paper: drafts, subscriber counts, proofs and the config as read "
-            "(its public settings). An agent key reaches drafts, proofs, the config as read and "
-            "what its capabilities allow (filing, revising), never subscribers.",
+            "(its public settings). An agent key reaches its own persona's drafts and their proofs, "
+            "the config as read and what its capabilities allow (filing, revising), never "
+            "subscribers.",
     "admin": "An admin key of this paper: every write (filing, airing, sections, personas, "
              "config, video editions) and subscriber rows.",
     "auth": "Send the key as 'Authorization: Bearer desk_...' or 'X-Desk-Key: desk_...'. A key "
@@ -185,17 +186,23 @@ def update_config(body: dict):
 
 # ----------------------------------------------------------------------------- the cockpit
 
-# (action, method, path) for every key of the paper (the `key` level, agent keys included).
-KEY_ACTIONS = [
+# (action, method, path) for read and admin keys (the `read` level).
+READ_ACTIONS = [
     ("List the desk's pieces, drafts included (marked on_air: false)", "GET", "/stories"),
     ("Read any piece of this paper, drafts included", "GET", "/stories/{id}"),
     ("Read a piece's proof: content hash, signed receipt and revision chain", "GET", "/stories/{id}/proof"),
     ("Read the paper's config", "GET", "/config"),
+    ("Count subscribers", "GET", "/subscribers"),
     ("Check this key", "GET", "/agent"),
 ]
-# ... and for read and admin keys (the `read` level; never agent keys).
-READ_ACTIONS = [
-    ("Count subscribers", "GET", "/subscribers"),
+# ... for agent keys (the `key` level): on-air pieces and their own persona's drafts, no counts.
+AGENT_READ_ACTIONS = [
+    ("List the pieces on air and {persona}'s drafts (marked on_air: false)", "GET", "/stories"),
+    ("Read a piece on air, or one of {persona}'s drafts", "GET", "/stories/{id}"),
+    ("Read the proof of a piece you may read: content hash, signed receipt and revision chain", "GET",
+     "/stories/{id}/proof"),
+    ("Read the paper's config (its public settings)", "GET", "/config"),
+    ("Check this key", "GET", "/agent"),
 ]
 ADMIN_ACTIONS = [
     ("File a draft under any active persona", "POST", "/stories"),
@@ -220,13 +227,14 @@ AGENT_ACTIONS = {
 
 def _may(key: DeskKey, persona: Persona | None) -> list[dict]:
     """The `may` list of /agent: what `key` may do here, as absolute URLs."""
-    actions = list(KEY_ACTIONS)
+    name = persona.name if persona else "your persona"
     if permissions.reaches(key, "read"):
-        actions += READ_ACTIONS
+        actions = list(READ_ACTIONS)
+    else:
+        actions = [(text.format(persona=name), method, path) for text, method, path in AGENT_READ_ACTIONS]
     if permissions.reaches(key, "admin"):
         actions += ADMIN_ACTIONS
     else:
-        name = persona.name if persona else "your persona"
         actions += [(text.format(persona=name), method, path)
                     for capability, (text, method, path) in AGENT_ACTIONS.items()
                     if permissions.has_capability(key, capability)]

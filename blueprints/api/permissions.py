@@ -2,7 +2,8 @@
 
 Levels. A request is public (no key), or carries a key of the paper. Four levels, each reaching
 the ones before it: `public`; `key`, any key of the paper (an `agent` key reaches this one only:
-its cockpit, the config as read, drafts and proofs, and what its capabilities open); `read`, a
+its cockpit, the config as read, its own persona's drafts, proofs, and what its capabilities
+open); `read`, a
 read or admin key (subscriber counts, as the spec's "read" level promises); `admin`, an admin
 key. `keyed(bp, level)` puts a level on a view.
 
@@ -22,8 +23,8 @@ Admin-only rows and fields. Subscriber rows and batches (`emails`, `webhook`) ne
 key (`check_subscriber_batch`, `check_public_subscribe`, `sees_subscriber_rows`); the config
 shows the desk keys and its whole `config` object (integration settings, credentials, anything
 beyond the public allow-list) to admin keys alone (`sees_desk_keys`, `sees_full_config`); other
-keys see the config as read with the public part of `config`. Drafts show to any key of the paper
-(`sees_drafts`).
+keys see the config as read with the public part of `config`. Drafts show to read and admin keys
+of the paper, and to an agent key only its own persona's (`sees_drafts`, `drafts_of`).
 
 Every rule takes the key (None for a public request) and raises services.errors.Unauthorized
 (401), Forbidden (403) or Invalid (422); errors.py answers them. The decorated views carry
@@ -145,8 +146,19 @@ def writer(bp: Blueprint, capability: str):
 
 
 def sees_drafts(key: DeskKey | None) -> bool:
-    """Any key of the paper sees its drafts (lists, stories by id, proofs); the public never."""
+    """Any key of the paper sees drafts (lists, stories by id, proofs); the public never. Which
+    drafts: `drafts_of`."""
     return key is not None
+
+
+def drafts_of(key: DeskKey | None) -> int | None:
+    """Whose drafts `key` sees, when it sees drafts: None for every draft (read and admin keys);
+    for an agent key, the id of its persona (0, nobody's, for one without a persona). Filing and
+    revising need an agent's own drafts only; the desk's other drafts are unpublished work that
+    the spec opens to the read level, not to agents."""
+    if key is None or key.kind != "agent":
+        return None
+    return key.persona_id or 0
 
 
 def persona_of(key: DeskKey) -> Persona | None:
