@@ -28,8 +28,10 @@ After the view (or the error handler), in this order:
  3. CORS on the API, oEmbed and /front.json     pipeline.cors (flask-cors's own step)
  4. ETag and Cache-Control; keyed answers private, CORS stripped
                                                 http_cache.decorate
- 5. X-RateLimit-*, Retry-After on 429/503 only  ratelimits.add_limit_headers
- 6. X-Request-ID, the request log line          logging_setup.finish_request
+ 5. gzip over 1 KB when accepted (weak ETag), Vary: Accept-Encoding
+                                                compression.compress
+ 6. X-RateLimit-*, Retry-After on 429/503 only  ratelimits.add_limit_headers
+ 7. X-Request-ID, the request log line          logging_setup.finish_request
 
 Teardown: give back a public read's autocommit connection (tenancy.end_read).
 
@@ -42,6 +44,7 @@ from collections.abc import Callable
 
 from flask import Flask
 
+import compression
 import http_cache
 import logging_setup
 import ratelimits
@@ -102,37 +105,65 @@ def _cors_step(app: Flask) -> Callable:
     return cors
 
 
+class Steps:
+    """The installed pipeline of one app: three tuples of steps, and the three hooks that run
+    them (Flask sees one function per kind, not one per step: it wraps every hook it calls
+    in `ensure_sync`, which costs more than most steps)."""
+
+    def __init__(self, before: tuple, after: tuple, teardown: tuple):
+        self.before, self.after, self.teardown = before, after, teardown
+
+    def run_before(self):
+        """Each before-step in order; the first that answers ends the list (Flask's rule)."""
+        for step in self.before:
+            answer = step()
+            if answer is not None:
+                return answer
+        return None
+
+    def run_after(self, response):
+        """Each after-step in order, each given the last one's response."""
+        for step in self.after:
+            response = step(response)
+        return response
+
+    def run_teardown(self, error):
+        """Each teardown step in order, with the request's unhandled error or None."""
+        for step in self.teardown:
+            step(error)
+
+
 def install(app: Flask) -> None:
-    """Install every step on `app`, in order. Call once, after the extensions and blueprints
-    are registered. Raises RuntimeError if anything else registered a request hook."""
+    """Install every step on `app`, in order, as one before, one after and one teardown hook.
+    Call once, after the extensions and blueprints are registered. Raises RuntimeError if
+    anything else registered a request hook."""
     stray = {name: funcs for registry in (app.before_request_funcs, app.after_request_funcs,
                                           app.teardown_request_funcs)
              for name, funcs in registry.items() if funcs}
     if stray:
         raise RuntimeError(f"request hooks registered outside pipeline.py: {stray}")
-    after = [
+    after = (
         http_cache.store_answer,
         security.add_headers,
         _cors_step(app),
         http_cache.decorate,
+        compression.compress,
         ratelimits.add_limit_headers,
         logging_setup.finish_request,
-    ]
-    app.before_request_funcs[None] = list(BEFORE)
-    # Flask runs after_request functions in reverse order of registration.
-    app.after_request_funcs[None] = list(reversed(after))
-    app.teardown_request_funcs[None] = list(TEARDOWN)
+    )
+    steps = app.extensions["pipeline"] = Steps(tuple(BEFORE), after, tuple(TEARDOWN))
+    app.before_request_funcs[None] = [steps.run_before]
+    app.after_request_funcs[None] = [steps.run_after]
+    app.teardown_request_funcs[None] = [steps.run_teardown]
 
 
 def describe(app: Flask) -> dict[str, list[str]]:
     """The names of `app`'s installed steps in the order they run: `{"before": [...],
-    "after": [...], "teardown": [...]}`, read back from Flask's own hook lists."""
+    "after": [...], "teardown": [...]}`."""
 
     def name(func: Callable) -> str:
         return f"{func.__module__}.{func.__name__}"
 
-    return {
-        "before": [name(f) for f in app.before_request_funcs.get(None, [])],
-        "after": [name(f) for f in reversed(app.after_request_funcs.get(None, []))],
-        "teardown": [name(f) for f in app.teardown_request_funcs.get(None, [])],
-    }
+    steps: Steps = app.extensions["pipeline"]
+    return {"before": [name(f) for f in steps.before], "after": [name(f) for f in steps.after],
+            "teardown": [name(f) for f in steps.teardown]}
