@@ -1,9 +1,10 @@
-"""The fast paths give exactly the schemas' JSON: `/api/v1/stories` and `/api/v1/stories/{id}`
-build their answers from Core rows (services/reading/stories.py `latest_rows`, `find_row`;
-schemas/story.py `story_row_wire`, `story_wire`) rather than dumping ORM objects through
-marshmallow. Each answer here is compared byte for byte with what StoryListOut / StoryOut
-dump from the ORM objects of the same request, on the public lane and the keyed one (drafts),
-on each database."""
+"""The fast paths give exactly the schemas' JSON: `/api/v1/stories`, `/api/v1/stories/{id}`,
+`/api/v1/front` and `/front.json` build their answers from Core rows (services/reading/stories.py
+`latest_rows`, `find_row`, services/reading/front.py `rail_rows`; schemas/story.py
+`story_row_wire`, `story_wire`, schemas/front.py `front_wire`) rather than dumping ORM objects
+through marshmallow. Each answer here is compared byte for byte with what StoryListOut,
+StoryOut and FrontOut dump from the ORM objects of the same request, on the public lane and
+the keyed one (drafts), on each database."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -11,10 +12,13 @@ from datetime import timedelta
 import pytest
 from flask import g
 
+from extensions import db
+from schemas.front import FrontOut
 from schemas.story import StoryListOut, StoryOut
-from services.reading import stories
+from services.reading import front, stories
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
+from weblinks import links
 
 
 @pytest.fixture
@@ -74,3 +78,18 @@ def test_full_stories_equal_the_schema_dump(app, client, newsroom, keyed):
     assert client.get(f"/api/v1/stories/{draft['id']}").status_code == 404
     for nothing in ("999999", "99999999999", "no-such-piece"):
         assert client.get(f"/api/v1/stories/{nothing}", headers=headers).status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/api/v1/front", "/front.json"])
+def test_the_front_equals_the_schema_dump(app, client, desk, newsroom, path):
+    paper, _ = newsroom
+    desk.edition(paper, T0.date())
+    paper.config = {"podcast_image": "https://img.example/p.png", "timezone": "Europe/Paris",
+                    "language": "fr", "secret": "never shown", "help_desk": "mailto:desk@example.com"}
+    db.session.commit()
+    answer = client.get(path)
+    assert answer.status_code == 200
+    expected = _expected(app, path, {}, lambda: FrontOut().dump(
+        front.build_front(g.paper, g.paper_snapshot.state, links=links())))
+    assert answer.data == expected
+    assert [len(rail["stories"]) for rail in answer.get_json()["rails"]] == [4, 3]
