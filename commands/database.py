@@ -1,4 +1,5 @@
-"""`init-db` (migrations to head) and `openapi` (write the OpenAPI document to a file)."""
+"""`init-db` (migrations to head, then the receipt seeds checked against SECRET_KEY) and `openapi`
+(write the OpenAPI document to a file)."""
 from __future__ import annotations
 
 import json
@@ -10,6 +11,7 @@ from flask.cli import with_appcontext
 from flask_migrate import upgrade
 
 import config
+from services.newsroom import provenance
 
 
 def migrate_to_head() -> None:
@@ -27,9 +29,19 @@ def migrate_to_head() -> None:
 @with_appcontext
 def init_db() -> None:
     """Create or upgrade the database schema (alembic migrations to head); on SQLite, create
-    the file when it does not exist (the only command that does)."""
+    the file when it does not exist (the only command that does). Then check that every active
+    receipt signing seed opens under this instance's SECRET_KEY: exit 1 with the keys named when one
+    does not (SECRET_KEY changed: restore it, or `flask rotate-secret`), so a deploy with the
+    wrong secret stops here instead of failing at the first filing."""
     migrate_to_head()
     click.echo("database at head")
+    locked = provenance.locked_seeds(current_app.config["SECRET_KEY"])
+    if locked:
+        raise click.ClickException(
+            f"{len(locked)} receipt signing key(s) do not open with this SECRET_KEY "
+            f"({', '.join(locked)}): filing would fail. Restore the SECRET_KEY they were sealed "
+            "with, or run `flask rotate-secret --old-secret-file OLD`; if the old secret is lost, "
+            "`flask rotate-receipt-key --paper SLUG` retires the key (docs/DEPLOYING.md).")
 
 
 @click.command("openapi")

@@ -1,6 +1,8 @@
-"""`rotate-receipt-key` and `verify-proof`: the ops side of provenance (docs/API.md "proof").
+"""`rotate-receipt-key`, `rotate-secret` and `verify-proof`: the ops side of provenance
+(docs/API.md "proof", docs/SECURITY.md "Receipt signing seeds").
 
     flask rotate-receipt-key --paper demo
+    SECRET_KEY=new... flask rotate-secret --old-secret-file old_secret_key
     flask verify-proof proof.json --keys receipt-keys.json
     flask verify-proof https://demo.example/api/v1/stories/12/proof --key desk_...
     flask verify-proof --paper demo --piece 12
@@ -15,13 +17,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import click
+from flask import current_app
 from flask.cli import with_appcontext
 from sqlalchemy import select
 
 from clock import utcnow
 from extensions import db
 from models import Paper, SigningKey
-from services.newsroom import provenance
+from services.newsroom import provenance, seeds
 from services.reading import stories
 
 
@@ -51,6 +54,36 @@ def rotate_receipt_key(slug: str) -> None:
     for kid in retired:
         click.echo(f"retired {kid}")
     click.echo(f"new receipt key {key.kid}")
+
+
+@click.command("rotate-secret")
+@click.option("--old-secret", envvar="OLD_SECRET_KEY", help="The SECRET_KEY the seeds were sealed "
+              "with (or set OLD_SECRET_KEY; a command-line value shows in the process list).")
+@click.option("--old-secret-file", type=click.Path(exists=True, dir_okay=False),
+              help="A file holding the old secret, e.g. the previous instance/secret_key.")
+@with_appcontext
+def rotate_secret(old_secret: str | None, old_secret_file: str | None) -> None:
+    """Re-seal every receipt signing seed under the SECRET_KEY this instance now runs with, after
+    SECRET_KEY changed. Seeds sealed under the old secret (or still in the clear) are sealed
+    afresh; seeds that open already are kept. An active key's seed that opens under neither
+    stops the command with exit 1 and nothing changed (a retired one is left, with a warning).
+    The receipt keys themselves (kid, public key) never change."""
+    if old_secret_file:
+        old_secret = Path(old_secret_file).read_text(encoding="utf-8").strip()
+    if not old_secret:
+        raise click.UsageError("give the old secret: --old-secret-file PATH, OLD_SECRET_KEY or --old-secret")
+    try:
+        done = provenance.reseal_seeds(old_secret, current_app.config["SECRET_KEY"])
+    except seeds.SeedLocked as exc:
+        db.session.rollback()
+        raise click.ClickException(str(exc)) from exc
+    db.session.commit()
+    for kid in done["resealed"]:
+        click.echo(f"resealed {kid}")
+    for kid in done["unreadable"]:
+        click.echo(f"left {kid} as it is: retired, and sealed under neither secret", err=True)
+    click.echo(f"{len(done['resealed'])} seed(s) resealed under the current SECRET_KEY, "
+               f"{len(done['kept'])} already sealed under it.")
 
 
 def _fetch(source: str, desk_key: str | None = None) -> dict:
@@ -120,4 +153,4 @@ def verify_proof(source: str | None, keys_source: str | None, desk_key: str | No
                "its claims are true.")
 
 
-COMMANDS = [rotate_receipt_key, verify_proof]
+COMMANDS = [rotate_receipt_key, rotate_secret, verify_proof]

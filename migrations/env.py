@@ -68,7 +68,8 @@ def run_migrations_offline():
 
 def include_object(obj, name, type_, reflected, compare_to):
     """Keep autogenerate away from the hand-written full-text search objects."""
-    if name and (name.startswith("pieces_fts") or name in {"search_vector", "ix_pieces_search_vector"}):
+    if name and (name.startswith("pieces_fts") or name in {"search_vector", "ix_pieces_search_vector",
+                                                                   "ix_pieces_paper_search"}):
         return False
     return True
 

@@ -280,7 +280,8 @@ class KeySummaryOut(Schema):
 
 
 class ConfigOut(Schema):
-    """The config as read; an admin key also sees the paper's desk keys (never the keys themselves)."""
+    """The config as read; an admin key also sees the paper's desk keys (never the keys themselves)
+    and the whole `config` object, read and agent keys its public part."""
 
     paper = fields.String(required=True, metadata={"description": "The paper's slug."})
     nameplate = fields.String(required=True)
@@ -290,6 +291,9 @@ class ConfigOut(Schema):
     is_public = fields.Boolean(required=True)
     index_style = fields.String(required=True)
     subscribe_path = fields.String(required=True)
-    config = fields.Dict(required=True)
+    config = fields.Dict(required=True, metadata={
+        "description": "Admin keys: the whole stored config. Read and agent keys: its public part "
+                       "only (string values of timezone, language, help_desk, contact_email, "
+                       "podcast_image); integration settings and credentials stay with admin."})
     desk_keys = fields.List(fields.Nested(KeySummaryOut), metadata={
         "description": "Admin keys only: the paper's desk keys (prefix, kind, label; never the key)."})

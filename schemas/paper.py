@@ -45,7 +45,9 @@ class KeyedOut(Schema):
 class RouteOut(Schema):
     method = fields.String(required=True)
     path = fields.String(required=True, metadata={"description": "Absolute URL template."})
-    access = fields.String(required=True, metadata={"description": "public, read or admin."})
+    access = fields.String(required=True, metadata={
+        "description": "public, key (any key of the paper, agent keys included), read (a read or "
+                       "admin key) or admin."})
 
 
 class PaperIndexOut(Schema):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from extensions import db
+from models import Subscriber
 from services.newsroom import keys
 from tests.fixtures.keys import auth
 
@@ -223,3 +224,75 @@ def test_the_index_read_with_a_key_lists_the_routes_its_level_reaches(client, ne
     assert ("POST", "/api/v1/stories") in agent
     assert ("PUT", "/api/v1/stories/{id}/air") not in agent
     assert ("PATCH", "/api/v1/stories/{id}") not in agent
+
+
+# ----------------------------------------------------------------------------- least privilege
+
+INTEGRATIONS = {"timezone": "Europe/Paris", "help_desk": "mailto:desk@example.com",
+                "crm_api_token": "tok_live_0123456789", "analytics": {"id": "UA-1", "secret": "s3"}}
+
+
+def test_only_admin_keys_see_the_whole_config_others_its_public_part(client, newsroom):
+    client.patch("/api/v1/config", json={"config": INTEGRATIONS}, headers=auth(newsroom["admin"]))
+    as_admin = client.get("/api/v1/config", headers=auth(newsroom["admin"])).get_json()
+    assert as_admin["config"] == INTEGRATIONS
+    for kind in ("read", "agent"):
+        response = client.get("/api/v1/config", headers=auth(newsroom[kind]))
+        assert response.status_code == 200
+        body = response.get_json()
+        assert body["config"] == {"timezone": "Europe/Paris", "help_desk": "mailto:desk@example.com"}
+        assert body["nameplate"] == "The Demo Times" and "desk_keys" not in body
+        text = response.get_data(as_text=True)
+        assert "tok_live" not in text and "UA-1" not in text, kind
+
+
+def test_an_agent_key_gets_no_subscriber_counts_a_read_key_does(client, desk, newsroom, now):
+    db.session.add(Subscriber(paper_id=newsroom["paper"].id, email="ann@example.com", created_at=now,
+                              confirmed_at=now))
+    db.session.commit()
+    refused = client.get("/api/v1/subscribers", headers=auth(newsroom["agent"]))
+    assert refused.status_code == 403 and refused.mimetype == "application/problem+json"
+    assert "count" not in refused.get_json()
+    # The contract promises read keys the counts (spec: "Subscriber count (read key)").
+    assert client.get("/api/v1/subscribers", headers=auth(newsroom["read"])).get_json() == {
+        "count": 1, "confirmed": 1}
+
+
+def test_an_agent_key_is_told_only_what_it_may_call(client, newsroom):
+    index = client.get("/api/v1", headers=auth(newsroom["agent"])).get_json()
+    listed = {(r["method"], r["path"].removeprefix("http://localhost")) for r in index["routes"]}
+    assert ("GET", "/api/v1/subscribers") not in listed
+    assert {("GET", "/api/v1/config"), ("GET", "/api/v1/agent"), ("POST", "/api/v1/stories"),
+            ("GET", "/api/v1/stories/{id}/proof")} <= listed
+    may = client.get("/api/v1/agent", headers=auth(newsroom["agent"])).get_json()["may"]
+    assert not [m for m in may if m["url"].endswith("/subscribers")]
+    read_may = client.get("/api/v1/agent", headers=auth(newsroom["read"])).get_json()["may"]
+    assert ("GET", "http://localhost/api/v1/subscribers") in {(m["method"], m["url"]) for m in read_may}
+
+
+def test_an_agent_key_sees_only_its_own_personas_drafts(client, desk, newsroom):
+    paper = newsroom["paper"]
+    own = desk.piece(paper, "Ada's draft", byline="Ada Quill", on_air_at=None)
+    others = desk.piece(paper, "Rex's draft", byline="Rex Ledger", on_air_at=None)
+    aired = desk.piece(paper, "Rex on air", byline="Rex Ledger")
+
+    def listed(kind):
+        body = client.get("/api/v1/stories", headers=auth(newsroom[kind])).get_json()
+        return {row["headline"] for row in body["stories"]}
+
+    assert listed("read") >= {"Ada's draft", "Rex's draft", "Rex on air"}
+    assert "Rex's draft" not in listed("agent")
+    assert {"Ada's draft", "Rex on air"} <= listed("agent")
+    agent = auth(newsroom["agent"])
+    for url in ("/api/v1/stories/{}", "/api/v1/stories/{}/proof"):
+        hidden = client.get(url.format(others.id), headers=agent)
+        assert hidden.status_code == 404 and hidden.mimetype == "application/problem+json", url
+        assert client.get(url.format(own.id), headers=agent).status_code == 200, url
+        assert client.get(url.format(aired.id), headers=agent).status_code == 200, url
+        assert client.get(url.format(others.id), headers=auth(newsroom["read"])).status_code == 200, url
+    # Filing still answers with the agent's own new draft.
+    filed = client.post("/api/v1/stories", headers=agent, json={
+        "headline": "Filed by the bot", "dek": "d", "prose": "p[^1]", "section": "World",
+        "cited_facts": [{"statement": "s", "source": "o", "instrument": "i", "claim_key": "k"}]})
+    assert filed.status_code == 201, filed.get_json()
+    assert client.get(f"/api/v1/stories/{filed.get_json()['id']}", headers=agent).status_code == 200

@@ -269,3 +269,125 @@ def test_seeded_times_are_rfc3339(client, desk, newsroom):
     piece = desk.piece(newsroom["paper"], on_air_at=T0)
     proof = fetch_proof(client, newsroom["read"], piece.id)
     assert proof["generations"][0]["filed_at"] == "2026-11-01T07:55:00Z"
+
+
+# ----------------------------------------------------------------------------- seeds at rest
+
+OTHER_SECRET = "another-instance-secret-0123456789abcdef"
+FILING = {"headline": "Harbour reopens", "dek": "Ships return.", "prose": "The harbour reopened[^1].",
+          "section": "World", "byline": "Ada Quill",
+          "cited_facts": [{"statement": "It reopened", "source": "Port authority",
+                           "instrument": "Notice", "claim_key": "port-1"}]}
+
+
+def _seed_row():
+    from extensions import db
+    from models import SigningKey
+
+    row = db.session.query(SigningKey).one()
+    db.session.expunge(row)
+    db.session.rollback()
+    return row
+
+
+def test_signing_seeds_are_sealed_at_rest_and_receipts_still_verify(client, newsroom, app):
+    import nacl.secret
+
+    from services.newsroom import seeds
+
+    stored = _seed_row().private_seed
+    assert stored.startswith("v1:")
+    box = base64.b64decode(stored[3:])
+    assert len(box) == nacl.secret.SecretBox.NONCE_SIZE + 32 + nacl.secret.SecretBox.MACBYTES
+    # The key is derived from this instance's secret, personalised: the secret alone opens it.
+    assert len(seeds.open_seed(stored, app.config["SECRET_KEY"])) == 32
+    response = client.post("/api/v1/stories", json=FILING, headers=auth(newsroom["admin"]))
+    assert response.status_code == 201
+    assert holds(fetch_proof(client, newsroom["read"], response.get_json()["id"]), published_keys(client))
+
+
+def test_a_seed_stored_in_the_clear_before_0009_still_signs(client, newsroom, app):
+    from extensions import db
+    from models import SigningKey
+    from services.newsroom import seeds
+
+    row = db.session.query(SigningKey).one()
+    row.private_seed = base64.b64encode(seeds.open_seed(row.private_seed, app.config["SECRET_KEY"])).decode()
+    db.session.commit()
+    response = client.post("/api/v1/stories", json=FILING, headers=auth(newsroom["admin"]))
+    assert response.status_code == 201
+    assert holds(fetch_proof(client, newsroom["read"], response.get_json()["id"]), published_keys(client))
+
+
+def test_another_secret_never_signs_nor_makes_a_new_key_and_init_db_says_why(client, newsroom, make_app):
+    from extensions import db
+    from models import Piece, SigningKey
+
+    other = make_app(SECRET_KEY=OTHER_SECRET)
+    before = (_seed_row().private_seed, published_keys(client))
+    response = other.test_client().post("/api/v1/stories", json=FILING, headers=auth(newsroom["admin"]))
+    assert response.status_code == 500 and response.mimetype == "application/problem+json"
+    assert "SECRET_KEY" in response.get_json()["detail"]
+    assert "rotate-secret" in response.get_json()["detail"]
+    with other.app_context():
+        assert db.session.query(Piece).count() == 0 and db.session.query(SigningKey).count() == 1
+    assert (_seed_row().private_seed, published_keys(client)) == before
+    with other.app_context():  # the CLI runs in the app whose context is current
+        result = other.test_cli_runner().invoke(args=["init-db"])
+    assert result.exit_code == 1
+    assert "do not open with this SECRET_KEY" in result.output and before[0] not in result.output
+    assert newsroom["paper"].slug + "-" in result.output  # the kid is named
+
+
+def test_rotate_secret_reseals_every_seed_under_the_new_secret(client, newsroom, app, make_app, tmp_path):
+    old_kid_keys = published_keys(client)
+    new = make_app(SECRET_KEY=OTHER_SECRET)
+
+    def cli(*args):
+        with new.app_context():  # the CLI runs in the app whose context is current
+            return new.test_cli_runner().invoke(args=list(args))
+
+    wrong = tmp_path / "wrong"
+    wrong.write_text("not-the-old-secret-at-all-0123456789\n")
+    refused = cli("rotate-secret", "--old-secret-file", str(wrong))
+    assert refused.exit_code == 1 and "Nothing was changed" in refused.output
+    assert cli("rotate-secret").exit_code == 2  # the old secret is required
+    old_file = tmp_path / "old"
+    old_file.write_text(app.config["SECRET_KEY"] + "\n")
+    result = cli("rotate-secret", "--old-secret-file", str(old_file))
+    assert result.exit_code == 0, result.output
+    assert "1 seed(s) resealed" in result.output
+    # Idempotent: a second run keeps what opens already.
+    again = cli("rotate-secret", "--old-secret-file", str(old_file))
+    assert again.exit_code == 0 and "0 seed(s) resealed" in again.output
+    assert cli("init-db").exit_code == 0
+    new_client = new.test_client()
+    response = new_client.post("/api/v1/stories", json=FILING, headers=auth(newsroom["admin"]))
+    assert response.status_code == 201
+    # Same receipt key (kid and public key): verifiers notice nothing.
+    assert published_keys(new_client) == old_kid_keys
+    assert holds(fetch_proof(new_client, newsroom["read"], response.get_json()["id"]), old_kid_keys)
+    # The old secret no longer opens it.
+    assert client.post("/api/v1/stories", json=FILING, headers=auth(newsroom["admin"])).status_code == 500
+
+
+def test_with_the_old_secret_lost_a_new_receipt_key_takes_over(client, newsroom, make_app):
+    old_keys = published_keys(client)
+    new = make_app(SECRET_KEY=OTHER_SECRET)
+
+    def cli(*args):
+        with new.app_context():
+            return new.test_cli_runner().invoke(args=list(args))
+
+    assert cli("init-db").exit_code == 1
+    assert cli("rotate-receipt-key", "--paper", "demo").exit_code == 0
+    assert cli("init-db").exit_code == 0  # the retired, unreadable seed signs nothing
+    lost = cli("rotate-secret", "--old-secret", "not-the-old-secret-either-0123456789")
+    assert lost.exit_code == 0 and "retired, and sealed under neither secret" in lost.output
+    new_client = new.test_client()
+    response = new_client.post("/api/v1/stories", json=FILING, headers=auth(newsroom["admin"]))
+    assert response.status_code == 201
+    keys = published_keys(new_client)
+    (old_kid,) = old_keys
+    assert keys[old_kid]["retired_at"] is not None and len(keys) == 2
+    assert holds(fetch_proof(new_client, newsroom["read"], response.get_json()["id"]), keys)

@@ -6,7 +6,7 @@ from datetime import timedelta
 from urllib.parse import quote
 
 import pytest
-from sqlalchemy import event
+from sqlalchemy import event, text
 
 from extensions import db
 from services.newsroom import filing
@@ -257,3 +257,72 @@ def test_another_papers_matches_cost_nothing(app, client, desk):
 
     nowhere, elsewhere = instructions("qwzrtplk merger"), instructions("xylophone merger")
     assert elsewhere <= nowhere + slack, (elsewhere, nowhere)
+
+
+def _pieces_scans(plan: dict) -> list[dict]:
+    """Every node of an EXPLAIN (FORMAT JSON) plan that reads the `pieces` table or one of its
+    indexes (bitmap index scans name only the index)."""
+    found = [plan] if plan.get("Relation Name") == "pieces" or plan.get("Index Name", "").startswith(
+        ("ix_pieces", "uq_pieces", "pk_pieces")) else []
+    for child in plan.get("Plans", []):
+        found += _pieces_scans(child)
+    return found
+
+
+def test_postgresql_search_reads_only_the_papers_own_matches(app, client, desk):
+    """On PostgreSQL the one search statement finds its rows through an index whose condition
+    holds the paper (migration 0011: GIN over (paper_id, search_vector)): no scan of `pieces`
+    without `paper_id` in its index condition, and a word found only in another paper's pieces
+    brings back exactly as many index rows as a word found nowhere. Measured with EXPLAIN
+    ANALYZE on a table big enough that the planner prefers an index to a sequential scan, and
+    a rare word, for which a GIN over search_vector alone looked cheapest (and read the other
+    paper's 50 matches)."""
+    if app.backend != "postgresql":
+        pytest.skip("the PostgreSQL plan; SQLite: test_another_papers_matches_cost_nothing")
+    paper = desk.paper("demo")
+    hidden = desk.paper("hidden", public=False)
+    templates = {paper.id: desk.piece(paper, "Harbour news"),
+                 hidden.id: desk.piece(hidden, "Merger talks", on_air_at=None)}
+    for paper_id, template in templates.items():
+        # 2000 clones per paper in one statement; one hidden piece in 40 says "xylophone".
+        db.session.execute(text("""
+            INSERT INTO pieces (paper_id, slug, section_id, persona_id, headline, dek, prose, image,
+                                rev, content_hash, on_air, on_air_at, on_air_day, filed_at, updated_at,
+                                filed_by_key_id)
+            SELECT paper_id, slug || '-' || g, section_id, persona_id,
+                   headline || CASE WHEN :hidden AND g % 40 = 0 THEN ' xylophone' ELSE ' ' || g END,
+                   dek, prose, image, rev, content_hash, NOT :hidden, on_air_at, on_air_day, filed_at,
+                   updated_at, filed_by_key_id
+            FROM pieces, generate_series(1, 2000) AS g WHERE id = :id"""),
+            {"id": template.id, "hidden": paper_id == hidden.id})
+    db.session.commit()
+    # VACUUM too: it moves GIN's pending list into the index and refreshes the index statistics
+    # the planner costs a GIN scan with, as on a table that has lived a while.
+    with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.execute(text("VACUUM ANALYZE pieces"))
+
+    def index_rows(q: str) -> int:
+        seen = []
+
+        def record(conn, cursor, statement, parameters, context, executemany):
+            if "search_vector" in statement:
+                seen.append((statement, parameters))
+
+        event.listen(db.engine, "before_cursor_execute", record)
+        try:
+            assert headlines(search(client, q)) == []
+        finally:
+            event.remove(db.engine, "before_cursor_execute", record)
+        (statement, parameters), = seen
+        raw = db.session.connection().connection.driver_connection
+        with raw.cursor() as cursor:
+            cursor.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + statement, parameters)
+            plan = cursor.fetchone()[0][0]["Plan"]
+        db.session.rollback()
+        scans = _pieces_scans(plan)
+        assert "Seq Scan" not in {s["Node Type"] for s in scans}, scans
+        leaves = [s for s in scans if s["Node Type"] in ("Bitmap Index Scan", "Index Scan", "Index Only Scan")]
+        assert leaves and all("paper_id" in s.get("Index Cond", "") for s in leaves), leaves
+        return sum(s["Actual Rows"] for s in leaves)
+
+    assert index_rows("xylophone") == index_rows("qwzrtplk")

@@ -4,9 +4,10 @@ receipt keys.
     GET   /api/v1                  the paper index: every endpoint and feed as absolute URLs
                                    (with a key: every route that key reaches)
     GET   /api/v1/openapi.json     the OpenAPI 3.1 document, `servers` set to this host
-    GET   /api/v1/config           the config as read (read key; admin also sees desk keys)
+    GET   /api/v1/config           the config as read (any key; admin also sees desk keys and
+                                   the whole `config` object, others its public part)
     PATCH /api/v1/config           change nameplate, motto, visibility, ... (admin)
-    GET   /api/v1/agent            the cockpit self-check of the key sent (read key)
+    GET   /api/v1/agent            the cockpit self-check of the key sent (any key)
     GET   /api/v1/receipt-keys     the Ed25519 public keys that verify filing receipts
 
 The config write commits once, at the commit point (transaction.py).
@@ -43,7 +44,10 @@ NOTE = ("Every piece carries a content hash and an Ed25519-signed filing receipt
 LEVELS = {
     "public": "No credential: the paper's published face (pieces on air, sections, archive, "
               "search, front, cast, posts, masthead, feeds, subscribe).",
-    "read": "A read key of this paper: drafts, subscriber counts, proofs and the config as read.",
+    "read": "A read key of this paper: drafts, subscriber counts, proofs and the config as read "
+            "(its public settings). An agent key reaches its own persona's drafts and their proofs, "
+            "the config as read and what its capabilities allow (filing, revising), never "
+            "subscribers.",
     "admin": "An admin key of this paper: every write (filing, airing, sections, personas, "
              "config, video editions) and subscriber rows.",
     "auth": "Send the key as 'Authorization: Bearer desk_...' or 'X-Desk-Key: desk_...'. A key "
@@ -155,11 +159,17 @@ def receipt_keys():
 
 
 @bp.route("/config", methods=["GET"])
-@keyed(bp, "read")
+@keyed(bp, "key")
 @bp.response(200, ConfigOut)
 def read_config():
-    """The paper's config as read (read key); an admin key also sees the desk keys"""
-    return desk.config_of(g.paper, with_keys=permissions.sees_desk_keys(g.key))
+    """The paper's config as read (any key); an admin key also sees the desk keys and the whole
+    `config` object, read and agent keys only its public settings"""
+    return _config(g.key)
+
+
+def _config(key: DeskKey) -> dict:
+    return desk.config_of(g.paper, with_keys=permissions.sees_desk_keys(key),
+                          full=permissions.sees_full_config(key))
 
 
 @bp.route("/config", methods=["PATCH"])
@@ -171,18 +181,27 @@ def read_config():
 def update_config(body: dict):
     """Change the paper's nameplate, motto, description, visibility, index style or config (admin)"""
     desk.update_config(g.paper, body)
-    return desk.config_of(g.paper, with_keys=permissions.sees_desk_keys(g.key))
+    return _config(g.key)
 
 
 # ----------------------------------------------------------------------------- the cockpit
 
-# (action, method, path) for every key that reaches the read level.
+# (action, method, path) for read and admin keys (the `read` level).
 READ_ACTIONS = [
     ("List the desk's pieces, drafts included (marked on_air: false)", "GET", "/stories"),
     ("Read any piece of this paper, drafts included", "GET", "/stories/{id}"),
     ("Read a piece's proof: content hash, signed receipt and revision chain", "GET", "/stories/{id}/proof"),
     ("Read the paper's config", "GET", "/config"),
     ("Count subscribers", "GET", "/subscribers"),
+    ("Check this key", "GET", "/agent"),
+]
+# ... for agent keys (the `key` level): on-air pieces and their own persona's drafts, no counts.
+AGENT_READ_ACTIONS = [
+    ("List the pieces on air and {persona}'s drafts (marked on_air: false)", "GET", "/stories"),
+    ("Read a piece on air, or one of {persona}'s drafts", "GET", "/stories/{id}"),
+    ("Read the proof of a piece you may read: content hash, signed receipt and revision chain", "GET",
+     "/stories/{id}/proof"),
+    ("Read the paper's config (its public settings)", "GET", "/config"),
     ("Check this key", "GET", "/agent"),
 ]
 ADMIN_ACTIONS = [
@@ -208,11 +227,14 @@ AGENT_ACTIONS = {
 
 def _may(key: DeskKey, persona: Persona | None) -> list[dict]:
     """The `may` list of /agent: what `key` may do here, as absolute URLs."""
-    actions = list(READ_ACTIONS)
+    name = persona.name if persona else "your persona"
+    if permissions.reaches(key, "read"):
+        actions = list(READ_ACTIONS)
+    else:
+        actions = [(text.format(persona=name), method, path) for text, method, path in AGENT_READ_ACTIONS]
     if permissions.reaches(key, "admin"):
         actions += ADMIN_ACTIONS
     else:
-        name = persona.name if persona else "your persona"
         actions += [(text.format(persona=name), method, path)
                     for capability, (text, method, path) in AGENT_ACTIONS.items()
                     if permissions.has_capability(key, capability)]
@@ -229,7 +251,7 @@ def help_desk(paper) -> str:
 
 
 @bp.route("/agent")
-@keyed(bp, "read")
+@keyed(bp, "key")
 @bp.response(200, AgentOut)
 def agent_check():
     """Cockpit self-check: reaching it means the key is active and scoped to this paper"""

@@ -1,7 +1,16 @@
 """Who may do what on the `/api/v1` tree, in one place (docs/API.md "keys", "writes").
 
-Levels. A request is public (no key), or carries a key of the paper: `read` and `agent` keys
-reach the read level, `admin` keys the admin level. `keyed(bp, level)` puts a level on a view.
+Levels. A request is public (no key), or carries a key of the paper. Four levels, each reaching
+the ones before it: `public`; `key`, any key of the paper (an `agent` key reaches this one only:
+its cockpit, the config as read, its own persona's drafts, proofs, and what its capabilities
+open); `read`, a
+read or admin key (subscriber counts, as the spec's "read" level promises); `admin`, an admin
+key. `keyed(bp, level)` puts a level on a view.
+
+Least privilege for agents. An agent key is a machine's credential for filing: the spec gives the
+agent level "the cockpit check and what the key's capability allows", so it reaches the `key`
+level and no further: never the subscriber counts (`read`), never the integration settings of the
+config (`sees_full_config`).
 
 Writers. `writer(bp, capability)`: an admin key, or an agent key holding `capability` (`file`,
 `revise`). Such a view is listed as admin for everyone else.
@@ -12,12 +21,14 @@ a piece to another byline (`check_revise`).
 
 Admin-only rows and fields. Subscriber rows and batches (`emails`, `webhook`) need an admin
 key (`check_subscriber_batch`, `check_public_subscribe`, `sees_subscriber_rows`); the config
-shows the desk keys to admin keys alone (`sees_desk_keys`). Drafts show to any key of the paper
-(`sees_drafts`).
+shows the desk keys and its whole `config` object (integration settings, credentials, anything
+beyond the public allow-list) to admin keys alone (`sees_desk_keys`, `sees_full_config`); other
+keys see the config as read with the public part of `config`. Drafts show to read and admin keys
+of the paper, and to an agent key only its own persona's (`sees_drafts`, `drafts_of`).
 
 Every rule takes the key (None for a public request) and raises services.errors.Unauthorized
 (401), Forbidden (403) or Invalid (422); errors.py answers them. The decorated views carry
-`access` ("read" or "admin") and, for writers, `agent_capability`: the paper index lists the
+`access` ("key", "read" or "admin") and, for writers, `agent_capability`: the paper index lists the
 routes a key reaches from them (`may_call`).
 """
 from __future__ import annotations
@@ -34,8 +45,8 @@ from services.errors import Forbidden, Invalid, Unauthorized
 from services.newsroom.filing import REFUSED
 
 # How far each key kind reaches, and what each access level needs.
-REACH = {"read": 1, "agent": 1, "admin": 2}
-NEEDS = {"public": 0, "read": 1, "admin": 2}
+REACH = {"agent": 1, "read": 2, "admin": 3}
+NEEDS = {"public": 0, "key": 1, "read": 2, "admin": 3}
 # Body fields of POST /subscribers that only an admin key may send.
 ADMIN_SUBSCRIBE_FIELDS = ("emails", "webhook")
 
@@ -44,17 +55,20 @@ ADMIN_SUBSCRIBE_FIELDS = ("emails", "webhook")
 
 
 def reaches(key: DeskKey | None, level: str) -> bool:
-    """True when `key` (None: a public request) reaches `level` ("public", "read", "admin")."""
+    """True when `key` (None: a public request) reaches `level` ("public", "key", "read",
+    "admin")."""
     return (REACH[key.kind] if key is not None else 0) >= NEEDS[level]
 
 
 def require_level(key: DeskKey | None, level: str) -> DeskKey:
-    """Return `key` when it reaches `level` ("read" or "admin"). Raises Unauthorized without a
-    key, Forbidden below the level."""
+    """Return `key` when it reaches `level` ("key", "read" or "admin"). Raises Unauthorized
+    without a key, Forbidden below the level."""
     if key is None:
         raise Unauthorized("This route needs a desk key.")
     if not reaches(key, level):
-        raise Forbidden(f"This route needs a {level} key.")
+        raise Forbidden("This route needs a read or admin key; an agent key reaches only its cockpit, "
+                        "the config as read, drafts, proofs and what its capabilities allow."
+                        if level == "read" else f"This route needs a {level} key.")
     return key
 
 
@@ -71,7 +85,7 @@ def has_capability(key: DeskKey | None, capability: str) -> bool:
 def require_writer(key: DeskKey | None, capability: str) -> DeskKey:
     """Return `key` when it is an admin key, or an agent key holding `capability`. Raises
     Unauthorized without a key, Forbidden otherwise."""
-    require_level(key, "read")
+    require_level(key, "key")
     if not (reaches(key, "admin") or has_capability(key, capability)):
         raise Forbidden(f"This route needs an admin key or an agent key with the capability "
                         f"{capability!r}.")
@@ -95,7 +109,7 @@ def _document(bp: Blueprint, view):
 
 
 def keyed(bp: Blueprint, level: str):
-    """Require a key of at least `level` ("read" or "admin") on this view (401/403 otherwise),
+    """Require a key of at least `level` ("key", "read" or "admin") on this view (401/403 otherwise),
     and document the security schemes and those answers. Use under `@bp.route` (and
     `@transactional`), above the schema decorators: the key is checked before the body."""
 
@@ -132,8 +146,19 @@ def writer(bp: Blueprint, capability: str):
 
 
 def sees_drafts(key: DeskKey | None) -> bool:
-    """Any key of the paper sees its drafts (lists, stories by id, proofs); the public never."""
+    """Any key of the paper sees drafts (lists, stories by id, proofs); the public never. Which
+    drafts: `drafts_of`."""
     return key is not None
+
+
+def drafts_of(key: DeskKey | None) -> int | None:
+    """Whose drafts `key` sees, when it sees drafts: None for every draft (read and admin keys);
+    for an agent key, the id of its persona (0, nobody's, for one without a persona). Filing and
+    revising need an agent's own drafts only; the desk's other drafts are unpublished work that
+    the spec opens to the read level, not to agents."""
+    if key is None or key.kind != "agent":
+        return None
+    return key.persona_id or 0
 
 
 def persona_of(key: DeskKey) -> Persona | None:
@@ -197,7 +222,8 @@ def check_public_subscribe(body: dict) -> None:
 
 
 def sees_subscriber_rows(key: DeskKey) -> bool:
-    """Admin keys see subscriber rows (addresses, webhook secrets); read keys only counts."""
+    """Admin keys see subscriber rows (addresses, webhook secrets); read keys only counts (the
+    route needs the `read` level, so agent keys see neither)."""
     return reaches(key, "admin")
 
 
@@ -206,4 +232,12 @@ def sees_subscriber_rows(key: DeskKey) -> bool:
 
 def sees_desk_keys(key: DeskKey) -> bool:
     """Admin keys see the paper's desk keys (never the keys themselves) beside its config."""
+    return reaches(key, "admin")
+
+
+def sees_full_config(key: DeskKey) -> bool:
+    """Admin keys see the paper's whole `config` object (integration settings and whatever else
+    the desk stored there); read and agent keys only its public part, the allow-list the front
+    document publishes (services.reading.front.PUBLIC_CONFIG: timezone, language, help desk, ...).
+    The spec: read "the config as read", admin "the full config"."""
     return reaches(key, "admin")

@@ -68,12 +68,12 @@ def _as_filed(piece: Piece) -> Piece:
 @bp.arguments(StoriesQuery, location="query", as_kwargs=True)
 @bp.response(200, StoryListOut)
 def list_stories(limit: int):
-    """Newest pieces first, on air only (with a read key: drafts too)
+    """Newest pieces first, on air only (with a key: drafts too; an agent key only its persona's)
 
     `limit` is clamped to 1-200 (default 50).
     """
     rows = stories.latest_rows(g.paper, stories.clamp(limit, 1, 200),
-                               include_drafts=permissions.sees_drafts(g.key))
+                               include_drafts=permissions.sees_drafts(g.key), drafts_of=permissions.drafts_of(g.key))
     here = links()
     # Straight from Core rows to StoryListOut's shape (schemas/story.py says why).
     return jsonify({"stories": [story_row_wire(row, here) for row in rows], "count": len(rows)})
@@ -85,7 +85,8 @@ def list_stories(limit: int):
 @bp.alt_response(404, description="No such piece on air on this paper.")
 def get_story(id: str):
     """A full story by id or slug: prose with `[^N]` markers, cited facts, persona, disclosure"""
-    found = stories.find_row(g.paper, id, include_drafts=permissions.sees_drafts(g.key))
+    found = stories.find_row(g.paper, id, include_drafts=permissions.sees_drafts(g.key),
+                             drafts_of=permissions.drafts_of(g.key))
     if found is None:
         raise not_found()
     story, facts = found
@@ -95,7 +96,7 @@ def get_story(id: str):
 
 
 @bp.route("/stories/<string(maxlength=200):id>/proof")
-@keyed(bp, "read")
+@keyed(bp, "key")
 @bp.response(200, ProofOut)
 @bp.alt_response(404, description="No such piece on this paper.")
 def story_proof(id: str):
@@ -104,7 +105,10 @@ def story_proof(id: str):
     A signature proves who filed a piece and that it has not changed; it never proves that a
     claim is true.
     """
-    proof = provenance.proof_for(_piece(id))
+    piece = stories.find(g.paper, id, include_drafts=True, drafts_of=permissions.drafts_of(g.key))
+    if piece is None:
+        raise not_found()
+    proof = provenance.proof_for(piece)
     proof["receipt_verify"]["keys_url"] = links().api("/receipt-keys")
     return proof
 

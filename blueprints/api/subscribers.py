@@ -4,7 +4,8 @@
     POST /api/v1/subscribers    without a key: subscribe one address (202, confirm email);
                                 with an admin key: a batch of up to 20, optionally a webhook
     POST /api/v1/subscribe      the same, under the paper's other subscribe path
-    GET  /api/v1/subscribers    counts with a read key; the rows too with an admin key
+    GET  /api/v1/subscribers    counts with a read key; the rows too with an admin key; an
+                                agent key gets 403 (permissions.py: agents reach the `key` level)
 
 Business rules live in services/delivery/subscriptions.py, who may send what in
 blueprints/api/permissions.py. A subscribe commits once, at the commit point (transaction.py);
@@ -95,7 +96,9 @@ bp.route("/subscribe", methods=["POST"], endpoint="subscribe")(_post_view("subsc
 @keyed(bp, "read")
 @bp.response(200, SubscribersOut)
 def list_subscribers():
-    """Subscribers: `{count, confirmed}` with a read key; the rows too with an admin key"""
+    """Subscribers: `{count, confirmed}` with a read key; the rows too with an admin key
+
+    An agent key gets 403: subscribers are no part of filing."""
     counts = subscriptions.counts(g.paper)
     if permissions.sees_subscriber_rows(g.key):
         return {"subscribers": subscriptions.rows(g.paper), **counts}

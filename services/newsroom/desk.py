@@ -17,6 +17,7 @@ from extensions import db
 from models import DeskKey, Edition, Paper, Persona, Section
 from services.errors import Conflict
 from services.newsroom.filing import slugify
+from services.reading.front import public_config
 
 CONFIG_FIELDS = ("nameplate", "motto", "description", "is_public", "index_style", "subscribe_path")
 
@@ -141,13 +142,16 @@ def update_persona(paper: Paper, persona: Persona, changes: dict) -> Persona:
 # ----------------------------------------------------------------------------- config
 
 
-def config_of(paper: Paper, *, with_keys: bool = False) -> dict:
+def config_of(paper: Paper, *, with_keys: bool = False, full: bool = True) -> dict:
     """The config as read (nameplate, motto, description, host, is_public, index_style,
-    subscribe_path, config); `with_keys` adds the paper's desk keys (admin view, one query)."""
+    subscribe_path, config); `with_keys` adds the paper's desk keys (admin view, one query).
+    `full` False gives only the public part of `config` (front.public_config, an allow-list):
+    integration settings and credentials stay with the admin view."""
     body = {"paper": paper.slug, "nameplate": paper.nameplate, "motto": paper.motto or "",
             "description": paper.description or "", "host": paper.host,
             "is_public": paper.is_public, "index_style": paper.index_style,
-            "subscribe_path": paper.subscribe_path, "config": dict(paper.config or {})}
+            "subscribe_path": paper.subscribe_path,
+            "config": dict(paper.config or {}) if full else public_config(paper)}
     if with_keys:
         body["desk_keys"] = list(db.session.scalars(
             select(DeskKey).where(DeskKey.paper_id == paper.id)

@@ -6,6 +6,8 @@ which revision and that its content is unchanged since. It never proves that a c
 - `content_hash` = "sha256:" + hex SHA-256 of the RFC 8785 canonical JSON of `basis`.
 - the receipt is the base64 Ed25519 signature over `signed_string(...)` (UTF-8), made with the
   paper's current signing key, named by `kid`.
+- the signing seeds are stored sealed under the instance secret (services/newsroom/seeds.py);
+  `create_signing_key` and `sign` need an app context for `SECRET_KEY`.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import secrets
 from datetime import datetime
 
 import rfc8785
+from flask import current_app
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey as NaclSigningKey
 from nacl.signing import VerifyKey
@@ -23,6 +26,7 @@ from sqlalchemy import select
 from clock import rfc3339
 from extensions import db
 from models import Paper, Piece, PieceRevision, SigningKey
+from services.newsroom import seeds
 
 ALG = "Ed25519"
 RECEIPT_VERSION = "paperdesk-receipt/1"
@@ -64,13 +68,14 @@ def signed_string(*, paper: str, piece: str, rev: int, content_hash: str, prev_h
 
 
 def create_signing_key(paper: Paper, now: datetime) -> SigningKey:
-    """Generate and add a new Ed25519 key pair for `paper` (flushed, not committed)."""
+    """Generate and add a new Ed25519 key pair for `paper` (flushed, not committed), its seed
+    sealed under the app's SECRET_KEY. Needs an app context."""
     nacl_key = NaclSigningKey.generate()
     row = SigningKey(
         paper_id=paper.id,
         kid=f"{paper.slug}-{now:%Y%m%d}-{secrets.token_hex(3)}",
         public_key=base64.b64encode(bytes(nacl_key.verify_key)).decode(),
-        private_seed=base64.b64encode(bytes(nacl_key)).decode(),
+        private_seed=seeds.seal_seed(bytes(nacl_key), current_app.config["SECRET_KEY"]),
         created_at=now,
     )
     db.session.add(row)
@@ -104,9 +109,55 @@ def rotate_signing_key(paper: Paper, now: datetime) -> SigningKey:
 
 
 def sign(key: SigningKey, message: str) -> str:
-    """Base64 Ed25519 signature of `message` (UTF-8) with `key`."""
-    nacl_key = NaclSigningKey(base64.b64decode(key.private_seed))
+    """Base64 Ed25519 signature of `message` (UTF-8) with `key`. Needs an app context: the seed
+    opens with the app's SECRET_KEY. Raises seeds.SeedLocked (500, a clear detail) when it does
+    not; never signs with another key."""
+    nacl_key = NaclSigningKey(seeds.open_seed(key.private_seed, current_app.config["SECRET_KEY"],
+                                              kid=key.kid))
     return base64.b64encode(nacl_key.sign(message.encode("utf-8")).signature).decode()
+
+
+def locked_seeds(secret: str) -> list[str]:
+    """The kids of the active signing keys (all papers) whose seed does not open under `secret`:
+    empty when the instance can sign for every paper. Plain (pre-0009) seeds always open; a
+    retired key signs nothing, so its seed is not asked for."""
+    locked = []
+    for row in db.session.scalars(select(SigningKey).where(SigningKey.retired_at.is_(None))
+                                  .order_by(SigningKey.id)):
+        try:
+            seeds.open_seed(row.private_seed, secret, kid=row.kid)
+        except seeds.SeedLocked:
+            locked.append(row.kid)
+    return locked
+
+
+def reseal_seeds(old_secret: str, new_secret: str) -> dict[str, list[str]]:
+    """Seal every signing seed under `new_secret` (the SECRET_KEY the instance now runs with).
+    A seed that opens under `new_secret` already is kept as is; one sealed under `old_secret`,
+    or still in the clear, is sealed afresh. Returns `{"resealed": [kid], "kept": [kid],
+    "unreadable": [kid]}` (flushed, not committed); `unreadable` are retired keys whose seed
+    opens under neither secret (they sign nothing; left as they are). Raises seeds.SeedLocked
+    naming every active key whose seed opens under neither secret, before changing any row."""
+    plan, kept, lost, unreadable = [], [], [], []
+    for row in db.session.scalars(select(SigningKey).order_by(SigningKey.id)):
+        if seeds.is_sealed(row.private_seed):
+            try:
+                seeds.open_seed(row.private_seed, new_secret, kid=row.kid)
+                kept.append(row.kid)
+                continue
+            except seeds.SeedLocked:
+                pass
+        try:
+            plan.append((row, seeds.open_seed(row.private_seed, old_secret, kid=row.kid)))
+        except seeds.SeedLocked:
+            (unreadable if row.retired_at is not None else lost).append(row.kid)
+    if lost:
+        raise seeds.SeedLocked(f"These receipt signing keys open under neither the old nor the "
+                               f"current SECRET_KEY: {', '.join(lost)}. Nothing was changed.")
+    for row, seed in plan:
+        row.private_seed = seeds.seal_seed(seed, new_secret)
+    db.session.flush()
+    return {"resealed": [row.kid for row, _ in plan], "kept": kept, "unreadable": unreadable}
 
 
 def verify(public_key_b64: str, message: str, signature_b64: str) -> bool:

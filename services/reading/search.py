@@ -3,12 +3,16 @@
 The index is made by migrations 0001 and 0005 and is not mapped by the ORM: on SQLite the
 external-content FTS5 table `pieces_fts(headline, dek, prose, paper_id)` (tokenizer `porter
 unicode61 remove_diacritics 2`, kept in sync by triggers); on PostgreSQL the generated column
-`pieces.search_vector` (weighted english tsvector) with a GIN index.
+`pieces.search_vector` (weighted english tsvector) with a GIN index over (paper_id,
+search_vector) (migration 0011, `btree_gin`).
 
 A search never looks outside the request's paper: on SQLite every MATCH carries `paper_id :
 "<id>"`, so FTS5 intersects the terms with that paper's pieces inside the index, and no
 other paper's match (a private draft's included) is sampled, counted or looked up; on
-PostgreSQL the paper filter is part of the one statement.
+PostgreSQL the paper filter is part of the one statement, and the two-column GIN index answers
+`paper_id = X AND search_vector @@ q` inside the index, so no other paper's match reaches the
+table (a GIN over search_vector alone handed every paper's matches to the recheck; tested by
+tests/test_search.py::test_postgresql_search_reads_only_the_papers_own_matches).
 
 User text never reaches either query language's syntax: each term becomes one FTS5 string
 (double-quoted, inner quotes doubled: FTS5 only tokenizes what is inside) on SQLite, or the
