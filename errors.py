@@ -112,6 +112,11 @@ def handle_http_exception(error: HTTPException):
 def handle_desk_error(error: DeskError):
     """Answer a service's or view's refusal (services/errors.py) with its status, detail,
     per-field errors and headers."""
+    if error.status == 503:
+        # The database connection failed (a COMMIT whose outcome is unknown): as for any
+        # database error, the page must not touch the database (see handle_unexpected).
+        _rollback()
+        g.pop("paper", None)
     return answer(error.status, error.detail, errors=error.errors, headers=error.headers)
 
 
