@@ -132,11 +132,12 @@ def end_session(exc: BaseException | None) -> None:
     connection discarded (invalidated, so the pool opens a fresh one)."""
     try:
         db.session.remove()
-    except Exception:  # noqa: BLE001 - the database may be gone; the answer is already built
-        log.warning("closing the database session failed; its connection is discarded",
-                    exc_info=True)
+    except Exception as error:  # noqa: BLE001 - the database may be gone; the answer is already built
+        # Expected when the server goes away: one line, not a traceback per request.
+        log.warning("closing the database session failed (%s: %s); its connection is discarded",
+                    error.__class__.__name__, str(error).splitlines()[0][:200] if str(error) else "")
         try:
-            db.session.invalidate()
+            db.session().invalidate()
         except Exception:  # noqa: BLE001 - nothing more can be done with a dead connection
             log.warning("discarding the connection failed", exc_info=True)
         db.session.registry.clear()
