@@ -62,7 +62,10 @@ OUTCOME_UNKNOWN = ("The connection to the database was lost while this write was
 
 def transactional(view):
     """Commit the view's writes once its answer is a success (2xx/3xx); roll back otherwise.
-    Returns the finished `Response`. See the module docstring."""
+    Returns the finished `Response` (or, for a keyed write whose Idempotency-Key was answered
+    before, that stored answer). Raises what the view raises, BadRequest/Conflict/Invalid for
+    the Idempotency-Key (idempotency.py), and Unavailable (503, OUTCOME_UNKNOWN) when the
+    connection is lost during the COMMIT. See the module docstring."""
 
     @functools.wraps(view)
     def wrapper(*args, **kwargs):
