@@ -295,35 +295,47 @@ def test_the_same_key_while_the_first_is_in_flight_is_a_409(app, newsroom):
     assert count(Section) == 4
 
 
-def test_another_worker_with_the_same_key_in_flight_gets_a_409_on_postgresql(app, make_app, newsroom):
-    if app.backend != "postgresql":
-        pytest.skip("SQLite serialises writers (BEGIN IMMEDIATE): the second worker waits, then replays")
+def test_another_worker_with_the_same_key_in_flight(app, make_app, newsroom):
+    """PostgreSQL: the second worker gets a 409 while the first holds the key. SQLite serialises
+    writers (BEGIN IMMEDIATE): the second waits for the first and gets its answer."""
     worker_a, worker_b = make_app(), make_app()
     headers = keyed(newsroom["admin"], '"two-workers"')
     release = _hold_the_writers(app)
+
+    def post(worker):
+        return worker.test_client().post("/api/v1/sections", json={"name": "Sport"}, headers=headers)
+
     try:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            first = pool.submit(lambda: worker_a.test_client().post(
-                "/api/v1/sections", json={"name": "Sport"}, headers=headers))
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            first = pool.submit(post, worker_a)
+            _wait_until(lambda: idempotency.in_flight(worker_a), "worker A to be under way")
+            if app.backend == "postgresql":
+                def waiting_on_the_paper() -> bool:
+                    n = db.session.scalar(text("SELECT count(*) FROM pg_stat_activity WHERE "
+                                               "wait_event_type = 'Lock' AND datname = current_database()"))
+                    db.session.rollback()
+                    return n > 0
 
-            def waiting_on_the_paper() -> bool:
-                n = db.session.scalar(text("SELECT count(*) FROM pg_stat_activity WHERE "
-                                           "wait_event_type = 'Lock' AND datname = current_database()"))
-                db.session.rollback()
-                return n > 0
-
-            _wait_until(waiting_on_the_paper, "worker A to wait for the paper's row")
-            body = assert_problem(worker_b.test_client().post(
-                "/api/v1/sections", json={"name": "Sport"}, headers=headers), 409)
-            assert "still being processed" in body["detail"]
-            release()
-            release = None
-            assert first.result(timeout=30).status_code == 201
+                _wait_until(waiting_on_the_paper, "worker A to wait for the paper's row")
+                body = assert_problem(post(worker_b), 409)
+                assert "still being processed" in body["detail"]
+                release()
+                release = None
+                assert first.result(timeout=30).status_code == 201
+                answers = [first.result(), post(worker_b)]
+            else:
+                second = pool.submit(post, worker_b)
+                _wait_until(lambda: idempotency.in_flight(worker_b), "worker B to be under way")
+                release()
+                release = None
+                answers = [first.result(timeout=30), second.result(timeout=30)]
     finally:
         if release:
             release()
-    replay = worker_b.test_client().post("/api/v1/sections", json={"name": "Sport"}, headers=headers)
-    assert replay.status_code == 201 and replay.headers["Idempotent-Replayed"] == "true"
+    assert [a.status_code for a in answers] == [201, 201]
+    assert sorted(a.headers.get("Idempotent-Replayed", "") for a in answers) == ["", "true"]
+    assert answers[0].get_data() == answers[1].get_data()
+    assert count(Section) == 4
 
 
 def test_concurrent_retries_write_once(app, make_app, newsroom):
