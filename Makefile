@@ -67,7 +67,7 @@ bench: install ## load benchmarks at 100 000 pieces on SQLite and PostgreSQL (BE
 	$(BIN)/python -m bench.http_bench $(HTTP_BENCH_ARGS)
 	$(MAKE) bench-alerts
 
-bench-alerts: install ## send-alerts to 10 000 readers over a local SMTP sink (PostgreSQL too with BENCH_DATABASE_URL); appends to docs/PERFORMANCE.md
+bench-alerts: install ## 1, 2 and 4 alert senders sharing 100 000 readers' alerts over a local SMTP sink (PostgreSQL too with BENCH_DATABASE_URL); appends to docs/PERFORMANCE.md
 	$(BIN)/python bench/alerts.py $(BENCH_ARGS)
 
 clean:

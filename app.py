@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 from flask import Flask
+from flask.sessions import SessionInterface
 from sqlalchemy import event
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -18,6 +19,7 @@ import logging_setup
 import pipeline
 import security
 from extensions import api, cache, db, migrate
+from jsonio import OrjsonProvider
 from services.delivery import purge
 
 
@@ -29,7 +31,8 @@ def create_app(test_config: dict | None = None) -> Flask:
     os.makedirs(app.instance_path, exist_ok=True)
     app.config["SECRET_KEY"] = security.secret_key(app.config.get("SECRET_KEY"), app.instance_path)
     _sqlite_file_must_exist(app)
-    app.json.sort_keys = False
+    app.json = OrjsonProvider(app)
+    app.session_interface = NoSessions()
     check_sender_settings(app.config)
     trusted = app.config["TRUSTED_PROXIES"]
     if trusted > 0:
@@ -43,6 +46,18 @@ def create_app(test_config: dict | None = None) -> Flask:
     pipeline.install(app)
     register_commands(app)
     return app
+
+
+class NoSessions(SessionInterface):
+    """No cookie sessions: nothing here keeps state in a cookie (readers are anonymous, desks
+    send keys), and Flask's default would build a signing serializer on every request. A view
+    that wrote to `flask.session` would get Flask's NullSession error."""
+
+    def open_session(self, app, request):
+        return self.make_null_session(app)
+
+    def save_session(self, app, session, response) -> None:
+        return None
 
 
 def check_sender_settings(settings) -> None:
@@ -112,10 +127,6 @@ def register_blueprints(app: Flask) -> None:
         api.register_blueprint(bp)
     for bp in PLAIN_BLUEPRINTS:
         app.register_blueprint(bp)
-    if app.config["BENCH_BARE"]:
-        # The benchmark's ceiling: every pipeline step a public GET passes (rate limits, request
-        # log, security headers), no paper lookup and no database (tenancy.UNSCOPED).
-        app.add_url_rule("/bench/bare", "bench_bare", lambda: {"status": "ok"})
 
 
 def register_commands(app: Flask) -> None:

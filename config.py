@@ -101,6 +101,12 @@ def load() -> dict:
         # How far behind the run's clock alert windows end: longer than any air transaction
         # (services/delivery/alerts.py SETTLE; docs/ALERTS.md "Windows").
         "ALERT_SETTLE_SECONDS": int(os.environ.get("ALERT_SETTLE_SECONDS", "60")),
+        # Alert senders (send-alerts, drain-outbox): SMTP connections each uses at once, seconds
+        # per SMTP connect or read, and how long a sender's claim on a batch of rows holds
+        # (services/delivery/alerts.py LEASE; docs/ALERTS.md "Several senders").
+        "ALERT_CONNECTIONS": int(os.environ.get("ALERT_CONNECTIONS", "8")),
+        "ALERT_SMTP_TIMEOUT": float(os.environ.get("ALERT_SMTP_TIMEOUT", "20")),
+        "ALERT_LEASE_SECONDS": float(os.environ.get("ALERT_LEASE_SECONDS", "300")),
         # Rate limits (ratelimits.py, run by pipeline.py before the paper lookup).
         "RATELIMIT_ENABLED": _flag("RATELIMIT_ENABLED", True),
         "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),
@@ -163,8 +169,6 @@ def load() -> dict:
         "LOG_LEVEL": os.environ.get("LOG_LEVEL", "INFO").upper(),
         "LOG_FORMAT": os.environ.get("LOG_FORMAT", "json").lower(),  # json | text
         "LOG_REQUESTS": _flag("LOG_REQUESTS", True),  # one line per request at INFO
-        # `make bench` only: GET /bench/bare, the app's own ceiling (every hook, no database).
-        "BENCH_BARE": _flag("BENCH_BARE", False),
         "MAX_CONTENT_LENGTH": 64 * 1024,
         # flask-smorest (apispec) builds the document; our own view serves it (servers per host).
         "API_TITLE": "Paper Desk",

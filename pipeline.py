@@ -123,40 +123,67 @@ def _adopt_session_removal(app: Flask) -> None:
     funcs[ours[0]] = TEARDOWN_APPCONTEXT[0]
 
 
+class Steps:
+    """The installed pipeline of one app: three tuples of steps, and the three hooks that run
+    them (Flask sees one function per kind, not one per step: it wraps every hook it calls
+    in `ensure_sync`, which costs more than most steps)."""
+
+    def __init__(self, before: tuple, after: tuple, teardown: tuple):
+        self.before, self.after, self.teardown = before, after, teardown
+
+    def run_before(self):
+        """Each before-step in order; the first that answers ends the list (Flask's rule)."""
+        for step in self.before:
+            answer = step()
+            if answer is not None:
+                return answer
+        return None
+
+    def run_after(self, response):
+        """Each after-step in order, each given the last one's response."""
+        for step in self.after:
+            response = step(response)
+        return response
+
+    def run_teardown(self, error):
+        """Each teardown step in order, with the request's unhandled error or None."""
+        for step in self.teardown:
+            step(error)
+
+
 def install(app: Flask) -> None:
-    """Install every step on `app`, in order. Call once, after the extensions and blueprints
-    are registered. Raises RuntimeError if anything else registered a request hook."""
+    """Install every step on `app`, in order, as one before, one after and one teardown hook.
+    Call once, after the extensions and blueprints are registered. Raises RuntimeError if
+    anything else registered a request hook."""
     stray = {name: funcs for registry in (app.before_request_funcs, app.after_request_funcs,
                                           app.teardown_request_funcs)
              for name, funcs in registry.items() if funcs}
     if stray:
         raise RuntimeError(f"request hooks registered outside pipeline.py: {stray}")
-    after = [
+    after = (
         http_cache.store_answer,
         security.add_headers,
         _cors_step(app),
         http_cache.decorate,
         ratelimits.add_limit_headers,
         logging_setup.finish_request,
-    ]
-    app.before_request_funcs[None] = list(BEFORE)
-    # Flask runs after_request functions in reverse order of registration.
-    app.after_request_funcs[None] = list(reversed(after))
-    app.teardown_request_funcs[None] = list(TEARDOWN)
+    )
+    steps = app.extensions["pipeline"] = Steps(tuple(BEFORE), after, tuple(TEARDOWN))
+    app.before_request_funcs[None] = [steps.run_before]
+    app.after_request_funcs[None] = [steps.run_after]
+    app.teardown_request_funcs[None] = [steps.run_teardown]
     _adopt_session_removal(app)
 
 
 def describe(app: Flask) -> dict[str, list[str]]:
     """The names of `app`'s installed steps in the order they run: `{"before": [...],
-    "after": [...], "teardown": [...], "teardown_appcontext": [...]}`, read back from Flask's
-    own hook lists (the last one lists every app-context teardown, extensions' too)."""
+    "after": [...], "teardown": [...], "teardown_appcontext": [...]}` (the last one lists every
+    app-context teardown, extensions' too, read back from Flask's own list)."""
 
     def name(func: Callable) -> str:
         return f"{func.__module__}.{func.__name__}"
 
-    return {
-        "before": [name(f) for f in app.before_request_funcs.get(None, [])],
-        "after": [name(f) for f in reversed(app.after_request_funcs.get(None, []))],
-        "teardown": [name(f) for f in app.teardown_request_funcs.get(None, [])],
-        "teardown_appcontext": [name(f) for f in reversed(app.teardown_appcontext_funcs)],
-    }
+    steps: Steps = app.extensions["pipeline"]
+    return {"before": [name(f) for f in steps.before], "after": [name(f) for f in steps.after],
+            "teardown": [name(f) for f in steps.teardown],
+            "teardown_appcontext": [name(f) for f in reversed(app.teardown_appcontext_funcs)]}

@@ -27,7 +27,7 @@ log = logging.getLogger("paperdesk.tenancy")
 
 NO_PAPER = "No paper is served on this host."
 # Endpoints that answer for the process, not for a paper.
-UNSCOPED = {"static", "health.healthz", "health.readyz", "bench_bare"}
+UNSCOPED = {"static", "health.healthz", "health.readyz"}
 
 
 # Built once: every request runs one of these, and building the expression costs more than

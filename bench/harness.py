@@ -207,19 +207,20 @@ def base_env(database_url: str, instance: Path) -> dict:
 # --- gunicorn -------------------------------------------------------------------------------
 
 @contextmanager
-def gunicorn(env: dict, log_path: Path, workers: int = 2):
+def gunicorn(env: dict, log_path: Path, workers: int = 2, app: str | None = None):
     """gunicorn with the production gunicorn.conf.py and `workers` workers on a free loopback
-    port; yields (base URL, master pid) once /readyz answers 200."""
+    port, serving the app (`wsgi:app`) or `app` (a `module:callable`, e.g. a baseline of
+    bench/baselines.py) with the very same settings; yields (base URL, master pid) once
+    /readyz answers 200."""
     port = free_port()
     env = {**env, "GUNICORN_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": str(workers),
            # A restart in the middle of a 10-second run would be noise, not a finding.
            "GUNICORN_MAX_REQUESTS": "0",
-           # The ceiling endpoint, GET /bench/bare (app.py).
-           "BENCH_BARE": "1",
            # The limiter runs on every request as in production, with limits out of reach.
            "RATELIMIT_DEFAULT": UNLIMITED, "READ_RATELIMIT": UNLIMITED}
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([PYTHON, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py")],
+        proc = subprocess.Popen([PYTHON, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"),
+                                 *([app] if app else [])],
                                 cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """`make bench`: public GETs under load at 100 000 pieces, on SQLite and PostgreSQL, cold and
-warm, as ratios of the app's own ceiling; how latency grows with the archive; worker memory.
+warm, as ratios of a bare Flask view served by the same gunicorn; how latency grows with the
+archive; worker memory.
 
 (Named http_bench.py, not http.py: a module called `http` in bench/ would shadow the standard
 library's `http` package for every script run from this directory.)
@@ -17,10 +18,12 @@ default postgresql://postgres@127.0.0.1:5432/paperdesk_bench, created and droppe
    ANALYZE`, what autovacuum would soon do).
 3. gunicorn as in production (gunicorn.conf.py, 2 workers, rate limiter on, Redis for the
    limiter and the cache when BENCH_REDIS_URL, default redis://127.0.0.1:6379/14, answers),
-   twice: cold (CACHE_TYPE=NullCache) and warm (the response cache primed). In each, for every
-   endpoint, wrk at fixed concurrency (-t2 -c16) against the ceiling for 4 s (`/bench/bare`,
-   served only with BENCH_BARE=1: the same app, its hooks, limiter and logging, no database),
-   then against the endpoint for 7 s; the ratio is to that ceiling.
+   twice: cold (CACHE_TYPE=NullCache) and warm (the response cache primed). Beside it, two
+   baselines on gunicorns with the very same settings (bench/baselines.py): a bare WSGI
+   callable and a bare Flask view, each answering `{"status": "ok"}`. wrk at fixed
+   concurrency (-t2 -c16) runs every row (the baselines, then each endpoint) for 5 s, and all
+   of them again for each round (2 by default), so drift on the machine hits every row alike.
+   Ratios are to the bare Flask view's mean in the same mode.
 4. The same latency probes as step 1 at 100 000 pieces (cold), and worker RSS (ps) after
    each run.
 
@@ -33,6 +36,7 @@ docs/PERFORMANCE.md (between its bench markers; the rest of the file is left alo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -49,57 +53,68 @@ from bench import harness, report, scale  # noqa: E402
 
 # (label, path template, kind). Kinds decide the targets (bench/report.py).
 ENDPOINTS = [
-    ("/api/v1/stories", "/api/v1/stories", "list"),
-    ("/api/v1/stories?limit=200", "/api/v1/stories?limit=200", "list"),
+    ("/healthz", "/healthz", "health"),
+    ("/api/v1/stories?limit=15", "/api/v1/stories?limit=15", "list15"),
+    ("/api/v1/stories?limit=50", "/api/v1/stories?limit=50", "list50"),
+    ("/api/v1/stories?limit=200", "/api/v1/stories?limit=200", "list200"),
     ("/api/v1/stories/{id}", "/api/v1/stories/{id}", "story"),
     ("/stories/{id} (page)", "/stories/{id}", "page"),
     ("/api/v1/front", "/api/v1/front", "front"),
-    ("/ (front page)", "/", "page"),
+    ("/ (front page)", "/", "frontpage"),
     ("/api/v1/search (common)", f"/api/v1/search?q={harness.COMMON_TERM}", "search"),
     ("/api/v1/search (rare)", "/api/v1/search?q=" + harness.RARE_TERM.replace(" ", "+"), "search"),
     ("/rss.xml", "/rss.xml", "feed"),
     ("/sitemap.xml", "/sitemap.xml", "feed"),
     ("/embed/{id}", "/embed/{id}", "embed"),
-    ("304 /api/v1/stories", "/api/v1/stories", "304"),
+    ("304 /api/v1/stories", "/api/v1/stories?limit=15", "304"),
 ]
-CEILING = "/bench/bare"
+# The baselines (bench/baselines.py), each on its own gunicorn with the app's settings.
+BASELINES = [("bare WSGI callable", "bench.baselines:bare_wsgi"), ("bare Flask view", "bench.baselines:bare_flask")]
+REFERENCE = "bare Flask view"
 
 
-def run_mode(base: str, master: int, piece_id: int, mode: str, args) -> dict:
-    """Each endpoint right after its own ceiling run, and worker RSS, against one server.
-
-    Pairing every endpoint with a ceiling measured just before it keeps each ratio honest when
-    other work on the machine comes and goes during the run."""
-    load = dict(threads=args.threads, connections=args.connections)
-    rows = {}
-    ceilings = []
-    urls = {label: base + path.format(id=piece_id) for label, path, _ in ENDPOINTS}
+def run_mode(base: str, master: int, baselines: dict, piece_id: int, mode: str, args) -> dict:
+    """Every row (the baselines, then each endpoint) for `args.duration` seconds, and all of
+    them again for each of `args.rounds` rounds, so drift on the machine hits every row alike;
+    then worker RSS. A row's figures are the mean req/s over the rounds and the median
+    percentiles; `baselines` maps each baseline's label to its server's base URL."""
+    load = dict(threads=args.threads, connections=args.connections, duration=args.duration)
+    urls = {label: url + "/" for label, url in baselines.items()}
+    urls.update({label: base + path.format(id=piece_id) for label, path, _ in ENDPOINTS})
+    kinds = {label: kind for label, _, kind in ENDPOINTS}
     etag = None
-    for label, url in urls.items():
-        status, headers, _ = harness.get(url)
+    for label, _path, _kind in ENDPOINTS:
+        status, headers, _ = harness.get(urls[label])
         if status != 200:
-            raise harness.BenchError(f"{url} answered {status}")
+            raise harness.BenchError(f"{urls[label]} answered {status}")
         etag = headers.get("ETag") if label.startswith("304") else etag
         if mode == "warm":
-            harness.get(url)  # the first GET stored it; this one is served from the cache
-    for label, _path, kind in ENDPOINTS:
-        ceiling = harness.wrk(base + CEILING, duration=args.ceiling_duration, **load)
-        harness.settle(base, CEILING)
-        headers = {"If-None-Match": etag} if kind == "304" else None
-        row = asdict(harness.wrk(urls[label], headers=headers, duration=args.duration, **load))
-        harness.settle(base, CEILING)
-        row["ceiling_rps"] = ceiling.rps
-        rows[label] = row
-        ceilings.append(asdict(ceiling))
-        print(f"    {mode:<4} {label:<28} {row['rps']:8.1f} req/s  p50 {row['p50_ms']:7.2f} ms  "
-              f"p99 {row['p99_ms']:7.2f} ms  ({row['rps'] / ceiling.rps:.0%} of {ceiling.rps:.0f})",
-              flush=True)
-    summary = {"rps": sum(c["rps"] for c in ceilings) / len(ceilings),
-               "min_rps": min(c["rps"] for c in ceilings), "max_rps": max(c["rps"] for c in ceilings),
-               "p50_ms": sorted(c["p50_ms"] for c in ceilings)[len(ceilings) // 2],
-               "p99_ms": sorted(c["p99_ms"] for c in ceilings)[len(ceilings) // 2],
-               "runs": ceilings}
-    return {"ceiling": summary, "endpoints": rows, "rss_mb": harness.worker_rss_mb(master)}
+            harness.get(urls[label])  # the first GET stored it; this one is served from the cache
+    runs: dict[str, list[dict]] = {label: [] for label in urls}
+    for round_no in range(args.rounds):
+        for label, url in urls.items():
+            headers = {"If-None-Match": etag} if kinds.get(label) == "304" else None
+            runs[label].append(asdict(harness.wrk(url, headers=headers, **load)))
+            harness.settle(url, "")
+            last = runs[label][-1]
+            print(f"    {mode:<4} r{round_no + 1} {label:<28} {last['rps']:8.1f} req/s  p50 {last['p50_ms']:7.2f} ms"
+                  f"  p99 {last['p99_ms']:7.2f} ms", flush=True)
+    rows = {label: _combine(samples) for label, samples in runs.items()}
+    reference = rows[REFERENCE]["rps"]
+    for row in rows.values():
+        row["ratio"] = row["rps"] / reference if reference else 0.0
+    return {"baselines": {label: rows.pop(label) for label in baselines},
+            "endpoints": rows, "rss_mb": harness.worker_rss_mb(master)}
+
+
+def _combine(samples: list[dict]) -> dict:
+    """One row from its rounds: mean req/s (and its range), median p50 and p99, errors summed."""
+    middle = len(samples) // 2
+    return {"rps": sum(s["rps"] for s in samples) / len(samples),
+            "min_rps": min(s["rps"] for s in samples), "max_rps": max(s["rps"] for s in samples),
+            "p50_ms": sorted(s["p50_ms"] for s in samples)[middle],
+            "p99_ms": sorted(s["p99_ms"] for s in samples)[middle],
+            "errors": sum(s["errors"] for s in samples), "rounds": samples}
 
 
 def run_backend(backend: str, url: str, work: Path, args, redis_url: str | None) -> dict:
@@ -137,8 +152,12 @@ def run_backend(backend: str, url: str, work: Path, args, redis_url: str | None)
         else:
             mode_env["CACHE_TYPE"] = "SimpleCache"
         print(f"  {mode} ({mode_env['CACHE_TYPE']})", flush=True)
-        with harness.gunicorn(mode_env, work / f"gunicorn-{backend}-{mode}.log") as (base, master):
-            result[mode] = run_mode(base, master, piece_id, mode, args)
+        with contextlib.ExitStack() as servers:
+            baselines = {label: servers.enter_context(harness.gunicorn(
+                env, work / f"gunicorn-{backend}-{mode}-{label.split()[1]}.log", app=app))[0]
+                for label, app in BASELINES}
+            base, master = servers.enter_context(harness.gunicorn(mode_env, work / f"gunicorn-{backend}-{mode}.log"))
+            result[mode] = run_mode(base, master, baselines, piece_id, mode, args)
             if mode == "cold":  # the largest point of the growth table, one request at a time
                 loads = scale.measure_server(base, duration=args.scale_duration)
                 result["scale"][str(args.pieces)] = {k: asdict(v) for k, v in loads.items()}
@@ -154,9 +173,8 @@ def main() -> int:
     parser.add_argument("--subscribers", type=int, default=None, help="default: --pieces")
     parser.add_argument("--sizes", default="1000,10000", help="smaller archives for the growth table")
     parser.add_argument("--backends", default="sqlite,postgresql")
-    parser.add_argument("--duration", type=int, default=7, help="seconds of wrk per endpoint")
-    parser.add_argument("--ceiling-duration", type=int, default=4,
-                        help="seconds of wrk on the ceiling before each endpoint")
+    parser.add_argument("--duration", type=int, default=5, help="seconds of wrk per row and round")
+    parser.add_argument("--rounds", type=int, default=2, help="times every row is measured, interleaved")
     parser.add_argument("--scale-duration", type=int, default=4)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--connections", type=int, default=16)
@@ -165,7 +183,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.quick:
         args.pieces, args.duration, args.scale_duration, args.sizes = 10_000, 3, 2, "1000"
-        args.ceiling_duration = 2
+        args.rounds = 1
     args.subscribers = args.pieces if args.subscribers is None else args.subscribers
     args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
@@ -189,7 +207,7 @@ def main() -> int:
                "machine": harness.machine(pg if "postgresql" in backends else None, redis_url),
                "settings": {"pieces": args.pieces, "subscribers": args.subscribers,
                             "sizes": args.sizes, "duration": args.duration,
-                            "ceiling_duration": args.ceiling_duration,
+                            "rounds": args.rounds,
                             "scale_duration": args.scale_duration, "threads": args.threads,
                             "connections": args.connections, "workers": 2,
                             "redis": redis_url is not None},

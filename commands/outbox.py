@@ -1,22 +1,29 @@
-"""`drain-outbox`: send the mail requests left in the outbox (services/delivery/outbox.py). Like
-send-alerts it commits per message, inside the service (commands/__init__.py says why)."""
+"""`drain-outbox`: the sender that runs beside the app. Each pass sends what is due in the three
+tables of things that leave the building: confirm mail (services/delivery/outbox.py), recorded
+alerts (services/delivery/alerts.py) and webhook deliveries (services/delivery/webhooks.py).
+Like send-alerts it commits per message, inside the services (commands/__init__.py says why).
+Any number of drainers and send-alerts runs may work at once: they share the rows by leases
+(services/delivery/claims.py), never by a lock."""
 from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 import click
 from flask import current_app
 from flask.cli import with_appcontext
 
 from clock import utcnow
-from services.delivery import outbox
+from services.delivery import alerts, mail, outbox, webhooks
+from services.rendering.links import PaperOrigins
 
 
-def drain_once(should_stop=None) -> outbox.DrainReport:
-    """One pass over what is due (ended early once `should_stop()` is true); prints `outbox:
-    sent N, retrying R, failed F` when it did anything (`, skipped S` for messages no longer
-    needed), and the first errors."""
+def drain_confirms(should_stop=None) -> outbox.DrainReport:
+    """One pass over the confirm mail that is due (ended early once `should_stop()` is true);
+    prints `outbox: sent N, retrying R, failed F` when it did anything (`, skipped S` for
+    messages no longer needed), and the first errors."""
     report = outbox.drain(utcnow, should_stop=should_stop)
     if report.sent or report.retrying or report.failed or report.skipped:
         click.echo(f"outbox: sent {report.sent}, retrying {report.retrying}, failed {report.failed}"
@@ -27,20 +34,82 @@ def drain_once(should_stop=None) -> outbox.DrainReport:
     return report
 
 
+def send_alerts_due(now: datetime, *, connections: int | None = None,
+                    progress: Callable[[int], None] | None = None,
+                    should_stop: Callable[[], bool] | None = None) -> alerts.SendReport:
+    """Send the recorded alerts that are due, with the app's settings (SMTP_URL,
+    ALERT_CONNECTIONS unless `connections` is given, ALERT_SMTP_TIMEOUT, ALERT_LEASE_SECONDS,
+    the failure policy); no SMTP connection is opened when nothing is due. Raises
+    click.ClickException for an SMTP_URL that cannot be used."""
+    config = current_app.config
+    timeout = config["ALERT_SMTP_TIMEOUT"]
+    try:
+        mail.open_mailer(config, timeout=timeout).close()  # refuses a bad SMTP_URL up front
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    policy = alerts.FailurePolicy(bounce_limit=config["ALERT_BOUNCE_LIMIT"], max_attempts=config["ALERT_MAX_ATTEMPTS"])
+    return alerts.send_recorded(
+        now, None, progress, origins=PaperOrigins.from_config(config),
+        connections=connections or config["ALERT_CONNECTIONS"],
+        open_mailer=lambda: mail.open_mailer(config, timeout=timeout), policy=policy, clock=utcnow,
+        lease=timedelta(seconds=config["ALERT_LEASE_SECONDS"]), smtp_timeout=timeout, should_stop=should_stop)
+
+
+def report_alerts(report: alerts.SendReport, seconds: float | None = None) -> None:
+    """Print what a send phase did: `mailed: N in Xs (R a second)`, and when something failed
+    how each failure was classified and the first errors."""
+    if report.sent and seconds:
+        click.echo(f"mailed: {report.sent} in {seconds:.1f}s ({report.sent / seconds:.0f} a second)")
+    elif report.sent:
+        click.echo(f"alerts: mailed {report.sent}")
+    if report.failed:
+        click.echo(f"failed: {report.refused} refused for good, {report.retrying} to retry later, "
+                   f"{report.unreachable} not handed over (server unreachable), {report.unbuildable} "
+                   f"could not be built; {report.suppressed} address(es) suppressed"
+                   + ("; stopped: the SMTP server is down" if report.stopped else ""))
+    for error in report.errors[:5]:
+        click.echo(f"error: {error}", err=True)
+
+
+def deliver_webhooks_due(now: datetime, *, quiet: bool = False) -> webhooks.DeliveryReport:
+    """Post the webhook deliveries that are due, with the app's settings; prints `webhooks:
+    delivered N, failed M, pending P` (only when something was tried, if `quiet`)."""
+    config = current_app.config
+    report = webhooks.deliver_due(now, allow_private=config["WEBHOOK_ALLOW_PRIVATE"],
+                                  concurrency=config["WEBHOOK_CONCURRENCY"], budget=config["WEBHOOK_RUN_SECONDS"])
+    if report.left:
+        click.echo(f"webhooks: out of time after {config['WEBHOOK_RUN_SECONDS']:g}s; the next run goes on")
+    if not quiet or report.delivered or report.failed:
+        click.echo(f"webhooks: delivered {report.delivered}, failed {report.failed}, "
+                   f"pending {webhooks.pending_count()}")
+    return report
+
+
+def drain_once(should_stop=None) -> None:
+    """One pass of the drainer: confirm mail, then alerts, then webhooks, each printing only
+    when it did something."""
+    drain_confirms(should_stop)
+    if should_stop is None or not should_stop():
+        report_alerts(send_alerts_due(utcnow(), should_stop=should_stop))
+    if should_stop is None or not should_stop():
+        deliver_webhooks_due(utcnow(), quiet=True)
+
+
 @click.command("drain-outbox")
 @click.option("--once", is_flag=True, help="Send what is due now, then exit.")
 @with_appcontext
 def drain_outbox(once: bool) -> None:
-    """Send the outbox's due mail (confirm emails), each SMTP connect or read bounded by
-    OUTBOX_SMTP_TIMEOUT seconds; failures back off and are given up after OUTBOX_MAX_ATTEMPTS.
+    """Send what is due: confirm emails (each SMTP connect or read bounded by
+    OUTBOX_SMTP_TIMEOUT seconds; given up after OUTBOX_MAX_ATTEMPTS), recorded alerts
+    (ALERT_CONNECTIONS connections, ALERT_SMTP_TIMEOUT) and webhook deliveries.
 
     Without `--once`, polls every OUTBOX_POLL_SECONDS until SIGTERM or SIGINT, then finishes
-    the message in hand and exits 0. Several drainers may run at once (on PostgreSQL they
-    share the rows; on SQLite they take turns)."""
+    the messages in hand and exits 0. Several drainers may run at once, on any hosts with
+    PostgreSQL (on SQLite, on the database's host): they share the rows, none is sent twice."""
     if once:
         drain_once()
         # What is left for the next pass (backing off, or due after this one): ops' queue depth.
-        click.echo(f"outbox: pending {outbox.pending_count()}")
+        click.echo(f"outbox: pending {outbox.pending_count()}, alerts pending {alerts.unsent_count(utcnow())}")
         return
     stop = threading.Event()
 

@@ -1,5 +1,5 @@
 """The mail outbox: mail a request decided to send, waiting for `flask drain-outbox` (docs/ALERTS.md
-"The confirm outbox"). A request only writes a row; the drainer, another process, talks to SMTP.
+"The outbox"). A request only writes a row; the drainer, another process, talks to SMTP.
 """
 from __future__ import annotations
 

@@ -291,23 +291,6 @@ def test_alerts_carry_non_ascii_text_and_long_lines_intact(client, desk, runner,
     assert re.match(r"<alert\.\d+\.\d+\.demo@localhost\.localdomain>$", alert["Message-ID"])
 
 
-def test_a_second_run_only_plans_while_another_sends(client, desk, runner, smtp, app):
-    from services.delivery import alerts
-
-    paper = desk.paper("demo")
-    with time_machine.travel(T, tick=False) as clock:
-        join(client, smtp, "one@example.com", cadence="instant")
-        desk.piece(paper, "News", on_air_at=T + timedelta(minutes=5))
-        clock.move_to(T + timedelta(minutes=10))
-        with alerts.send_lock() as mine:  # this test plays the run that is sending
-            assert mine
-            result, summary = run(runner)
-        assert result.exit_code == 0 and "another send-alerts run is sending" in result.output
-        assert summary == "sent 0, failed 0, skipped 0" and alerts_to(smtp, "one@example.com") == []
-        clock.move_to(T + timedelta(minutes=11))
-        assert run(runner)[1] == "sent 1, failed 0, skipped 1"
-
-
 def test_ctrl_c_with_several_connections_records_what_is_in_flight(client, desk, runner, smtp, app):
     from extensions import db
     from models import AlertDelivery

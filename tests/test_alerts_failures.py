@@ -85,6 +85,22 @@ def test_refused_recipients_never_stop_the_run_and_are_suppressed_after_three(cl
         assert result.exit_code == 0 and summary == "sent 4, failed 0, skipped 0", result.output
         assert all(picky.tried[a] == 3 for a in bad) and all(alerts_to(picky, a) == [] for a in bad)
 
+        # The reader fixed the mailbox: ops lift the suppression (any spelling of the address).
+        lifted = runner.invoke(args=["subscribers", "unsuppress", "--paper", "demo", "BAD0@Example.com"])
+        assert lifted.exit_code == 0 and "bad0@example.com: no longer suppressed (was: smtp 550" in lifted.output
+        again = runner.invoke(args=["subscribers", "unsuppress", "--paper", "demo", "bad0@example.com"])
+        assert again.exit_code == 1 and "is not suppressed" in again.output
+        assert runner.invoke(args=["subscribers", "unsuppress", "--paper", "demo", "nobody@example.com"]).exit_code == 1
+        rows = _rows(client, desk, paper)
+        assert rows["bad0@example.com"]["suppressed_at"] is None and rows["bad0@example.com"]["bounces"] == 0
+        desk.piece(paper, "News 5", on_air_at=T + timedelta(minutes=45))
+        clock.move_to(T + timedelta(minutes=50))
+        result, summary = run(runner)
+        assert result.exit_code == 0 and summary == "sent 5, failed 0, skipped 0", result.output
+        [alert] = alerts_to(picky, "bad0@example.com")
+        assert "News 5" in alert.get_body(("plain",)).get_content()
+        assert all(alerts_to(picky, a) == [] for a in bad[1:])
+
 
 def test_no_such_user_is_suppressed_at_once_and_a_delivery_resets_bounces(client, desk, runner, picky):
     paper = desk.paper("demo")

@@ -363,15 +363,6 @@ def test_readyz_is_a_503_problem_when_the_database_is_unreachable(url, tmp_path)
     assert response.get_json()["status"] == 503 and response.headers["Retry-After"]
 
 
-def test_the_bench_ceiling_exists_only_when_asked_for_and_touches_no_database(make_app, newsroom):
-    assert make_app().test_client().get("/bench/bare").status_code == 404
-    bench = make_app(BENCH_BARE=True)
-    with statements(bench) as seen:
-        response = bench.test_client().get("/bench/bare")
-    assert response.status_code == 200 and response.get_json() == {"status": "ok"}
-    assert seen == [] and response.headers["X-Request-ID"]
-
-
 def test_readyz_answers_when_the_database_does(client):
     response = client.get("/readyz")
     assert response.status_code == 200 and response.get_json()["database"] == "ok"

@@ -8,18 +8,18 @@ over another message. A run killed midway leaves unsent rows that the next run s
 row is never sent again. The one gap is between the server's "250" and that commit: a crash
 there sends that message again on the next run, with the same Message-ID (at-least-once).
 Concurrent runs: planning inserts with ON CONFLICT DO NOTHING (the unique constraints decide);
-sending holds `send_lock()` (a PostgreSQL advisory lock, an SQLite `flock`), so one run sends.
+senders (any number of send-alerts runs and drain-outbox drainers, on any hosts with
+PostgreSQL) lease batches of rows (`claims.claim`, FOR UPDATE SKIP LOCKED), so each row is
+sent by one of them, and a killed sender's rows go to the others when its lease ends.
 
 Throughput (docs/PERFORMANCE.md): planning inserts a chunk of windows with one INSERT;
-sending reads unsent rows in batches, makes each message with `alert_content.Composer`
+sending claims unsent rows in batches, makes each message with `alert_content.Composer`
 (rendered once per distinct alert), hands it to one of several SMTP connections
 (`mail.SenderPool`) and records it as sent in one statement (a group commit when several
 connections finished at once) before that connection sends again.
 """
 from __future__ import annotations
 
-import fcntl
-import os
 import re
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -32,11 +32,10 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-import config
 from extensions import db
 from models import AlertDelivery, Paper, Subscriber
 from models.types import UTCDateTime
-from services.delivery import mail, webhooks
+from services.delivery import claims, mail, webhooks
 from services.delivery.alert_content import MAX_LOOKBACK, Composer, Content, alert_data, period_for
 from services.rendering.links import Links, PaperOrigins
 
@@ -189,7 +188,6 @@ class SendReport:
     errors: list[str] = field(default_factory=list)
     streak: int = 0  # connection-level failures in a row
     stopped: bool = False  # GIVE_UP_AFTER connection-level failures in a row
-    deferred: bool = False  # another run held the send lock
 
 
 @dataclass(frozen=True)
@@ -219,68 +217,36 @@ def unsent_count(now: datetime) -> int:
     return db.session.scalar(select(func.count()).select_from(AlertDelivery).where(*_pending(now))) or 0
 
 
-# pg_advisory_lock key of the send phase: "PDALERTS" as a 63-bit integer.
-SEND_LOCK_KEY = int.from_bytes(b"PDALERTS", "big") & (2 ** 63 - 1)
+# How long a claim holds its alert rows (ALERT_LEASE_SECONDS). A sender hands out none of
+# them once less than one message's longest send (mail.SMTP_STEPS x the SMTP timeout) is left,
+# so a row is never in flight when another sender may take it; rows it could not send go back
+# at once. A sender killed mid-batch leaves its rows to the others when the lease ends.
+LEASE = timedelta(minutes=5)
 
 
 @contextmanager
-def send_lock() -> Iterator[bool]:
-    """Yield True when this run holds the send lock of the database, False when another run
-    does. One run sends at a time, so it may read unsent rows in batches without row locks.
-    PostgreSQL: a session advisory lock on a connection of its own; SQLite: an exclusive
-    `flock` on `<database file>.send-lock`. Both go when the holder dies (the server ends the
-    session; the kernel closes the file), so a killed run never blocks the next one."""
-    with _send_lock() as (mine, _):
-        yield mine
-
-
-@contextmanager
-def _send_lock():
-    """`send_lock()`, yielding (mine, writer): on PostgreSQL `writer` is the lock's own
-    connection in autocommit mode, so marking a message sent is one round trip (statement and
-    commit at once); on SQLite it is None (the session writes, in-process)."""
-    url = db.engine.url
-    if url.get_backend_name() == "postgresql":
-        with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            mine = bool(conn.execute(select(func.pg_try_advisory_lock(SEND_LOCK_KEY))).scalar())
-            try:
-                yield mine, conn
-            finally:
-                if mine:
-                    try:
-                        conn.execute(select(func.pg_advisory_unlock(SEND_LOCK_KEY)))
-                    except Exception:
-                        conn.invalidate()  # never hand a connection holding the lock back to the pool
-                        raise
+def _writer() -> Iterator:
+    """PostgreSQL: a connection of its own in autocommit mode, so claiming a batch or marking
+    a message sent is one round trip (statement and commit at once). SQLite: None (the
+    session writes, in-process, and commits)."""
+    if db.engine.url.get_backend_name() != "postgresql":
+        yield None
         return
-    # The app opens its SQLite file as a `file:` URI (mode=rw); an absolute path either way.
-    path = config.sqlite_file(url.render_as_string(hide_password=False), os.getcwd())
-    if path is None:
-        yield True, None
-        return
-    with open(os.path.abspath(path) + ".send-lock", "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False, None
-            return
-        yield True, None  # closing the file releases the lock
+    with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        yield conn
 
 
 # Built once: statement construction is a visible share of a message's cost at this rate.
-# _BATCH: the next `n` due rows after id `after`, with their subscribers. Rows waiting for
-# their next attempt, and rows given up, are not read: a failing row never stands in front of
-# the others. Id order is creation order, so the oldest due alert goes first.
-_NOW = bindparam("now", type_=UTCDateTime())
-_BATCH = (select(AlertDelivery.id, AlertDelivery.subscriber_id, AlertDelivery.period,
-                 AlertDelivery.window_start, AlertDelivery.window_end, AlertDelivery.attempts,
-                 Subscriber.paper_id, Subscriber.email, Subscriber.cadence, Subscriber.sections,
-                 Subscriber.cast, Subscriber.confirmed_at, Subscriber.unsubscribed_at,
-                 Subscriber.suppressed_at)
-          .join(Subscriber, Subscriber.id == AlertDelivery.subscriber_id)
-          .where(*_pending(_NOW), AlertDelivery.id > bindparam("after"))
-          .order_by(AlertDelivery.id).limit(bindparam("n")))
-_ANY_AFTER = select(AlertDelivery.id).where(*_pending(_NOW), AlertDelivery.id > bindparam("after")).limit(1)
+# _ROWS: claimed rows with their subscribers. Rows waiting for their next attempt, and rows
+# given up, are never claimed: a failing row never stands in front of the others.
+_ROWS = (select(AlertDelivery.id, AlertDelivery.subscriber_id, AlertDelivery.period,
+                AlertDelivery.window_start, AlertDelivery.window_end, AlertDelivery.attempts,
+                Subscriber.paper_id, Subscriber.email, Subscriber.cadence, Subscriber.sections,
+                Subscriber.cast, Subscriber.confirmed_at, Subscriber.unsubscribed_at,
+                Subscriber.suppressed_at)
+         .join(Subscriber, Subscriber.id == AlertDelivery.subscriber_id)
+         .where(AlertDelivery.id.in_(bindparam("ids", expanding=True)))
+         .order_by(AlertDelivery.id))
 _MARK_SENT = (update(AlertDelivery).where(AlertDelivery.id.in_(bindparam("ids", expanding=True)))
               .values(sent_at=bindparam("now", type_=UTCDateTime()), attempts=AlertDelivery.attempts + 1))
 _MARK_READERS = (update(Subscriber).where(Subscriber.id.in_(bindparam("subscriber_ids", expanding=True)))
@@ -294,7 +260,7 @@ _MARK_SENT_PG = text(
 # A connection-level failure: the server said nothing about the message, so `attempts` (the
 # answers about it) stays and the row stays due for the next run.
 _MARK_UNREACHED = (update(AlertDelivery).where(AlertDelivery.id == bindparam("alert_id"))
-                   .values(last_error=bindparam("error")))
+                   .values(last_error=bindparam("error"), claimed_until=None))
 _MARK_RETRY = (update(AlertDelivery).where(AlertDelivery.id == bindparam("alert_id"))
                .values(attempts=AlertDelivery.attempts + 1, last_error=bindparam("error"),
                        next_attempt_at=bindparam("next", type_=UTCDateTime())))
@@ -314,63 +280,90 @@ _BOUNCE = (update(Subscriber).where(Subscriber.id == bindparam("subscriber_id"))
 _DROP = delete(AlertDelivery).where(AlertDelivery.id == bindparam("alert_id"))
 
 
-def send_recorded(now: datetime, mailer: mail.Mailer, progress: Callable[[int], None] | None = None,
+def send_recorded(now: datetime, mailer: mail.Mailer | None = None, progress: Callable[[int], None] | None = None,
                   *, origins: PaperOrigins, connections: int = 1,
                   open_mailer: Callable[[], mail.Mailer] | None = None,
-                  policy: FailurePolicy = FailurePolicy()) -> SendReport:
-    """Send every recorded alert that is due at `now`, holding `send_lock()`. Rows are read
-    BATCH at a time; each message goes out on one of `connections` SMTP connections (`mailer`,
-    plus more from `open_mailer()`), and is marked sent and committed as soon as the server
-    accepted it, before its connection hands over another.
+                  policy: FailurePolicy = FailurePolicy(), clock: Callable[[], datetime] | None = None,
+                  lease: timedelta = LEASE, smtp_timeout: float = mail.SMTP_TIMEOUT,
+                  should_stop: Callable[[], bool] | None = None) -> SendReport:
+    """Send every recorded alert that is due, sharing the work with any other sender running
+    at once (no lock: `claims.claim` leases BATCH rows at a time, `lease` long, to this run).
+    Each message goes out on one of `connections` SMTP connections (`mailer` if given, plus
+    more from `open_mailer()`, each opened when first needed), and is marked sent and
+    committed as soon as the server accepted it, before its connection hands over another.
+    Claimed rows are handed out only while the lease has more than one message's longest
+    send (mail.SMTP_STEPS x `smtp_timeout` seconds) left; the rest go back at once.
 
-    Each failure is classified (`mail.MailError.kind`, docs/ALERTS.md "When a message fails"):
-    a permanent refusal gives the row up and counts a bounce on its address (suppressed per
-    `policy`); a temporary one backs the row off to `next_attempt_at` (given up after
+    `clock()` (default: `now` for ever) times the claims and the marks. Each failure is
+    classified (`mail.MailError.kind`, docs/ALERTS.md "When a message fails"): a permanent
+    refusal gives the row up and counts a bounce on its address (suppressed per `policy`); a
+    temporary one backs the row off to `next_attempt_at` (given up after
     `policy.max_attempts`); a connection-level one leaves it due for the next run, and after
     GIVE_UP_AFTER of them in a row the run stops (the server is down). A message that cannot
     be built is given up with its reason. Rows of addresses that left the list are dropped,
-    rows of suppressed addresses given up. When another run holds the lock, `deferred` is set
-    and this run sends nothing: the holder sends what this one recorded (it looks again after
-    letting the lock go). Links in the messages are under each paper's origin from `origins`.
-    Needs an app context (templates, SECRET_KEY)."""
+    rows of suppressed addresses given up. The run ends when no row is due or claimable,
+    or `should_stop()` turns true (what is in flight is recorded first). Links in the
+    messages are under each paper's origin from `origins`. Needs an app context (templates,
+    SECRET_KEY)."""
     report = SendReport()
+    clock = clock or (lambda: now)
     composer = Composer(now, origins)
-    pool = mail.SenderPool(mailer, open_mailer or (lambda: mailer), connections if open_mailer else 1)
-    after = 0
+    if open_mailer is None:
+        connections = 1
+    first = mailer
+    pool = mail.SenderPool(first, open_mailer or (lambda: mailer), connections)
+    margin = timedelta(seconds=mail.SMTP_STEPS * smtp_timeout)
     try:
-        while True:
-            with _send_lock() as (mine, writer):
-                if not mine:
-                    report.deferred = True
-                    break
-                after = _send_batches(now, pool, composer, report, after, progress, writer, policy)
-            db.session.commit()
-            # Rows a concurrent run recorded while this one held the lock: it gave up sending.
-            if report.stopped or db.session.scalar(_ANY_AFTER, {"after": after, "now": now}) is None:
-                break
+        with _writer() as writer:
+            _send_claimed(clock, pool, composer, report, progress, writer, policy, lease, margin, should_stop)
     finally:
         pool.close()
         db.session.commit()
     return report
 
 
-def _send_batches(now, pool: mail.SenderPool, composer: Composer, report: SendReport, after: int,
-                  progress, writer, policy: FailurePolicy) -> int:
-    """Send the due rows after id `after`, keeping every connection busy; return the last
-    id read. On the way out (an error, Ctrl-C) it still records what is in flight."""
+def _claim(clock, after: int, writer, lease: timedelta, margin: timedelta) -> tuple[list, claims.Lease | None]:
+    """Lease the next BATCH due rows with ids above `after` (each sender moves forward, so
+    a row that failed on the connection is not tried twice in one run); return them with
+    their subscribers, and the lease."""
+    now = clock()
+    terms = claims.Lease.starting(now, lease, margin)
+    executor = writer if writer is not None else db.session
+    claimed = claims.claim(executor, AlertDelivery,
+                           due=(*_pending(now), AlertDelivery.id > after,
+                                or_(AlertDelivery.claimed_until.is_(None), AlertDelivery.claimed_until <= now)),
+                           order_by=(AlertDelivery.id,), limit=BATCH, lease={"claimed_until": terms.until},
+                           returning=(AlertDelivery.id,))
+    if writer is None:
+        db.session.commit()
+    if not claimed:
+        return [], None
+    rows = db.session.execute(_ROWS, {"ids": [row.id for row in claimed]}).all()
+    db.session.commit()
+    return rows, terms
+
+
+def _send_claimed(clock, pool: mail.SenderPool, composer: Composer, report: SendReport, progress, writer,
+                  policy: FailurePolicy, lease: timedelta, margin: timedelta, should_stop) -> None:
+    """Claim and send batches until nothing is left to claim, keeping every connection busy.
+    On the way out (an error, Ctrl-C, a stop) it still records what is in flight and gives
+    back what it claimed and did not try."""
     rows: deque = deque()
-    exhausted = False
+    terms: claims.Lease | None = None
+    after, exhausted = 0, False
     try:
         while True:
             while pool.free and not report.stopped:
-                if not rows and not exhausted:
-                    batch = db.session.execute(_BATCH, {"after": after, "n": BATCH, "now": now}).all()
-                    db.session.commit()
+                if rows and not terms.usable():
+                    _give_back(rows, terms, writer)  # the lease is running out: let others have them
+                if not rows and not exhausted and not (should_stop and should_stop()):
+                    batch, terms = _claim(clock, after, writer, lease, margin)
                     rows.extend(batch)
                     after, exhausted = (batch[-1].id, False) if batch else (after, True)
                 if not rows:
                     break
                 row = rows.popleft()
+                now = clock()
                 if row.confirmed_at is None or row.unsubscribed_at is not None:
                     _write(writer, (_DROP, {"alert_id": row.id}))
                     report.skipped += 1
@@ -396,13 +389,24 @@ def _send_batches(now, pool: mail.SenderPool, composer: Composer, report: SendRe
                     continue
                 pool.submit(row, message)
             if not pool.busy:
-                return after
+                return
             results = pool.results()
-            _outcomes(results, now, report, writer, policy)
+            _outcomes(results, clock(), report, writer, policy)
             progress and progress(len(results))
     finally:
         while pool.busy:  # never leave a message the server accepted unrecorded
-            _outcomes(pool.results(), now, report, writer, policy)
+            _outcomes(pool.results(), clock(), report, writer, policy)
+        if rows:
+            _give_back(rows, terms, writer)
+
+
+def _give_back(rows: deque, terms: claims.Lease, writer) -> None:
+    ids = [row.id for row in rows]
+    rows.clear()
+    executor = writer if writer is not None else db.session
+    claims.release(executor, AlertDelivery, ids, column=AlertDelivery.claimed_until, until=terms.until)
+    if writer is None:
+        db.session.commit()
 
 
 def _write(writer, *statements) -> None:

@@ -17,8 +17,10 @@ import queue
 import re
 import secrets
 import smtplib
+import socket
 import ssl
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +32,10 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 SMTP_TIMEOUT = 20
+# Round trips of one message that may each wait up to the timeout: connect and greeting, MAIL
+# FROM, RCPT TO, DATA, the end of the data. A message's total time is bounded by this many
+# timeouts (`SmtpMailer.total`), whatever the server does.
+SMTP_STEPS = 5
 DEFAULT_PORTS = {"smtp": 25, "smtp+starttls": 587, "smtps": 465}
 
 
@@ -200,9 +206,15 @@ class OutboxMailer(Mailer):
 
 
 class SmtpMailer(Mailer):
-    """One SMTP connection reused for the batch; reconnects after a failure."""
+    """One SMTP connection reused for the batch; reconnects after a failure.
 
-    def __init__(self, url: str, timeout: float = SMTP_TIMEOUT):
+    `timeout` (seconds) bounds each connect and each read; `total` (default SMTP_STEPS x
+    `timeout`) bounds one message from connecting to the server's last answer: a watchdog
+    thread (one per mailer, started with its first message) cuts the socket of a send that
+    runs longer, so a server that drips its replies a byte at a time, each within the read
+    timeout, cannot hold a sender (or the lease on its rows) for ever."""
+
+    def __init__(self, url: str, timeout: float = SMTP_TIMEOUT, total: float | None = None):
         parts = urlsplit(url)
         if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
             raise ValueError("SMTP_URL must be smtp://, smtp+starttls:// or smtps://host[:port]")
@@ -211,19 +223,39 @@ class SmtpMailer(Mailer):
         self.user = unquote(parts.username) if parts.username else None
         self.password = unquote(parts.password) if parts.password else None
         self.timeout = timeout
+        self.total = total if total is not None else SMTP_STEPS * timeout
         self._conn: smtplib.SMTP | None = None
+        self._sock: socket.socket | None = None  # the socket of the send in progress
+        self._started: float | None = None  # time.monotonic() when that send began
+        self._cut = False
+        self._closed = threading.Event()
+        self._watchdog: threading.Thread | None = None
 
     def _connect(self) -> smtplib.SMTP:
         context = ssl.create_default_context()
         if self.scheme == "smtps":
-            conn = smtplib.SMTP_SSL(self.host, self.port, timeout=self.timeout, context=context)
+            conn = _SMTP_SSL(self.host, self.port, timeout=self.timeout, context=context, seen=self._seen)
         else:
-            conn = smtplib.SMTP(self.host, self.port, timeout=self.timeout)
+            conn = _SMTP(self.host, self.port, timeout=self.timeout, seen=self._seen)
             if self.scheme == "smtp+starttls":
                 conn.starttls(context=context)
+                self._seen(conn.sock)
         if self.user:
             conn.login(self.user, self.password or "")
         return conn
+
+    def _seen(self, sock: socket.socket) -> None:
+        self._sock = sock
+
+    def _watch(self) -> None:
+        while not self._closed.wait(min(1.0, self.total / 4)):
+            started, sock = self._started, self._sock
+            if started is not None and sock is not None and time.monotonic() - started > self.total:
+                self._cut = True
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)  # wakes the read blocked on it
+                except OSError:
+                    pass
 
     def _drop(self) -> None:
         if self._conn is not None:
@@ -237,7 +269,22 @@ class SmtpMailer(Mailer):
         """Hand `message` over. Raises MailError with its kind (see MailError): a failure to
         connect, log in or keep the connection is CONNECTION, whatever its reply code; a reply
         to this message's MAIL, RCPT or DATA is classified by `classify()`, except a refused
-        sender (MAIL FROM), which is about us and every message, so CONNECTION."""
+        sender (MAIL FROM), which is about us and every message, so CONNECTION. A send cut at
+        `total` seconds is CONNECTION too."""
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(target=self._watch, name="smtp-watchdog", daemon=True)
+            self._watchdog.start()
+        self._cut, self._started = False, time.monotonic()
+        try:
+            self._send(message)
+        except MailError as exc:
+            if self._cut:
+                raise MailError(f"smtp: no answer within {self.total:g}s in all ({exc})", CONNECTION) from exc
+            raise
+        finally:
+            self._started = None
+
+    def _send(self, message: EmailMessage | Outgoing) -> None:
         for attempt in (1, 2):
             try:
                 if self._conn is None:
@@ -282,7 +329,33 @@ class SmtpMailer(Mailer):
             self._drop()
 
     def close(self) -> None:
+        self._closed.set()
         self._drop()
+
+
+class _SMTP(smtplib.SMTP):
+    """smtplib.SMTP that shows its socket to `seen` as soon as it exists, so the mailer's
+    watchdog can cut a connect whose greeting never ends."""
+
+    def __init__(self, *args, seen: Callable[[socket.socket], None], **kwargs):
+        self._seen = seen
+        super().__init__(*args, **kwargs)
+
+    def _get_socket(self, host, port, timeout):
+        sock = super()._get_socket(host, port, timeout)
+        self._seen(sock)
+        return sock
+
+
+class _SMTP_SSL(smtplib.SMTP_SSL):  # noqa: N801 - named after the class it extends
+    def __init__(self, *args, seen: Callable[[socket.socket], None], **kwargs):
+        self._seen = seen
+        super().__init__(*args, **kwargs)
+
+    def _get_socket(self, host, port, timeout):
+        sock = super()._get_socket(host, port, timeout)
+        self._seen(sock)
+        return sock
 
 
 class SenderPool:

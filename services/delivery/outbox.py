@@ -1,4 +1,4 @@
-"""The mail outbox (docs/ALERTS.md "The confirm outbox"): a request writes a row
+"""The mail outbox (docs/ALERTS.md "The outbox"): a request writes a row
 (`enqueue_confirm`), `flask drain-outbox` sends it (`drain`). No request ever waits for SMTP.
 
 The drainer claims due rows in small batches (one commit sets `claimed_until`, a lease; on
@@ -22,7 +22,7 @@ from sqlalchemy import insert as sql_insert
 
 from extensions import db
 from models import OutboxMessage, Paper, Subscriber
-from services.delivery import mail
+from services.delivery import claims, mail
 from services.rendering.links import Links
 
 log = logging.getLogger("paperdesk.outbox")
@@ -31,9 +31,6 @@ BATCH = 20
 # At least this long, and longer than a batch can take (see `lease_for`), so a row is never
 # sent by two drainers while the first is still at it.
 LEASE = timedelta(minutes=10)
-# SMTP round trips per message that may each wait up to the timeout: connect and greeting,
-# MAIL FROM, RCPT TO, DATA and its end.
-SMTP_STEPS = 5
 BACKOFF_FIRST = timedelta(seconds=30)
 BACKOFF_CAP = timedelta(hours=1)
 
@@ -73,34 +70,20 @@ def backoff(attempts: int) -> timedelta:
 def lease_for(smtp_timeout: float) -> timedelta:
     """How long a claim holds its rows: LEASE, or longer when a whole batch at the worst SMTP
     timing (every step of every message waiting `smtp_timeout` seconds) could outlast it."""
-    return max(LEASE, timedelta(seconds=2 * BATCH * SMTP_STEPS * smtp_timeout))
+    return max(LEASE, timedelta(seconds=2 * BATCH * mail.SMTP_STEPS * smtp_timeout))
 
 
 def _claim(now: datetime, limit: int, lease: timedelta) -> list[int]:
-    """Lease up to `limit` due rows to this drainer and commit; their ids, oldest due first.
-    One statement, `UPDATE ... WHERE id IN (SELECT ... LIMIT n) RETURNING id`: on PostgreSQL
-    the inner SELECT is `FOR UPDATE SKIP LOCKED` (a row another drainer is claiming is skipped,
-    not waited for, and one it has claimed no longer matches); on SQLite the UPDATE takes the
-    one write lock before it reads, so two drainers cannot read the same rows as free."""
-    due = (select(OutboxMessage.id)
-           .where(OutboxMessage.sent_at.is_(None), OutboxMessage.failed_at.is_(None),
-                  OutboxMessage.next_attempt_at <= now,
-                  or_(OutboxMessage.claimed_until.is_(None), OutboxMessage.claimed_until <= now))
-           .order_by(OutboxMessage.next_attempt_at, OutboxMessage.id).limit(limit))
-    # A drainer polls every second: read first, so an idle poll writes nothing (on SQLite a
-    # write would take the one write lock that requests need).
-    if db.session.scalar(select(due.exists())) is not True:
-        db.session.rollback()
-        return []
-    if db.session.get_bind().dialect.name == "postgresql":
-        due = due.with_for_update(skip_locked=True)
-    claimed = db.session.execute(
-        update(OutboxMessage).where(OutboxMessage.id.in_(due.scalar_subquery()))
-        .values(claimed_until=now + lease)
-        .returning(OutboxMessage.id, OutboxMessage.next_attempt_at)
-        .execution_options(synchronize_session=False)).all()
+    """Lease up to `limit` due rows to this drainer and commit; their ids, oldest due first
+    (`claims.claim`: drainers running at once, on any hosts, never take one row twice)."""
+    claimed = claims.claim(
+        db.session, OutboxMessage,
+        due=(OutboxMessage.sent_at.is_(None), OutboxMessage.failed_at.is_(None), OutboxMessage.next_attempt_at <= now,
+             or_(OutboxMessage.claimed_until.is_(None), OutboxMessage.claimed_until <= now)),
+        order_by=(OutboxMessage.next_attempt_at, OutboxMessage.id), limit=limit,
+        lease={"claimed_until": now + lease}, returning=(OutboxMessage.id, OutboxMessage.next_attempt_at))
     db.session.commit()
-    return [row_id for row_id, _ in sorted(claimed, key=lambda r: (r[1], r[0]))]
+    return [row.id for row in claimed]
 
 
 class Unbuildable(Exception):

@@ -9,6 +9,7 @@ transaction, at most one per address per CONFIRM_INTERVAL, and sent by `flask dr
 """
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -80,7 +81,13 @@ def check_sections(paper: Paper, names: list[str] | None) -> list[str] | None:
 # --- tokens -------------------------------------------------------------------------------
 
 def _serializer(purpose: str) -> URLSafeTimedSerializer:
-    return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt=SALTS[purpose])
+    return _serializer_for(current_app.config["SECRET_KEY"], purpose)
+
+
+@functools.lru_cache(maxsize=16)
+def _serializer_for(secret: str, purpose: str) -> URLSafeTimedSerializer:
+    # One per secret and purpose: send-alerts signs an unsubscribe link per message.
+    return URLSafeTimedSerializer(secret, salt=SALTS[purpose])
 
 
 def make_token(purpose: str, subscriber: Subscriber) -> str:

@@ -31,6 +31,7 @@ from sqlalchemy import func, select, update
 from clock import rfc3339, utcnow
 from extensions import db
 from models import Subscriber, WebhookDelivery
+from services.delivery import claims
 from services.errors import Invalid
 
 TIMEOUT_SECONDS = 5.0
@@ -287,26 +288,25 @@ class _Job:
 
 
 def _claim(now: datetime, tried: set[int], clock: Callable[[], datetime]) -> _Job | None:
-    """Take the next due delivery out of every run's reach for LEASE (its `next_attempt_at`
-    moved ahead, committed), or None when nothing is due. The row is read `FOR UPDATE SKIP
-    LOCKED` (PostgreSQL) so two runs never claim one row; the lease, not a lock held during the
-    POST, keeps it claimed, so each result can be committed while other POSTs are in flight."""
-    query = (select(WebhookDelivery.id, WebhookDelivery.delivery_id, WebhookDelivery.event,
-                    WebhookDelivery.url, WebhookDelivery.body, WebhookDelivery.attempts,
-                    WebhookDelivery.subscriber_id)
-             .where(WebhookDelivery.delivered_at.is_(None), WebhookDelivery.failed_at.is_(None),
-                    WebhookDelivery.next_attempt_at <= now)
-             .order_by(WebhookDelivery.id).limit(1)
-             .with_for_update(skip_locked=True, of=WebhookDelivery))
+    """Take the next due delivery out of every sender's reach for LEASE (its `next_attempt_at`
+    moved ahead, committed), or None when nothing is due. `claims.claim` makes it one
+    statement, so senders running at once, on any hosts (PostgreSQL) or in turn (SQLite),
+    never claim one row twice; the lease, not a lock held during the POST, keeps it claimed,
+    so each result can be committed while other POSTs are in flight."""
+    due = [WebhookDelivery.delivered_at.is_(None), WebhookDelivery.failed_at.is_(None),
+           WebhookDelivery.next_attempt_at <= now]
     if tried:
-        query = query.where(WebhookDelivery.id.not_in(tried))
-    row = db.session.execute(query).first()
-    if row is None:
+        due.append(WebhookDelivery.id.not_in(tried))
+    claimed = claims.claim(db.session, WebhookDelivery, due=due, order_by=(WebhookDelivery.id,), limit=1,
+                           lease={"next_attempt_at": clock() + LEASE},
+                           returning=(WebhookDelivery.id, WebhookDelivery.delivery_id, WebhookDelivery.event,
+                                      WebhookDelivery.url, WebhookDelivery.body, WebhookDelivery.attempts,
+                                      WebhookDelivery.subscriber_id))
+    if not claimed:
         db.session.commit()
         return None
+    [row] = claimed
     secret = db.session.scalar(select(Subscriber.webhook_secret).where(Subscriber.id == row.subscriber_id))
-    db.session.execute(update(WebhookDelivery).where(WebhookDelivery.id == row.id)
-                       .values(next_attempt_at=clock() + LEASE))
     db.session.commit()
     return _Job(row.id, row.delivery_id, row.event, row.url, row.body.encode("utf-8"), secret or "",
                 row.attempts)
