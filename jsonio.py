@@ -37,7 +37,13 @@ class OrjsonProvider(DefaultJSONProvider):
 
     def _bytes(self, obj: t.Any) -> bytes:
         # Dates and dataclasses go to Flask's `default`, so they are written as Flask writes them.
-        return orjson.dumps(obj, default=self.default, option=_OPTIONS)
+        try:
+            return orjson.dumps(obj, default=self.default, option=_OPTIONS)
+        except orjson.JSONEncodeError as error:
+            if "64-bit" not in str(error):
+                raise
+            # orjson refuses integers outside 64 bits, which JSON (and the stdlib) allows.
+            return super().dumps(obj, separators=(",", ":")).encode("utf-8")
 
 
 _OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
