@@ -97,6 +97,8 @@ def load() -> dict:
         "OUTBOX_SMTP_TIMEOUT": float(os.environ.get("OUTBOX_SMTP_TIMEOUT", "10")),
         "OUTBOX_MAX_ATTEMPTS": int(os.environ.get("OUTBOX_MAX_ATTEMPTS", "8")),
         "OUTBOX_POLL_SECONDS": float(os.environ.get("OUTBOX_POLL_SECONDS", "1")),
+        # Days a sent (or given-up) confirm email or webhook delivery is kept (0: for ever).
+        "OUTBOX_RETENTION_DAYS": int(os.environ.get("OUTBOX_RETENTION_DAYS", "30")),
         "ALERT_MAX_ATTEMPTS": int(os.environ.get("ALERT_MAX_ATTEMPTS", "8")),
         # How far behind the run's clock alert windows end: longer than any air transaction
         # (services/delivery/alerts.py SETTLE; docs/ALERTS.md "Windows").

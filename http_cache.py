@@ -30,6 +30,7 @@ from urllib.parse import urlencode
 from flask import Response, current_app, g, request
 from flask.globals import request_ctx
 
+import compression
 import tenancy
 from extensions import cache
 
@@ -127,9 +128,10 @@ def _not_modified():
     etag = current_etag()
     if request.if_none_match.contains_weak(etag):
         response = Response(status=304)
-        response.set_etag(etag)
+        # The tag the client holds: weak for a gzip answer (compression.py), else strong.
+        response.set_etag(etag, weak=request.if_none_match.is_weak(etag) and not request.if_none_match.contains(etag))
         response.headers["Cache-Control"] = PUBLIC_CACHE_CONTROL
-        response.headers["Vary"] = "Authorization, X-Desk-Key"
+        response.headers["Vary"] = "Authorization, X-Desk-Key, Accept-Encoding"
         return response
     return None
 
@@ -210,8 +212,10 @@ def answer_from_cache():
             return None
         if local is not None:
             local.put(key, entry)
-    status, headers, body = entry
+    status, headers, body, *rest = entry  # entries stored before gzip had three fields
     g.response_cache_hit = True
+    if rest and rest[0] is not None:
+        g.gzip_body = rest[0]  # compression.compress sends it to a client that accepts gzip
     return current_app.response_class(body, status=status, headers=headers)
 
 
@@ -234,17 +238,22 @@ class LocalAnswers:
             return entry
 
     def put(self, key: str, entry: tuple) -> None:
-        cost = len(entry[2])
+        cost = _cost(entry)
         if cost > self.capacity:
             return
         with self._lock:
             old = self._entries.pop(key, None)
-            self.size -= len(old[2]) if old else 0
+            self.size -= _cost(old) if old else 0
             self._entries[key] = entry
             self.size += cost
             while self.size > self.capacity:
                 _, dropped = self._entries.popitem(last=False)
-                self.size -= len(dropped[2])
+                self.size -= _cost(dropped)
+
+
+def _cost(entry: tuple) -> int:
+    """Bytes of an entry's bodies: identity, and gzip when stored."""
+    return len(entry[2]) + sum(len(extra) for extra in entry[3:] if extra is not None)
 
 
 def _local_answers() -> LocalAnswers | None:
@@ -283,7 +292,10 @@ def store_answer(response: Response) -> Response:
     key = g.response_cache_key
     if key is not None and _storable(response):
         headers = [(k, v) for k, v in response.headers.items() if k != "Content-Length"]
-        entry = (response.status_code, headers, response.get_data())
+        body = response.get_data()
+        # Compressed once, here, so that no warm hit compresses again.
+        gzipped = compression.gzip_bytes(body) if compression.compressible(response) else None
+        entry = (response.status_code, headers, body, gzipped)
         local = _local_answers()
         if local is not None:
             local.put(key, entry)

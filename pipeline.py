@@ -28,8 +28,10 @@ After the view (or the error handler), in this order:
  3. CORS on the API, oEmbed and /front.json     pipeline.cors (flask-cors's own step)
  4. ETag and Cache-Control; keyed answers private, CORS stripped
                                                 http_cache.decorate
- 5. X-RateLimit-*, Retry-After on 429/503 only  ratelimits.add_limit_headers
- 6. X-Request-ID, the request log line          logging_setup.finish_request
+ 5. gzip over 1 KB when accepted (weak ETag), Vary: Accept-Encoding
+                                                compression.compress
+ 6. X-RateLimit-*, Retry-After on 429/503 only  ratelimits.add_limit_headers
+ 7. X-Request-ID, the request log line          logging_setup.finish_request
 
 Teardown: give back a public read's autocommit connection (tenancy.end_read). Then, as the
 app context ends, remove the request's database session (transaction.end_session, installed in
@@ -46,6 +48,7 @@ from collections.abc import Callable
 
 from flask import Flask
 
+import compression
 import http_cache
 import logging_setup
 import ratelimits
@@ -165,6 +168,7 @@ def install(app: Flask) -> None:
         security.add_headers,
         _cors_step(app),
         http_cache.decorate,
+        compression.compress,
         ratelimits.add_limit_headers,
         logging_setup.finish_request,
     )

@@ -16,7 +16,7 @@ import clock
 import http_cache
 from blueprints.api.paper import NOTE
 from extensions import cache
-from schemas.front import FrontOut
+from schemas.front import front_wire
 from services.reading import front
 from services.rendering import feeds, sitemaps
 from weblinks import links
@@ -60,7 +60,8 @@ def podcast():
 def front_json():
     """The front page document: byte for byte the answer of `GET /api/v1/front`."""
     # The API view answers the same dump of the same document; CORS is opened in app.py.
-    return jsonify(FrontOut().dump(front.build_front(g.paper, g.paper_snapshot.state, links=links())))
+    here = links()
+    return jsonify(front_wire(front.build_front(g.paper, g.paper_snapshot.state, links=here, rows=True), here))
 
 
 @bp.route("/llms.txt")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import signal
 import threading
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -16,8 +17,11 @@ from flask import current_app
 from flask.cli import with_appcontext
 
 from clock import utcnow
+from extensions import db
 from services.delivery import alerts, mail, outbox, webhooks
 from services.rendering.links import PaperOrigins
+
+PRUNE_EVERY = 3600  # seconds between prunes of old sent rows in the drain loop
 
 
 def drain_confirms(should_stop=None) -> outbox.DrainReport:
@@ -85,6 +89,19 @@ def deliver_webhooks_due(now: datetime, *, quiet: bool = False) -> webhooks.Deli
     return report
 
 
+def prune_sent(now: datetime) -> int:
+    """Delete what was sent or given up more than OUTBOX_RETENTION_DAYS ago (none when 0) and
+    commit; prints `outbox: pruned N` when it deleted anything."""
+    days = current_app.config["OUTBOX_RETENTION_DAYS"]
+    if days <= 0:
+        return 0
+    pruned = outbox.prune(now - timedelta(days=days))
+    db.session.commit()
+    if pruned:
+        click.echo(f"outbox: pruned {pruned} sent or given-up row(s) older than {days} days")
+    return pruned
+
+
 def drain_once(should_stop=None) -> None:
     """One pass of the drainer: confirm mail, then alerts, then webhooks, each printing only
     when it did something."""
@@ -107,6 +124,7 @@ def drain_outbox(once: bool) -> None:
     the messages in hand and exits 0. Several drainers may run at once, on any hosts with
     PostgreSQL (on SQLite, on the database's host): they share the rows, none is sent twice."""
     if once:
+        prune_sent(utcnow())
         drain_once()
         # What is left for the next pass (backing off, or due after this one): ops' queue depth.
         click.echo(f"outbox: pending {outbox.pending_count()}, alerts pending {alerts.unsent_count(utcnow())}")
@@ -119,9 +137,13 @@ def drain_outbox(once: bool) -> None:
     previous = {sig: signal.signal(sig, ask_to_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     poll = current_app.config["OUTBOX_POLL_SECONDS"]
     click.echo(f"drain-outbox: polling every {poll:g}s")
+    pruned_at = None
     try:
         while not stop.is_set():
             try:
+                if pruned_at is None or time.monotonic() - pruned_at >= PRUNE_EVERY:
+                    pruned_at = time.monotonic()
+                    prune_sent(utcnow())
                 drain_once(stop.is_set)
             except Exception as exc:  # noqa: BLE001 - a database outage must not end the loop
                 current_app.logger.exception("drain-outbox pass failed")

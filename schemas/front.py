@@ -7,8 +7,10 @@ from datetime import datetime, timezone
 
 from marshmallow import Schema, ValidationError, fields, validate
 
+from clock import rfc3339
 from schemas.common import Timestamp, computed_url
-from schemas.story import StoryRowOut
+from schemas.story import StoryRowOut, story_row_wire
+from services.rendering.links import Links
 from weblinks import links
 
 POSTS_LIMIT_MAX = 100
@@ -174,3 +176,24 @@ class MastheadOut(Schema):
     personas = fields.List(fields.Nested(MastheadPersonaOut), required=True,
                            metadata={"description": "Active personas in masthead order."})
     count = fields.Integer(required=True, metadata={"description": "Number of rows in `personas`."})
+
+
+def front_wire(document: dict, links: Links) -> dict:
+    """FrontOut's dump of `front.build_front(..., rows=True)` (rails of Core rows), built
+    directly: the same keys, order and values (tests/test_fast_paths.py)."""
+    paper, counts = document["paper"], document["newsroom"]
+    latest_on_air, latest_edition = counts["latest_on_air_at"], counts["latest_edition"]
+    return {
+        "paper": {"slug": paper["slug"], "nameplate": paper["nameplate"], "motto": paper["motto"],
+                  "description": paper["description"], "home": paper["home"],
+                  # front.PUBLIC_CONFIG's order, which FrontConfigOut declares too.
+                  "config": dict(paper["config"])},
+        "newsroom": {"personas": counts["personas"], "sections": counts["sections"], "on_air": counts["on_air"],
+                     "days": counts["days"], "editions": counts["editions"],
+                     "latest_on_air_at": None if latest_on_air is None else rfc3339(latest_on_air),
+                     "latest_edition": None if latest_edition is None else latest_edition.isoformat(),
+                     "declared_ai": True},
+        "rails": [{"section": rail["section"], "slug": rail["slug"], "url": links.section_page(rail["slug"]),
+                   "stories": [story_row_wire(row, links) for row in rail["stories"]]}
+                  for rail in document["rails"]],
+    }

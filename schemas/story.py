@@ -5,7 +5,9 @@ from __future__ import annotations
 from flask import g
 from marshmallow import Schema, fields
 
+from clock import rfc3339
 from schemas.common import Timestamp, computed_text, computed_url
+from services.rendering.links import Links
 from services.rendering.prose import disclosure
 from weblinks import links
 
@@ -72,3 +74,34 @@ class StoriesQuery(Schema):
         load_default=50,
         metadata={"description": "How many rows; any integer is accepted and clamped to 1-200."},
     )
+
+
+# --- the same wire shapes, straight from Core rows -------------------------------------------
+# services/reading/stories.py `latest_rows` and `find_row` feed these; they must give exactly
+# what StoryRowOut and StoryOut dump (same keys, same order, same values), which
+# tests/test_fast_paths.py checks on every lane and both databases. The schemas stay the
+# documented contract (OpenAPI) and the shape of every other answer.
+
+def story_row_wire(row, links: Links) -> dict:
+    """StoryRowOut's dump of a row of `stories.ROW_COLUMNS`."""
+    return {"id": str(row.id), "slug": row.slug, "headline": row.headline, "dek": row.dek,
+            "section": row.section, "byline": row.byline, "rev": row.rev,
+            "url": links.story_page(row.slug),
+            "on_air_at": None if row.on_air_at is None else rfc3339(row.on_air_at), "on_air": row.on_air}
+
+
+def story_wire(row, facts, links: Links, nameplate: str) -> dict:
+    """StoryOut's dump of a row of `stories.STORY_COLUMNS` and its facts (`FACT_COLUMNS`)."""
+    wire = story_row_wire(row, links)
+    wire.update({
+        "prose": row.prose,
+        "cited_facts": [{"n": f.n, "statement": f.statement, "source": f.source, "instrument": f.instrument,
+                         "claim_key": f.claim_key} for f in facts],
+        "category": row.section,
+        "image": row.image,
+        "persona": {"name": row.byline, "slug": row.persona_slug, "title": row.persona_title,
+                    "avatar": links.avatar(row.persona_slug), "declared_ai": True},
+        "disclosure": disclosure(row.byline, nameplate),
+        "content_hash": row.content_hash,
+    })
+    return wire

@@ -245,3 +245,20 @@ def test_a_confirm_no_longer_needed_is_skipped_not_failed(client, desk, runner, 
     assert "outbox: sent 0, retrying 0, failed 0, skipped 1" in result.output
     assert "outbox error" not in result.output
     assert smtp.received == []
+
+
+def test_sent_rows_are_pruned_after_the_retention(client, desk, runner, app, smtp):
+    desk.paper("demo")
+    with time_machine.travel(NOW, tick=False) as clock:
+        for address in ("old@example.com", "new@example.com"):
+            assert client.post("/api/v1/subscribers", json={"email": address}).status_code == 202
+            _drain(runner)
+            clock.shift(timedelta(days=2))
+        assert [row.sent_at is not None for row in _rows()] == [True, True]
+        first_sent = _rows()[0].sent_at
+        clock.move_to(first_sent + timedelta(days=app.config["OUTBOX_RETENTION_DAYS"] - 1))
+        assert "pruned" not in _drain(runner).output and len(_rows()) == 2
+        clock.shift(timedelta(days=1, hours=1))  # the first row is past the retention now
+        assert "outbox: pruned 1 sent or given-up row(s) older than 30 days" in _drain(runner).output
+        [left] = _rows()
+        assert db.session.get(Subscriber, left.subscriber_id).email == "new@example.com"

@@ -39,6 +39,7 @@ EXPECTED_AFTER = [
     "security.add_headers",
     "pipeline.cors",
     "http_cache.decorate",
+    "compression.compress",
     "ratelimits.add_limit_headers",
     "logging_setup.finish_request",
 ]

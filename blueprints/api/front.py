@@ -7,7 +7,7 @@ from __future__ import annotations
 from flask import g, jsonify
 
 from blueprints.api.common import api_blueprint
-from schemas.front import FrontOut
+from schemas.front import FrontOut, front_wire
 from services.reading import front
 from weblinks import links
 
@@ -18,5 +18,7 @@ bp = api_blueprint("front", __name__, "The front page.")
 @bp.response(200, FrontOut)
 def get_front():
     """The front page as JSON: paper, newsroom, and one rail of six stories per section"""
-    # Dumped and answered here exactly as /front.json does, so the two stay byte for byte equal.
-    return jsonify(FrontOut().dump(front.build_front(g.paper, g.paper_snapshot.state, links=links())))
+    # Built and answered here exactly as /front.json does, so the two stay byte for byte equal:
+    # Core rows straight into FrontOut's shape (schemas/front.py `front_wire`).
+    here = links()
+    return jsonify(front_wire(front.build_front(g.paper, g.paper_snapshot.state, links=here, rows=True), here))

@@ -16,7 +16,7 @@ true (docs/PROOFS.md verifies one offline).
 """
 from __future__ import annotations
 
-from flask import g
+from flask import g, jsonify
 
 import http_cache
 from blueprints.api import permissions
@@ -27,7 +27,7 @@ from extensions import db
 from models import DeskKey, Piece
 from schemas.desk import StoryIn, StoryPatch
 from schemas.proof import ProofOut
-from schemas.story import StoriesQuery, StoryListOut, StoryOut
+from schemas.story import StoriesQuery, StoryListOut, StoryOut, story_row_wire, story_wire
 from services.newsroom import filing, provenance
 from services.reading import stories
 from transaction import transactional
@@ -72,9 +72,11 @@ def list_stories(limit: int):
 
     `limit` is clamped to 1-200 (default 50).
     """
-    rows = stories.latest(g.paper, stories.clamp(limit, 1, 200),
-                          include_drafts=permissions.sees_drafts(g.key))
-    return {"stories": rows, "count": len(rows)}
+    rows = stories.latest_rows(g.paper, stories.clamp(limit, 1, 200),
+                               include_drafts=permissions.sees_drafts(g.key))
+    here = links()
+    # Straight from Core rows to StoryListOut's shape (schemas/story.py says why).
+    return jsonify({"stories": [story_row_wire(row, here) for row in rows], "count": len(rows)})
 
 
 @bp.route("/stories/<string(maxlength=200):id>")
@@ -83,11 +85,13 @@ def list_stories(limit: int):
 @bp.alt_response(404, description="No such piece on air on this paper.")
 def get_story(id: str):
     """A full story by id or slug: prose with `[^N]` markers, cited facts, persona, disclosure"""
-    piece = stories.find(g.paper, id, include_drafts=permissions.sees_drafts(g.key))
-    if piece is None:
+    found = stories.find_row(g.paper, id, include_drafts=permissions.sees_drafts(g.key))
+    if found is None:
         raise not_found()
-    http_cache.tag_piece(piece)
-    return piece
+    story, facts = found
+    http_cache.tag_piece(story)
+    # Straight from Core rows to StoryOut's shape (schemas/story.py says why).
+    return jsonify(story_wire(story, facts, links(), g.paper.nameplate))
 
 
 @bp.route("/stories/<string(maxlength=200):id>/proof")

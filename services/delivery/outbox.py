@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from flask import current_app
-from sqlalchemy import Boolean, and_, func, literal, or_, select, update
+from sqlalchemy import Boolean, and_, delete, func, literal, or_, select, update
 from sqlalchemy import insert as sql_insert
 
 from extensions import db
-from models import OutboxMessage, Paper, Subscriber
+from models import OutboxMessage, Paper, Subscriber, WebhookDelivery
 from services.delivery import claims, mail
 from services.rendering.links import Links
 
@@ -202,6 +202,17 @@ def drain(now: Callable[[], datetime], *, open_mailer: Callable[[], mail.Mailer]
             mailer.close()
         db.session.rollback()
     return report
+
+
+def prune(before: datetime) -> int:
+    """Delete confirm mail sent or given up before `before` (aware UTC), and webhook deliveries
+    delivered or given up before it: their work is done, and the tables would otherwise grow
+    for ever. Returns how many rows went; the caller commits. Alert rows are kept: each
+    reader's last window is where the next one starts."""
+    done = (or_(OutboxMessage.sent_at < before, OutboxMessage.failed_at < before))
+    gone = db.session.execute(delete(OutboxMessage).where(done)).rowcount or 0
+    hooks = or_(WebhookDelivery.delivered_at < before, WebhookDelivery.failed_at < before)
+    return gone + (db.session.execute(delete(WebhookDelivery).where(hooks)).rowcount or 0)
 
 
 def pending_count() -> int:

@@ -7,12 +7,12 @@ given; the wire shape (schemas/front.py `FrontOut`) is the web layer's to apply.
 """
 from __future__ import annotations
 
-from sqlalchemy import and_, distinct, func, select, union_all
+from sqlalchemy import and_, bindparam, distinct, func, select, union_all
 from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
-from services.reading import memo
+from services.reading import memo, stories
 from services.rendering.links import Links
 
 RAIL_SIZE = 6
@@ -76,6 +76,41 @@ def rail_pieces(paper: Paper, sections: list[Section], size: int = RAIL_SIZE) ->
     return rails
 
 
+def _rail_rows_statement(count: int):
+    """The rails of `count` sections as one statement of Core rows (stories.ROW_COLUMNS and the
+    section id), the section ids bound as `s0 .. s{count-1}`: built once per count of sections,
+    since building the expression cost more than running it."""
+    parts = []
+    for n in range(count):
+        top = (select(Piece.id)
+               .where(Piece.paper_id == bindparam("paper_id"), Piece.section_id == bindparam(f"s{n}"),
+                      Piece.on_air.is_(True))
+               .order_by(Piece.on_air_at.desc(), Piece.id.desc()).limit(bindparam("size")).subquery())
+        parts.append(select(top.c.id))  # wrapped: SQLite refuses LIMIT in a bare compound member
+    ids = union_all(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
+    return (select(*stories.ROW_COLUMNS, Piece.section_id)
+            .join(Section, Section.id == Piece.section_id).join(Persona, Persona.id == Piece.persona_id)
+            .where(Piece.id.in_(select(ids.c.id))).order_by(Piece.on_air_at.desc(), Piece.id.desc()))
+
+
+_RAIL_ROWS: dict[int, object] = {}
+
+
+def rail_rows(paper: Paper, sections: list[Section], size: int = RAIL_SIZE) -> dict[int, list]:
+    """`rail_pieces` as Core rows of stories.ROW_COLUMNS (plus `section_id`), for the wire:
+    `{section_id: [row]}`, newest first, one statement."""
+    rails: dict[int, list] = {section.id: [] for section in sections}
+    if not sections:
+        return rails
+    statement = _RAIL_ROWS.get(len(sections))
+    if statement is None:
+        statement = _RAIL_ROWS[len(sections)] = _rail_rows_statement(len(sections))
+    params = {"paper_id": paper.id, "size": size, **{f"s{n}": s.id for n, s in enumerate(sections)}}
+    for row in db.session.execute(statement, params):
+        rails[row.section_id].append(row)
+    return rails
+
+
 def newsroom(paper: Paper, version_state: str | None) -> dict:
     """Counts about the desk: active `personas` and `sections`, pieces `on_air`, `days` with
     pieces on air, `editions`, `latest_on_air_at` (aware UTC or None) and `latest_edition`
@@ -106,16 +141,17 @@ def _count_newsroom(paper: Paper) -> dict:
             "editions": editions, "latest_on_air_at": latest, "latest_edition": latest_edition}
 
 
-def build_front(paper: Paper, version_state: str | None, *, links: Links) -> dict:
+def build_front(paper: Paper, version_state: str | None, *, links: Links, rows: bool = False) -> dict:
     """The front document as plain data, for schemas.front.FrontOut to dump: `{"paper": {slug,
     nameplate, motto, description, home, config}, "newsroom": {...} (see `newsroom`),
     "rails": [{section, slug, stories: [Piece, section and persona loaded]}]}`, one rail per
     active section in section order, at most six newest pieces on air each; `home` is
     `links.home()`. Served by `GET /api/v1/front` and `/front.json` alike. Three SQL
     statements whatever the paper's size (two when the newsroom counts are memoised for
-    `version_state`)."""
+    `version_state`). With `rows`, each rail's stories are Core rows of
+    stories.ROW_COLUMNS instead of Pieces (schemas/front.py `front_wire` shapes them)."""
     sections = active_sections(paper)
-    rails = rail_pieces(paper, sections)
+    rails = rail_rows(paper, sections) if rows else rail_pieces(paper, sections)
     document = {
         "paper": {
             "slug": paper.slug,

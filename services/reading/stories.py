@@ -6,7 +6,7 @@ from sqlalchemy import Select, bindparam, select
 from sqlalchemy.orm import joinedload
 
 from extensions import db
-from models import Paper, Piece
+from models import CitedFact, Paper, Persona, Piece, Section
 
 MAX_ID_LENGTH = 200
 MAX_ID = 2**31 - 1  # pieces.id is an INTEGER column
@@ -42,6 +42,74 @@ def latest(paper: Paper, limit: int, *, include_drafts: bool = False) -> list[Pi
     return list(db.session.scalars(_LATEST[include_drafts], {"paper_id": paper.id, "limit": limit}))
 
 
+# --- rows for the wire, without the ORM ------------------------------------------------------
+# The hottest reads (`/stories`, `/stories/{id}`) need a few columns straight into JSON:
+# building ORM objects, identity-mapping them and walking their relationships cost more than
+# the query (docs/PERFORMANCE.md). These return Core rows; schemas/story.py shapes them exactly
+# as StoryRowOut and StoryOut would (tests/test_fast_paths.py compares the two on every lane).
+ROW_COLUMNS = (Piece.id, Piece.slug, Piece.headline, Piece.dek, Section.name.label("section"),
+               Persona.name.label("byline"), Piece.rev, Piece.on_air_at, Piece.on_air)
+STORY_COLUMNS = (*ROW_COLUMNS, Piece.prose, Piece.image, Piece.content_hash,
+                 Persona.slug.label("persona_slug"), Persona.title.label("persona_title"))
+FACT_COLUMNS = (CitedFact.n, CitedFact.statement, CitedFact.source, CitedFact.instrument, CitedFact.claim_key)
+
+
+def _core(columns, of_paper, include_drafts: bool) -> Select:
+    query = (select(*columns).join(Section, Section.id == Piece.section_id)
+             .join(Persona, Persona.id == Piece.persona_id).where(of_paper))
+    if not include_drafts:
+        return query.where(Piece.on_air.is_(True)).order_by(Piece.on_air_at.desc(), Piece.id.desc())
+    return query.order_by(Piece.on_air.desc(), Piece.on_air_at.desc(), Piece.filed_at.desc(), Piece.id.desc())
+
+
+_LATEST_ROWS = {drafts: _core(ROW_COLUMNS, Piece.paper_id == bindparam("paper_id"), drafts).limit(bindparam("limit"))
+                for drafts in (True, False)}
+
+
+def latest_rows(paper: Paper, limit: int, *, include_drafts: bool = False) -> list:
+    """`latest()` as Core rows of ROW_COLUMNS (`id, slug, headline, dek, section, byline, rev,
+    on_air_at, on_air`): one statement, no ORM objects."""
+    return db.session.execute(_LATEST_ROWS[include_drafts], {"paper_id": paper.id, "limit": limit}).all()
+
+
+def _find_row_statement(by_id: bool, include_drafts: bool) -> Select:
+    # The facts joined in: one row per fact (one row with NULL facts when there are none).
+    query = (select(*STORY_COLUMNS, *FACT_COLUMNS).join(Section, Section.id == Piece.section_id)
+             .join(Persona, Persona.id == Piece.persona_id).outerjoin(CitedFact, CitedFact.piece_id == Piece.id)
+             .where(Piece.paper_id == bindparam("paper_id")).order_by(CitedFact.n))
+    query = query.where(Piece.id == bindparam("id") if by_id else Piece.slug == bindparam("slug"))
+    return query if include_drafts else query.where(Piece.on_air.is_(True))
+
+
+_FIND_ROW = {(by_id, drafts): _find_row_statement(by_id, drafts) for by_id in (True, False) for drafts in (True, False)}
+
+
+def find_row(paper: Paper, id_or_slug: str, *, include_drafts: bool = False) -> tuple | None:
+    """`find()` as Core rows, in one statement: `(story, facts)`, the story a row holding
+    STORY_COLUMNS and the facts rows holding FACT_COLUMNS in `n` order (none for a piece
+    without facts); None as `find()` would be."""
+    lookup = _lookup(id_or_slug)
+    if lookup is None:
+        return None
+    by_id, value = lookup
+    rows = db.session.execute(_FIND_ROW[by_id, include_drafts],
+                              {"paper_id": paper.id, "id" if by_id else "slug": value}).all()
+    if not rows:
+        return None
+    return rows[0], [row for row in rows if row.n is not None]
+
+
+def _lookup(id_or_slug: str) -> tuple[bool, int | str] | None:
+    """(True, id) for a numeric id, (False, slug) for a slug, None for what names nothing."""
+    if not id_or_slug or len(id_or_slug) > MAX_ID_LENGTH or "\x00" in id_or_slug:
+        return None  # PostgreSQL refuses NUL in text: such an id names nothing
+    if id_or_slug.isascii() and id_or_slug.isdigit():  # not "²"
+        # Ids are 32-bit; PostgreSQL refuses to compare one with a larger number (and a slug
+        # always holds a letter), so such a number names nothing.
+        return None if int(id_or_slug) > MAX_ID else (True, int(id_or_slug))
+    return False, id_or_slug
+
+
 def _find_statement(by_id: bool, include_drafts: bool) -> Select:
     # Built once per shape: building the expression and its loader options cost about as much
     # as running it (docs/PERFORMANCE.md). Facts are joined in, so a story is one statement.
@@ -59,16 +127,9 @@ def find(paper: Paper, id_or_slug: str, *, include_drafts: bool = False) -> Piec
     """A piece by numeric id or slug, with section, persona and cited facts loaded (one
     statement); None when it does not exist, is not this paper's, or is not on air and drafts
     are not allowed."""
-    if not id_or_slug or len(id_or_slug) > MAX_ID_LENGTH or "\x00" in id_or_slug:
-        return None  # PostgreSQL refuses NUL in text: such an id names nothing
-    if id_or_slug.isascii() and id_or_slug.isdigit():  # not "²"
-        if int(id_or_slug) > MAX_ID:
-            # Ids are 32-bit; PostgreSQL refuses to compare one with a larger number (and a
-            # slug always holds a letter), so such a number names nothing.
-            return None
-        params = {"paper_id": paper.id, "id": int(id_or_slug)}
-        statement = _FIND[True, include_drafts]
-    else:
-        params = {"paper_id": paper.id, "slug": id_or_slug}
-        statement = _FIND[False, include_drafts]
-    return db.session.execute(statement, params).unique().scalar_one_or_none()
+    lookup = _lookup(id_or_slug)
+    if lookup is None:
+        return None
+    by_id, value = lookup
+    params = {"paper_id": paper.id, "id" if by_id else "slug": value}
+    return db.session.execute(_FIND[by_id, include_drafts], params).unique().scalar_one_or_none()

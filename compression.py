@@ -1,0 +1,67 @@
+"""gzip for answers over 1 KB when the client accepts it (docs/API.md "compression").
+
+The pipeline's `compress` step runs after the ETag is set (http_cache.decorate). A compressed
+answer carries `Content-Encoding: gzip` and a weak ETag (`W/"..."`, the same tag as the
+identity answer's strong one): the two encodings are different representations, so they may
+not share a strong validator, and `If-None-Match` compares weakly, so either tag revalidates to
+304. Every answer of a compressible type says `Vary: Accept-Encoding`, compressed or not, so a
+shared cache keeps the two apart.
+
+The response cache stores the gzip body beside the identity body (http_cache.store_answer), so
+a warm hit costs no compression: `compress` finds it in `g.gzip_body`.
+"""
+from __future__ import annotations
+
+import gzip
+
+from flask import Response, g, request
+
+MIN_BYTES = 1024
+LEVEL = 6
+# Text formats only: images and video are compressed already.
+COMPRESSIBLE = frozenset({
+    "application/json", "application/problem+json", "application/xml", "application/rss+xml",
+    "application/atom+xml", "application/javascript", "application/xhtml+xml", "image/svg+xml",
+    "text/html", "text/plain", "text/xml", "text/css", "text/javascript", "text/markdown",
+    "text/vtt", "application/json+oembed", "application/ld+json",
+})
+
+
+def compressible(response: Response) -> bool:
+    """True for a complete 200 answer of a text format that nobody has encoded yet."""
+    return (response.status_code == 200 and not response.direct_passthrough and not response.is_streamed
+            and "Content-Encoding" not in response.headers and response.mimetype in COMPRESSIBLE)
+
+
+def gzip_bytes(data: bytes) -> bytes | None:
+    """`data` gzipped (level 6, no timestamp, so equal bodies give equal bytes), or None when
+    it is under MIN_BYTES (not worth a header and a decompression)."""
+    if len(data) < MIN_BYTES:
+        return None
+    return gzip.compress(data, compresslevel=LEVEL, mtime=0)
+
+
+def accepts_gzip() -> bool:
+    """True when the request's Accept-Encoding gives gzip (or `*`) a quality above 0."""
+    return request.accept_encodings.quality("gzip") > 0
+
+
+def compress(response: Response) -> Response:
+    """Pipeline step, after the ETag is set: gzip a compressible answer of MIN_BYTES or more
+    for a client that accepts it (the cached gzip body when the answer came from the response
+    cache); `Vary: Accept-Encoding` on every compressible answer."""
+    precompressed = g.pop("gzip_body", None)
+    if not compressible(response):
+        return response
+    response.vary.add("Accept-Encoding")
+    if "Accept-Encoding" not in request.headers or not accepts_gzip():
+        return response
+    body = precompressed if precompressed is not None else gzip_bytes(response.get_data())
+    if body is None:
+        return response
+    response.set_data(body)
+    response.headers["Content-Encoding"] = "gzip"
+    etag, weak = response.get_etag()
+    if etag is not None and not weak:
+        response.set_etag(etag, weak=True)
+    return response

@@ -1,0 +1,95 @@
+"""The fast paths give exactly the schemas' JSON: `/api/v1/stories`, `/api/v1/stories/{id}`,
+`/api/v1/front` and `/front.json` build their answers from Core rows (services/reading/stories.py
+`latest_rows`, `find_row`, services/reading/front.py `rail_rows`; schemas/story.py
+`story_row_wire`, `story_wire`, schemas/front.py `front_wire`) rather than dumping ORM objects
+through marshmallow. Each answer here is compared byte for byte with what StoryListOut,
+StoryOut and FrontOut dump from the ORM objects of the same request, on the public lane and
+the keyed one (drafts), on each database."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from flask import g
+
+from extensions import db
+from schemas.front import FrontOut
+from schemas.story import StoryListOut, StoryOut
+from services.reading import front, stories
+from tests.fixtures.keys import auth
+from tests.fixtures.newsroom import T0
+from weblinks import links
+
+
+@pytest.fixture
+def newsroom(desk):
+    paper = desk.paper("demo", nameplate="Le Québec — “Gazette”", sections=("World", "Économie"),
+                       personas=("Ada", "Zoë"))
+    for n in range(7):
+        desk.piece(paper, f"Piece {n}: café <b>&</b> “quotes”", section=("World", "Économie")[n % 2],
+                   byline=("Ada", "Zoë")[n % 2], facts=n % 4, on_air_at=T0 + timedelta(minutes=n),
+                   image=None if n % 3 else f"https://img.example/{n}.png")
+    desk.piece(paper, "A draft", on_air_at=None, facts=3)
+    return paper, desk.key(paper, "read")
+
+
+def _expected(app, url: str, headers: dict, dump) -> bytes:
+    """What the schema path answers for `url`: the pipeline's before-steps (tenancy sets the
+    paper and the key), then `dump()` of the ORM objects, written by the app's JSON provider."""
+    with app.test_request_context(url, base_url="http://localhost", headers=headers):
+        app.preprocess_request()
+        return (app.json.dumps(dump()) + "\n").encode("utf-8")
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+@pytest.mark.parametrize("limit", [1, 3, 50, 200])
+def test_story_lists_equal_the_schema_dump(app, client, newsroom, keyed, limit):
+    paper, key = newsroom
+    headers = auth(key) if keyed else {}
+    url = f"/api/v1/stories?limit={limit}"
+    answer = client.get(url, headers=headers)
+    assert answer.status_code == 200
+
+    def dump():
+        rows = stories.latest(g.paper, limit, include_drafts=keyed)
+        return StoryListOut().dump({"stories": rows, "count": len(rows)})
+
+    assert answer.data == _expected(app, url, headers, dump)
+    assert answer.get_json()["count"] == min(limit, 8 if keyed else 7)
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_full_stories_equal_the_schema_dump(app, client, newsroom, keyed):
+    paper, key = newsroom
+    headers = auth(key) if keyed else {}
+    listed = client.get("/api/v1/stories?limit=200", headers=headers).get_json()["stories"]
+    assert len(listed) == (8 if keyed else 7)
+    for row in listed:
+        for ref in (row["id"], row["slug"]):
+            url = f"/api/v1/stories/{ref}"
+            answer = client.get(url, headers=headers)
+            assert answer.status_code == 200, url
+            expected = _expected(app, url, headers,
+                                 lambda ref=ref: StoryOut().dump(stories.find(g.paper, ref, include_drafts=keyed)))
+            assert answer.data == expected, url
+    # A draft is not on the public lane; a name that is no piece is a 404 either way.
+    draft = next(row for row in client.get("/api/v1/stories?limit=200", headers=auth(key)).get_json()["stories"]
+                 if not row["on_air"])
+    assert client.get(f"/api/v1/stories/{draft['id']}").status_code == 404
+    for nothing in ("999999", "99999999999", "no-such-piece"):
+        assert client.get(f"/api/v1/stories/{nothing}", headers=headers).status_code == 404
+
+
+@pytest.mark.parametrize("path", ["/api/v1/front", "/front.json"])
+def test_the_front_equals_the_schema_dump(app, client, desk, newsroom, path):
+    paper, _ = newsroom
+    desk.edition(paper, T0.date())
+    paper.config = {"podcast_image": "https://img.example/p.png", "timezone": "Europe/Paris",
+                    "language": "fr", "secret": "never shown", "help_desk": "mailto:desk@example.com"}
+    db.session.commit()
+    answer = client.get(path)
+    assert answer.status_code == 200
+    expected = _expected(app, path, {}, lambda: FrontOut().dump(
+        front.build_front(g.paper, g.paper_snapshot.state, links=links())))
+    assert answer.data == expected
+    assert [len(rail["stories"]) for rail in answer.get_json()["rails"]] == [4, 3]
