@@ -195,6 +195,23 @@ def test_a_commit_that_never_arrives_is_a_503_and_the_retry_writes(relayed, news
     assert sections("Sport") == 1 and records() == 1
 
 
+def test_a_reader_form_whose_commit_is_lost_gets_the_html_503(relayed, newsroom):
+    faulty, relay = relayed
+    client = faulty.test_client()
+    relay.arm(COMMIT, "after")
+    page = client.post("/subscribe", data={"email": "reader@example.com", "sections": "World"})
+    assert relay.fired.is_set()
+    assert page.status_code == 503 and page.mimetype == "text/html"
+    assert int(page.headers["Retry-After"]) > 0
+    text = page.get_data(as_text=True).lower()
+    # The reader gets the plain "briefly unavailable" page; Idempotency-Key is for API clients.
+    assert "briefly unavailable" in text and "idempotency" not in text
+    assert "psycopg" not in text and "traceback" not in text
+    # Sending the form again is harmless: the same page whether or not the first landed.
+    again = client.post("/subscribe", data={"email": "reader@example.com", "sections": "World"})
+    assert again.status_code in (200, 202)
+
+
 def test_a_connection_lost_after_the_answer_leaves_the_answer_as_built(relayed, newsroom):
     faulty, relay = relayed
     client = faulty.test_client()
