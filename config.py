@@ -155,6 +155,9 @@ def load() -> dict:
         # (seconds; 0: ask the database on every request). Writes in the same worker are seen at
         # once; writes by other workers within this time (tenancy.recent_paper).
         "PAPER_SNAPSHOT_SECONDS": float(os.environ.get("PAPER_SNAPSHOT_SECONDS", "1")),
+        # How long a keyed write's answer is kept for a retry with the same Idempotency-Key
+        # (seconds; idempotency.py). Older records are ignored and purged by later writes.
+        "IDEMPOTENCY_TTL_SECONDS": int(os.environ.get("IDEMPOTENCY_TTL_SECONDS", str(24 * 3600))),
         # Answers larger than this are served fresh each time rather than stored (bytes).
         "RESPONSE_CACHE_MAX_BYTES": int(os.environ.get("RESPONSE_CACHE_MAX_BYTES", str(2 << 20))),
         # CDN purge hook (services/delivery/purge.py): empty = off. PURGE_HEADER is one "Name: value" line

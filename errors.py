@@ -112,7 +112,17 @@ def handle_http_exception(error: HTTPException):
 def handle_desk_error(error: DeskError):
     """Answer a service's or view's refusal (services/errors.py) with its status, detail,
     per-field errors and headers."""
-    return answer(error.status, error.detail, errors=error.errors, headers=error.headers)
+    detail = error.detail
+    if error.status == 503:
+        # The database connection failed (a COMMIT whose outcome is unknown): as for any
+        # database error, the page must not touch the database (see handle_unexpected).
+        _rollback()
+        g.pop("paper", None)
+        if not wants_problem():
+            # A reader's form is safe to send again (the same answer either way); the detail
+            # about Idempotency-Key is for API clients.
+            detail = DETAILS[503]
+    return answer(error.status, detail, errors=error.errors, headers=error.headers)
 
 
 def answer(status: int, detail: str | None = None, *, errors: dict | None = None,

@@ -33,7 +33,11 @@ After the view (or the error handler), in this order:
  6. X-RateLimit-*, Retry-After on 429/503 only  ratelimits.add_limit_headers
  7. X-Request-ID, the request log line          logging_setup.finish_request
 
-Teardown: give back a public read's autocommit connection (tenancy.end_read).
+Teardown: give back a public read's autocommit connection (tenancy.end_read). Then, as the
+app context ends, remove the request's database session (transaction.end_session, installed in
+place of flask-sqlalchemy's own removal): a connection lost after the answer was built is logged
+and discarded, never raised to the WSGI server (whose bare 500 page would replace the answer).
+Neither teardown step raises.
 
 A stored answer (step 7 or 10 before) is a response like any other: it passes every
 after-step, so a hit carries the same headers a miss does (the store in step 1 skips it).
@@ -50,7 +54,9 @@ import logging_setup
 import ratelimits
 import security
 import tenancy
+import transaction
 from extensions import cors as flask_cors
+from extensions import db
 
 # Paths that any origin may read from a browser.
 CORS_RESOURCES = {
@@ -74,6 +80,9 @@ BEFORE: tuple[Callable, ...] = (
 
 TEARDOWN: tuple[Callable, ...] = (
     tenancy.end_read,
+)
+TEARDOWN_APPCONTEXT: tuple[Callable, ...] = (
+    transaction.end_session,
 )
 
 
@@ -103,6 +112,18 @@ def _cors_step(app: Flask) -> Callable:
         return flask_cors_step(response)
 
     return cors
+
+
+def _adopt_session_removal(app: Flask) -> None:
+    """Put transaction.end_session where flask-sqlalchemy's `init_app` put its session removal
+    (a teardown_appcontext function), so the session ends the same way, safely."""
+    funcs = app.teardown_appcontext_funcs
+    ours = [i for i, func in enumerate(funcs)
+            if getattr(func, "__self__", None) is db and func.__name__ == "_teardown_session"]
+    if len(ours) != 1:
+        raise RuntimeError(f"flask-sqlalchemy installed {len(ours)} session teardowns; the "
+                           f"pipeline expects one")
+    funcs[ours[0]] = TEARDOWN_APPCONTEXT[0]
 
 
 class Steps:
@@ -155,15 +176,18 @@ def install(app: Flask) -> None:
     app.before_request_funcs[None] = [steps.run_before]
     app.after_request_funcs[None] = [steps.run_after]
     app.teardown_request_funcs[None] = [steps.run_teardown]
+    _adopt_session_removal(app)
 
 
 def describe(app: Flask) -> dict[str, list[str]]:
     """The names of `app`'s installed steps in the order they run: `{"before": [...],
-    "after": [...], "teardown": [...]}`."""
+    "after": [...], "teardown": [...], "teardown_appcontext": [...]}` (the last one lists every
+    app-context teardown, extensions' too, read back from Flask's own list)."""
 
     def name(func: Callable) -> str:
         return f"{func.__module__}.{func.__name__}"
 
     steps: Steps = app.extensions["pipeline"]
     return {"before": [name(f) for f in steps.before], "after": [name(f) for f in steps.after],
-            "teardown": [name(f) for f in steps.teardown]}
+            "teardown": [name(f) for f in steps.teardown],
+            "teardown_appcontext": [name(f) for f in reversed(app.teardown_appcontext_funcs)]}

@@ -22,9 +22,23 @@ transaction). Then, with the finished response in hand:
   services.errors.DeskError, a webargs 422, a database error), rolls back: a 4xx or 5xx
   writes nothing and, its outbox rows rolled back with it, sends nothing.
 
+A keyed write sent with an `Idempotency-Key` (idempotency.py) is checked inside the same
+transaction before the view runs (a stored answer is replayed, a reused key refused), and its
+2xx/3xx answer is stored in it before the commit: the record and the write commit together or not
+at all.
+
+The commit itself: the writes are flushed first (a failure there is definite: nothing was
+written, and errors.py answers it as any other database error). Then COMMIT; a database error
+during the COMMIT itself (the connection lost, the server gone) leaves the outcome unknown: the
+server may have committed before the connection broke. That is answered 503 with Retry-After and
+the detail OUTCOME_UNKNOWN: retry with the same Idempotency-Key, which replays the answer if the
+write landed and performs it if it did not. After a successful commit nothing touches the
+database again in the request, so a connection lost then cannot turn a write that landed into
+an error.
+
 A view without the decorator never commits: whatever it flushed is rolled back when the request
-ends (flask-sqlalchemy removes the session with the app context). CLI commands commit once
-themselves (commands/__init__.py).
+ends (flask-sqlalchemy removes the session with the app context; `end_session` makes that
+removal safe). CLI commands commit once themselves (commands/__init__.py).
 """
 from __future__ import annotations
 
@@ -32,28 +46,48 @@ import functools
 import logging
 
 from flask import current_app
+from sqlalchemy.exc import DBAPIError, OperationalError
 
+import idempotency
 from extensions import db
+from services.errors import Unavailable
 
 log = logging.getLogger("paperdesk.transaction")
+
+OUTCOME_UNKNOWN = ("The connection to the database was lost while this write was being committed, "
+                   "so whether it was saved is unknown (outcome unknown). Retry with the same "
+                   "Idempotency-Key: if the write landed you get its answer again, otherwise it is "
+                   "made now. Without a key, check before retrying.")
 
 
 def transactional(view):
     """Commit the view's writes once its answer is a success (2xx/3xx); roll back otherwise.
-    Returns the finished `Response`. See the module docstring."""
+    Returns the finished `Response` (or, for a keyed write whose Idempotency-Key was answered
+    before, that stored answer). Raises what the view raises, BadRequest/Conflict/Invalid for
+    the Idempotency-Key (idempotency.py), and Unavailable (503, OUTCOME_UNKNOWN) when the
+    connection is lost during the COMMIT. See the module docstring."""
 
     @functools.wraps(view)
     def wrapper(*args, **kwargs):
-        try:
-            _begin()
-            response = current_app.make_response(view(*args, **kwargs))
-            if response.status_code >= 400:
+        claim = idempotency.claim()  # a malformed Idempotency-Key: 400 before any work
+        with idempotency.running(claim):
+            try:
+                _begin()
+                if claim is not None:
+                    replayed = idempotency.replay(claim)
+                    if replayed is not None:
+                        _roll_back()  # nothing was written; the lock (if any) goes with it
+                        return replayed
+                response = current_app.make_response(view(*args, **kwargs))
+                if response.status_code >= 400:
+                    _roll_back()
+                    return response
+                if claim is not None:
+                    idempotency.record(claim, response)
+                _commit()
+            except BaseException:
                 _roll_back()
-                return response
-            db.session.commit()
-        except BaseException:
-            _roll_back()
-            raise
+                raise
         return response
 
     wrapper.transactional = True
@@ -72,8 +106,41 @@ def _begin() -> None:
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+def _commit() -> None:
+    db.session.flush()  # a failure here is definite: the transaction is rolled back
+    try:
+        db.session.commit()
+    except DBAPIError as error:
+        if isinstance(error, OperationalError) or error.connection_invalidated:
+            log.error("commit outcome unknown: %s", error.__class__.__name__)
+            raise Unavailable(OUTCOME_UNKNOWN) from error
+        raise
+
+
 def _roll_back() -> None:
     try:
         db.session.rollback()
     except Exception:  # noqa: BLE001 - the database may be what failed; keep the first error
         log.warning("rollback failed", exc_info=True)
+
+
+def end_session(exc: BaseException | None) -> None:
+    """Pipeline teardown (app context), in place of flask-sqlalchemy's own: remove the session.
+
+    flask-sqlalchemy's removal rolls back and closes the session's connection; when the
+    connection was lost after the answer was built (the server gone, the backend terminated), that
+    rollback raises, and an exception out of a teardown reaches the WSGI server, whose bare 500
+    page would replace the answer. The answer is complete by then (a write's commit, or its
+    rollback, happened inside the request), so it stands: the error is logged and the
+    connection discarded (invalidated, so the pool opens a fresh one)."""
+    try:
+        db.session.remove()
+    except Exception as error:  # noqa: BLE001 - the database may be gone; the answer is already built
+        # Expected when the server goes away: one line, not a traceback per request.
+        log.warning("closing the database session failed (%s: %s); its connection is discarded",
+                    error.__class__.__name__, str(error).splitlines()[0][:200] if str(error) else "")
+        try:
+            db.session().invalidate()
+        except Exception:  # noqa: BLE001 - nothing more can be done with a dead connection
+            log.warning("discarding the connection failed", exc_info=True)
+        db.session.registry.clear()

@@ -1,6 +1,7 @@
 """SQLAlchemy models, one module per aggregate. Importing this package registers them all."""
 from models.desk_key import KEY_KINDS, DeskKey, SigningKey
 from models.edition import Edition
+from models.idempotency import IdempotencyKey
 from models.outbox import OUTBOX_KINDS, OutboxMessage
 from models.paper import Paper, Persona, Section
 from models.piece import CitedFact, Piece, PieceRevision
@@ -16,6 +17,7 @@ __all__ = [
     "CitedFact",
     "DeskKey",
     "Edition",
+    "IdempotencyKey",
     "OUTBOX_KINDS",
     "OutboxMessage",
     "Paper",

@@ -9,7 +9,12 @@ operation, so the document promises exactly what a client gets (schemathesis che
 - 400 where query values are parsed (webargs failures on query and path values are 400, not 422:
   errors.py), 404 everywhere (no paper on this host; no such piece where the path names one),
   401/403 where a key may be sent, 413/415/422 where a JSON body is read, 429 everywhere, and
-  414 (gunicorn's HTML page) for a request line over its limit.
+  414 (gunicorn's HTML page) for a request line over its limit;
+- on every keyed write (POST, PUT, PATCH or DELETE that takes a desk key: transaction.py's commit
+  point, idempotency.py), the `Idempotency-Key` header parameter, the `Idempotent-Replayed`
+  header on its successes, and the answers the key brings: 400 (malformed key), 409 (the same key
+  in flight), 422 (the key reused for another request) and 503 (database away, or the commit's
+  outcome unknown).
 """
 from __future__ import annotations
 
@@ -35,10 +40,43 @@ DESCRIPTIONS = {
 }
 # Answered by gunicorn before the app runs, so never problem+json.
 SERVER_PAGES = {"414"}
+WRITE_METHODS = {"post", "put", "patch", "delete"}
+IDEMPOTENCY_PARAMETER = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": False,
+    "description": (
+        "Makes a retry of this write safe (draft-ietf-httpapi-idempotency-key-header): a unique "
+        "key per write, as a structured-field string (`\"...\"`; a bare token is accepted too), "
+        "1-255 printable ASCII characters. The same key with the same request (method, path, "
+        "body bytes) within 24 hours gets the first answer again, with `Idempotent-Replayed: "
+        "true`, and writes nothing; with another request, a 422; while the first is still being "
+        "processed, a 409. Scoped to this paper and to the desk key sent; only successful "
+        "answers are kept, so after a 4xx the key may be sent again. Ignored on requests "
+        "without a desk key (the public subscribe). After a 503, retry with the same key: the "
+        "write may have landed (outcome unknown)."),
+    "schema": {"type": "string", "maxLength": 512,
+               "pattern": r'^(?:"(?:[ !#-\[\]-~]|\\["\\]){1,255}"|[!#-~][!-~]{0,254})$'},
+    "example": '"8e03978e-40d5-43e8-bc93-6894a57f9324"',
+}
+IDEMPOTENCY_ANSWERS = {
+    "400": "The `Idempotency-Key` header is malformed.",
+    "409": "A request with the same `Idempotency-Key` is still being processed; retry once it has finished.",
+    "422": "The `Idempotency-Key` was first used for a different request (method, path or body).",
+    "503": ("The database is briefly away, or the connection was lost while committing (outcome "
+            "unknown: the write may or may not have landed). Retry after `Retry-After` seconds "
+            "with the same `Idempotency-Key`."),
+}
+REPLAYED_HEADER = {"Idempotent-Replayed": {
+    "description": "`true` when this is the stored answer to an earlier request with the same "
+                   "`Idempotency-Key` (nothing was written this time); absent otherwise.",
+    "schema": {"type": "string", "enum": ["true"]}}}
 HEADERS = {
     "401": {"WWW-Authenticate": {"description": 'Always `Bearer realm="desk"`.', "required": True,
                                  "schema": {"type": "string"}}},
     "429": {"Retry-After": {"description": "Seconds to wait before retrying.", "required": True,
+                            "schema": {"type": "string"}}},
+    "503": {"Retry-After": {"description": "Seconds to wait before retrying.", "required": True,
                             "schema": {"type": "string"}}},
 }
 
@@ -60,6 +98,8 @@ def finish(spec: dict) -> dict:
         path_params = [p for p in item.get("parameters", []) if p.get("in") == "path"]
         for method, operation in item.items():
             if method in HTTP_METHODS:
+                if keyed_write(method, operation):
+                    _idempotent(operation)
                 _finish_operation(operation, machine, components,
                                   has_path_params=bool(path_params) or any(
                                       p.get("in") == "path" for p in operation.get("parameters", [])))
@@ -83,6 +123,23 @@ def _drop_shadowed_parameters(item: dict) -> None:
             item["parameters"] = kept
         else:
             del item["parameters"]
+
+
+def keyed_write(method: str, operation: dict) -> bool:
+    """True for a write (POST, PUT, PATCH, DELETE) that takes a desk key (its `security` names
+    a scheme): where the commit point honours `Idempotency-Key`."""
+    return method in WRITE_METHODS and any(requirement for requirement in operation.get("security", []))
+
+
+def _idempotent(operation: dict) -> None:
+    """Document `Idempotency-Key` on a keyed write: the header parameter, `Idempotent-Replayed`
+    on its successes, and its 400/409/422/503 answers (joined to what the view documents)."""
+    operation.setdefault("parameters", []).append(copy.deepcopy(IDEMPOTENCY_PARAMETER))
+    responses = operation.setdefault("responses", {})
+    for code, response in list(responses.items()):
+        if str(code)[0] == "2" and isinstance(response, dict) and "$ref" not in response:
+            response.setdefault("headers", {}).update(copy.deepcopy(REPLAYED_HEADER))
+    operation["x-idempotency-answers"] = dict(IDEMPOTENCY_ANSWERS)
 
 
 def _needed(operation: dict, has_path_params: bool) -> dict[str, str]:
@@ -115,6 +172,13 @@ def _finish_operation(operation: dict, machine: bool, components: dict, *, has_p
         responses.pop("422", None)
     for code, description in needed.items():
         responses.setdefault(code, {"description": description})
+    for code, description in operation.pop("x-idempotency-answers", {}).items():
+        # Joined to what the route already says (a 409 for a taken name, a 422 for the body).
+        current = responses.get(code)
+        if current is None or "$ref" in current:
+            responses[code] = {"description": description}
+        elif description not in current.get("description", ""):
+            current["description"] = f"{current.get('description', '').rstrip()} Or: {description}".strip()
     for code in list(responses):
         if code == "default" or code[0] in "45":
             responses[code] = _error_response(responses[code], code, machine, components)

@@ -13,6 +13,7 @@ prints `str(error)`.
     +-- NotFound         404 no such piece, section, persona or edition on this paper
     +-- Conflict         409 a name, slug or day that another row already holds
     +-- Invalid          422 a body that parsed but fails a rule; `errors` names the fields
+    +-- Unavailable      503 the database is away, or a write's outcome is unknown (Retry-After)
 
 Raising one never writes anything: the request's commit point (transaction.py) rolls back.
 """
@@ -94,3 +95,16 @@ class Invalid(DeskError):
 
     status = 422
     default_detail = "The request body failed validation."
+
+
+class Unavailable(DeskError):
+    """503: the service cannot answer now; always carries `Retry-After` (seconds). Raised by the
+    commit point when the connection is lost during a COMMIT (transaction.OUTCOME_UNKNOWN)."""
+
+    status = 503
+    default_detail = "The service is briefly unavailable; retry later."
+    retry_after = "5"
+
+    def __init__(self, detail: str | None = None, **kwargs) -> None:
+        super().__init__(detail, **kwargs)
+        self.headers.setdefault("Retry-After", self.retry_after)

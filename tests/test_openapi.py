@@ -7,9 +7,13 @@ import json
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 
+import idempotency
 from errors import PROBLEM_MIME
+from schemas.openapi import IDEMPOTENCY_PARAMETER
 from tests.fixtures.keys import auth
 
 DOCUMENTED_PREFIXES = ("/api/v1", "/embed/", "/oembed")
@@ -153,7 +157,7 @@ def test_each_route_documents_the_errors_it_can_give(app, doc):
             assert "404" in codes, label
         if "requestBody" in operation:
             assert {"400", "413", "415", "422"} <= codes, label
-        else:
+        elif not any(p["name"] == "Idempotency-Key" for p in parameters):
             assert "422" not in codes, label  # bad query/path values are 400s (errors.py)
         security = operation.get("security", [])
         if any(security):
@@ -198,3 +202,48 @@ def test_every_json_body_refuses_what_is_not_json_as_documented(client, desk, de
             assert response.status_code == status, label
             assert response.mimetype == PROBLEM_MIME, label
             assert str(status) in doc["paths"][path][method]["responses"], label
+
+
+WRITE_METHODS = {"post", "put", "patch", "delete"}
+
+
+def test_every_keyed_write_declares_the_idempotency_key(app, doc):
+    keyed_writes = [(path, method, operation, parameters)
+                    for path, method, operation, parameters in operations(doc)
+                    if method in WRITE_METHODS and any(operation.get("security", []))]
+    labels = {f"{method.upper()} {path}" for path, method, _, _ in keyed_writes}
+    assert {"POST /api/v1/stories", "PATCH /api/v1/stories/{id}", "PUT /api/v1/stories/{id}/air",
+            "DELETE /api/v1/stories/{id}/air", "POST /api/v1/sections", "PATCH /api/v1/sections/{slug}",
+            "POST /api/v1/personas", "PATCH /api/v1/personas/{slug}", "POST /api/v1/cast",
+            "PATCH /api/v1/config", "POST /api/v1/subscribers", "POST /api/v1/subscribe"} <= labels
+    for path, method, operation, parameters in keyed_writes:
+        label = f"{method.upper()} {path}"
+        declared = [p for p in parameters if p["name"] == "Idempotency-Key"]
+        assert len(declared) == 1, label
+        header = declared[0]
+        assert header["in"] == "header" and header["required"] is False, label
+        assert "Idempotent-Replayed" in header["description"] and header["example"], label
+        assert idempotency.parse_key([header["example"]]), label
+        responses = operation["responses"]
+        assert {"400", "409", "422", "503"} <= set(responses), label
+        assert "Idempotency-Key" in resolve(doc, responses["409"])["description"], label
+        assert "outcome unknown" in resolve(doc, responses["503"])["description"], label
+        assert responses["503"]["headers"]["Retry-After"]["required"] is True, label
+        for code, response in responses.items():
+            if code[0] == "2":
+                assert "Idempotent-Replayed" in resolve(doc, response)["headers"], label
+    # Nothing else declares it, and every write the app serves goes through the commit point that
+    # honours it.
+    others = [f"{method.upper()} {path}" for path, method, operation, parameters in operations(doc)
+              if f"{method.upper()} {path}" not in labels
+              and any(p["name"] == "Idempotency-Key" for p in parameters)]
+    assert others == []
+    for path, methods, endpoint in documented_rules(app):
+        if methods & {m.upper() for m in WRITE_METHODS}:
+            assert getattr(app.view_functions[endpoint], "transactional", False), (path, endpoint)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.from_regex(IDEMPOTENCY_PARAMETER["schema"]["pattern"], fullmatch=True))
+def test_every_key_the_documented_pattern_allows_is_accepted(value):
+    assert 1 <= len(idempotency.parse_key([value])) <= 255

@@ -82,6 +82,8 @@ def test_the_steps_run_in_the_documented_order(production):
     assert steps["before"] == EXPECTED_BEFORE
     assert steps["after"] == EXPECTED_AFTER
     assert steps["teardown"] == ["tenancy.end_read"]
+    # flask-sqlalchemy's session removal, replaced by the one that never raises.
+    assert steps["teardown_appcontext"] == ["transaction.end_session"]
     # No blueprint carries hooks of its own: the pipeline is the only list.
     for registry in (production.before_request_funcs, production.after_request_funcs,
                      production.teardown_request_funcs):

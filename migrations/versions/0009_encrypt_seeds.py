@@ -1,7 +1,7 @@
 """encrypt seeds: receipt signing seeds sealed at rest under the instance secret
 
 Revision ID: 0009
-Revises: 0007 (re-chain to 0008 when the idempotency migration lands)
+Revises: 0008
 Create Date: 2026-11-24 06:45:00
 
 A data migration, no schema change: every `signing_keys.private_seed` still in the clear (plain
@@ -23,7 +23,7 @@ from services.newsroom import seeds
 
 # revision identifiers, used by Alembic.
 revision = '0009'
-down_revision = '0007'
+down_revision = '0008'
 branch_labels = None
 depends_on = None
 
