@@ -127,10 +127,14 @@ def _sf_string(raw: str) -> str:
 def claim() -> Claim | None:
     """The current request's claim: None unless it is a write sent with a desk key (`g.key`)
     and an `Idempotency-Key` header. Reads the raw body (cached for the view's parser).
-    Raises BadRequest for a malformed header (parse_key)."""
-    if request.method not in WRITE_METHODS or g.get("key") is None or HEADER not in request.headers:
+    Raises BadRequest for a malformed header (parse_key) on any write that carries one, keyed
+    or not: the header is validated at the door even where it has nothing to replay (the
+    public subscribe answers the same however often it is sent)."""
+    if request.method not in WRITE_METHODS or HEADER not in request.headers:
         return None
     key = parse_key(request.headers.getlist(HEADER))
+    if g.get("key") is None:
+        return None
     body = request.get_data(cache=True)
     return Claim(paper_id=g.paper.id, owner=g.key.id, key=key, method=request.method,
                  path=request.path, fingerprint=hashlib.sha256(body).hexdigest())

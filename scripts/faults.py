@@ -715,14 +715,19 @@ def render(results: list[Result], started: datetime, seconds: float) -> str:
 # ----------------------------------------------------------------------------- scenarios
 
 
+# One instance secret for the whole run: the prepared databases' receipt signing seeds are
+# sealed under it (services/newsroom/seeds.py), and every server of every scenario must open them.
+RUN_SECRET = f"faults-{uuid.uuid4().hex}"
+
+
 def base_env(instance: Path, database_url: str) -> dict:
     """The environment of every server and command of a scenario: production's settings
-    (config.py) on a throwaway instance folder and database."""
+    (config.py) on a throwaway instance folder and database, with the run's one SECRET_KEY."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("DATABASE_URL", "FLASK_APP", "SMTP_URL", "RATELIMIT_STORAGE_URI", "CACHE_TYPE",
                         "CACHE_REDIS_URL", "TEST_DATABASE_URL", "FAULTS_DATABASE_URL")}
     env.update(FLASK_APP="app", INSTANCE_PATH=str(instance), DATABASE_URL=database_url,
-               OUTBOX_DIR=str(instance / "outbox"), SECRET_KEY=f"faults-{uuid.uuid4().hex}",
+               OUTBOX_DIR=str(instance / "outbox"), SECRET_KEY=RUN_SECRET,
                WEB_CONCURRENCY="2", LOG_REQUESTS="0", PYTHONUNBUFFERED="1", **LIMITS)
     return env
 
