@@ -333,9 +333,9 @@ class SmtpMailer(Mailer):
         self._drop()
 
 
-class _SMTP(smtplib.SMTP):
-    """smtplib.SMTP that shows its socket to `seen` as soon as it exists, so the mailer's
-    watchdog can cut a connect whose greeting never ends."""
+class _ShowsSocket:
+    """Mixed into smtplib's classes: shows the socket to `seen` as soon as it exists, so the
+    mailer's watchdog can cut a connect whose greeting never ends."""
 
     def __init__(self, *args, seen: Callable[[socket.socket], None], **kwargs):
         self._seen = seen
@@ -347,15 +347,12 @@ class _SMTP(smtplib.SMTP):
         return sock
 
 
-class _SMTP_SSL(smtplib.SMTP_SSL):  # noqa: N801 - named after the class it extends
-    def __init__(self, *args, seen: Callable[[socket.socket], None], **kwargs):
-        self._seen = seen
-        super().__init__(*args, **kwargs)
+class _SMTP(_ShowsSocket, smtplib.SMTP):
+    pass
 
-    def _get_socket(self, host, port, timeout):
-        sock = super()._get_socket(host, port, timeout)
-        self._seen(sock)
-        return sock
+
+class _SMTP_SSL(_ShowsSocket, smtplib.SMTP_SSL):  # noqa: N801 - named after the class it extends
+    pass
 
 
 class SenderPool:
