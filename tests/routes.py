@@ -35,6 +35,7 @@ class PaperData:
     edition_day: str
     confirm_token: str = ""
     unsubscribe_token: str = ""
+    preferences_token: str = ""
 
     @classmethod
     def of(cls, piece: Piece, host: str, edition_day, *, section_slug: str, persona_slug: str,
@@ -46,6 +47,7 @@ class PaperData:
         if subscriber is not None:
             data.confirm_token = subscriptions.make_token("confirm", subscriber)
             data.unsubscribe_token = subscriptions.make_token("unsubscribe", subscriber)
+            data.preferences_token = subscriptions.make_token("preferences", subscriber)
         return data
 
     @property
@@ -102,6 +104,8 @@ def queries_for(endpoint: str, data: PaperData) -> list[dict]:
         "pages.edition": [{}, {"embed": "1"}],
         "subscribe.confirm_page": [{"token": data.confirm_token}],
         "subscribe.unsubscribe_page": [{"token": data.unsubscribe_token}],
+        "subscribe.preferences_page": [{"token": data.preferences_token}],
+        "subscribers.get_preferences": [{"token": data.preferences_token}],
     }.get(endpoint, [{}])
 
 
