@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from extensions import db
 from models import Paper, Piece
 from services.reading import stories
 from services.rendering.links import Links
@@ -66,10 +65,17 @@ def post_for(piece: Piece, *, links: Links) -> dict:
     return post
 
 
-def list_posts(paper: Paper, limit: int, since: datetime | None = None, *, links: Links) -> list[dict]:
-    """Posts (see `post_for`) for the `limit` newest pieces on air (newest first); with `since`
-    (aware), only pieces whose `on_air_at` is strictly later. One SQL statement."""
-    query = stories.rows_query(paper)
-    if since is not None:
-        query = query.where(Piece.on_air_at > since)
-    return [post_for(piece, links=links) for piece in db.session.scalars(query.limit(limit))]
+def list_posts(paper: Paper, limit: int, since: datetime | None = None, *, links: Links,
+               after: list | None = None) -> tuple[list[dict], list | None]:
+    """A page of posts (see `post_for`) of pieces on air, one SQL statement: `(posts, last)`.
+
+    Without `since`, the `limit` newest pieces, newest first. With `since` (aware), only pieces
+    whose `on_air_at` is strictly later, oldest first (ascending `on_air_at`, then id), so a
+    client that walks the pages, or advances `since` to the last post's `on_air_at`, misses
+    nothing that airs meanwhile. `after` is the keyset position (`[1, on_air_at, id]`) the page
+    starts after; `last` is the position of the page's last piece when more follow, else None.
+    """
+    rows, more = stories.page(paper, limit, stories.PageFilter(), after, core=False,
+                              ascending=since is not None, since=since)
+    last = stories.position(rows[-1]) if more else None
+    return [post_for(piece, links=links) for piece in rows], last
