@@ -79,7 +79,7 @@ class StoryListOut(Schema):
 
 def cursor_param() -> fields.String:
     """The `cursor` query parameter of a paged list."""
-    return fields.String(load_default=None, validate=validate.Length(max=1000), metadata={
+    return fields.String(validate=validate.Length(max=1000), metadata={
         "description": "Opaque: the `next_cursor` of the previous page (or the URL in its `Link` header). "
                        "Valid only on the same list, paper and filters; anything else is a 400.",
         "example": CURSOR_EXAMPLE})
@@ -91,13 +91,13 @@ class StoriesQuery(Schema):
         metadata={"description": "How many rows; any integer is accepted and clamped to 1-200.", "example": 20},
     )
     cursor = cursor_param()
-    section = fields.String(load_default=None, validate=validate.Length(min=1, max=200), metadata={
+    section = fields.String(validate=validate.Length(min=1, max=200), metadata={
         "description": "Only pieces of this section: its name as rows carry it in `section` (its slug "
                        "works too). A name that is no section of the paper is a 400.", "example": "World"})
-    persona = fields.String(load_default=None, validate=validate.Length(min=1, max=200), metadata={
+    persona = fields.String(validate=validate.Length(min=1, max=200), metadata={
         "description": "Only pieces bylined by this persona: its `slug` on the masthead (its name works "
                        "too). A persona the paper does not have is a 400.", "example": "ada-quill"})
-    status = fields.String(load_default=None, validate=validate.OneOf(("on_air", "draft", "all")), metadata={
+    status = fields.String(validate=validate.OneOf(("on_air", "draft", "all")), metadata={
         "description": "`on_air` (pieces on air, newest first), `draft` (pieces not on air, newest filed "
                        "first) or `all` (on air, then drafts). `draft` and `all` need a key (401 without); "
                        "an agent key sees only its own persona's drafts. Absent: `on_air` without a key, "
