@@ -49,6 +49,15 @@ class SectionListOut(Schema):
     sections = fields.List(fields.Nested(SectionRowOut), required=True,
                            metadata={"description": "Active sections in the paper's own order."})
     count = fields.Integer(required=True, metadata={"description": "Number of rows in `sections`."})
+    next_cursor = fields.String(required=True, allow_none=True, metadata={
+        "description": "Pass as `cursor` for the sections after these; null on the last page.",
+        "example": CURSOR_EXAMPLE})
+
+
+class SectionsQuery(Schema):
+    limit = fields.Integer(load_default=200, metadata={
+        "description": "How many sections a page; any integer is accepted and clamped to 1-200.", "example": 50})
+    cursor = cursor_param()
 
 
 class DayRowOut(Schema):

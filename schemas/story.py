@@ -105,7 +105,7 @@ class StoriesQuery(Schema):
 
 
 # --- the same wire shapes, straight from Core rows -------------------------------------------
-# services/reading/stories.py `latest_rows` and `find_row` feed these; they must give exactly
+# services/reading/stories.py `page` (`latest_rows`) and `find_row` feed these; they must give exactly
 # what StoryRowOut and StoryOut dump (same keys, same order, same values), which
 # tests/test_fast_paths.py checks on every lane and both databases. The schemas stay the
 # documented contract (OpenAPI) and the shape of every other answer.

@@ -39,7 +39,7 @@ def test_sections_in_paper_order_with_on_air_counts(client, desk):
 
 def test_sections_empty_paper(client, desk):
     desk.paper("demo", sections=())
-    assert client.get("/api/v1/sections").get_json() == {"sections": [], "count": 0}
+    assert client.get("/api/v1/sections").get_json() == {"sections": [], "count": 0, "next_cursor": None}
 
 
 def test_sections_are_per_paper(client, desk):

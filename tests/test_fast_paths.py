@@ -1,10 +1,10 @@
 """The fast paths give exactly the schemas' JSON: `/api/v1/stories`, `/api/v1/stories/{id}`,
 `/api/v1/front` and `/front.json` build their answers from Core rows (services/reading/stories.py
-`latest_rows`, `find_row`, services/reading/front.py `rail_rows`; schemas/story.py
+`page`, `find_row`, services/reading/front.py `rail_rows`; schemas/story.py
 `story_row_wire`, `story_wire`, schemas/front.py `front_wire`) rather than dumping ORM objects
 through marshmallow. Each answer here is compared byte for byte with what StoryListOut,
 StoryOut and FrontOut dump from the ORM objects of the same request, on the public lane and
-the keyed one (drafts), on each database."""
+the keyed one (drafts), on each database, for first pages and for every page of a walk."""
 from __future__ import annotations
 
 from datetime import timedelta

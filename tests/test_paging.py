@@ -1,5 +1,5 @@
 """Cursor paging and filters (docs/API.md "Paging and filters"): walks over `/stories`, `/posts`,
-`/days` and `/days/{day}` by `next_cursor` and the `Link` header, with pieces airing during the
+`/days`, `/days/{day}` and `/sections` by `next_cursor` and the `Link` header, with pieces airing during the
 walk; refused cursors; the `/stories` filters `section`, `persona` and `status`; `/posts?since`
 oldest first for bots. Through HTTP, on each database."""
 from __future__ import annotations
@@ -233,12 +233,24 @@ def test_days_and_a_day_page_by_cursor(client, desk):
     _refused(client.get(f"/api/v1/days/2026-11-04?cursor={cursor}"))  # another day's walk
 
 
+def test_sections_page_in_the_papers_order(client, desk):
+    names = [f"Desk {n:02}" for n in range(12)]
+    desk.paper("demo", sections=names)
+    rows, pages = walk(client, "/api/v1/sections?limit=5", key="sections")
+    assert [row["name"] for row in rows] == names and pages == 3
+    assert client.get("/api/v1/sections").get_json()["next_cursor"] is None
+    days = client.get("/api/v1/days?limit=1").get_json()["next_cursor"]
+    assert days is None  # no day on air: one empty page
+    _refused(client.get("/api/v1/sections?cursor=" + client.get("/api/v1/sections?limit=1").get_json()["next_cursor"]
+                        .replace(".", "..", 1)))
+
+
 def test_the_openapi_document_declares_paging(client, desk):
     desk.paper("demo")
     doc = client.get("/api/v1/openapi.json").get_json()
     paged = {"/api/v1/stories": {"limit", "cursor", "section", "persona", "status"},
              "/api/v1/posts": {"limit", "since", "cursor"}, "/api/v1/days": {"limit", "cursor"},
-             "/api/v1/days/{day}": {"limit", "cursor"}}
+             "/api/v1/days/{day}": {"limit", "cursor"}, "/api/v1/sections": {"limit", "cursor"}}
     for path, names in paged.items():
         operation = doc["paths"][path]["get"]
         params = {p["name"]: p for p in operation["parameters"] if p["in"] == "query"}
@@ -251,7 +263,7 @@ def test_the_openapi_document_declares_paging(client, desk):
         assert "example" in answer["headers"]["Link"], path
         assert "400" in operation["responses"], path
     assert "401" in doc["paths"]["/api/v1/stories"]["get"]["responses"]
-    for schema in ("StoryListOut", "PostListOut", "DayListOut", "DayStoriesOut"):
+    for schema in ("StoryListOut", "PostListOut", "DayListOut", "DayStoriesOut", "SectionListOut"):
         found = doc["components"]["schemas"][schema]["properties"]["next_cursor"]
         assert "example" in found and "description" in found, schema
 

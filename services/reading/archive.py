@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from sqlalchemy import and_, func, select, true
+from sqlalchemy import and_, func, or_, select, true
 
 from extensions import db
 from models import Paper, Piece, Section
@@ -13,21 +13,32 @@ from services.reading import stories
 MAX_DAYS = 366
 
 
-def list_sections(paper: Paper) -> list[dict]:
+def list_sections(paper: Paper, limit: int | None = None, after: list | None = None) -> tuple[list[dict], list | None]:
     """Active sections in the paper's order (position, then id), each
-    `{"name", "slug", "description", "count"}` where count is its pieces on air.
+    `{"name", "slug", "description", "count"}` where count is its pieces on air: `(rows, last)`.
+    With `limit`, at most that many after the keyset position `after` (`[position, id]`; None:
+    from the first), and `last` the position of the last row when more follow, else None.
     One aggregate query: sections LEFT JOIN on-air pieces, GROUP BY section."""
     # section_id, not id: PostgreSQL then counts from ix_pieces_section_air alone.
     count = func.count(Piece.section_id)
     query = (
-        select(Section.name, Section.slug, Section.description, count.label("count"))
+        select(Section.name, Section.slug, Section.description, count.label("count"), Section.position, Section.id)
         .outerjoin(Piece, and_(Piece.section_id == Section.id, stories.on_air_clause()))
         .where(Section.paper_id == paper.id, Section.active.is_(True))
         .group_by(Section.id, Section.name, Section.slug, Section.description, Section.position)
         .order_by(Section.position, Section.id)
     )
-    return [{"name": name, "slug": slug, "description": description or "", "count": n}
-            for name, slug, description, n in db.session.execute(query)]
+    if after is not None:
+        position, id_ = after
+        query = query.where(or_(Section.position > position, and_(Section.position == position, Section.id > id_)))
+    if limit is not None:
+        query = query.limit(limit + 1)
+    found = db.session.execute(query).all()
+    more = limit is not None and len(found) > limit
+    found = found[:limit] if limit is not None else found
+    rows = [{"name": name, "slug": slug, "description": description or "", "count": n}
+            for name, slug, description, n, _, _ in found]
+    return rows, [found[-1].position, found[-1].id] if more else None
 
 
 def list_days(paper: Paper, limit: int = MAX_DAYS, before: date | None = None) -> list[dict]:

@@ -77,26 +77,11 @@ STORY_COLUMNS = (*ROW_COLUMNS, Piece.prose, Piece.image, Piece.content_hash,
 FACT_COLUMNS = (CitedFact.n, CitedFact.statement, CitedFact.source, CitedFact.instrument, CitedFact.claim_key)
 
 
-def _core(columns, of_paper, include_drafts: bool, one_persona: bool = False) -> Select:
-    query = (select(*columns).join(Section, Section.id == Piece.section_id)
-             .join(Persona, Persona.id == Piece.persona_id).where(of_paper))
-    if include_drafts and one_persona:
-        query = _one_persona(query)
-    if not include_drafts:
-        return query.where(Piece.on_air.is_(True)).order_by(Piece.on_air_at.desc(), Piece.id.desc())
-    return query.order_by(Piece.on_air.desc(), Piece.on_air_at.desc(), Piece.filed_at.desc(), Piece.id.desc())
-
-
-_LATEST_ROWS = {(drafts, one): _core(ROW_COLUMNS, Piece.paper_id == bindparam("paper_id"), drafts, one)
-                .limit(bindparam("limit")) for drafts in (True, False) for one in (True, False)}
-
-
 def latest_rows(paper: Paper, limit: int, *, include_drafts: bool = False, drafts_of: int | None = None) -> list:
     """`latest()` as Core rows of ROW_COLUMNS (`id, slug, headline, dek, section, byline, rev,
-    on_air_at, on_air`): one statement, no ORM objects."""
-    one, extra = _scope(include_drafts, drafts_of)
-    return db.session.execute(_LATEST_ROWS[include_drafts, one],
-                              {"paper_id": paper.id, "limit": limit, **extra}).all()
+    on_air_at, on_air`, and `filed_at`): the first `page()`, one statement, no ORM objects."""
+    scope = PageFilter("all" if include_drafts else "on_air", drafts_of if include_drafts else None)
+    return page(paper, limit, scope)[0]
 
 
 # --- pages: keyset paging and filters (docs/API.md "Paging and filters") ----------------------
