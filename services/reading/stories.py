@@ -120,11 +120,13 @@ def position(row) -> list:
     return [0, row.filed_at, row.id]
 
 
-def _after(column, op_asc: bool):
+def _after(column, ascending: bool):
+    # The plain bound (`<=`/`>=`) repeats what the OR says so that it is an index condition on
+    # ix_pieces_paper_air: without it a page deep in the walk would scan every newer row.
     at, id_ = bindparam("after_at"), bindparam("after_id")
-    if op_asc:
-        return or_(column > at, and_(column == at, Piece.id > id_))
-    return or_(column < at, and_(column == at, Piece.id < id_))
+    if ascending:
+        return and_(column >= at, or_(column > at, and_(column == at, Piece.id > id_)))
+    return and_(column <= at, or_(column < at, and_(column == at, Piece.id < id_)))
 
 
 @cache
