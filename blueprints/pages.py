@@ -197,8 +197,44 @@ def edition(day: str):
     if request.args.get("embed") == "1":
         html = render_template("embed/player.html", edition=found, paper=g.paper, page_url=page_url)
         return security.allow_framing(make_response(html), "player")
-    return render_template("pages/edition.html", edition=found, page_url=page_url,
+    media = {"video": links().media(found.video_url), "poster": links().media(found.poster_url),
+             "captions": links().media(found.captions_url)}
+    return render_template("pages/edition.html", edition=found, page_url=page_url, media=media,
+                           language=_language(g.paper),
+                           transcript=[p.strip() for p in (found.transcript or "").split("\n\n") if p.strip()],
+                           json_ld=video_object(found, page_url, media),
                            snippet=str(embeds.player_iframe(found, links=links())))
+
+
+def _language(paper) -> str:
+    config = paper.config if isinstance(paper.config, dict) else {}
+    language = config.get("language")
+    return language if isinstance(language, str) and language.strip() else "en"
+
+
+def video_object(edition, page_url: str, media: dict) -> dict:
+    """schema.org VideoObject JSON-LD for an edition page: name, description, thumbnailUrl,
+    uploadDate, and when there is a video its contentUrl, embedUrl and duration (ISO 8601); the
+    transcript when there is one. `media` holds the absolute `video`, `poster` and `captions`
+    URLs (None when absent)."""
+    data = {
+        "@context": "https://schema.org",
+        "@type": "VideoObject",
+        "name": edition.title,
+        "description": edition.summary or edition.title,
+        "thumbnailUrl": [media["poster"]],
+        "uploadDate": rfc3339(edition.published_at),
+        "url": page_url,
+        "publisher": {"@type": "NewsMediaOrganization", "name": g.paper.nameplate, "url": links().home()},
+    }
+    if media["video"]:
+        data.update(contentUrl=media["video"], embedUrl=links().edition_embed(edition.day),
+                    encodingFormat=edition.mime_type)
+        if edition.duration_seconds:
+            data["duration"] = f"PT{edition.duration_seconds // 60}M{edition.duration_seconds % 60}S"
+    if edition.transcript:
+        data["transcript"] = edition.transcript
+    return data
 
 
 @bp.route("/masthead")
