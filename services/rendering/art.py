@@ -27,7 +27,7 @@ from datetime import date
 
 from PIL import Image, ImageDraw, ImageFont
 
-from services.rendering.media import colour_for, wrap
+from services.rendering.media import colour_for, made_once, store, wrap
 
 # Bump when any drawing changes: the memo in `media.made_once` is keyed on it.
 STYLE = "art-v1"
@@ -233,14 +233,14 @@ def render_poster(nameplate: str, day: date, sections: Sequence[str]) -> bytes:
     return _jpeg(image)
 
 
-def render_artwork(nameplate: str, sections: Sequence[str]) -> bytes:
+def render_artwork(nameplate: str) -> bytes:
     """The podcast's square artwork: a 3000x3000 RGB JPEG (Apple: 1400 to 3000 px square, JPEG
     or PNG, RGB) with the nameplate large and legible at thumbnail size, "The cast", and bands
-    in the sections' colours."""
+    in the desk's section colours."""
     size = ARTWORK_SIZE
     image = Image.new("RGB", (size, size), "#14161a")
     draw = ImageDraw.Draw(image)
-    _bands(draw, (0, size - 360, size, size), sections)
+    _bands(draw, (0, size - 360, size, size), list(PALETTES))
     font = ImageFont.load_default(size=300)
     lines = wrap(nameplate, font, size - 400)[:4]
     y = 420
@@ -266,3 +266,29 @@ def captions_vtt(lines: Sequence[str], *, seconds_per_line: float = 4.0) -> byte
         text = " ".join(line.replace("-->", "\u2192").split())
         out += [str(n + 1), f"{_stamp(start)} --> {_stamp(end)}", text, ""]
     return "\n".join(out).encode("utf-8")
+
+
+# --- stored once, served from the paper's host ---------------------------------------------
+
+def art_file(instance_path: str, section: str, seed: str) -> str:
+    """`render_art(section, seed)` stored under the instance folder (drawn once per instance);
+    returns its path on the paper's host, `/media/{hash}.jpg`."""
+    return made_once(instance_path, f"{STYLE}|art|{section}|{seed}", "jpg",
+                     lambda: render_art(section, seed))
+
+
+def poster_file(instance_path: str, nameplate: str, day: date, sections: Sequence[str]) -> str:
+    """`render_poster(...)` stored once; returns `/media/{hash}.jpg`."""
+    return made_once(instance_path, f"{STYLE}|poster|{nameplate}|{day.isoformat()}|{'/'.join(sections)}",
+                     "jpg", lambda: render_poster(nameplate, day, sections))
+
+
+def artwork_file(instance_path: str, nameplate: str) -> str:
+    """`render_artwork(nameplate)` stored once; returns `/media/{hash}.jpg` (3000x3000)."""
+    return made_once(instance_path, f"{STYLE}|artwork|{nameplate}", "jpg",
+                     lambda: render_artwork(nameplate))
+
+
+def captions_file(instance_path: str, lines: Sequence[str]) -> str:
+    """`captions_vtt(lines)` stored; returns `/media/{hash}.vtt`."""
+    return store(instance_path, captions_vtt(lines), "vtt")
