@@ -91,14 +91,14 @@ def story(id: str):
         "pages/story.html", piece=piece, active_nav=piece.section.slug,
         body=rendered.html, facts_html=prose.render_facts(facts, rendered.referenced),
         disclosure=disclosure(piece.persona.name, g.paper.nameplate), story_url=story_url,
-        og_image=piece.image or links().share_card(piece.slug),
+        og_image=links().media(piece.image) or links().share_card(piece.slug),
         description=piece.dek or prose.plain(piece.prose),
         oembed_url=embeds.oembed_url(story_url, links=links()),
         # Plain text: the page shows the snippet's source, it does not embed itself.
         embed_snippet=str(embeds.iframe(piece, *embeds.card_size(piece, None, None, nameplate=g.paper.nameplate),
                                         links=links())),
         author_url=embeds.masthead_entry(piece.persona.slug, links=links()),
-        json_ld=news_article(piece, story_url, piece.image or links().share_card(piece.slug)),
+        json_ld=news_article(piece, story_url, links().media(piece.image) or links().share_card(piece.slug)),
         related=reader.related_pieces(g.paper, piece),
     )
 
