@@ -289,6 +289,6 @@ def artwork_file(instance_path: str, nameplate: str) -> str:
                      lambda: render_artwork(nameplate))
 
 
-def captions_file(instance_path: str, lines: Sequence[str]) -> str:
+def captions_file(instance_path: str, lines: Sequence[str], *, seconds_per_line: float = 4.0) -> str:
     """`captions_vtt(lines)` stored; returns `/media/{hash}.vtt`."""
-    return store(instance_path, captions_vtt(lines), "vtt")
+    return store(instance_path, captions_vtt(lines, seconds_per_line=seconds_per_line), "vtt")
