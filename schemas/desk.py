@@ -196,7 +196,7 @@ def edition_media(attribute: str, description: str, example: str) -> fields.Func
     """An edition's stored media URL as an absolute URL on the host asked (`Links.media`), or
     null when the edition has none."""
     return fields.Function(lambda e: links().media(getattr(e, attribute)), required=True,
-                           allow_none=True, metadata={"type": ["string", "null"], "format": "uri",
+                           allow_none=True, metadata={"type": "string", "format": "uri",
                                                       "description": description, "example": example})
 
 
