@@ -20,6 +20,7 @@ from sqlalchemy import select
 
 from extensions import db
 from models import Paper
+from tests.fixtures.browser import hosts, watch
 from tests.fixtures.keys import auth
 
 HOST = "http://localhost"
@@ -233,3 +234,36 @@ def test_captions_and_transcript_through_the_keyed_edition_write(client, desk):
     tree = lxml.html.fromstring(client.get("/cast/2026-11-21").data)
     assert tree.xpath("//track") == [] and tree.xpath("//section[@class='transcript']") == []
     assert tree.xpath("//video/source/@src") == [body["video_url"]]
+
+
+@pytest.mark.browser
+def test_demo_pages_in_a_browser_load_only_from_the_papers_host(browser, live, runner, client):
+    """Every page kind of the seeded demo in Chromium with every request off the paper's host
+    aborted: no request leaves the host, none fails, and every picture decodes."""
+    result = runner.invoke(args=["seed-demo", "--subscribers", "0"])
+    assert result.exit_code == 0, result.output
+    stories = client.get("/api/v1/stories?limit=200").get_json()["stories"]
+    day = client.get("/api/v1/cast").get_json()["editions"][0]["day"]
+    own = urlsplit(live).netloc
+    context = browser.new_context()
+    page = context.new_page()
+    seen = watch(page)
+    failed: list[str] = []
+    page.on("requestfailed", lambda request: failed.append(request.url))
+    page.route("**/*", lambda route: route.continue_() if urlsplit(route.request.url).netloc == own
+               else route.abort())
+    for path in ("/", f"/stories/{stories[0]['slug']}", f"/sections/{stories[1]['section'].lower()}",
+                 "/cast", f"/cast/{day}", f"/cast/{day}?embed=1", f"/embed/{stories[2]['id']}", "/masthead"):
+        response = page.goto(live + path, wait_until="load")
+        assert response.status == 200, path
+        # Lazy pictures below the fold load too: each is made eager and must decode.
+        broken = page.evaluate("""async () => {
+            const images = [...document.images];
+            images.forEach(i => { i.loading = "eager"; });
+            const ok = await Promise.all(images.map(i => i.decode().then(() => i.naturalWidth > 0, () => false)));
+            return images.filter((i, n) => !ok[n]).map(i => i.src);
+        }""")
+        assert broken == [], (path, broken)
+    assert hosts(seen["requests"]) == {own}
+    assert failed == [] and seen["errors"] == []
+    context.close()
