@@ -117,10 +117,13 @@ class World:
         self.subjects: set[str] = set()
         self.people: set[str] = set()
         self.offices: dict[str, str] = {}
+        # Sections whose subjects ran out (the bulk path): draw once there, not DRAWS times.
+        self.exhausted: set[str] = set()
 
     def new_person(self, rng: random.Random, taken: set[str] = frozenset()) -> str:
-        """A name nobody in this world has yet (any name once all 400 are used)."""
-        for _ in range(50):
+        """A name nobody in this world has yet (any name once most of the 400 are used)."""
+        tries = 50 if len(self.people) < len(FIRST) * len(LAST) * 3 // 4 else 0
+        for _ in range(tries):
             name = f"{rng.choice(FIRST)} {rng.choice(LAST)}"
             if name not in self.people and name not in taken:
                 return name
@@ -280,12 +283,13 @@ def _draw(rng: random.Random, section: str, world: World, first: int) -> tuple[d
     """A kit and its slots for a subject that has not run; after DRAWS tries, any (the bulk
     path: a paper of 100,000 pieces runs out of subjects)."""
     kits = KITS[section]
-    for attempt in range(DRAWS):
+    for attempt in range(1 if section in world.exhausted else DRAWS):
         kit = kits[(first + attempt) % len(kits)] if attempt < len(kits) else rng.choice(kits)
         slots = _Slots(rng, world)
         subject = f"{section}/{kit['once'].format_map(slots)}"
         if subject not in world.subjects:
             return kit, slots, subject
+    world.exhausted.add(section)
     return kit, slots, subject
 
 

@@ -166,6 +166,7 @@ class StoryIn(StoryPatch):
 # ----------------------------------------------------------------------------- the cast
 
 
+# Characters of an edition's transcript: an hour of speech is about 60,000.
 TRANSCRIPT_MAX = 100_000
 
 
@@ -192,12 +193,12 @@ class CastIn(Schema):
                   "example": "Good evening. Here are the day's pieces from the desk."})
 
 
-def edition_media(attribute: str, description: str, example: str) -> fields.Function:
-    """An edition's stored media URL as an absolute URL on the host asked (`Links.media`), or
-    null when the edition has none."""
+def edition_media(attribute: str, description: str, example: str, *, nullable: bool = True) -> fields.Function:
+    """An edition's stored media URL as an absolute URL on the host asked (`Links.media`: the
+    demo stores paths on the paper's host), or null when the edition has none."""
     return fields.Function(lambda e: links().media(getattr(e, attribute)), required=True,
-                           allow_none=True, metadata={"type": "string", "format": "uri",
-                                                      "description": description, "example": example})
+                           allow_none=nullable, metadata={"type": "string", "format": "uri",
+                                                          "description": description, "example": example})
 
 
 class EditionMediaOut(Schema):
@@ -207,7 +208,8 @@ class EditionMediaOut(Schema):
         "video_url", "The video; null for a poster-only edition (its page shows the poster and "
                      "the transcript).", "https://demo.example.com/media/edition.mp4")
     poster_url = edition_media(
-        "poster_url", "The 16:9 poster picture.", "https://demo.example.com/media/poster.jpg")
+        "poster_url", "The 16:9 poster picture.", "https://demo.example.com/media/poster.jpg",
+        nullable=False)
     captions = edition_media(
         "captions_url", "WebVTT captions of the video, or null.",
         "https://demo.example.com/media/captions.vtt")
