@@ -7,8 +7,11 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
+from flask import current_app
+
 from models import Piece, Subscriber
 from services.delivery import subscriptions
+from services.rendering import media
 
 SKIPPED_METHODS = {"HEAD", "OPTIONS"}
 # Which of the paper's slugs a `<slug>` argument names, per endpoint.
@@ -77,6 +80,9 @@ def value_for(endpoint: str, name: str, data: PaperData) -> str:
         return "1"
     if name == "filename":
         return "css/paper.css"
+    if name == "name" and endpoint == "media.media_file":
+        # A real stored file: captions are the smallest kind.
+        return media.store(current_app.instance_path, b"WEBVTT\n", "vtt").removeprefix(media.MEDIA_PREFIX)
     raise KeyError(f"no value for <{name}> of {endpoint}: extend tests/routes.py")
 
 

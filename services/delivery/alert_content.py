@@ -158,7 +158,8 @@ def alert_data(paper: Paper, subscriber, alert, pieces, editions, *, links: Link
     period, window_start and window_end; `pieces` are `window_content` dicts and `editions`
     its edition rows."""
     edition_rows = [{"day": e.day.isoformat(), "title": e.title, "url": links.edition_page(e.day),
-                     "video_url": e.video_url, "poster_url": e.poster_url} for e in reversed(editions)]
+                     "video_url": links.media(e.video_url), "poster_url": links.media(e.poster_url)}
+                    for e in reversed(editions)]
     return {
         "paper": paper.slug, "email": subscriber.email, "cadence": subscriber.cadence,
         "period": alert.period, "period_words": period_words(subscriber.cadence, alert.period),
