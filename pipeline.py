@@ -59,17 +59,19 @@ from extensions import cors as flask_cors
 from extensions import db
 
 # Paths that any origin may read from a browser: the API, oEmbed and every feed (a web feed
-# reader or an AI agent in a page fetches them cross-origin). Literal paths match exactly; the
-# sitemap pattern is a regular expression (flask-cors compiles a pattern with regex characters).
+# reader or an AI agent in a page fetches them cross-origin; a preflight hears that a feed is
+# only read). Literal paths match exactly; the sitemap pattern is a regular expression
+# (flask-cors compiles a pattern with regex characters).
+_READ_ONLY = {"origins": "*", "methods": ["GET", "HEAD", "OPTIONS"]}
 CORS_RESOURCES = {
     r"/api/v1*": {"origins": "*"},
-    r"/oembed": {"origins": "*"},
-    r"/front.json": {"origins": "*"},
-    r"/feed.json": {"origins": "*"},
-    r"/rss.xml": {"origins": "*"},
-    r"/podcast.xml": {"origins": "*"},
-    r"/llms.txt": {"origins": "*"},
-    r"^/sitemap(-news|-[0-9]+)?\.xml$": {"origins": "*"},
+    r"/oembed": _READ_ONLY,
+    r"/front.json": _READ_ONLY,
+    r"/feed.json": _READ_ONLY,
+    r"/rss.xml": _READ_ONLY,
+    r"/podcast.xml": _READ_ONLY,
+    r"/llms.txt": _READ_ONLY,
+    r"^/sitemap(-news|-[0-9]+)?\.xml$": _READ_ONLY,
 }
 
 BEFORE: tuple[Callable, ...] = (
