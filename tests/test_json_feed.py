@@ -217,3 +217,12 @@ def test_the_indexes_list_the_json_feed(client, desk):
     assert "- [JSON Feed](http://localhost/feed.json): " in llms
     documented = client.get("/api/v1/openapi.json").get_json()["components"]["schemas"]["FeedsOut"]
     assert "json_feed" in documented["required"]
+
+
+def test_art_kept_as_a_path_on_this_host_is_an_absolute_url(client, desk):
+    paper = desk.paper("demo")
+    desk.piece(paper, "Local art", image="/static/img/icon-512.png")
+    feed = client.get("/feed.json", base_url="http://demo.localhost:8080").get_json(force=True)
+    validate(feed)
+    assert feed["items"][0]["image"] == "http://demo.localhost:8080/static/img/icon-512.png"
+    assert feed["feed_url"] == "http://demo.localhost:8080/feed.json"
