@@ -35,8 +35,8 @@ JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"
 JSON_FEED_EXTENSION = "_paperdesk"
 # RSS 2.0 <category domain="taxonomy">term</category>: the IPTC digital source type's scheme
 # and code, which together spell DIGITAL_SOURCE_TYPE.
-IPTC_SCHEME, IPTC_CODE = DIGITAL_SOURCE_TYPE.rsplit("/", 1)
-IPTC_SCHEME += "/"
+IPTC_SCHEME = DIGITAL_SOURCE_TYPE.rpartition("/")[0] + "/"
+IPTC_CODE = DIGITAL_SOURCE_TYPE.rpartition("/")[2]
 LLMS_LATEST = 20
 DEFAULT_LANGUAGE = "en"
 _SPACE = re.compile(r"\s+")
