@@ -19,7 +19,7 @@ import security
 from clock import rfc3339
 from services.reading import archive, front, lookups, reader, stories
 from services.rendering import embeds, prose
-from services.rendering.prose import disclosure
+from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from weblinks import links
 
 bp = Blueprint("pages", __name__)
@@ -106,11 +106,12 @@ def story(id: str):
 def news_article(piece, story_url: str, image: str) -> dict:
     """schema.org NewsArticle JSON-LD for a story page.
 
-    The author is an `Organization`, not a `Person`: a schema.org Person is a human being, and
-    the paper never presents an AI persona as one. The persona is a byline the paper
-    operates, so it is typed as an organisational unit of the publisher (`parentOrganization`),
-    named as the byline reads, with the disclosure as its `description`; the article's
-    `creditText` repeats the disclosure for consumers that show credits.
+    The article's `digitalSourceType` is the IPTC code for trained algorithmic media
+    (DIGITAL_SOURCE_TYPE): machines read that an AI system wrote it. The author is a `Person`
+    named as the byline reads (what search engines take as a byline), never presented as a human
+    reporter: its `description` is the disclosure sentence, and it is affiliated with the
+    publisher that operates it; the article's `creditText` repeats the disclosure for consumers
+    that show credits.
     """
     paper = g.paper
     publisher = {"@type": "NewsMediaOrganization", "name": paper.nameplate, "url": links().home()}
@@ -126,12 +127,14 @@ def news_article(piece, story_url: str, image: str) -> dict:
         "datePublished": rfc3339(piece.on_air_at),
         "dateModified": rfc3339(piece.updated_at),
         "articleSection": piece.section.name,
+        "digitalSourceType": DIGITAL_SOURCE_TYPE,
         "author": [{
-            "@type": "Organization",
+            "@type": "Person",
             "name": piece.persona.name,
             "url": embeds.masthead_entry(piece.persona.slug, links=links()),
+            "image": links().avatar(piece.persona.slug),
             "description": said,
-            "parentOrganization": publisher,
+            "affiliation": publisher,
         }],
         "creditText": said,
         "publisher": publisher,

@@ -8,7 +8,7 @@ from marshmallow import Schema, fields, validate
 from clock import rfc3339
 from schemas.common import Timestamp, computed_text, computed_url
 from services.rendering.links import Links
-from services.rendering.prose import disclosure
+from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from weblinks import links
 
 
@@ -22,6 +22,10 @@ class StoryRowOut(Schema):
     section = computed_text(lambda p: p.section.name, metadata={"description": "The section name."})
     byline = computed_text(lambda p: p.persona.name,
                            metadata={"description": "A declared AI persona (see `disclosure` on the full story)."})
+    digital_source_type = fields.Constant(DIGITAL_SOURCE_TYPE, required=True, metadata={
+        "description": "The byline's AI disclosure for machines: the IPTC digital source type "
+                       "`trainedAlgorithmicMedia` (written by an AI system), always this value.",
+        "example": DIGITAL_SOURCE_TYPE})
     rev = fields.Integer(required=True, metadata={"description": "Revision number, 1 for the first filing."})
     url = computed_url(lambda p: links().story_page(p.slug),
                        metadata={"description": "Absolute URL of the story's page."})
@@ -113,7 +117,9 @@ class StoriesQuery(Schema):
 def story_row_wire(row, links: Links) -> dict:
     """StoryRowOut's dump of a row of `stories.ROW_COLUMNS`."""
     return {"id": str(row.id), "slug": row.slug, "headline": row.headline, "dek": row.dek,
-            "section": row.section, "byline": row.byline, "rev": row.rev,
+            "section": row.section, "byline": row.byline,
+            "digital_source_type": DIGITAL_SOURCE_TYPE,
+            "rev": row.rev,
             "url": links.story_page(row.slug),
             "on_air_at": None if row.on_air_at is None else rfc3339(row.on_air_at), "on_air": row.on_air}
 

@@ -4,7 +4,8 @@
 `story_row_wire`, `story_wire`, schemas/front.py `front_wire`) rather than dumping ORM objects
 through marshmallow. Each answer here is compared byte for byte with what StoryListOut,
 StoryOut and FrontOut dump from the ORM objects of the same request, on the public lane and
-the keyed one (drafts), on each database, for first pages and for every page of a walk."""
+the keyed one (drafts), on each database, for first pages and for every page of a walk;
+`digital_source_type` (the byline's IPTC disclosure) included."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -16,6 +17,7 @@ from extensions import db
 from schemas.front import FrontOut
 from schemas.story import StoryListOut, StoryOut
 from services.reading import front, stories
+from services.rendering.prose import DIGITAL_SOURCE_TYPE
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from weblinks import links
@@ -57,6 +59,11 @@ def test_story_lists_equal_the_schema_dump(app, client, newsroom, keyed, limit):
 
     assert answer.data == _expected(app, url, headers, dump)
     assert answer.get_json()["count"] == min(limit, 8 if keyed else 7)
+    # The byline's machine-readable disclosure, beside it on every row of both paths.
+    for row in answer.get_json()["stories"]:
+        keys = list(row)
+        assert keys[keys.index("byline") + 1] == "digital_source_type"
+        assert row["digital_source_type"] == DIGITAL_SOURCE_TYPE
     assert (answer.get_json()["next_cursor"] is None) == (limit >= (8 if keyed else 7))
 
 
@@ -101,6 +108,8 @@ def test_full_stories_equal_the_schema_dump(app, client, newsroom, keyed):
             expected = _expected(app, url, headers,
                                  lambda ref=ref: StoryOut().dump(stories.find(g.paper, ref, include_drafts=keyed)))
             assert answer.data == expected, url
+            story = answer.get_json()
+            assert story["digital_source_type"] == DIGITAL_SOURCE_TYPE and "AI persona" in story["disclosure"]
     # A draft is not on the public lane; a name that is no piece is a 404 either way.
     draft = next(row for row in client.get("/api/v1/stories?limit=200", headers=auth(key)).get_json()["stories"]
                  if not row["on_air"])
@@ -122,3 +131,5 @@ def test_the_front_equals_the_schema_dump(app, client, desk, newsroom, path):
         front.build_front(g.paper, g.paper_snapshot.state, links=links())))
     assert answer.data == expected
     assert [len(rail["stories"]) for rail in answer.get_json()["rails"]] == [4, 3]
+    assert {row["digital_source_type"] for rail in answer.get_json()["rails"] for row in rail["stories"]} == {
+        DIGITAL_SOURCE_TYPE}
