@@ -4,8 +4,8 @@
     GET    /api/v1/stories/{id}          a full story by id or slug (drafts with a key)
     POST   /api/v1/stories               file a draft (admin, or agent with `file`)
     PATCH  /api/v1/stories/{id}          revise (admin, or agent with `revise`: own drafts)
-    PUT    /api/v1/stories/{id}/air      put on air (admin)
-    DELETE /api/v1/stories/{id}/air      take off air (admin)
+    PUT    /api/v1/stories/{id}/air      put on air now, or at `{"at": RFC 3339}` (admin)
+    DELETE /api/v1/stories/{id}/air      take off air, or cancel a schedule (admin)
     GET    /api/v1/stories/{id}/proof    the provenance record (read key)
 
 Writes take a JSON body (415 otherwise) parsed by a schema that refuses unknown fields (422
@@ -25,7 +25,7 @@ from blueprints.api.permissions import keyed, writer
 from clock import utcnow
 from extensions import db
 from models import DeskKey, Piece
-from schemas.desk import StoryIn, StoryPatch
+from schemas.desk import AirIn, StoryIn, StoryPatch
 from schemas.proof import ProofOut
 from schemas.story import StoriesQuery, StoryListOut, StoryOut, story_row_wire, story_wire
 from services.newsroom import filing, provenance
@@ -161,12 +161,20 @@ def revise_story(body: dict, id: str):
 @bp.route("/stories/<string(maxlength=200):id>/air", methods=["PUT"])
 @transactional
 @keyed(bp, "admin")
+@bp.arguments(AirIn, required=False, example={"at": "2026-11-25T07:00:00Z"})
 @bp.response(200, StoryOut)
 @bp.alt_response(404, description="No such piece on this paper.")
-def air_story(id: str):
-    """Put a piece on air (admin); already on air: unchanged"""
+def air_story(body: dict, id: str):
+    """Put a piece on air now, or schedule it (admin)
+
+    Without a body (or without `at`, or with `at` not in the future) the piece airs now. With
+    `{"at": "<RFC 3339>"}` in the future it is scheduled: on no public surface (API, pages,
+    feeds, sitemaps, search, embeds, oEmbed) until that instant and on all of them after, with
+    `air_at` showing the instant on keyed reads. Already public: unchanged. Already scheduled:
+    scheduled again for `at`, or aired now without it.
+    """
     filing.lock_paper(g.paper)
-    return filing.put_on_air(g.paper, _piece(id), utcnow())
+    return filing.put_on_air(g.paper, _piece(id), utcnow(), (body or {}).get("at"))
 
 
 @bp.route("/stories/<string(maxlength=200):id>/air", methods=["DELETE"])
@@ -175,6 +183,10 @@ def air_story(id: str):
 @bp.response(200, StoryOut)
 @bp.alt_response(404, description="No such piece on this paper.")
 def unair_story(id: str):
-    """Take a piece off air (admin): it leaves every public list, feed and page"""
+    """Take a piece off air, or cancel its schedule (admin)
+
+    A public piece leaves every public list, feed and page (the change feed lists an `unaired`
+    tombstone). A scheduled piece goes back to being a draft and never airs.
+    """
     filing.lock_paper(g.paper)
     return filing.take_off_air(g.paper, _piece(id), utcnow())

@@ -8,7 +8,7 @@ from sqlalchemy import and_, func, select
 
 from extensions import db
 from models import Paper, Piece, Section
-from services.reading import stories
+from services.reading import stories, visibility
 
 MAX_DAYS = 366
 
@@ -21,7 +21,7 @@ def list_sections(paper: Paper) -> list[dict]:
     count = func.count(Piece.section_id)
     query = (
         select(Section.name, Section.slug, Section.description, count.label("count"))
-        .outerjoin(Piece, and_(Piece.section_id == Section.id, Piece.on_air.is_(True)))
+        .outerjoin(Piece, and_(Piece.section_id == Section.id, visibility.on_air()))
         .where(Section.paper_id == paper.id, Section.active.is_(True))
         .group_by(Section.id, Section.name, Section.slug, Section.description, Section.position)
         .order_by(Section.position, Section.id)
@@ -36,7 +36,7 @@ def list_days(paper: Paper, limit: int = MAX_DAYS) -> list[dict]:
     query = (
         # count(*), not count(id): the GROUP BY then reads ix_pieces_paper_air_day alone.
         select(Piece.on_air_day, func.count())
-        .where(Piece.paper_id == paper.id, Piece.on_air.is_(True), Piece.on_air_day.is_not(None))
+        .where(Piece.paper_id == paper.id, visibility.on_air(), Piece.on_air_day.is_not(None))
         .group_by(Piece.on_air_day)
         .order_by(Piece.on_air_day.desc())
         .limit(limit)

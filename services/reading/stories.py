@@ -11,6 +11,7 @@ from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import CitedFact, Paper, Persona, Piece, Section
+from services.reading import visibility
 
 MAX_ID_LENGTH = 200
 MAX_ID = 2**31 - 1  # pieces.id is an INTEGER column
@@ -29,7 +30,7 @@ def rows_query(paper: Paper, *, include_drafts: bool = False) -> Select:
 
 def _one_persona(query: Select) -> Select:
     # Pieces on air, and the drafts of the persona bound as `persona_id` (an agent key's own).
-    return query.where(or_(Piece.on_air.is_(True), Piece.persona_id == bindparam("persona_id")))
+    return query.where(or_(visibility.on_air(), Piece.persona_id == bindparam("persona_id")))
 
 
 def _scope(include_drafts: bool, drafts_of: int | None) -> tuple[bool, dict]:
@@ -43,7 +44,7 @@ def _rows_query(of_paper, include_drafts: bool, one_persona: bool = False) -> Se
     if include_drafts and one_persona:
         query = _one_persona(query)
     if not include_drafts:
-        query = query.where(Piece.on_air.is_(True))
+        query = query.where(visibility.on_air())
         return query.order_by(Piece.on_air_at.desc(), Piece.id.desc())
     return query.order_by(Piece.on_air.desc(), Piece.on_air_at.desc(), Piece.filed_at.desc(),
                           Piece.id.desc())
@@ -80,7 +81,7 @@ def _core(columns, of_paper, include_drafts: bool, one_persona: bool = False) ->
     if include_drafts and one_persona:
         query = _one_persona(query)
     if not include_drafts:
-        return query.where(Piece.on_air.is_(True)).order_by(Piece.on_air_at.desc(), Piece.id.desc())
+        return query.where(visibility.on_air()).order_by(Piece.on_air_at.desc(), Piece.id.desc())
     return query.order_by(Piece.on_air.desc(), Piece.on_air_at.desc(), Piece.filed_at.desc(), Piece.id.desc())
 
 
@@ -107,7 +108,7 @@ def _find_row_statement(by_id: bool, include_drafts: bool, one_persona: bool) ->
 
 def _drafts(query: Select, include_drafts: bool, one_persona: bool) -> Select:
     if not include_drafts:
-        return query.where(Piece.on_air.is_(True))
+        return query.where(visibility.on_air())
     return _one_persona(query) if one_persona else query
 
 
