@@ -30,11 +30,12 @@ import threading
 from collections import OrderedDict
 from urllib.parse import urlencode
 
-from flask import Response, current_app, g, request
+from flask import Response, current_app, g, has_request_context, request
 from flask.globals import request_ctx
 
 import compression
 import tenancy
+from clock import utcnow
 from extensions import cache
 from services.reading import visibility
 
@@ -45,6 +46,21 @@ KEY_HEADERS = ("Authorization", "X-Desk-Key")
 # Headers a view sets to manage caching itself: such an answer is not stored (news sitemap).
 _SELF_MANAGED = ("ETag", "Cache-Control", "Vary", "Set-Cookie", "Last-Modified", "Expires")
 log = logging.getLogger("paperdesk.cache")
+
+
+def request_now():
+    """The one instant of the current request that public visibility and this module's keys
+    are judged at (services/reading/visibility.py): the clock at its first use in the request
+    (`begin` forgets it), the clock itself outside a request."""
+    if not has_request_context():
+        return utcnow()
+    now = g.get("air_now")
+    if now is None:
+        now = g.air_now = utcnow()
+    return now
+
+
+visibility.use_clock(request_now)
 
 
 def no_etag(view):

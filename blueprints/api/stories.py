@@ -16,7 +16,10 @@ true (docs/PROOFS.md verifies one offline).
 """
 from __future__ import annotations
 
-from flask import g, jsonify
+import functools
+
+from flask import abort, g, jsonify, request
+from webargs.core import is_json
 
 import http_cache
 from blueprints.api import permissions
@@ -116,6 +119,21 @@ def story_proof(id: str):
 # ----------------------------------------------------------------------------- writing
 
 
+def optional_json_body(view):
+    """Like common.json_body, for a write whose body is optional (`PUT .../air`): no body at
+    all passes (as before bodies were read); a body that is there must be JSON (415 otherwise)
+    and well-formed (DeskParser's 400)."""
+
+    @functools.wraps(view)
+    def wrapper(*args, **kwargs):
+        if request.get_data(cache=True) and not is_json(request.mimetype):
+            abort(415, description="The request body must be JSON (Content-Type: application/json).")
+        return view(*args, **kwargs)
+
+    documented = bp.alt_response(415, description="A body was sent and is not JSON.")(wrapper)
+    return bp.alt_response(400, description="The body is not well-formed JSON.")(documented)
+
+
 @bp.route("/stories", methods=["POST"])
 @transactional
 @writer(bp, "file")
@@ -161,13 +179,15 @@ def revise_story(body: dict, id: str):
 @bp.route("/stories/<string(maxlength=200):id>/air", methods=["PUT"])
 @transactional
 @keyed(bp, "admin")
+@optional_json_body
 @bp.arguments(AirIn, required=False, example={"at": "2026-11-25T07:00:00Z"})
 @bp.response(200, StoryOut)
 @bp.alt_response(404, description="No such piece on this paper.")
 def air_story(body: dict, id: str):
     """Put a piece on air now, or schedule it (admin)
 
-    Without a body (or without `at`, or with `at` not in the future) the piece airs now. With
+    Without a body (or without `at`, or with `at` not in the future) the piece airs now; a
+    body, when sent, is JSON (415 otherwise). With
     `{"at": "<RFC 3339>"}` in the future it is scheduled: on no public surface (API, pages,
     feeds, sitemaps, search, embeds, oEmbed) until that instant and on all of them after, with
     `air_at` showing the instant on keyed reads. Already public: unchanged. Already scheduled:

@@ -8,14 +8,16 @@ instant without any job running, because every public query compares with the cl
 `now` is one instant per request (`request_now`): the cache key and ETag of a public answer
 (http_cache.py) and every query behind it see the same clock, so an answer is never stored
 under a key that says a scheduled piece has not aired while its body shows it (or the other
-way round). Outside a request (CLI, worker) it is the clock at each use.
+way round). The web layer provides that instant (`use_clock`, called by http_cache.py: a
+service never reads the request); without it, or outside a request (CLI, worker), it is the
+clock at each use.
 """
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Callable
 from datetime import datetime
 
-from flask import g, has_request_context
 from sqlalchemy import and_, bindparam
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -23,16 +25,20 @@ from clock import utcnow
 from models import Piece
 from models.types import UTCDateTime
 
+_clock: Callable[[], datetime] = utcnow
+
+
+def use_clock(clock: Callable[[], datetime]) -> None:
+    """Judge visibility by `clock()` (aware UTC) from now on: the web layer passes one that
+    answers one instant per request and the clock outside requests."""
+    global _clock
+    _clock = clock
+
 
 def request_now() -> datetime:
-    """The instant public visibility is judged at: fixed at its first use in a request (aware
-    UTC, whole seconds), the clock itself outside one."""
-    if not has_request_context():
-        return utcnow()
-    now = g.get("air_now")
-    if now is None:
-        now = g.air_now = utcnow()
-    return now
+    """The instant public visibility is judged at (aware UTC, whole seconds): one per request
+    once the web layer has called `use_clock`, else the clock."""
+    return _clock()
 
 
 # Evaluated at each execution (`callable_`), so statements built once at import stay correct.
