@@ -192,3 +192,27 @@ def test_drain_outbox_purges_the_cdn_once_after_a_scheduled_piece_airs(make_app,
         assert "announced" not in runner.invoke(args=["drain-outbox", "--once"]).output
         assert purge.sender.wait_idle(timeout=5)
         assert len(purges(receiver)) == 1
+
+
+def test_an_instant_alert_goes_out_once_after_the_piece_airs_never_before(client, desk, runner, smtp):
+    from tests.fixtures.servers import body_text
+    from tests.test_alerts import alerts_to, join, run
+
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    with time_machine.travel(NOW, tick=False) as clock:
+        join(client, smtp, "reader@example.com", cadence="instant")
+        piece_id, _ = schedule(client, admin)
+        cancelled = client.post("/api/v1/stories", json={**FILING, "headline": "Never aired"},
+                                headers=auth(admin)).get_json()["id"]
+        client.put(f"/api/v1/stories/{cancelled}/air", json={"at": AT.isoformat()}, headers=auth(admin))
+        client.delete(f"/api/v1/stories/{cancelled}/air", headers=auth(admin))
+        for minutes in (5, 30, 59):  # send-alerts runs before the instant: nothing to tell
+            clock.move_to(NOW + timedelta(minutes=minutes))
+            assert run(runner)[0].exit_code == 0
+        assert alerts_to(smtp, "reader@example.com") == []
+        for minutes in (65, 90, 180):  # after it: one alert, once
+            clock.move_to(NOW + timedelta(minutes=minutes))
+            assert run(runner)[0].exit_code == 0
+    sent = alerts_to(smtp, "reader@example.com")
+    assert len(sent) == 1 and HEADLINE in body_text(sent[0]) and "Never aired" not in body_text(sent[0])

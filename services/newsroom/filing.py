@@ -284,6 +284,9 @@ def lock_paper(paper: Paper) -> None:
 def _add_change(paper: Paper, piece: Piece, kind: str, at: datetime) -> PieceChange:
     """Record a public change of `piece` numbered after the paper's last one. Callers hold
     `lock_paper`, so no two writers take one number."""
+    # Content webhooks (services/delivery/content_hooks.py, built on another branch) hook in
+    # here: emit `piece.<kind>` for this change, due at `at` (a scheduled airing's instant), in
+    # this same transaction; and `_cancel_pending` below is where `cancel_for_piece` belongs.
     seq = (db.session.scalar(select(func.max(PieceChange.seq)).where(PieceChange.paper_id == paper.id)) or 0) + 1
     change = PieceChange(paper_id=paper.id, seq=seq, piece_id=piece.id, type=kind, rev=piece.rev,
                          content_hash=None if kind == "unaired" else piece.content_hash, at=at)
