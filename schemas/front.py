@@ -9,7 +9,7 @@ from marshmallow import Schema, ValidationError, fields, validate
 
 from clock import rfc3339
 from schemas.common import Timestamp, computed_url
-from schemas.story import StoryRowOut, story_row_wire
+from schemas.story import CURSOR_EXAMPLE, StoryRowOut, cursor_param, story_row_wire
 from services.rendering.links import Links
 from weblinks import links
 
@@ -130,10 +130,12 @@ class SinceField(fields.DateTime):
 class PostsQuery(Schema):
     limit = fields.Integer(
         load_default=20, validate=validate.Range(min=1, max=POSTS_LIMIT_MAX),
-        metadata={"description": "How many posts, 1-100 (default 20). Outside that range: 400."})
+        metadata={"description": "How many posts, 1-100 (default 20). Outside that range: 400.", "example": 20})
     since = SinceField(metadata={
-        "description": "Only pieces that went on air strictly after this time. RFC 3339 / "
-                       "ISO 8601; a time without an offset is read as UTC. Unparseable: 400."})
+        "description": "Only pieces that went on air strictly after this time, listed oldest first "
+                       "(ascending `on_air_at`, then id). RFC 3339 / ISO 8601; a time without an offset "
+                       "is read as UTC. Unparseable: 400.", "example": "2026-11-01T08:00:00Z"})
+    cursor = cursor_param()
 
 
 class PostOut(Schema):
@@ -154,8 +156,12 @@ class PostOut(Schema):
 
 
 class PostListOut(Schema):
-    posts = fields.List(fields.Nested(PostOut), required=True, metadata={"description": "Newest first."})
+    posts = fields.List(fields.Nested(PostOut), required=True, metadata={
+        "description": "Newest first; with `since`, oldest first."})
     count = fields.Integer(required=True, metadata={"description": "Number of rows in `posts`."})
+    next_cursor = fields.String(required=True, allow_none=True, metadata={
+        "description": "Pass as `cursor` (with the same `since`) for the posts after these; null on the "
+                       "last page.", "example": CURSOR_EXAMPLE})
 
 
 # --- the masthead -------------------------------------------------------------------------
