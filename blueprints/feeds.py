@@ -19,7 +19,7 @@ from blueprints.api.paper import NOTE
 from extensions import cache
 from schemas.front import front_wire
 from services.reading import front
-from services.rendering import feeds, sitemaps
+from services.rendering import art, feeds, sitemaps
 from weblinks import links
 
 bp = Blueprint("feeds", __name__)
@@ -63,8 +63,13 @@ def rss():
 def podcast():
     """Every video edition as a podcast item with its enclosure and iTunes tags."""
     here = links()
-    return Response(_cached(lambda: feeds.build_podcast(g.paper, here.host_name, links=here)),
-                    content_type=RSS_TYPE)
+
+    def build() -> bytes:
+        # The paper's own square artwork, drawn once per nameplate (no statement).
+        artwork = art.artwork_file(current_app.instance_path, g.paper.nameplate)
+        return feeds.build_podcast(g.paper, here.host_name, links=here, artwork=here.media(artwork))
+
+    return Response(_cached(build), content_type=RSS_TYPE)
 
 
 @bp.route("/front.json")

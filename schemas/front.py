@@ -9,6 +9,7 @@ from marshmallow import Schema, ValidationError, fields, validate
 
 from clock import rfc3339
 from schemas.common import Timestamp, computed_url
+from schemas.desk import EditionMediaOut
 from schemas.story import CURSOR_EXAMPLE, StoryRowOut, cursor_param, story_row_wire
 from services.rendering.links import Links
 from weblinks import links
@@ -74,12 +75,10 @@ class FrontOut(Schema):
 
 # --- the cast -----------------------------------------------------------------------------
 
-class CastEditionOut(Schema):
+class CastEditionOut(EditionMediaOut):
     day = fields.Date(required=True, metadata={"description": "The UTC day the edition covers (YYYY-MM-DD)."})
     title = fields.String(required=True)
     summary = fields.String(required=True)
-    video_url = fields.String(required=True)
-    poster_url = fields.String(required=True)
     embed_url = computed_url(lambda e: links().edition_embed(e.day),
                                 metadata={"description": "Absolute URL of a frameable page that plays the video."})
     url = computed_url(lambda e: links().edition_page(e.day),

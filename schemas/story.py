@@ -139,7 +139,7 @@ def story_wire(row, facts, links: Links, nameplate: str) -> dict:
         "cited_facts": [{"n": f.n, "statement": f.statement, "source": f.source, "instrument": f.instrument,
                          "claim_key": f.claim_key} for f in facts],
         "category": row.section,
-        "image": row.image,
+        "image": links.media(row.image),
         "persona": {"name": row.byline, "slug": row.persona_slug, "title": row.persona_title,
                     "avatar": links.avatar(row.persona_slug), "declared_ai": True},
         "disclosure": disclosure(row.byline, nameplate),

@@ -101,9 +101,9 @@ def test_podcast_has_an_enclosure_and_itunes_tags_per_edition(client, desk):
     assert feed.bozo == 0, feed.get("bozo_exception")
     itunes = "{http://www.itunes.com/dtds/podcast-1.0.dtd}"
     channel = etree.fromstring(response.data).find("channel")
-    assert channel.findtext(f"{itunes}explicit") == "no"
+    assert channel.findtext(f"{itunes}explicit") == "false"
     assert channel.findtext(f"{itunes}summary") == "A test paper."
-    assert [item.findtext(f"{itunes}explicit") for item in channel.iter("item")] == ["no", "no"]
+    assert [item.findtext(f"{itunes}explicit") for item in channel.iter("item")] == ["false", "false"]
     assert feed.feed.author == "The Demo Times"
     assert feed.feed.tags[0].term == "News"
     assert feed.feed.image.href.endswith(".jpg")

@@ -60,7 +60,7 @@ def post_for(piece: Piece, *, links: Links) -> dict:
     post = {"id": str(piece.id), "headline": piece.headline}
     if with_dek:
         post["dek"] = piece.dek
-    post.update(link=link, image=piece.image or links.share_card(piece.slug), text=text,
+    post.update(link=link, image=links.media(piece.image) or links.share_card(piece.slug), text=text,
                 on_air_at=piece.on_air_at)
     return post
 

@@ -54,7 +54,7 @@ def picture(piece: Piece, *, links: Links) -> str:
     """The card's picture: the piece's own art when it is an https URL (or under `links`'
     origin), else its share card there. Plain-http art elsewhere would be mixed content and is refused by the card's
     `img-src 'self' https: data:` policy, so it is never used."""
-    image = (piece.image or "").strip()
+    image = (links.media(piece.image) or "").strip()
     if image.startswith("https://") or image.startswith(links.absolute("/")):
         return image
     return links.share_card(piece.slug)

@@ -134,14 +134,17 @@ def owner_email(paper: Paper, host: str) -> str:
     return one_line(config.get("contact_email")) or f"desk@{host}"
 
 
-def build_podcast(paper: Paper, host: str, *, links: Links) -> bytes:
-    """`/podcast.xml`: every video edition, newest day first, as an RSS item with an enclosure
-    (url, length in bytes, MIME type) and iTunes tags (author, summary, image, explicit no,
-    duration); the channel carries itunes:author, summary, image, category News and owner
-    (`owner_email(paper, host)`, `host` without a port). Page URLs under `links`. One
-    statement."""
+def build_podcast(paper: Paper, host: str, *, links: Links, artwork: str | None = None) -> bytes:
+    """`/podcast.xml`: every video edition with a video, newest day first, as an RSS item with
+    an enclosure (url, length in bytes, MIME type) and iTunes tags (author, summary, explicit
+    `false`, duration); a poster-only edition (no video) is left out, having nothing to enclose.
+    The channel carries itunes:author, summary, image, category News, owner (`owner_email(paper,
+    host)`, `host` without a port) and explicit `false`. Its image is config `podcast_image`,
+    else `artwork` (the square artwork the paper draws, an absolute URL); 16:9 posters never
+    stand in, as podcast apps want a square (Apple: 1400-3000 px, JPEG or PNG). Page and media
+    URLs under `links`. One statement."""
     editions = list(db.session.scalars(
-        select(Edition).where(Edition.paper_id == paper.id)
+        select(Edition).where(Edition.paper_id == paper.id, Edition.video_url.is_not(None))
         .order_by(Edition.day.desc(), Edition.id.desc())
     ))
     built = max((e.published_at for e in editions), default=paper.created_at)
@@ -153,10 +156,10 @@ def build_podcast(paper: Paper, host: str, *, links: Links) -> bytes:
     fg.podcast.itunes_author(name)
     fg.podcast.itunes_summary(summary)
     config = paper.config if isinstance(paper.config, dict) else {}
-    artwork = _artwork(config.get("podcast_image")) or next(
-        (a for a in (_artwork(e.poster_url) for e in editions) if a), None)
-    if artwork:
-        fg.podcast.itunes_image(artwork)
+    configured = config.get("podcast_image")
+    image = _artwork(links.media(configured) if isinstance(configured, str) else None) or _artwork(artwork)
+    if image:
+        fg.podcast.itunes_image(image)
     fg.podcast.itunes_explicit("no")
     fg.podcast.itunes_category({"cat": "News"})
     fg.podcast.itunes_owner(name=name, email=owner_email(paper, host))
@@ -168,15 +171,20 @@ def build_podcast(paper: Paper, host: str, *, links: Links) -> bytes:
         entry.guid(page, permalink=True)
         entry.pubDate(edition.published_at)
         entry.description(one_line(edition.summary) or one_line(edition.title))
-        entry.enclosure(xml_safe(edition.video_url), str(max(0, edition.length_bytes or 0)),
+        entry.enclosure(xml_safe(links.media(edition.video_url)), str(max(0, edition.length_bytes or 0)),
                         one_line(edition.mime_type) or "video/mp4")
         entry.podcast.itunes_author(name)
         entry.podcast.itunes_summary(one_line(edition.summary) or one_line(edition.title))
-        if _artwork(edition.poster_url):
-            entry.podcast.itunes_image(_artwork(edition.poster_url))
         entry.podcast.itunes_duration(_duration(edition.duration_seconds))
         entry.podcast.itunes_explicit("no")
-    return fg.rss_str(pretty=False)
+    # Apple and the podcast validators want `true`/`false`; feedgen takes only yes/no/clean.
+    # Every string of the paper's is escaped inside its element, so this exact element text
+    # can only be feedgen's own.
+    return fg.rss_str(pretty=False).replace(EXPLICIT_NO, EXPLICIT_FALSE)
+
+
+EXPLICIT_NO = b"<itunes:explicit>no</itunes:explicit>"
+EXPLICIT_FALSE = b"<itunes:explicit>false</itunes:explicit>"
 
 
 # --- llms.txt -------------------------------------------------------------------------------
