@@ -3,8 +3,11 @@ docs/DEPLOYING.md "Caching, and a CDN in front").
 
 Everything hangs on the paper's `version`, which every write moves (`Paper.bump`):
 
-1. ETag / 304. A public GET's ETag is `{paper id}.{version}.{birth}.{salt}`, so a matching
-   `If-None-Match` is answered 304 in before_request, before the view runs: no piece is loaded.
+1. ETag / 304. A public GET's ETag is `{paper id}.{version}.{birth}[.a{aired}].{salt}`, so a
+   matching `If-None-Match` is answered 304 in before_request, before the view runs: no piece is
+   loaded. `aired` counts the paper's scheduled instants (Paper.air_schedule) that have come:
+   when a scheduled piece airs, with no write at all, every ETag and cache key of the paper
+   moves at that instant, so no cached answer outlives it (paper_state).
 2. Response cache. A public GET's answer, as its view made it (status 200, body, the view's own
    headers), is stored in flask-caching (`extensions.cache`: SimpleCache in development,
    RedisCache in production) under the paper's id and version, the scheme and host (answers hold
@@ -27,12 +30,14 @@ import threading
 from collections import OrderedDict
 from urllib.parse import urlencode
 
-from flask import Response, current_app, g, request
+from flask import Response, current_app, g, has_request_context, request
 from flask.globals import request_ctx
 
 import compression
 import tenancy
+from clock import utcnow
 from extensions import cache
+from services.reading import visibility
 
 # Bump when the wire format changes, so clients holding old ETags refetch after a deploy.
 FORMAT_SALT = "f1"
@@ -41,6 +46,21 @@ KEY_HEADERS = ("Authorization", "X-Desk-Key")
 # Headers a view sets to manage caching itself: such an answer is not stored (news sitemap).
 _SELF_MANAGED = ("ETag", "Cache-Control", "Vary", "Set-Cookie", "Last-Modified", "Expires")
 log = logging.getLogger("paperdesk.cache")
+
+
+def request_now():
+    """The one instant of the current request that public visibility and this module's keys
+    are judged at (services/reading/visibility.py): the clock at its first use in the request
+    (`begin` forgets it), the clock itself outside a request."""
+    if not has_request_context():
+        return utcnow()
+    now = g.get("air_now")
+    if now is None:
+        now = g.air_now = utcnow()
+    return now
+
+
+visibility.use_clock(request_now)
 
 
 def no_etag(view):
@@ -69,11 +89,16 @@ def _cacheable() -> bool:
 
 
 def paper_state() -> str:
-    """`{id}.{version}.{birth}`: names what the current paper's public answers hold. `birth`
-    (its creation time, hex seconds) tells apart a paper deleted and made again under the same
-    id, whose version starts over (`seed-demo --reset` on SQLite reuses the highest id). Taken
-    from the request's tenancy.PaperSnapshot."""
-    return g.paper_snapshot.state
+    """`{id}.{version}.{birth}`, then `.a{n}` once `n` > 0 of the paper's scheduled instants
+    have come: names what the current paper's public answers hold. `birth` (its creation
+    time, hex seconds) tells apart a paper deleted and made again under the same id, whose
+    version starts over (`seed-demo --reset` on SQLite reuses the highest id). `n` is judged at
+    the request's one instant (services/reading/visibility.request_now), the one its queries
+    use, so an answer is stored under the state it was computed for. Taken from the request's
+    tenancy.PaperSnapshot; use it wherever something is kept per paper version."""
+    snap = g.paper_snapshot
+    aired = visibility.passed(snap.air_schedule)
+    return f"{snap.state}.a{aired}" if aired else snap.state
 
 
 def current_etag() -> str:
@@ -91,6 +116,7 @@ def begin() -> None:
     """Pipeline step, ahead of tenancy: this request's cache state starts empty (a test that
     holds an app context open sees one `g` across requests)."""
     g.public_get, g.response_cache_key, g.response_cache_hit = False, None, False
+    g.air_now = None  # visibility.request_now fixes it at its first use
     g.surrogate_keys = []
     g.response_cache_missed = None
 

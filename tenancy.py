@@ -68,6 +68,8 @@ class PaperSnapshot(NamedTuple):
     is_public: bool
     taken: float
     paper: Paper | None = None  # the row itself, detached: what a view reads of the paper
+    # Paper.air_schedule: the instants scheduled pieces air at (http_cache.paper_state).
+    air_schedule: tuple = ()
 
 
 def snapshot_of(paper: Paper, *, keep_row: bool = False) -> PaperSnapshot:
@@ -75,7 +77,8 @@ def snapshot_of(paper: Paper, *, keep_row: bool = False) -> PaperSnapshot:
     later requests to merge into their sessions (only rows no write has touched)."""
     birth = int(paper.created_at.timestamp()) if paper.created_at else 0
     return PaperSnapshot(paper.id, paper.slug, f"{paper.id}.{paper.version}.{birth:x}",
-                         paper.is_public, time.time(), _detached_copy(paper) if keep_row else None)
+                         paper.is_public, time.time(), _detached_copy(paper) if keep_row else None,
+                         tuple(paper.air_schedule or ()))
 
 
 def _detached_copy(paper: Paper) -> Paper:

@@ -13,14 +13,27 @@ The `/api/v1` tree, one module per resource in blueprints/api/ (blueprint name =
     front        /front
     search       /search
     posts        /posts
+    changes      /changes
     subscribers  /subscribers (GET, POST), /subscribe (POST)
 
 Outside it: embed (/embed/{id}, /oembed; documented too), health, media, feeds, site
 (/robots.txt, /favicon.ico), subscribe (the reader's pages), playground, pages.
 """
 from blueprints import embed, feeds, health, media, pages, playground, site, subscribe
-from blueprints.api import cast, days, front, paper, personas, posts, search, sections, stories, subscribers
+from blueprints.api import (
+    cast,
+    changes,
+    days,
+    front,
+    paper,
+    personas,
+    posts,
+    search,
+    sections,
+    stories,
+    subscribers,
+)
 
 API_BLUEPRINTS = [paper.bp, stories.bp, sections.bp, personas.bp, cast.bp, days.bp, front.bp,
-                  search.bp, posts.bp, subscribers.bp, embed.bp]
+                  search.bp, posts.bp, changes.bp, subscribers.bp, embed.bp]
 PLAIN_BLUEPRINTS = [health.bp, media.bp, feeds.bp, site.bp, subscribe.bp, playground.bp, pages.bp]

@@ -36,7 +36,7 @@ log = logging.getLogger("paperdesk.feeds")
 
 def _cached(build: Callable[[], bytes | str], *extra: str) -> bytes | str:
     # Absolute URLs differ per host, so the host is part of the key as well as the version.
-    key = ":".join(["feeds", str(g.paper.id), str(g.paper.version), links().absolute(request.path), *extra])
+    key = ":".join(["feeds", http_cache.paper_state(), links().absolute(request.path), *extra])
     # As in http_cache: a cache outage (Redis down) builds the feed afresh, never fails it.
     try:
         body = cache.get(key)
@@ -94,7 +94,7 @@ def front_json():
     """The front page document: byte for byte the answer of `GET /api/v1/front`."""
     # The API view answers the same dump of the same document; CORS is opened in app.py.
     here = links()
-    return jsonify(front_wire(front.build_front(g.paper, g.paper_snapshot.state, links=here, rows=True), here))
+    return jsonify(front_wire(front.build_front(g.paper, http_cache.paper_state(), links=here, rows=True), here))
 
 
 @bp.route("/llms.txt")

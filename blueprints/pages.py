@@ -68,7 +68,7 @@ def home():
     """The front page: nameplate, motto, the issue's date and one rail per section in order."""
     sections = front.active_sections(g.paper)
     rails = front.rail_pieces(g.paper, sections)
-    newsroom = front.newsroom(g.paper, g.paper_snapshot.state)
+    newsroom = front.newsroom(g.paper, http_cache.paper_state())
     latest = newsroom["latest_on_air_at"]
     return render_template(
         "pages/home.html", active_nav="home", nav=sections,

@@ -18,11 +18,23 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 
-from sqlalchemy import func, insert, select, text
+from sqlalchemy import func, insert, literal, select, text
 
 from demo.content import PERSONAS, SECTIONS, World, compose
 from extensions import db
-from models import CADENCES, CitedFact, Edition, Paper, Persona, Piece, PieceRevision, Section, SigningKey, Subscriber
+from models import (
+    CADENCES,
+    CitedFact,
+    Edition,
+    Paper,
+    Persona,
+    Piece,
+    PieceChange,
+    PieceRevision,
+    Section,
+    SigningKey,
+    Subscriber,
+)
 from services.newsroom import filing, provenance
 from services.rendering import art
 
@@ -237,7 +249,7 @@ def _batches(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
             "prose": draft.prose, "image": image, "rev": 1, "content_hash": sealed["content_hash"],
             "on_air": on_air, "on_air_at": on_air_at,
             "on_air_day": on_air_at.date() if on_air_at else None, "filed_at": filed_at,
-            "updated_at": on_air_at or filed_at, "filed_by_key_id": None})
+            "updated_at": on_air_at or filed_at, "filed_by_key_id": None, "announced_at": on_air_at})
         for n, fact in enumerate(draft.cited_facts, start=1):
             facts.append({"id": fact_id, "piece_id": piece_id, "n": n,
                           **{name: fact[name] for name in filing.FACT_FIELDS}})
@@ -285,6 +297,17 @@ def _write_pieces(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: dateti
         if pending is not None:
             pending.result()
     _reset_sequences((Piece, CitedFact, PieceRevision))
+    _write_changes(paper)
+
+
+def _write_changes(paper: Paper) -> None:
+    """The change feed's `aired` change of each piece on air, numbered in (`on_air_at`, `id`)
+    order, as filing would have written them: one INSERT ... SELECT."""
+    aired = (select(Piece.paper_id, func.row_number().over(order_by=(Piece.on_air_at, Piece.id)), Piece.id,
+                    literal("aired"), Piece.rev, Piece.content_hash, Piece.on_air_at)
+             .where(Piece.paper_id == paper.id, Piece.on_air.is_(True)))
+    db.session.execute(insert(PieceChange).from_select(
+        ["paper_id", "seq", "piece_id", "type", "rev", "content_hash", "at"], aired))
 
 
 def edition_transcript(nameplate: str, day: date, pieces: list[tuple[str, str, str]]) -> list[str]:

@@ -4,7 +4,7 @@ from models.edition import Edition
 from models.idempotency import IdempotencyKey
 from models.outbox import OUTBOX_KINDS, OutboxMessage
 from models.paper import Paper, Persona, Section
-from models.piece import CitedFact, Piece, PieceRevision
+from models.piece import CHANGE_TYPES, CitedFact, Piece, PieceChange, PieceRevision
 from models.subscriber import CADENCES, PAUSED_INDEFINITELY, AlertDelivery, Subscriber, WebhookDelivery
 from models.types import utcnow
 
@@ -24,7 +24,9 @@ __all__ = [
     "Paper",
     "Persona",
     "Piece",
+    "PieceChange",
     "PieceRevision",
+    "CHANGE_TYPES",
     "Section",
     "SigningKey",
     "utcnow",

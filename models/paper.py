@@ -38,6 +38,10 @@ class Paper(db.Model):
     config: Mapped[dict] = mapped_column(JSONType, default=dict)
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The instants (UTC epoch seconds, ascending) at which scheduled pieces air, as of the last
+    # write: how many have passed is part of every cached answer's key and ETag (http_cache.py),
+    # so no cached answer outlives the instant a scheduled piece airs.
+    air_schedule: Mapped[list | None] = mapped_column(JSONType)
 
     sections: Mapped[list[Section]] = relationship(
         back_populates="paper", order_by="Section.position", lazy="raise_on_sql"

@@ -25,8 +25,12 @@ from models.types import UTCDateTime
 
 
 class Piece(db.Model):
-    """A story. Public only while `on_air`; `on_air_at` is when it last went on air (UTC) and
-    `on_air_day` its UTC date, kept as a column so the archive is an indexed GROUP BY."""
+    """A story. Public only while `on_air` and once `on_air_at` (UTC) has come: a piece put on
+    air with a future `on_air_at` is scheduled, and airs at that instant with no job to run
+    (services/reading/visibility.py is the one public predicate). `on_air_day` is the UTC date
+    of `on_air_at`, kept as a column so the archive is an indexed GROUP BY. `announced_at` is
+    when the piece's airing was announced (CDN purge): at once for a piece aired now, by
+    `flask drain-outbox` for a scheduled one once its instant has passed; None until then."""
 
     __tablename__ = "pieces"
     __table_args__ = (
@@ -53,6 +57,7 @@ class Piece(db.Model):
     filed_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     filed_by_key_id: Mapped[int | None] = mapped_column(ForeignKey("desk_keys.id"))
+    announced_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     section: Mapped[Section] = relationship(lazy="raise_on_sql")
     persona: Mapped[Persona] = relationship(lazy="raise_on_sql")
@@ -98,3 +103,33 @@ class PieceRevision(db.Model):
     kid: Mapped[str] = mapped_column(String(64))
     filer: Mapped[str] = mapped_column(String(200))
     filed_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+CHANGE_TYPES = ("aired", "revised", "unaired")
+
+
+class PieceChange(db.Model):
+    """One public change of a piece, for the change feed (`GET /api/v1/changes`): `aired`,
+    `revised` (while on air) or `unaired` (a tombstone: `content_hash` is None, never content).
+
+    `seq` numbers a paper's changes 1, 2, ... in the order they were written (writes of pieces
+    on one paper are serialised by services.newsroom.filing.lock_paper); `at` is when the change
+    is public: the write's own time, or the scheduled instant of a scheduled airing, so the feed
+    lists `at <= now` keyed on (`at`, `seq`). `piece_id` is no foreign key: a tombstone outlives
+    its piece."""
+
+    __tablename__ = "piece_changes"
+    __table_args__ = (
+        UniqueConstraint("paper_id", "seq"),
+        Index("ix_piece_changes_paper_at_seq", "paper_id", "at", "seq"),
+        Index("ix_piece_changes_piece", "piece_id"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    paper_id: Mapped[int] = mapped_column(ForeignKey("papers.id", ondelete="CASCADE"))
+    seq: Mapped[int] = mapped_column(Integer)
+    piece_id: Mapped[int] = mapped_column(Integer)
+    type: Mapped[str] = mapped_column(String(16))
+    rev: Mapped[int] = mapped_column(Integer)
+    content_hash: Mapped[str | None] = mapped_column(String(80))
+    at: Mapped[datetime] = mapped_column(UTCDateTime)

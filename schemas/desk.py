@@ -334,3 +334,13 @@ class ConfigOut(Schema):
                        "podcast_image); integration settings and credentials stay with admin."})
     desk_keys = fields.List(fields.Nested(KeySummaryOut), metadata={
         "description": "Admin keys only: the paper's desk keys (prefix, kind, label; never the key)."})
+
+
+class AirIn(Schema):
+    """Put a piece on air now, or schedule it: the body is optional (no body airs now)."""
+
+    at = fields.AwareDateTime(
+        format="iso", allow_none=True,
+        metadata={"description": "RFC 3339 instant with an offset. Later than now: the piece is scheduled "
+                                 "and is on no public surface until then. Absent, null or past: it airs now.",
+                  "example": "2026-11-25T07:00:00Z"})

@@ -7,6 +7,7 @@ from marshmallow import Schema, fields, validate
 
 from clock import rfc3339
 from schemas.common import Timestamp, computed_text, computed_url
+from services.reading import visibility
 from services.rendering.links import Links
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from weblinks import links
@@ -33,6 +34,17 @@ class StoryRowOut(Schema):
                           metadata={"description": "When the piece went on air (RFC 3339, UTC); null for a draft."})
     on_air = fields.Boolean(required=True, metadata={
         "description": "Always true on the public lane; false marks a draft (keyed lane)."})
+    air_at = fields.Function(
+        lambda p: _air_at(p), required=True, allow_none=True,
+        metadata={"type": "string", "format": "date-time", "example": "2026-11-25T07:00:00Z",
+                  "description": "Keyed lane: the instant a scheduled piece airs (RFC 3339, UTC); null "
+                                 "when the piece is not scheduled (a draft, or already public). Always "
+                                 "null on the public lane, which never shows a scheduled piece."})
+
+
+def _air_at(piece) -> str | None:
+    at = visibility.air_at(piece)
+    return None if at is None else rfc3339(at)
 
 
 class CitedFactOut(Schema):
@@ -121,7 +133,8 @@ def story_row_wire(row, links: Links) -> dict:
             "digital_source_type": DIGITAL_SOURCE_TYPE,
             "rev": row.rev,
             "url": links.story_page(row.slug),
-            "on_air_at": None if row.on_air_at is None else rfc3339(row.on_air_at), "on_air": row.on_air}
+            "on_air_at": None if row.on_air_at is None else rfc3339(row.on_air_at), "on_air": row.on_air,
+            "air_at": _air_at(row)}
 
 
 def story_wire(row, facts, links: Links, nameplate: str) -> dict:

@@ -13,6 +13,7 @@ import os
 import socket
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -153,7 +154,8 @@ def test_without_snapshots_a_hit_or_a_304_costs_one_paper_lookup(make_app, newsr
 def test_another_workers_write_is_seen_once_the_snapshot_expires(make_app, newsroom):
     # Two apps on one database stand for two gunicorn workers: a commit in one forgets only
     # its own snapshots, so the other serves the old version for at most PAPER_SNAPSHOT_SECONDS.
-    with time_machine.travel(T0, tick=False) as clock:
+    # A day on: the newsroom's pieces aired at 09:00-11:00 (at T0 they would still be scheduled).
+    with time_machine.travel(T0 + timedelta(days=1), tick=False) as clock:
         reader, writer = make_app().test_client(), make_app().test_client()
         before = reader.get("/api/v1/stories")
         assert before.get_json()["count"] == 3

@@ -4,8 +4,8 @@
     GET    /api/v1/stories/{id}          a full story by id or slug (drafts with a key)
     POST   /api/v1/stories               file a draft (admin, or agent with `file`)
     PATCH  /api/v1/stories/{id}          revise (admin, or agent with `revise`: own drafts)
-    PUT    /api/v1/stories/{id}/air      put on air (admin)
-    DELETE /api/v1/stories/{id}/air      take off air (admin)
+    PUT    /api/v1/stories/{id}/air      put on air now, or at `{"at": RFC 3339}` (admin)
+    DELETE /api/v1/stories/{id}/air      take off air, or cancel a schedule (admin)
     GET    /api/v1/stories/{id}/proof    the provenance record (read key)
 
 Writes take a JSON body (415 otherwise) parsed by a schema that refuses unknown fields (422
@@ -16,7 +16,10 @@ true (docs/PROOFS.md verifies one offline).
 """
 from __future__ import annotations
 
-from flask import g, jsonify
+import functools
+
+from flask import abort, g, jsonify, request
+from webargs.core import is_json
 
 import http_cache
 from blueprints.api import paging, permissions
@@ -25,7 +28,7 @@ from blueprints.api.permissions import keyed, writer
 from clock import utcnow
 from extensions import db
 from models import DeskKey, Piece
-from schemas.desk import StoryIn, StoryPatch
+from schemas.desk import AirIn, StoryIn, StoryPatch
 from schemas.proof import ProofOut
 from schemas.story import StoriesQuery, StoryListOut, StoryOut, story_row_wire, story_wire
 from services.errors import BadRequest, Unauthorized
@@ -159,6 +162,21 @@ def story_proof(id: str):
 # ----------------------------------------------------------------------------- writing
 
 
+def optional_json_body(view):
+    """Like common.json_body, for a write whose body is optional (`PUT .../air`): no body at
+    all passes (as before bodies were read); a body that is there must be JSON (415 otherwise)
+    and well-formed (DeskParser's 400)."""
+
+    @functools.wraps(view)
+    def wrapper(*args, **kwargs):
+        if request.get_data(cache=True) and not is_json(request.mimetype):
+            abort(415, description="The request body must be JSON (Content-Type: application/json).")
+        return view(*args, **kwargs)
+
+    documented = bp.alt_response(415, description="A body was sent and is not JSON.")(wrapper)
+    return bp.alt_response(400, description="The body is not well-formed JSON.")(documented)
+
+
 @bp.route("/stories", methods=["POST"])
 @transactional
 @writer(bp, "file")
@@ -204,12 +222,22 @@ def revise_story(body: dict, id: str):
 @bp.route("/stories/<string(maxlength=200):id>/air", methods=["PUT"])
 @transactional
 @keyed(bp, "admin")
+@optional_json_body
+@bp.arguments(AirIn, required=False, example={"at": "2026-11-25T07:00:00Z"})
 @bp.response(200, StoryOut)
 @bp.alt_response(404, description="No such piece on this paper.")
-def air_story(id: str):
-    """Put a piece on air (admin); already on air: unchanged"""
+def air_story(body: dict, id: str):
+    """Put a piece on air now, or schedule it (admin)
+
+    Without a body (or without `at`, or with `at` not in the future) the piece airs now; a
+    body, when sent, is JSON (415 otherwise). With
+    `{"at": "<RFC 3339>"}` in the future it is scheduled: on no public surface (API, pages,
+    feeds, sitemaps, search, embeds, oEmbed) until that instant and on all of them after, with
+    `air_at` showing the instant on keyed reads. Already public: unchanged. Already scheduled:
+    scheduled again for `at`, or aired now without it.
+    """
     filing.lock_paper(g.paper)
-    return filing.put_on_air(g.paper, _piece(id), utcnow())
+    return filing.put_on_air(g.paper, _piece(id), utcnow(), (body or {}).get("at"))
 
 
 @bp.route("/stories/<string(maxlength=200):id>/air", methods=["DELETE"])
@@ -218,6 +246,10 @@ def air_story(id: str):
 @bp.response(200, StoryOut)
 @bp.alt_response(404, description="No such piece on this paper.")
 def unair_story(id: str):
-    """Take a piece off air (admin): it leaves every public list, feed and page"""
+    """Take a piece off air, or cancel its schedule (admin)
+
+    A public piece leaves every public list, feed and page (the change feed lists an `unaired`
+    tombstone). A scheduled piece goes back to being a draft and never airs.
+    """
     filing.lock_paper(g.paper)
     return filing.take_off_air(g.paper, _piece(id), utcnow())

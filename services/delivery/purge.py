@@ -1,7 +1,8 @@
 """The CDN purge hook (docs/API.md "caching"; docs/DEPLOYING.md "Caching, and a CDN in front").
 
 Public answers carry `Surrogate-Key: paper-<id>` and, on a piece's own answers,
-`piece-<id>` (http_cache.py). When a piece goes on air, goes off air, or is revised while on air,
+`piece-<id>` (http_cache.py). When a piece goes on air, goes off air, or is revised while on air
+(public, in the sense of services/reading/visibility.py),
 and PURGE_URL is set, the keys `paper-<paper id>` and `piece-<piece id>` are POSTed to PURGE_URL
 once the transaction commits:
 
@@ -40,6 +41,7 @@ from sqlalchemy import event, inspect
 from sqlalchemy.orm import Session
 
 from models import Piece
+from services.reading import visibility
 
 log = logging.getLogger("paperdesk.purge")
 
@@ -56,13 +58,26 @@ def surrogate_keys(piece: Piece) -> list[str]:
     return [f"paper-{piece.paper_id}", f"piece-{piece.id}"]
 
 
+def _before(attr):
+    history = attr.history
+    values = history.deleted or history.unchanged
+    return values[0] if values else None
+
+
 def _changes_public_answers(piece: Piece, *, new: bool = False, deleted: bool = False) -> bool:
+    # "Public" is services/reading/visibility.py's predicate: a piece scheduled for later is
+    # on no public answer, so scheduling or cancelling it purges nothing; `flask drain-outbox`
+    # purges once its instant has come (commands/outbox.py announce_aired).
+    now = visibility.request_now()
     if new or deleted:
-        return bool(piece.on_air)
+        return visibility.is_public(piece, now)
     attrs = inspect(piece).attrs
-    if attrs.on_air.history.has_changes():
-        return True  # went on air, or off it
-    return bool(piece.on_air) and any(attrs[name].history.has_changes() for name in PUBLISHED)
+    is_public = visibility.is_public(piece, now)
+    if attrs.on_air.history.has_changes() or attrs.on_air_at.history.has_changes():
+        was = _before(attrs.on_air) and (_before(attrs.on_air_at) or now) <= now
+        if bool(was) != is_public:
+            return True  # went public, or left
+    return is_public and any(attrs[name].history.has_changes() for name in PUBLISHED)
 
 
 def _collect(session: Session, flush_context) -> None:

@@ -1,8 +1,12 @@
-"""The filing desk: file, revise, put on air, take off air (docs/API.md "writes").
+"""The filing desk: file, revise, put on air (now or at a scheduled instant), take off air
+(docs/API.md "writes", "Scheduled airing", "Change feed").
 
 Every filing or revision validates its inputs, writes a new `PieceRevision` with its basis,
 content hash and Ed25519 receipt, refreshes the piece's current state and moves the paper's
-version. Functions flush; the caller (request or CLI) commits or rolls back once.
+version. Every public change (a piece aired, revised while on air, taken off air) also writes
+a `PieceChange` in the same transaction, for the change feed. Functions flush; the caller
+(request or CLI) commits or rolls back once, having taken `lock_paper` first: change numbers
+(`seq`) and the `now` a change is dated with then follow commit order.
 """
 from __future__ import annotations
 
@@ -11,11 +15,11 @@ import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from sqlalchemy import delete, func, select
 from sqlalchemy import inspect as sa_inspect
-from sqlalchemy import select
 
 from extensions import db
-from models import CitedFact, Paper, Persona, Piece, PieceRevision, Section, SigningKey
+from models import CitedFact, Paper, Persona, Piece, PieceChange, PieceRevision, Section, SigningKey
 from services.errors import Invalid
 from services.newsroom import provenance
 
@@ -221,6 +225,15 @@ def _record(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: dateti
     _drop_cited_facts(piece)
     for i, fact in enumerate(draft.cited_facts, start=1):
         db.session.add(CitedFact(piece_id=piece.id, n=i, **{k: str(fact[k]) for k in FACT_FIELDS}))
+    if piece.on_air and piece.on_air_at is not None:
+        if piece.on_air_at <= now:
+            _add_change(paper, piece, "revised", now)
+        else:
+            # Scheduled, not public yet: its pending `aired` change announces this revision
+            # instead (no poller has seen it, so it may still change).
+            db.session.execute(PieceChange.__table__.update().where(
+                PieceChange.piece_id == piece.id, PieceChange.type == "aired", PieceChange.at > now,
+            ).values(rev=rev, content_hash=sealed["content_hash"]))
     paper.bump()
     db.session.flush()
     return revision
@@ -268,20 +281,81 @@ def lock_paper(paper: Paper) -> None:
     db.session.execute(select(Paper.id).where(Paper.id == paper.id).with_for_update())
 
 
-def put_on_air(paper: Paper, piece: Piece, now: datetime) -> Piece:
-    """Put a piece on air at `now` (its day is now's UTC date). Already on air: unchanged."""
-    if not piece.on_air:
-        piece.on_air, piece.on_air_at, piece.on_air_day = True, now, now.date()
-        piece.updated_at = now
-        paper.bump()
-        db.session.flush()
+def _add_change(paper: Paper, piece: Piece, kind: str, at: datetime) -> PieceChange:
+    """Record a public change of `piece` numbered after the paper's last one. Callers hold
+    `lock_paper`, so no two writers take one number."""
+    # Content webhooks (services/delivery/content_hooks.py, built on another branch) hook in
+    # here: emit `piece.<kind>` for this change, due at `at` (a scheduled airing's instant), in
+    # this same transaction; and `_cancel_pending` below is where `cancel_for_piece` belongs.
+    seq = (db.session.scalar(select(func.max(PieceChange.seq)).where(PieceChange.paper_id == paper.id)) or 0) + 1
+    change = PieceChange(paper_id=paper.id, seq=seq, piece_id=piece.id, type=kind, rev=piece.rev,
+                         content_hash=None if kind == "unaired" else piece.content_hash, at=at)
+    db.session.add(change)
+    return change
+
+
+def _cancel_pending(piece: Piece, now: datetime) -> None:
+    # A scheduled airing's change is dated in the future and no poller has listed it: a
+    # cancellation removes it rather than adding a tombstone for something never public.
+    db.session.execute(delete(PieceChange).where(
+        PieceChange.piece_id == piece.id, PieceChange.type == "aired", PieceChange.at > now))
+
+
+def refresh_schedule(paper: Paper, now: datetime) -> None:
+    """Store in `paper.air_schedule` the instants (epoch seconds, ascending; None when there
+    are none) at which the paper's scheduled pieces air after `now`: http_cache.py keys cached
+    answers on how many have passed. Call after any write that schedules or cancels."""
+    db.session.flush()
+    instants = db.session.scalars(select(Piece.on_air_at).where(
+        Piece.paper_id == paper.id, Piece.on_air.is_(True), Piece.on_air_at > now,
+    ).order_by(Piece.on_air_at)).all()
+    paper.air_schedule = [int(at.timestamp()) for at in instants] or None
+
+
+def is_scheduled(piece: Piece, now: datetime) -> bool:
+    """True for a piece put on air at an instant still to come (`on_air_at` > `now`)."""
+    return bool(piece.on_air) and piece.on_air_at is not None and piece.on_air_at > now
+
+
+def put_on_air(paper: Paper, piece: Piece, now: datetime, at: datetime | None = None) -> Piece:
+    """Put a piece on air at `now`, or schedule it for `at` (aware) when that is later than
+    `now` (fractions of a second dropped); its day is that instant's UTC date. A scheduled
+    piece is on no public surface until its instant (services/reading/visibility.py).
+
+    Already public: unchanged. Already scheduled: scheduled again for `at`, or aired now
+    without `at` (its pending change is replaced, so the feed lists it once, in order).
+    Writes the `aired` change, dated the instant the piece becomes public."""
+    when = now if at is None or at <= now else at.replace(microsecond=0)
+    if piece.on_air and not is_scheduled(piece, now):
+        return piece
+    if is_scheduled(piece, now):
+        _cancel_pending(piece, now)
+    piece.on_air, piece.on_air_at, piece.on_air_day = True, when, when.date()
+    # A piece aired now is announced by this write (CDN purge on commit); a scheduled one by
+    # `flask drain-outbox` once its instant has passed (commands/outbox.py).
+    piece.announced_at = now if when == now else None
+    piece.updated_at = now
+    _add_change(paper, piece, "aired", when)
+    paper.bump()
+    refresh_schedule(paper, now)
+    db.session.flush()
     return piece
 
 
 def take_off_air(paper: Paper, piece: Piece, now: datetime) -> Piece:
-    """Take a piece off air: it leaves every public list, feed and page."""
-    if piece.on_air:
-        piece.on_air, piece.updated_at = False, now
-        paper.bump()
-        db.session.flush()
+    """Take a piece off air: it leaves every public list, feed and page, and the change feed
+    gets an `unaired` tombstone. A scheduled piece's schedule is cancelled instead: it goes
+    back to being a draft and its pending `aired` change is removed (it was never public)."""
+    if not piece.on_air:
+        return piece
+    if is_scheduled(piece, now):
+        _cancel_pending(piece, now)
+        piece.on_air, piece.on_air_at, piece.on_air_day = False, None, None
+    else:
+        piece.on_air = False
+        _add_change(paper, piece, "unaired", now)
+    piece.updated_at = now
+    paper.bump()
+    refresh_schedule(paper, now)
+    db.session.flush()
     return piece

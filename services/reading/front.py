@@ -12,7 +12,7 @@ from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
-from services.reading import memo, stories
+from services.reading import memo, stories, visibility
 from services.rendering.links import Links
 
 RAIL_SIZE = 6
@@ -57,7 +57,7 @@ def rail_pieces(paper: Paper, sections: list[Section], size: int = RAIL_SIZE) ->
         top = (
             select(Piece.id)
             .where(Piece.paper_id == paper.id, Piece.section_id == section.id,
-                   Piece.on_air.is_(True))
+                   visibility.on_air())
             .order_by(Piece.on_air_at.desc(), Piece.id.desc())
             .limit(size)
             .subquery()
@@ -84,7 +84,7 @@ def _rail_rows_statement(count: int):
     for n in range(count):
         top = (select(Piece.id)
                .where(Piece.paper_id == bindparam("paper_id"), Piece.section_id == bindparam(f"s{n}"),
-                      Piece.on_air.is_(True))
+                      visibility.on_air())
                .order_by(Piece.on_air_at.desc(), Piece.id.desc()).limit(bindparam("size")).subquery())
         parts.append(select(top.c.id))  # wrapped: SQLite refuses LIMIT in a bare compound member
     ids = union_all(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
@@ -123,7 +123,7 @@ def newsroom(paper: Paper, version_state: str | None) -> dict:
 
 def _count_newsroom(paper: Paper) -> dict:
     """One statement of scalar subqueries for `newsroom`."""
-    on_air = and_(Piece.paper_id == paper.id, Piece.on_air.is_(True))
+    on_air = and_(Piece.paper_id == paper.id, visibility.on_air())
     query = select(
         select(func.count(Persona.id))
         .where(Persona.paper_id == paper.id, Persona.active.is_(True)).scalar_subquery(),
@@ -181,7 +181,7 @@ def list_masthead(paper: Paper) -> list[dict]:
     query = (
         select(Persona.name, Persona.slug, Persona.title, Persona.beat, Persona.bio,
                count.label("pieces"))
-        .outerjoin(Piece, and_(Piece.persona_id == Persona.id, Piece.on_air.is_(True)))
+        .outerjoin(Piece, and_(Piece.persona_id == Persona.id, visibility.on_air()))
         .where(Persona.paper_id == paper.id, Persona.active.is_(True))
         .group_by(Persona.id, Persona.name, Persona.slug, Persona.title, Persona.beat,
                   Persona.bio, Persona.position)

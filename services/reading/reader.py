@@ -10,7 +10,7 @@ from sqlalchemy import func, select
 
 from extensions import db
 from models import Edition, Paper, Piece, Section
-from services.reading import stories
+from services.reading import stories, visibility
 
 SECTION_PAGE_SIZE = 50
 DAY_PAGE_SIZE = 200
@@ -40,7 +40,7 @@ def day_pieces(paper: Paper, day: date, limit: int = DAY_PAGE_SIZE) -> list[Piec
 def neighbour_days(paper: Paper, day: date) -> tuple[date | None, date | None]:
     """(the latest day before `day`, the earliest day after it) with pieces on air; None where
     there is none. One statement of two scalar subqueries on the indexed `on_air_day`."""
-    aired = (Piece.paper_id == paper.id) & Piece.on_air.is_(True)
+    aired = (Piece.paper_id == paper.id) & visibility.on_air()
     before = select(func.max(Piece.on_air_day)).where(aired, Piece.on_air_day < day)
     after = select(func.min(Piece.on_air_day)).where(aired, Piece.on_air_day > day)
     row = db.session.execute(select(before.scalar_subquery(), after.scalar_subquery())).one()

@@ -31,6 +31,7 @@ from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import Paper, Piece
+from services.reading import visibility
 
 MAX_Q_LENGTH = 120
 MAX_TERMS = 4
@@ -103,7 +104,7 @@ def _search_postgresql(paper: Paper, terms: list[str], limit: int) -> list[Piece
     matches = literal_column("pieces.search_vector").op("@@")(query)
     statement = (
         _rows()
-        .where(Piece.paper_id == paper.id, Piece.on_air.is_(True), matches)
+        .where(Piece.paper_id == paper.id, visibility.on_air(), matches)
         .order_by(Piece.on_air_at.desc(), Piece.id.desc())
         .limit(limit)
     )
@@ -123,21 +124,23 @@ def fts5_query(terms: list[str], paper_id: int) -> str:
                          *(f'{_TEXT_COLUMNS} : "' + term.replace('"', '""') + '"' for term in terms)])
 
 
-# SQLite plans. Each yields ids of the paper's on-air matches in answer order.
+# SQLite plans. Each yields ids of the paper's on-air matches in answer order. The public
+# predicate comes from services/reading/visibility.py, the clock bound at each execution.
+_ON_AIR = {"on_air_p": visibility.on_air_sql("p"), "on_air": visibility.on_air_sql()}
 #
 # SPARSE, few matches in all: look each one up by rowid, then sort (work bounded by the matches).
 _SPARSE = text("""
     SELECT p.id FROM pieces AS p
     WHERE p.id IN (SELECT rowid FROM pieces_fts WHERE pieces_fts MATCH :match)
-      AND p.paper_id = :paper AND p.on_air = 1
-    ORDER BY p.on_air_at DESC, p.id DESC LIMIT :limit""")
+      AND p.paper_id = :paper AND {on_air_p}
+    ORDER BY p.on_air_at DESC, p.id DESC LIMIT :limit""".format(**_ON_AIR)).bindparams(visibility.AIR_NOW)
 # RECENT, many matches: take the paper's newest `walk` on-air pieces from ix_pieces_paper_air (in
 # answer order, ties by id), ask FTS5 only for matches inside their span of ids (FTS5 seeks rowid
 # ranges), and keep the candidates that match. Pieces go on air soon after filing, so that span
 # is narrow and the work is small however common the terms are.
 _NEWEST_ON_AIR = text("""
-    SELECT id FROM pieces WHERE paper_id = :paper AND on_air = 1
-    ORDER BY on_air_at DESC, id DESC LIMIT :walk""")
+    SELECT id FROM pieces WHERE paper_id = :paper AND {on_air}
+    ORDER BY on_air_at DESC, id DESC LIMIT :walk""".format(**_ON_AIR)).bindparams(visibility.AIR_NOW)
 _MATCHES_BETWEEN = text("""
     SELECT rowid FROM pieces_fts WHERE pieces_fts MATCH :match AND rowid BETWEEN :low AND :high""")
 # WHOLE, the fallback: materialise the match list once, then walk ix_pieces_paper_air newest
@@ -145,9 +148,9 @@ _MATCHES_BETWEEN = text("""
 # followed by a sort of every match).
 _WHOLE = text("""
     SELECT p.id FROM pieces AS p
-    WHERE p.paper_id = :paper AND p.on_air = 1
+    WHERE p.paper_id = :paper AND {on_air_p}
       AND +p.id IN (SELECT rowid FROM pieces_fts WHERE pieces_fts MATCH :match)
-    ORDER BY p.on_air_at DESC, p.id DESC LIMIT :limit""")
+    ORDER BY p.on_air_at DESC, p.id DESC LIMIT :limit""".format(**_ON_AIR)).bindparams(visibility.AIR_NOW)
 # How many of the paper's newest-filed matches there are (capped) and how far back in ids they
 # reach: the density of matches among recent pieces, without counting every match of a common
 # term. The highest id of all papers is a constant of the database, not of the query.

@@ -14,6 +14,7 @@ from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import CitedFact, Paper, Persona, Piece, Section
+from services.reading import visibility
 
 MAX_ID_LENGTH = 200
 MAX_ID = 2**31 - 1  # pieces.id is an INTEGER column
@@ -32,7 +33,7 @@ def rows_query(paper: Paper, *, include_drafts: bool = False) -> Select:
 
 def _one_persona(query: Select) -> Select:
     # Pieces on air, and the drafts of the persona bound as `persona_id` (an agent key's own).
-    return query.where(or_(Piece.on_air.is_(True), Piece.persona_id == bindparam("persona_id")))
+    return query.where(or_(visibility.on_air(), Piece.persona_id == bindparam("persona_id")))
 
 
 def _scope(include_drafts: bool, drafts_of: int | None) -> tuple[bool, dict]:
@@ -46,7 +47,7 @@ def _rows_query(of_paper, include_drafts: bool, one_persona: bool = False) -> Se
     if include_drafts and one_persona:
         query = _one_persona(query)
     if not include_drafts:
-        query = query.where(Piece.on_air.is_(True))
+        query = query.where(visibility.on_air())
         return query.order_by(Piece.on_air_at.desc(), Piece.id.desc())
     return query.order_by(Piece.on_air.desc(), Piece.on_air_at.desc(), Piece.filed_at.desc(),
                           Piece.id.desc())
@@ -98,8 +99,9 @@ STATUSES = ("on_air", "draft", "all")
 
 
 def on_air_clause():
-    """The public predicate "this piece is on air", in one place for every page statement."""
-    return Piece.on_air.is_(True)
+    """The public predicate "this piece is on air", in one place for every page statement:
+    services/reading/visibility.py's (on air, and its scheduled instant has come)."""
+    return visibility.on_air()
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,8 @@ def _page_statement(core: bool, status: str, one_persona: bool, by_section: bool
         query = query.where(Piece.on_air_day == bindparam("day"))
     if after_phase == 1:
         aired = _after(Piece.on_air_at, ascending)
-        query = query.where(aired if status == "on_air" else or_(and_(on_air_clause(), aired),
+        # The keyed `all` lane lists scheduled pieces too (first: their instant is the newest).
+        query = query.where(aired if status == "on_air" else or_(and_(Piece.on_air.is_(True), aired),
                                                                  Piece.on_air.is_(False)))
     elif after_phase == 0:
         query = query.where(Piece.on_air.is_(False), _after(Piece.filed_at, False))
@@ -231,7 +234,7 @@ def _find_row_statement(by_id: bool, include_drafts: bool, one_persona: bool) ->
 
 def _drafts(query: Select, include_drafts: bool, one_persona: bool) -> Select:
     if not include_drafts:
-        return query.where(Piece.on_air.is_(True))
+        return query.where(visibility.on_air())
     return _one_persona(query) if one_persona else query
 
 

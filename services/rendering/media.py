@@ -24,6 +24,7 @@ from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import Paper, Persona, Piece
+from services.reading import visibility
 
 CARD_SIZE = (1200, 630)
 # Bump when the card's drawing changes, so cards rendered by older code are not served.
@@ -81,7 +82,7 @@ def find_card_piece(paper: Paper, slug: str) -> Piece | None:
         return None
     return db.session.scalar(
         select(Piece)
-        .where(Piece.paper_id == paper.id, Piece.slug == slug, Piece.on_air.is_(True))
+        .where(Piece.paper_id == paper.id, Piece.slug == slug, visibility.on_air())
         .options(joinedload(Piece.section), joinedload(Piece.persona))
     )
 

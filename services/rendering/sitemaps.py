@@ -23,6 +23,7 @@ from sqlalchemy import and_, func, select
 from clock import rfc3339
 from extensions import db
 from models import Edition, Paper, Piece, Section
+from services.reading import visibility
 from services.rendering.feeds import paper_language
 from services.rendering.links import Links
 from services.rendering.xmltext import xml_safe
@@ -44,7 +45,7 @@ class Entry(NamedTuple):
 
 
 def _on_air(paper: Paper):
-    return and_(Piece.paper_id == paper.id, Piece.on_air.is_(True))
+    return and_(Piece.paper_id == paper.id, visibility.on_air())
 
 
 def _static_entries(paper: Paper, links: Links) -> list[Entry]:
@@ -54,7 +55,7 @@ def _static_entries(paper: Paper, links: Links) -> list[Entry]:
     newest = func.max(Piece.updated_at)
     sections = db.session.execute(
         select(Section.slug, newest)
-        .outerjoin(Piece, and_(Piece.section_id == Section.id, Piece.on_air.is_(True)))
+        .outerjoin(Piece, and_(Piece.section_id == Section.id, visibility.on_air()))
         .where(Section.paper_id == paper.id, Section.active.is_(True))
         .group_by(Section.id, Section.slug, Section.position)
         .order_by(Section.position, Section.id)

@@ -1,0 +1,52 @@
+"""The change feed: every public change of the paper's pieces, in order, for mirrors.
+
+    GET /api/v1/changes    `cursor` (opaque), `limit` 1-500 (default 100)
+
+A mirror starts without a cursor, applies each change in order (`aired`/`revised`: fetch
+`/stories/{id}`; `unaired`: drop it), stores `next_cursor` and polls again from it.
+"""
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from flask import g, jsonify
+
+from blueprints.api.common import api_blueprint
+from clock import rfc3339
+from schemas.changes import ChangeListOut, ChangesQuery
+from services.reading import changes, stories
+from weblinks import links
+
+bp = api_blueprint("changes", __name__, "The change feed: every public change of the paper's pieces, "
+                                        "in order, so a mirror can stay exactly in sync.")
+
+LINK = {"Link": {"description": '`<{next page URL}>; rel="next"`, only when more changes are listable now.',
+                 "schema": {"type": "string"}}}
+
+
+@bp.route("/changes")
+@bp.arguments(ChangesQuery, location="query", as_kwargs=True)
+@bp.response(200, ChangeListOut, headers=LINK, example={
+    "changes": [{"seq": 41, "type": "aired", "id": "17", "rev": 1,
+                 "content_hash": "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                 "at": "2026-11-24T09:00:00Z"},
+                {"seq": 42, "type": "unaired", "id": "12", "rev": 3, "content_hash": None,
+                 "at": "2026-11-24T09:05:00Z"}],
+    "next_cursor": "Y2hnMToxOjE3OTM5NjAwMDAwMDAwMDA6NDI"})
+@bp.alt_response(400, description="The cursor is malformed or belongs to another paper.")
+def list_changes(limit: int, cursor: str | None = None):
+    """Every public change of the paper's pieces, oldest first: aired, revised, unaired
+
+    Only changes already public are listed; a scheduled airing appears at its instant (dated
+    it). `unaired` is a tombstone: the piece's id and rev, never its content. `next_cursor` is
+    never null: keep it and poll again from it; `Link: rel="next"` comes only when more changes
+    are listable now. `limit` is clamped to 1-500 (default 100).
+    """
+    limit = stories.clamp(limit, 1, 500)
+    rows, next_cursor, more = changes.page(g.paper, cursor, limit)
+    body = {"changes": [{**row, "at": rfc3339(row["at"])} for row in rows], "next_cursor": next_cursor}
+    response = jsonify(body)
+    if more:
+        url = links().api("/changes") + "?" + urlencode({"cursor": next_cursor, "limit": limit})
+        response.headers["Link"] = f'<{url}>; rel="next"'
+    return response

@@ -1,0 +1,78 @@
+"""The change feed's reading side (docs/API.md "Change feed"): a paper's public changes in the
+order a mirror must apply them, paged by an opaque cursor.
+
+Rows are `PieceChange`s (written by services/newsroom/filing.py in the transaction of each
+change). Listed: those with `at <= now` (services/reading/visibility.py's instant), ordered by
+(`at`, `seq`). Why that order is safe for a poller: piece writes on one paper are serialised
+by `filing.lock_paper` and each takes its `now` after the lock, so an immediate change commits
+after every change with a smaller (`at`, `seq`); a scheduled airing is dated its future instant
+and listed only once that instant has come, after every change dated before it, so a cursor
+(never past `now`) cannot have passed it; a cancelled schedule removes its change before anyone
+could list it.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+from datetime import datetime, timedelta, timezone
+
+from sqlalchemy import and_, bindparam, or_, select
+
+from extensions import db
+from models import Paper, PieceChange
+from services.errors import BadRequest
+from services.reading import visibility
+
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_PREFIX = "chg1"
+BAD_CURSOR = "The cursor is malformed or belongs to another paper; start without one."
+
+_PAGE = (select(PieceChange.seq, PieceChange.type, PieceChange.piece_id, PieceChange.rev,
+                PieceChange.content_hash, PieceChange.at)
+         .where(PieceChange.paper_id == bindparam("paper_id"), PieceChange.at <= visibility.AIR_NOW,
+                or_(PieceChange.at > bindparam("after_at"),
+                    and_(PieceChange.at == bindparam("after_at"), PieceChange.seq > bindparam("after_seq"))))
+         .order_by(PieceChange.at, PieceChange.seq)
+         .limit(bindparam("limit")))
+
+
+def encode_cursor(paper: Paper, at: datetime, seq: int) -> str:
+    """The opaque cursor naming the position just after change (`at`, `seq`) of `paper`
+    (`at` aware): URL-safe base64 of `chg1:{paper id}:{microseconds since the epoch}:{seq}`."""
+    micros = (at - EPOCH) // timedelta(microseconds=1)
+    raw = f"{_PREFIX}:{paper.id}:{micros}:{seq}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(paper: Paper, cursor: str) -> tuple[datetime, int]:
+    """(`at`, `seq`) of a cursor made by `encode_cursor` for this paper. Raises BadRequest
+    (400) for anything else: not base64, another shape, or another paper's cursor."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+        prefix, paper_id, micros, seq = raw.split(":")
+        if prefix != _PREFIX or int(paper_id) != paper.id or int(micros) < 0 or int(seq) < 0:
+            raise ValueError(raw)
+        return EPOCH + timedelta(microseconds=int(micros)), int(seq)
+    except (ValueError, UnicodeError, binascii.Error, OverflowError):
+        raise BadRequest(BAD_CURSOR) from None
+
+
+def page(paper: Paper, cursor: str | None, limit: int) -> tuple[list[dict], str, bool]:
+    """At most `limit` changes after `cursor` (from the beginning when None), in feed order:
+    `([{"seq", "type", "id", "rev", "content_hash", "at"}], next_cursor, more)`. `id` is the
+    piece id as text, `at` aware UTC, `content_hash` None on an `unaired` tombstone.
+    `next_cursor` is never None: the position after the last change listed (or `cursor` itself,
+    or the beginning, when none is), to poll again from; `more` is True when further changes
+    are listable now. Raises BadRequest for a bad cursor. One statement."""
+    after_at, after_seq = decode_cursor(paper, cursor) if cursor else (EPOCH, 0)
+    rows = db.session.execute(_PAGE, {"paper_id": paper.id, "after_at": after_at, "after_seq": after_seq,
+                                      "limit": limit + 1}).all()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    changes = [{"seq": row.seq, "type": row.type, "id": str(row.piece_id), "rev": row.rev,
+                "content_hash": row.content_hash, "at": row.at} for row in rows]
+    if rows:
+        next_cursor = encode_cursor(paper, rows[-1].at, rows[-1].seq)
+    else:
+        next_cursor = cursor or encode_cursor(paper, after_at, after_seq)
+    return changes, next_cursor, more
