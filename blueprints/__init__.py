@@ -14,13 +14,15 @@ The `/api/v1` tree, one module per resource in blueprints/api/ (blueprint name =
     search       /search
     posts        /posts
     subscribers  /subscribers (GET, POST), /subscribe (POST)
+    webhooks     /webhooks (GET, POST), /webhooks/{id} (GET, DELETE), /webhooks/{id}/ping,
+                 /webhooks/{id}/deliveries, /webhooks/{id}/deliveries/{delivery_id}/redeliver
 
 Outside it: embed (/embed/{id}, /oembed; documented too), health, media, feeds, subscribe (the
 reader's pages), playground, pages.
 """
 from blueprints import embed, feeds, health, media, pages, playground, subscribe
-from blueprints.api import cast, days, front, paper, personas, posts, search, sections, stories, subscribers
+from blueprints.api import cast, days, front, paper, personas, posts, search, sections, stories, subscribers, webhooks
 
 API_BLUEPRINTS = [paper.bp, stories.bp, sections.bp, personas.bp, cast.bp, days.bp, front.bp,
-                  search.bp, posts.bp, subscribers.bp, embed.bp]
+                  search.bp, posts.bp, subscribers.bp, webhooks.bp, embed.bp]
 PLAIN_BLUEPRINTS = [health.bp, media.bp, feeds.bp, subscribe.bp, playground.bp, pages.bp]

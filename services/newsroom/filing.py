@@ -16,6 +16,7 @@ from sqlalchemy import select
 
 from extensions import db
 from models import CitedFact, Paper, Persona, Piece, PieceRevision, Section, SigningKey
+from services.delivery import content_hooks
 from services.errors import Invalid
 from services.newsroom import provenance
 
@@ -246,6 +247,7 @@ def revise_piece(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: d
     Invalid (422); nothing is written then."""
     validate(draft)
     _record(paper, piece, draft, filer=filer, now=now)
+    content_hooks.piece_revised(paper, piece, now=now)
     return piece
 
 
@@ -275,6 +277,7 @@ def put_on_air(paper: Paper, piece: Piece, now: datetime) -> Piece:
         piece.updated_at = now
         paper.bump()
         db.session.flush()
+        content_hooks.piece_aired(paper, piece, now=now)
     return piece
 
 
@@ -284,4 +287,5 @@ def take_off_air(paper: Paper, piece: Piece, now: datetime) -> Piece:
         piece.on_air, piece.updated_at = False, now
         paper.bump()
         db.session.flush()
+        content_hooks.piece_unaired(paper, piece, now=now)
     return piece
