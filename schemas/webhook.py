@@ -73,7 +73,7 @@ class DeliveryOut(Schema):
     next_attempt_at = fields.Function(
         lambda row: None if (row.delivered_at or row.failed_at) else Timestamp()._serialize(
             row.next_attempt_at, None, None), required=True, allow_none=True, metadata={
-            "type": ["string", "null"], "format": "date-time",
+            "type": "string", "format": "date-time",
             "description": "When the next attempt is due; null once delivered or failed.", "example": None})
     created_at = Timestamp(required=True, metadata={"description": "When the message became due.",
                                                     "example": "2026-11-24T10:00:00Z"})

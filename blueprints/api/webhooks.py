@@ -103,7 +103,8 @@ def ping_webhook(id: str):
 @bp.route(ENDPOINT + "/deliveries")
 @keyed(bp, "admin")
 @bp.arguments(DeliveriesQuery, location="query", as_kwargs=True)
-@bp.response(200, DeliveriesOut)
+@bp.response(200, DeliveriesOut, headers={"Link": {
+    "description": 'The next page, `<...>; rel="next"`, when there is one.', "schema": {"type": "string"}}})
 @bp.alt_response(404, description=NO_ENDPOINT)
 def list_deliveries(id: str, limit: int, cursor: str | None = None):
     """An endpoint's delivery log (admin), newest first, with cursor paging

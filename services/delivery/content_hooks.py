@@ -132,20 +132,24 @@ def _row(endpoint_id: int, event_type: str, body: str, message_id: str, due: dat
     return row
 
 
-def emit(paper: Paper, event_type: str, data: dict, *, now: datetime, deliver_at: datetime | None = None,
-         piece_id: int | None = None) -> list[ContentDelivery]:
-    """Write one message of `event_type` (one of CONTENT_EVENTS) with `data` for every active
-    endpoint of `paper` subscribed to it, in the caller's transaction (flushed, not committed),
-    due at `deliver_at` (a scheduled airing) or `now`; the body's `timestamp` is that instant.
+def emit(paper: Paper, event_type: str, data: dict | Callable[[], dict], *, now: datetime,
+         deliver_at: datetime | None = None, piece_id: int | None = None) -> list[ContentDelivery]:
+    """Write one message of `event_type` (one of CONTENT_EVENTS) with `data` (or what
+    `data()` returns, called only when some endpoint listens) for every active endpoint of
+    `paper` subscribed to it, in the caller's transaction (flushed, not committed), due at
+    `deliver_at` (a scheduled airing) or `now`; the body's `timestamp` is that instant.
     `piece_id` lets `cancel_for_piece` find it. Returns the rows (none without endpoints)."""
+    targets = [endpoint_id for endpoint_id, events in db.session.execute(
+        select(WebhookEndpoint.id, WebhookEndpoint.events).where(
+            WebhookEndpoint.paper_id == paper.id, WebhookEndpoint.disabled_at.is_(None))).all()
+        if event_type in (events or [])]
+    if not targets:
+        return []
     due = deliver_at or now
-    body = _body(event_type, due, data)
-    targets = db.session.execute(select(WebhookEndpoint.id, WebhookEndpoint.events).where(
-        WebhookEndpoint.paper_id == paper.id, WebhookEndpoint.disabled_at.is_(None))).all()
+    body = _body(event_type, due, data() if callable(data) else data)
     rows = [_row(endpoint_id, event_type, body, "msg_" + secrets.token_hex(12), due, piece_id)
-            for endpoint_id, events in targets if event_type in (events or [])]
-    if rows:
-        db.session.flush()
+            for endpoint_id in targets]
+    db.session.flush()
     return rows
 
 
@@ -179,13 +183,13 @@ def piece_data(paper: Paper, piece: Piece) -> dict:
 
 def piece_aired(paper: Paper, piece: Piece, *, now: datetime, deliver_at: datetime | None = None) -> None:
     """Emit `piece.aired` for `piece` (just put on air, or due on air at `deliver_at`)."""
-    emit(paper, "piece.aired", piece_data(paper, piece), now=now, deliver_at=deliver_at, piece_id=piece.id)
+    emit(paper, "piece.aired", lambda: piece_data(paper, piece), now=now, deliver_at=deliver_at, piece_id=piece.id)
 
 
 def piece_revised(paper: Paper, piece: Piece, *, now: datetime) -> None:
     """Emit `piece.revised` when `piece` is on air (a draft's revisions are nobody's news)."""
     if piece.on_air:
-        emit(paper, "piece.revised", piece_data(paper, piece), now=now, piece_id=piece.id)
+        emit(paper, "piece.revised", lambda: piece_data(paper, piece), now=now, piece_id=piece.id)
 
 
 def piece_unaired(paper: Paper, piece: Piece, *, now: datetime) -> None:
@@ -196,7 +200,7 @@ def piece_unaired(paper: Paper, piece: Piece, *, now: datetime) -> None:
 def edition_published(paper: Paper, edition: Edition, *, now: datetime) -> None:
     """Emit `edition.published`: `{day, title, summary, url, video_url, poster_url,
     published_at}`."""
-    emit(paper, "edition.published", {
+    emit(paper, "edition.published", lambda: {
         "day": edition.day.isoformat(), "title": edition.title, "summary": edition.summary,
         "url": _links(paper).edition_page(edition.day), "video_url": edition.video_url,
         "poster_url": edition.poster_url, "published_at": rfc3339(edition.published_at)}, now=now)
