@@ -15,6 +15,8 @@ The `/api/v1` tree, one module per resource in blueprints/api/ (blueprint name =
     posts        /posts
     changes      /changes
     subscribers  /subscribers (GET, POST), /subscribe (POST)
+    webhooks     /webhooks (GET, POST), /webhooks/{id} (GET, DELETE), /webhooks/{id}/ping,
+                 /webhooks/{id}/deliveries, /webhooks/{id}/deliveries/{delivery_id}/redeliver
 
 Outside it: embed (/embed/{id}, /oembed; documented too), health, media, feeds, site
 (/robots.txt, /favicon.ico), subscribe (the reader's pages), playground, pages.
@@ -32,8 +34,9 @@ from blueprints.api import (
     sections,
     stories,
     subscribers,
+    webhooks,
 )
 
 API_BLUEPRINTS = [paper.bp, stories.bp, sections.bp, personas.bp, cast.bp, days.bp, front.bp,
-                  search.bp, posts.bp, changes.bp, subscribers.bp, embed.bp]
+                  search.bp, posts.bp, changes.bp, subscribers.bp, webhooks.bp, embed.bp]
 PLAIN_BLUEPRINTS = [health.bp, media.bp, feeds.bp, site.bp, subscribe.bp, playground.bp, pages.bp]

@@ -1,8 +1,9 @@
 """`drain-outbox`: the sender that runs beside the app. Each pass first announces the scheduled
 pieces that aired since the last pass (CDN purge of their surrogate keys, once each), then sends
-what is due in the three tables of things that leave the building: confirm mail
-(services/delivery/outbox.py), recorded alerts (services/delivery/alerts.py) and webhook
-deliveries (services/delivery/webhooks.py).
+what is due in the tables of things that leave the building: confirm mail
+(services/delivery/outbox.py), recorded alerts (services/delivery/alerts.py), subscriber webhook
+deliveries (services/delivery/webhooks.py) and site owners' content webhooks
+(services/delivery/content_hooks.py).
 Like send-alerts it commits per message, inside the services (commands/__init__.py says why).
 Any number of drainers and send-alerts runs may work at once: they share the rows by leases
 (services/delivery/claims.py), never by a lock."""
@@ -22,7 +23,7 @@ from sqlalchemy import select, update
 from clock import utcnow
 from extensions import db
 from models import Piece
-from services.delivery import alerts, mail, outbox, purge, webhooks
+from services.delivery import alerts, content_hooks, mail, outbox, purge, webhooks
 from services.rendering.links import PaperOrigins
 
 PRUNE_EVERY = 3600  # seconds between prunes of old sent rows in the drain loop
@@ -128,13 +129,30 @@ def deliver_webhooks_due(now: datetime, *, quiet: bool = False) -> webhooks.Deli
     return report
 
 
+def deliver_content_hooks_due(now: datetime, *, quiet: bool = False) -> content_hooks.Report:
+    """Post the content webhook messages that are due (WEBHOOK_ALLOW_PRIVATE,
+    WEBHOOK_CONCURRENCY, WEBHOOK_RUN_SECONDS as for subscriber webhooks); prints `content
+    webhooks: delivered N, failed M, pending P` (only when something was tried, if `quiet`)
+    and `, disabled D` when endpoints were disabled."""
+    config = current_app.config
+    report = content_hooks.deliver_due(now, allow_private=config["WEBHOOK_ALLOW_PRIVATE"],
+                                       concurrency=config["WEBHOOK_CONCURRENCY"], budget=config["WEBHOOK_RUN_SECONDS"])
+    if report.left:
+        click.echo(f"content webhooks: out of time after {config['WEBHOOK_RUN_SECONDS']:g}s; the next run goes on")
+    if not quiet or report.delivered or report.failed:
+        click.echo(f"content webhooks: delivered {report.delivered}, failed {report.failed}, "
+                   f"pending {content_hooks.pending_count()}"
+                   + (f", disabled {report.disabled}" if report.disabled else ""))
+    return report
+
+
 def prune_sent(now: datetime) -> int:
     """Delete what was sent or given up more than OUTBOX_RETENTION_DAYS ago (none when 0) and
     commit; prints `outbox: pruned N` when it deleted anything."""
     days = current_app.config["OUTBOX_RETENTION_DAYS"]
     if days <= 0:
         return 0
-    pruned = outbox.prune(now - timedelta(days=days))
+    pruned = outbox.prune(now - timedelta(days=days)) + content_hooks.prune(now - timedelta(days=days))
     db.session.commit()
     if pruned:
         click.echo(f"outbox: pruned {pruned} sent or given-up row(s) older than {days} days")
@@ -143,13 +161,15 @@ def prune_sent(now: datetime) -> int:
 
 def drain_once(should_stop=None) -> None:
     """One pass of the drainer: scheduled pieces that aired, confirm mail, then alerts, then
-    webhooks, each printing only when it did something."""
+    subscriber webhooks, then content webhooks, each printing only when it did something."""
     announce_aired(utcnow())
     drain_confirms(should_stop)
     if should_stop is None or not should_stop():
         report_alerts(send_alerts_due(utcnow(), should_stop=should_stop))
     if should_stop is None or not should_stop():
         deliver_webhooks_due(utcnow(), quiet=True)
+    if should_stop is None or not should_stop():
+        deliver_content_hooks_due(utcnow(), quiet=True)
 
 
 @click.command("drain-outbox")
@@ -158,7 +178,8 @@ def drain_once(should_stop=None) -> None:
 def drain_outbox(once: bool) -> None:
     """Send what is due: confirm emails (each SMTP connect or read bounded by
     OUTBOX_SMTP_TIMEOUT seconds; given up after OUTBOX_MAX_ATTEMPTS), recorded alerts
-    (ALERT_CONNECTIONS connections, ALERT_SMTP_TIMEOUT) and webhook deliveries.
+    (ALERT_CONNECTIONS connections, ALERT_SMTP_TIMEOUT), subscriber webhook deliveries and
+    content webhook messages (Standard Webhooks, retried for 24 hours).
 
     Without `--once`, polls every OUTBOX_POLL_SECONDS until SIGTERM or SIGINT, then finishes
     the messages in hand and exits 0. Several drainers may run at once, on any hosts with

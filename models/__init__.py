@@ -7,6 +7,7 @@ from models.paper import Paper, Persona, Section
 from models.piece import CHANGE_TYPES, CitedFact, Piece, PieceChange, PieceRevision
 from models.subscriber import CADENCES, PAUSED_INDEFINITELY, AlertDelivery, Subscriber, WebhookDelivery
 from models.types import utcnow
+from models.webhook import CONTENT_EVENTS, PING_EVENT, ContentDelivery, WebhookEndpoint
 
 __all__ = [
     "CADENCES",
@@ -30,4 +31,8 @@ __all__ = [
     "Section",
     "SigningKey",
     "utcnow",
+    "CONTENT_EVENTS",
+    "PING_EVENT",
+    "ContentDelivery",
+    "WebhookEndpoint",
 ]

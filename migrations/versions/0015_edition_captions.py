@@ -1,7 +1,7 @@
 """edition captions: a WebVTT captions URL and a transcript; poster-only editions
 
 Revision ID: 0015
-Revises: 0011
+Revises: 0014
 Create Date: 2026-11-24 10:45:00
 
 Editions carry captions (`captions_url`, a WebVTT file in the paper's language) and a `transcript`
@@ -15,7 +15,7 @@ from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = '0015'
-down_revision = '0011'
+down_revision = '0014'
 branch_labels = None
 depends_on = None
 

@@ -353,30 +353,53 @@ def deliver_due(now: datetime, *, allow_private: bool, limit: int | None = None,
     the deliveries tried. A run killed mid-POST leaves its rows leased: they are tried again
     once the lease has passed."""
     report = DeliveryReport()
+
+    def claim(tried: set[int]) -> _Job | None:
+        return _claim(now, tried, clock)
+
+    def send(job: _Job, timeout: float) -> Attempt:
+        return _send(job, allow_private=allow_private, clock=clock, timeout=timeout)
+
+    def record(job: _Job, attempt: Attempt) -> None:
+        _record(job, attempt, report, clock())
+
+    report.left = run_concurrently(claim, send, record, concurrency=concurrency, budget=budget, limit=limit)
+    return report
+
+
+def run_concurrently(claim: Callable[[set[int]], object | None], send: Callable[[object, float], Attempt],
+                     record: Callable[[object, Attempt], None], *, concurrency: int, budget: float,
+                     limit: int | None = None) -> bool:
+    """The delivery loop shared by subscriber webhooks and content webhooks
+    (services/delivery/content_hooks.py): `claim(tried)` takes the next due job not in `tried`
+    (a set of row ids; it needs an `id`) or None; `send(job, timeout)` runs in a worker thread,
+    up to `concurrency` at once, with `timeout` seconds (TIMEOUT_SECONDS, cut to what is left
+    of the budget, at least MIN_TIMEOUT_SECONDS); `record(job, attempt)` runs in the caller's
+    thread (all database work stays there). No job starts after `budget` seconds (wall time);
+    `limit` caps the jobs tried. Returns True when the budget ran out with jobs still due."""
     tried: set[int] = set()
     deadline = time.monotonic() + budget
-    running: dict[Future, _Job] = {}
-    exhausted = False
+    running: dict[Future, object] = {}
+    exhausted = left = False
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="webhook") as pool:
         while True:
             while not exhausted and len(running) < max(1, concurrency) and (limit is None or len(tried) < limit):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    report.left = True
+                    left = True
                     break
-                job = _claim(now, tried, clock)
+                job = claim(tried)
                 if job is None:
                     exhausted = True
                     break
                 tried.add(job.id)
-                running[pool.submit(_send, job, allow_private=allow_private, clock=clock,
-                                    timeout=max(MIN_TIMEOUT_SECONDS, min(TIMEOUT_SECONDS, remaining)))] = job
+                running[pool.submit(send, job, max(MIN_TIMEOUT_SECONDS, min(TIMEOUT_SECONDS, remaining)))] = job
             if not running:
                 break
             finished, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in finished:
-                _record(running.pop(future), future.result(), report, clock())
-    return report
+                record(running.pop(future), future.result())
+    return left
 
 
 def pending_count() -> int:

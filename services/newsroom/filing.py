@@ -20,6 +20,7 @@ from sqlalchemy import inspect as sa_inspect
 
 from extensions import db
 from models import CitedFact, Paper, Persona, Piece, PieceChange, PieceRevision, Section, SigningKey
+from services.delivery import content_hooks
 from services.errors import Invalid
 from services.newsroom import provenance
 
@@ -284,21 +285,28 @@ def lock_paper(paper: Paper) -> None:
 def _add_change(paper: Paper, piece: Piece, kind: str, at: datetime) -> PieceChange:
     """Record a public change of `piece` numbered after the paper's last one. Callers hold
     `lock_paper`, so no two writers take one number."""
-    # Content webhooks (services/delivery/content_hooks.py, built on another branch) hook in
-    # here: emit `piece.<kind>` for this change, due at `at` (a scheduled airing's instant), in
-    # this same transaction; and `_cancel_pending` below is where `cancel_for_piece` belongs.
     seq = (db.session.scalar(select(func.max(PieceChange.seq)).where(PieceChange.paper_id == paper.id)) or 0) + 1
     change = PieceChange(paper_id=paper.id, seq=seq, piece_id=piece.id, type=kind, rev=piece.rev,
                          content_hash=None if kind == "unaired" else piece.content_hash, at=at)
     db.session.add(change)
+    # Content webhooks hear of exactly the changes the feed lists, due when the feed shows them
+    # (a scheduled airing: its instant), written in this same transaction.
+    if kind == "aired":
+        content_hooks.piece_aired(paper, piece, now=at)
+    elif kind == "revised":
+        content_hooks.piece_revised(paper, piece, now=at)
+    else:
+        content_hooks.piece_unaired(paper, piece, now=at)
     return change
 
 
-def _cancel_pending(piece: Piece, now: datetime) -> None:
+def _cancel_pending(paper: Paper, piece: Piece, now: datetime) -> None:
     # A scheduled airing's change is dated in the future and no poller has listed it: a
-    # cancellation removes it rather than adding a tombstone for something never public.
+    # cancellation removes it rather than adding a tombstone for something never public, and
+    # withdraws its content webhooks, not yet due.
     db.session.execute(delete(PieceChange).where(
         PieceChange.piece_id == piece.id, PieceChange.type == "aired", PieceChange.at > now))
+    content_hooks.cancel_for_piece(paper, piece.id, now=now)
 
 
 def refresh_schedule(paper: Paper, now: datetime) -> None:
@@ -329,7 +337,7 @@ def put_on_air(paper: Paper, piece: Piece, now: datetime, at: datetime | None = 
     if piece.on_air and not is_scheduled(piece, now):
         return piece
     if is_scheduled(piece, now):
-        _cancel_pending(piece, now)
+        _cancel_pending(paper, piece, now)
     piece.on_air, piece.on_air_at, piece.on_air_day = True, when, when.date()
     # A piece aired now is announced by this write (CDN purge on commit); a scheduled one by
     # `flask drain-outbox` once its instant has passed (commands/outbox.py).
@@ -349,7 +357,7 @@ def take_off_air(paper: Paper, piece: Piece, now: datetime) -> Piece:
     if not piece.on_air:
         return piece
     if is_scheduled(piece, now):
-        _cancel_pending(piece, now)
+        _cancel_pending(paper, piece, now)
         piece.on_air, piece.on_air_at, piece.on_air_day = False, None, None
     else:
         piece.on_air = False
