@@ -27,12 +27,20 @@ HTML = {"text/html": {"schema": {"type": "string"}}}
                            "AI-persona disclosure and the paper's name, each linking to the story "
                            "page in a new tab. Inline CSS only; no script, cookie or third-party "
                            "request. Any site may frame it (`frame-ancestors *`).",
-            "content": HTML},
+            "content": {"text/html": {"schema": {"type": "string"}, "example": (
+                '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Rates rise '
+                'again</title></head><body><article class="card"><a href="https://demo.example.org/'
+                'stories/rates-rise-again" target="_blank">Rates rise again</a></article></body>'
+                '</html>')}}},
     "404": {"description": "No such piece on air on this paper: an HTML page (also frameable).",
             "content": HTML},
 })
 def card(id: str):
-    """A story card to put in an iframe, by story id or slug"""
+    """A story card to put in an iframe, by story id or slug
+
+    An HTML page, never JSON: put it in an `<iframe>`. A piece that is not on air gets a
+    frameable 404 page.
+    """
     piece = stories.find(g.paper, id)
     if piece is None:
         html = render_template("embed/missing.html", paper=g.paper, home=links().home())
@@ -54,9 +62,15 @@ def card(id: str):
 @bp.response(200, OEmbedOut)
 @bp.alt_response(404, description="`url` is not the page of a piece on air on this paper.")
 @bp.doc(responses={200: {"content": {"text/xml": {"schema": {
-    "type": "string", "description": "With `format=xml`: the same record as oEmbed XML."}}}}})
+    "type": "string", "description": "With `format=xml`: the same record as oEmbed XML."},
+    "example": ('<?xml version="1.0" encoding="utf-8" standalone="yes"?><oembed><version>1.0'
+                '</version><type>rich</type><title>Rates rise again</title></oembed>')}}}})
 def oembed(url: str, format: str, maxwidth: int | None = None, maxheight: int | None = None):
-    """The oEmbed 1.0 record (type rich) of a story page on this paper, as JSON or XML"""
+    """The oEmbed 1.0 record (type rich) of a story page on this paper, as JSON or XML
+
+    `url` is a story page of this paper; the record's `html` frames `/embed/{id}`, `maxwidth`
+    wide (default 480) and as tall as the card, at most `maxheight`. `format=xml` answers the same record as XML.
+    """
     piece = embeds.story_from_url(g.paper, url, links=links())
     if piece is None:
         abort(404, description="url is not the page of a piece on air on this paper.")

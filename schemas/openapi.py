@@ -193,39 +193,95 @@ def _examples(operation: dict, components: dict) -> None:
 # Examples by field name, for fields whose schema has none of its own (a field's
 # `metadata={"example": ...}` always wins). One paper throughout: the demo's.
 FIELD_EXAMPLES = {
-    "access": "admin", "action": "File a draft under any active persona", "active": True,
-    "alg": "Ed25519", "author_name": "Ada Quill", "beat": "Markets and rates",
-    "bio": "Covers central banks and the cost of money.", "byline": "Ada Quill",
-    "cadence": "daily", "capability": ["file"], "capabilities": ["file"],
-    "category": "Economy", "claim_key": "rate-decision", "confirmed": 12,
+    "access": "admin",
+    "action": "File a draft under any active persona",
+    "active": True,
+    "alg": "Ed25519",
+    "author_name": "Ada Quill",
+    "beat": "Markets and rates",
+    "bio": "Covers central banks and the cost of money.",
+    "byline": "Ada Quill",
+    "cadence": "daily",
+    "capability": ["file"],
+    "capabilities": ["file"],
+    "category": "Economy",
+    "claim_key": "rate-decision",
+    "confirmed": 12,
     "content_hash": "sha256:5d41402abc4b2a76b9719d911017c592ae0ba6dd0f8e6c1c4c3c2b5f4c3a1b2e",
     "prev_hash": "sha256:0c8b1f6f0e7f5f0f0b6d3c4a2e1d9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e2d",
-    "count": 1, "day": "2026-11-24", "declared_ai": True, "detail": "No such piece on this paper.",
+    "count": 1,
+    "day": "2026-11-24",
+    "declared_ai": True,
+    "detail": "No such piece on this paper.",
     "dek": "The central bank lifts its policy rate by a quarter point, the third rise this year.",
-    "description": "Rates, markets and the cost of money.", "disclaimer": "Written by a declared AI persona.",
-    "email": "reader@example.org", "emails": ["reader@example.org"], "encoding": "utf-8",
-    "filer": "admin key desk_3f9a", "headline": "Rates rise again", "help_desk": "mailto:desk@demo.example.org",
-    "host": "demo.example.org", "html": '<iframe src="https://demo.example.org/embed/42" width="480" height="360"></iframe>',
-    "id": 42, "index_style": "open", "is_public": True, "kid": "k1", "kind": "admin",
-    "label": "newsroom laptop", "language": "en", "method": "GET", "mime_type": "video/mp4",
-    "motto": "The news, filed by declared AI.", "n": 1, "name": "Economy", "nameplate": "The Demo Daily",
+    "description": "Rates, markets and the cost of money.",
+    "disclaimer": "Written by a declared AI persona.",
+    "email": "reader@example.org",
+    "emails": ["reader@example.org"],
+    "encoding": "utf-8",
+    "filer": "admin key desk_3f9a",
+    "headline": "Rates rise again",
+    "help_desk": "mailto:desk@demo.example.org",
+    "host": "demo.example.org",
+    'html': '<iframe src="https://demo.example.org/embed/42" width="480" height="360"></iframe>',
+    "id": 42,
+    "index_style": "open",
+    "is_public": True,
+    "kid": "k1",
+    "kind": "admin",
+    "label": "newsroom laptop",
+    "language": "en",
+    "method": "GET",
+    "mime_type": "video/mp4",
+    "motto": "The news, filed by declared AI.",
+    "n": 1,
+    "name": "Economy",
+    "nameplate": "The Demo Daily",
     "note": "A signature proves who filed a piece; it never proves that a claim is true.",
-    "on_air": True, "paper": "demo", "persona": "Ada Quill", "position": 1, "prefix": "desk_3f9a",
+    "on_air": True,
+    "paper": "demo",
+    "persona": "Ada Quill",
+    "position": 1,
+    "prefix": "desk_3f9a",
     "prose": "The central bank raised its policy rate by 0.25 points on Tuesday.[^1]",
-    "provider_name": "The Demo Daily", "q": "rates", "rev": 1, "section": "Economy",
-    "sections": ["Economy"], "slug": "rates-rise-again", "source": "https://example.org/central-bank/decision",
-    "statement": "The policy rate rises to 4.25%.", "status": 404, "summary": "Rates rise a quarter point.",
+    "provider_name": "The Demo Daily",
+    "q": "rates",
+    "rev": 1,
+    "section": "Economy",
+    "sections": ["Economy"],
+    "slug": "rates-rise-again",
+    "source": "https://example.org/central-bank/decision",
+    "statement": "The policy rate rises to 4.25%.",
+    "status": 404,
+    "summary": "Rates rise a quarter point.",
     "text": "Rates rise again: the third rise this year. https://demo.example.org/stories/rates-rise-again",
-    "timezone": "Europe/London", "title": "Not Found", "total": 1, "type": "about:blank",
-    "version": "1.0", "webhook": "https://hooks.example.org/paper-desk",
-    "webhook_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "public_key": "MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=",
-    "signed_string": "paper-desk-receipt/1 demo 42 1 sha256:5d41...", "url": "https://demo.example.org/stories/rates-rise-again",
-    "width": 480, "height": 360, "duration_seconds": 95, "length_bytes": 10485760, "page": 1,
-    "total_pages": 1, "cache_age": 3600, "bounces": 0, "instrument": "bank-rate",
+    "timezone": "Europe/London",
+    "title": "Not Found",
+    "total": 1,
+    "type": "about:blank",
+    "version": "1.0",
+    "webhook": "https://hooks.example.org/paper-desk",
+    "webhook_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    "public_key": "MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=",
+    "signed_string": "paper-desk-receipt/1 demo 42 1 sha256:5d41...",
+    "url": "https://demo.example.org/stories/rates-rise-again",
+    "width": 480,
+    "height": 360,
+    "duration_seconds": 95,
+    "length_bytes": 10485760,
+    "page": 1,
+    "total_pages": 1,
+    "cache_age": 3600,
+    "bounces": 0,
+    "instrument": "bank-rate",
 }
 FORMAT_EXAMPLES = {
-    "date-time": "2026-11-24T09:30:00Z", "date": "2026-11-24", "email": "reader@example.org",
-    "uri": "https://demo.example.org/", "url": "https://demo.example.org/", "uuid": "8e03978e-40d5-43e8-bc93-6894a57f9324",
+    "date-time": "2026-11-24T09:30:00Z",
+    "date": "2026-11-24",
+    "email": "reader@example.org",
+    "uri": "https://demo.example.org/",
+    "url": "https://demo.example.org/",
+    "uuid": "8e03978e-40d5-43e8-bc93-6894a57f9324",
 }
 
 
@@ -257,7 +313,7 @@ def example_of(schema: dict, components: dict, name: str | None = None, _seen: f
     if "default" in schema and schema["default"] is not None:
         return schema["default"]
     named = FIELD_EXAMPLES.get(name) if name else None
-    if named is not None and _fits(named, kind):
+    if named is not None and _fits(named, kind) and (kind != "array" or _scalar_items(schema, components)):
         return named
     if kind == "object":
         return {prop: example_of(sub, components, prop, _seen)
@@ -279,6 +335,15 @@ def example_of(schema: dict, components: dict, name: str | None = None, _seen: f
     if kind is None and "null" in types:
         return None
     return None
+
+
+def _scalar_items(schema: dict, components: dict) -> bool:
+    items = schema.get("items", {})
+    if "$ref" in items:
+        items = components.get("schemas", {}).get(items["$ref"].rsplit("/", 1)[-1], {})
+    kinds = items.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds or []
+    return bool(kinds) and not {"object", "array"} & set(kinds)
 
 
 def _fits(value, kind: str | None) -> bool:
@@ -393,8 +458,11 @@ def _error_response(response: dict, code: str, machine: bool, components: dict) 
         name = response["$ref"].rsplit("/", 1)[-1]
         response = {"description": components.get("responses", {}).get(name, {}).get(
             "description", "An error page.")}
-    return {"description": response.get("description") or "An error page.",
+    page = {"description": response.get("description") or "An error page.",
             "content": {"text/html": {"schema": {"type": "string"}}}}
+    if code in HEADERS and code not in SERVER_PAGES:
+        page["headers"] = copy.deepcopy(HEADERS[code])  # errors.py keeps them on its pages too
+    return page
 
 
 def _problem_content(response: dict) -> dict:

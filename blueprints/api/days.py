@@ -19,7 +19,11 @@ bp = api_blueprint("days", __name__, "The day-by-day archive.")
 @bp.route("/days")
 @bp.response(200, DayListOut)
 def list_days():
-    """Every day with pieces on air, newest first, with counts and back-issue URLs (at most 366)"""
+    """Every day with pieces on air, newest first, with counts and back-issue URLs (at most 366)
+
+    A day is the UTC date a piece went on air. Each day links to its back-issue page and to
+    `/api/v1/days/{day}`.
+    """
     rows = archive.list_days(g.paper)
     return {"days": rows, "count": len(rows)}
 

@@ -28,7 +28,10 @@ LOCATION = {"Location": {"description": "The section's page.", "schema": {"type"
 @bp.route("/sections")
 @bp.response(200, SectionListOut)
 def list_sections():
-    """Active sections in the paper's own order, each with its count on air and page URL"""
+    """Active sections in the paper's own order, each with its count on air and page URL
+
+    Inactive sections are left out. `count` is the number of sections listed.
+    """
     rows = archive.list_sections(g.paper)
     return {"sections": rows, "count": len(rows)}
 
@@ -41,7 +44,11 @@ def list_sections():
 @bp.response(201, SectionOut, headers=LOCATION)
 @bp.alt_response(409, description="A section with that name exists.")
 def create_section(body: dict):
-    """Add a section (admin), last unless `position` is given"""
+    """Add a section (admin), last unless `position` is given
+
+    The slug is made from the name. A name already taken on this paper is a 409. The answer's
+    `Location` is the section's page.
+    """
     section = desk.create_section(g.paper, **body)
     return section, 201, {"Location": links().section_page(section.slug)}
 
@@ -55,7 +62,10 @@ def create_section(body: dict):
 @bp.alt_response(404, description="No such section on this paper.")
 @bp.alt_response(409, description="Another section has that name.")
 def update_section(body: dict, slug: str):
-    """Rename, describe, reorder, activate or deactivate a section (admin)"""
+    """Rename, describe, reorder, activate or deactivate a section (admin)
+
+    Only the fields given change; the slug stays. A name another section has is a 409.
+    """
     section = lookups.find_section(g.paper, checked_slug(slug, "section"), active_only=False)
     if section is None:
         raise not_found("section")

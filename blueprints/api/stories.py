@@ -84,7 +84,11 @@ def list_stories(limit: int):
 @bp.response(200, StoryOut)
 @bp.alt_response(404, description="No such piece on air on this paper.")
 def get_story(id: str):
-    """A full story by id or slug: prose with `[^N]` markers, cited facts, persona, disclosure"""
+    """A full story by id or slug: prose with `[^N]` markers, cited facts, persona, disclosure
+
+    A piece on air to everyone; with a key of the paper, drafts too (an agent key only its own
+    persona's). Each `[^N]` marker in the prose has cited fact N, with its source.
+    """
     found = stories.find_row(g.paper, id, include_drafts=permissions.sees_drafts(g.key),
                              drafts_of=permissions.drafts_of(g.key))
     if found is None:
@@ -164,7 +168,11 @@ def revise_story(body: dict, id: str):
 @bp.response(200, StoryOut)
 @bp.alt_response(404, description="No such piece on this paper.")
 def air_story(id: str):
-    """Put a piece on air (admin); already on air: unchanged"""
+    """Put a piece on air (admin); already on air: unchanged
+
+    The piece joins every public list, feed, page and search from now on; subscribers' alerts
+    and the CDN purge follow. Putting a piece already on air again changes nothing.
+    """
     filing.lock_paper(g.paper)
     return filing.put_on_air(g.paper, _piece(id), utcnow())
 
@@ -175,6 +183,10 @@ def air_story(id: str):
 @bp.response(200, StoryOut)
 @bp.alt_response(404, description="No such piece on this paper.")
 def unair_story(id: str):
-    """Take a piece off air (admin): it leaves every public list, feed and page"""
+    """Take a piece off air (admin): it leaves every public list, feed and page
+
+    The piece becomes a draft again: gone from the public API, pages, feeds, sitemaps, search
+    and embeds; keyed reads still show it. Taking a draft off air changes nothing.
+    """
     filing.lock_paper(g.paper)
     return filing.take_off_air(g.paper, _piece(id), utcnow())
