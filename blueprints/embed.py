@@ -22,7 +22,7 @@ HTML = {"text/html": {"schema": {"type": "string"}}}
 
 
 @bp.route("/embed/<string(maxlength=200):id>")
-@bp.doc(responses={
+@bp.doc(operationId="getEmbedCard", responses={
     "200": {"description": "A self-contained HTML card: headline, picture, byline with its "
                            "AI-persona disclosure and the paper's name, each linking to the story "
                            "page in a new tab. Inline CSS only; no script, cookie or third-party "
@@ -58,6 +58,7 @@ def card(id: str):
 
 
 @bp.route("/oembed")
+@bp.doc(operationId="getOembed")
 @bp.arguments(OEmbedQuery, location="query", as_kwargs=True)
 @bp.response(200, OEmbedOut)
 @bp.alt_response(404, description="`url` is not the page of a piece on air on this paper.")

@@ -37,6 +37,7 @@ It also makes the document one that client generators and linters take as it is 
 from __future__ import annotations
 
 import copy
+import json
 import re
 
 from errors import MACHINE_PREFIXES, PROBLEM_MIME
@@ -162,7 +163,24 @@ def finish(spec: dict) -> dict:
                 _finish_operation(operation, machine, components,
                                   has_path_params=bool(path_params) or any(
                                       p.get("in") == "path" for p in operation.get("parameters", [])))
+    _drop_unused_components(doc)
     return doc
+
+
+def _drop_unused_components(doc: dict) -> None:
+    """Drop component schemas and responses nothing refers to (flask-smorest registers a
+    response per HTTP status and its pagination schema whether used or not): linters warn about
+    them, and generators would make models of them."""
+    components = doc.get("components", {})
+    while True:
+        text = json.dumps({k: v for k, v in doc.items()}, separators=(",", ":"))
+        unused = [(kind, name) for kind in ("schemas", "responses")
+                  for name in components.get(kind, {})
+                  if f'"#/components/{kind}/{name}"' not in text]
+        if not unused:
+            return
+        for kind, name in unused:
+            del components[kind][name]
 
 
 def _describe(operation: dict) -> None:
