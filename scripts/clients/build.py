@@ -40,6 +40,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -215,7 +216,7 @@ def python_client(document: Path, doc: dict) -> Path:
     # --meta none writes the package's modules straight into `target`; make it importable.
     package = OUT / "python-pkg" / PACKAGE
     if package.exists():
-        subprocess.run(["rm", "-rf", str(package)], check=True)
+        shutil.rmtree(package)
     package.parent.mkdir(parents=True, exist_ok=True)
     target.rename(package)
     apply_python_names(package, python_names(doc))

@@ -69,7 +69,7 @@ def main(base: str, admin_key: str, read_key: str, client_dir: str, document: st
             note = f"{int(response.status_code)} {type(parsed).__name__}"
             if not ok:
                 note += f" {response.content[:300]!r}"
-        except Exception as exc:  # a client that cannot call or parse is what this finds
+        except Exception as exc:  # noqa: BLE001  (a client that cannot call or parse is what this finds)
             ok, parsed, note = False, None, f"{type(exc).__name__}: {exc}"
         results.append((f"{operation_id} ({who})", ok, note))
         print(f"{'ok  ' if ok else 'FAIL'}  {operation_id:<20} {who:<6} {note}", flush=True)
