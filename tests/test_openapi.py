@@ -326,8 +326,20 @@ def test_every_request_body_and_success_has_a_valid_example(doc):
     assert invalid == []
 
 
+# Names the Python client's model modules bind themselves (openapi-python-client 0.29's
+# templates): a property of the same name would shadow them inside `to_dict`/`from_dict`.
+GENERATED_MODEL_NAMES = {"cast", "d", "src_dict", "field_dict", "cls", "self", "isoparse", "UNSET",
+                         "Unset", "File", "BytesIO", "Any", "TypeVar", "T", "TYPE_CHECKING",
+                         "additional_properties", "additional_keys", "to_dict", "from_dict"}
+
+
 def test_field_names_that_shadow_generated_code_are_named_for_clients(doc):
+    """A new field named like one of GENERATED_MODEL_NAMES needs an entry in SHADOWING_NAMES (and
+    a look at scripts/clients/build.py `apply_python_names`, which renames it in the models)."""
     from schemas.openapi import SHADOWING_NAMES
+    risky = {prop for schema in doc["components"]["schemas"].values()
+             for prop in schema.get("properties", {}) if prop in GENERATED_MODEL_NAMES}
+    assert risky <= set(SHADOWING_NAMES)
     found = 0
     for schema in doc["components"]["schemas"].values():
         for prop, sub in schema.get("properties", {}).items():
