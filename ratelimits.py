@@ -13,7 +13,7 @@ gunicorn worker and every host shares one count.
 |                                                     | "3/hour;10/day" per address subscribed        |
 | POST /subscribe/confirm, /subscribe/unsubscribe     | SUBSCRIBE_LINK_RATELIMIT, "20/minute;200/hour"|
 | any other request (the keyed writes), per route     | RATELIMIT_DEFAULT, "600 per minute"           |
-| /healthz, /readyz, static files                     | none (load balancers and assets)              |
+| /healthz, /readyz, static files, /favicon.ico       | none (load balancers and assets)              |
 
 The counting is the `limits` library's (the engine under Flask-Limiter): one `incr` per limit
 that applies, which is one round trip to Redis. Windows are fixed and aligned to the clock
@@ -53,7 +53,7 @@ log = logging.getLogger("paperdesk.ratelimits")
 READ_METHODS = frozenset({"GET", "HEAD"})
 KEY_HEADERS = ("Authorization", "X-Desk-Key")
 # Endpoints that answer load balancers and serve assets: never counted.
-EXEMPT_ENDPOINTS = frozenset({"static", "health.healthz", "health.readyz"})
+EXEMPT_ENDPOINTS = frozenset({"static", "site.favicon", "health.healthz", "health.readyz"})
 # The public subscribe routes (API and the landing page's form) and the e-mailed links' POSTs.
 SUBSCRIBE_ENDPOINTS = frozenset({"subscribers.create_subscribers", "subscribers.subscribe",
                                  "subscribe.subscribe_form"})

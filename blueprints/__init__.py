@@ -15,12 +15,12 @@ The `/api/v1` tree, one module per resource in blueprints/api/ (blueprint name =
     posts        /posts
     subscribers  /subscribers (GET, POST), /subscribe (POST)
 
-Outside it: embed (/embed/{id}, /oembed; documented too), health, media, feeds, subscribe (the
-reader's pages), playground, pages.
+Outside it: embed (/embed/{id}, /oembed; documented too), health, media, feeds, site
+(/robots.txt, /favicon.ico), subscribe (the reader's pages), playground, pages.
 """
-from blueprints import embed, feeds, health, media, pages, playground, subscribe
+from blueprints import embed, feeds, health, media, pages, playground, site, subscribe
 from blueprints.api import cast, days, front, paper, personas, posts, search, sections, stories, subscribers
 
 API_BLUEPRINTS = [paper.bp, stories.bp, sections.bp, personas.bp, cast.bp, days.bp, front.bp,
                   search.bp, posts.bp, subscribers.bp, embed.bp]
-PLAIN_BLUEPRINTS = [health.bp, media.bp, feeds.bp, subscribe.bp, playground.bp, pages.bp]
+PLAIN_BLUEPRINTS = [health.bp, media.bp, feeds.bp, site.bp, subscribe.bp, playground.bp, pages.bp]

@@ -52,6 +52,7 @@ def test_cadences_sections_and_cast_as_the_clock_moves(client, desk, runner, smt
         assert summary == "sent 3, failed 0, skipped 0"
         [instant] = alerts_to(smtp, "instant@example.com")
         assert "World one" in body_text(instant) and "Business one" not in body_text(instant)
+        assert instant["Subject"] == "World one"  # an instant alert is its headline
         [daily] = alerts_to(smtp, "daily@example.com")
         assert "World one" in body_text(daily) and "Business one" in body_text(daily)
         assert len(alerts_to(smtp, "weekly@example.com")) == 1
@@ -80,6 +81,10 @@ def test_cadences_sections_and_cast_as_the_clock_moves(client, desk, runner, smt
         daily = alerts_to(smtp, "daily@example.com")[-1]
         assert "Business two" in body_text(daily) and "World two" in body_text(daily)
         assert "The cast, 2026-11-20" in body_text(daily)
+        # Newest first, dated in words, the lead headline in the subject.
+        assert daily["Subject"] == f"{paper.nameplate}, Saturday 21 November 2026: World two + 1 more"
+        assert body_text(daily).index("World two") < body_text(daily).index("Business two")
+        assert "daily digest: Saturday 21 November 2026" in body_text(daily)
         assert "World one" not in body_text(daily)
         assert len(alerts_to(smtp, "weekly@example.com")) == 1
 
@@ -88,6 +93,7 @@ def test_cadences_sections_and_cast_as_the_clock_moves(client, desk, runner, smt
         assert run(runner)[1].startswith("sent 1,")
         weekly = alerts_to(smtp, "weekly@example.com")[-1]
         assert "World two" in body_text(weekly) and "The cast" not in body_text(weekly)
+        assert weekly["Subject"] == f"{paper.nameplate}, Week of 23 November 2026: World two + 1 more"
         assert len(alerts_to(smtp, "daily@example.com")) == 2
 
 
@@ -282,7 +288,7 @@ def test_alerts_carry_non_ascii_text_and_long_lines_intact(client, desk, runner,
         assert run(runner)[1] == "sent 1, failed 0, skipped 0"
     [alert] = alerts_to(smtp, "lecteur@example.com")
     assert alert["From"].addresses[0].display_name == "Le Québec Gazette — édition du soir"
-    assert alert["Subject"] == "Le Québec Gazette — édition du soir: 1 new piece"
+    assert alert["Subject"] == headline
     text, html = body_text(alert), alert.get_body(("html",)).get_content()
     assert headline in text and "Prix = 4,50 € . and a trailing space" in text
     assert headline in html and "List-Unsubscribe" not in text

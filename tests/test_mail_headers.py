@@ -57,7 +57,7 @@ def test_a_stored_line_break_neither_stops_send_alerts_nor_subscribe(client, des
         assert result.exit_code == 0, result.output
         assert result.output.strip().splitlines()[-1] == "sent 2, failed 0, skipped 0"
         [alert] = [m for m in smtp.to("one@example.com") if m["List-Unsubscribe"]]
-        assert alert["Subject"] == "The Demo Desk Bcc: x@evil.example: 1 new piece"
+        assert alert["Subject"] == "News"
         assert alert["From"].addresses[0].display_name == "The Demo Desk Bcc: x@evil.example"
         assert alert["Bcc"] is None and "evil" not in str(alert["To"])
         assert [m for m in smtp.to("two@example.com") if m["List-Unsubscribe"]]

@@ -13,7 +13,7 @@ cadence, period) into a `mail.Template` and makes each reader's copy by substitu
 from __future__ import annotations
 
 import bisect
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from types import SimpleNamespace
 
 from flask import render_template
@@ -44,6 +44,39 @@ def period_for(cadence: str, now: datetime) -> str:
         year, week, _ = now.isocalendar()
         return f"{year}-W{week:02d}"
     return rfc3339(now)
+
+
+def period_words(cadence: str, period: str) -> str:
+    """A digest's period as a reader says it: daily `2026-11-24` -> "Tuesday 24 November 2026",
+    weekly `2026-W48` -> "Week of 23 November 2026" (the ISO week's Monday); an instant alert's
+    period (a time) -> "". English, whatever the server's locale."""
+    if cadence == "daily":
+        day = date.fromisoformat(period)
+        return f"{_WEEKDAYS[day.weekday()]} {day.day} {_MONTHS[day.month - 1]} {day.year}"
+    if cadence == "weekly":
+        year, week = period.split("-W")
+        monday = date.fromisocalendar(int(year), int(week), 1)
+        return f"Week of {monday.day} {_MONTHS[monday.month - 1]} {monday.year}"
+    return ""
+
+
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+           "October", "November", "December")
+
+
+def subject_for(nameplate: str, cadence: str, period: str, headlines: list[str],
+                edition_title: str | None) -> str:
+    """An alert's subject, newest news first: an instant alert is its headline ("Headline + 2
+    more" for several); a digest "<nameplate>, <period in words>: Headline + N more"; an alert
+    with only a video edition names the edition. Made one line by `mail` whatever it holds."""
+    if headlines:
+        news = headlines[0] + (f" + {len(headlines) - 1} more" if len(headlines) > 1 else "")
+    else:
+        news = f"the video edition, {edition_title}" if edition_title else "the video edition"
+    if cadence in ("daily", "weekly"):
+        return f"{nameplate}, {period_words(cadence, period)}: {news}"
+    return news if headlines else f"{nameplate}: {news}"
 
 
 _PIECE_COLUMNS = (Piece.id, Piece.slug, Piece.headline, Piece.dek, Piece.on_air_at,
@@ -109,20 +142,21 @@ class Content:
 
 def alert_data(paper: Paper, subscriber, alert, pieces, editions, *, links: Links) -> dict:
     """The `data` of an alert (webhook payload and email template context): `{paper, email,
-    cadence, period, window: {start, end}, pieces: [...], edition, editions: [...]}`, times
-    as RFC 3339 text, page URLs under `links`. `subscriber` needs email and cadence; `alert`
+    cadence, period, period_words, window: {start, end}, pieces: [...], edition, editions:
+    [...]}`, pieces and editions newest first (`edition` the newest), times as RFC 3339 text,
+    page URLs under `links`. `subscriber` needs email and cadence; `alert`
     period, window_start and window_end; `pieces` are `window_content` dicts and `editions`
     its edition rows."""
     edition_rows = [{"day": e.day.isoformat(), "title": e.title, "url": links.edition_page(e.day),
-                     "video_url": e.video_url, "poster_url": e.poster_url} for e in editions]
+                     "video_url": e.video_url, "poster_url": e.poster_url} for e in reversed(editions)]
     return {
         "paper": paper.slug, "email": subscriber.email, "cadence": subscriber.cadence,
-        "period": alert.period,
+        "period": alert.period, "period_words": period_words(subscriber.cadence, alert.period),
         "window": {"start": rfc3339(alert.window_start), "end": rfc3339(alert.window_end)},
         "pieces": [{"id": str(p["id"]), "slug": p["slug"], "headline": p["headline"], "dek": p["dek"],
                     "section": p["section"], "byline": p["byline"], "url": links.story_page(p["slug"]),
-                    "on_air_at": rfc3339(p["on_air_at"])} for p in pieces],
-        "edition": edition_rows[-1] if edition_rows else None,
+                    "on_air_at": rfc3339(p["on_air_at"])} for p in reversed(pieces)],
+        "edition": edition_rows[0] if edition_rows else None,
         "editions": edition_rows,
     }
 
@@ -180,9 +214,9 @@ class Composer:
         data = alert_data(paper, SimpleNamespace(email=EMAIL_SLOT, cadence=row.cadence), row, pieces, editions,
                           links=links)
         del data["window"]
-        count = len(pieces)
-        subject = (f"{paper.nameplate}: {count} new piece{'s' if count != 1 else ''}" if count
-                   else f"{paper.nameplate}: today's video edition")
+        subject = subject_for(paper.nameplate, row.cadence, row.period,
+                              [piece["headline"] for piece in data["pieces"]],
+                              data["edition"]["title"] if data["edition"] else None)
         context = {"paper": paper, "data": data, "unsubscribe": UNSUBSCRIBE_SLOT, "home": links.home()}
         from_name, from_addr = subscriptions.sender(paper, links=links)
         return mail.Template(from_name=from_name, from_addr=from_addr,
