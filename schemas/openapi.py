@@ -342,10 +342,13 @@ def example_of(schema: dict, components: dict, name: str | None = None, _seen: f
     if kind == "string":
         if schema.get("format") in FORMAT_EXAMPLES:
             return FORMAT_EXAMPLES[schema["format"]]
-        return "x" * max(1, schema.get("minLength", 0)) if not name else name.replace("_", " ")[
-            :schema.get("maxLength", 200)].ljust(schema.get("minLength", 0), ".")
+        # The field's name in words, cut to maxLength and padded to minLength: a pattern the
+        # name does not match shows up in tests/test_openapi.py, and gets a FIELD_EXAMPLES entry.
+        words = (name or "text").replace("_", " ")[:schema.get("maxLength", 200)]
+        return words.ljust(schema.get("minLength", 0), ".")
     if kind == "integer":
-        return max(1, schema.get("minimum", 1)) if schema.get("maximum", 1) >= 1 else schema.get("maximum")
+        low, high = schema.get("minimum", 1), schema.get("maximum")
+        return low if high is None or low <= high else high
     if kind == "number":
         return float(max(1, schema.get("minimum", 1)))
     if kind == "boolean":
