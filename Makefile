@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 5000
 export FLASK_APP := app
 
-.PHONY: install run alerts test test-fast test-sqlite test-postgres lint schemathesis faults ci openapi bench bench-alerts clean
+.PHONY: install run alerts test test-fast test-sqlite test-postgres lint schemathesis clients faults ci openapi bench bench-alerts clean
 
 # A marker written last, so a venv left half-made by an interrupted run is made again.
 $(VENV)/.created:
@@ -56,10 +56,13 @@ lint: install ## ruff check over the whole repo (settings in pyproject.toml)
 schemathesis: install ## fuzz the running app against its OpenAPI document (SQLite; PostgreSQL too with TEST_DATABASE_URL)
 	$(BIN)/python scripts/ci_schemathesis.py $(SCHEMATHESIS_ARGS)
 
+clients: install ## lint the live OpenAPI document (redocly, spectral), generate Python and TypeScript clients into build/clients and call every route through the Python one (needs node and npm)
+	$(BIN)/python scripts/clients/build.py $(CLIENTS_ARGS)
+
 faults: install ## the fault and abuse suite against real gunicorn servers (PostgreSQL via FAULTS_DATABASE_URL, a database it wipes, or a new one on TEST_DATABASE_URL's server); table in build/faults/table.md
 	$(BIN)/python scripts/faults.py $(FAULTS_ARGS)
 
-ci: ## what CI runs: install, test on both backends, schemathesis on both backends, the fault suite
+ci: ## what CI runs: install, test on both backends, schemathesis on both backends, the generated clients, the fault suite
 	bash .ci/run
 
 openapi: install ## write the OpenAPI document to openapi.json

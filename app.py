@@ -85,7 +85,8 @@ def register_extensions(app: Flask) -> None:
     api.spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer",
                                                    "description": "Authorization: Bearer desk_..."})
     api.spec.components.security_scheme("deskKey", {"type": "apiKey", "in": "header",
-                                                    "name": "X-Desk-Key"})
+                                                    "name": "X-Desk-Key",
+                                                    "description": "X-Desk-Key: desk_..."})
 
 
 def _sqlite_file_must_exist(app: Flask) -> None:

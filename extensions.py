@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import http
 
+from apispec import BasePlugin
 from flask_caching import Cache
 from flask_cors import CORS
 from flask_migrate import Migrate
@@ -52,6 +53,9 @@ class DeskApi(Api):
     def _init_spec(self, **kwargs):
         super()._init_spec(**kwargs)
         self.ma_plugin.converter.add_attribute_function(constant_attributes)
+        operation_ids = OperationIds()
+        operation_ids.init_spec(self.spec)
+        self.spec.plugins.append(operation_ids)
 
     def _register_responses(self):
         # flask-smorest registers one response per status as application/json and the default
@@ -70,6 +74,32 @@ class DeskApi(Api):
         """The finished OpenAPI 3.1 document (without `servers`): apispec's output with every
         error answer the app can give documented with its real status and content type."""
         return openapi_doc.finish(self.spec.to_dict())
+
+
+class OperationIds(BasePlugin):
+    """apispec plugin: an `operationId` on every operation, from the Flask endpoint that serves it
+    (schemas/openapi.py `operation_id`: `stories.list_stories` -> `listStories`), unless the view
+    set one (`@bp.doc(operationId=...)`). Generated clients name their functions after it, so it
+    never changes while the endpoint keeps its name; a clash is settled by the blueprint's name
+    (the later route gets `blueprintView`), and the test suite holds every id unique."""
+
+    def init_spec(self, spec) -> None:
+        super().init_spec(spec)
+        self.taken: set[str] = set()
+
+    def operation_helper(self, path=None, operations=None, **kwargs) -> None:
+        rule = kwargs.get("rule")
+        if rule is None or not operations:
+            return
+        blueprint, _, endpoint = rule.endpoint.rpartition(".")
+        several = len([m for m in operations if m in openapi_doc.HTTP_METHODS]) > 1
+        for method, operation in operations.items():
+            if method not in openapi_doc.HTTP_METHODS:
+                continue
+            if "operationId" not in operation:
+                operation["operationId"] = openapi_doc.operation_id(
+                    blueprint, endpoint, method if several else None, self.taken)
+            self.taken.add(operation["operationId"])
 
 
 def constant_attributes(self, field, ret, **kwargs) -> dict:

@@ -22,17 +22,25 @@ HTML = {"text/html": {"schema": {"type": "string"}}}
 
 
 @bp.route("/embed/<string(maxlength=200):id>")
-@bp.doc(responses={
+@bp.doc(operationId="getEmbedCard", responses={
     "200": {"description": "A self-contained HTML card: headline, picture, byline with its "
                            "AI-persona disclosure and the paper's name, each linking to the story "
                            "page in a new tab. Inline CSS only; no script, cookie or third-party "
                            "request. Any site may frame it (`frame-ancestors *`).",
-            "content": HTML},
+            "content": {"text/html": {"schema": {"type": "string"}, "example": (
+                '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Rates rise '
+                'again</title></head><body><article class="card"><a href="https://demo.example.org/'
+                'stories/rates-rise-again" target="_blank">Rates rise again</a></article></body>'
+                '</html>')}}},
     "404": {"description": "No such piece on air on this paper: an HTML page (also frameable).",
             "content": HTML},
 })
 def card(id: str):
-    """A story card to put in an iframe, by story id or slug"""
+    """A story card to put in an iframe, by story id or slug
+
+    An HTML page, never JSON: put it in an `<iframe>`. A piece that is not on air gets a
+    frameable 404 page.
+    """
     piece = stories.find(g.paper, id)
     if piece is None:
         html = render_template("embed/missing.html", paper=g.paper, home=links().home())
@@ -50,18 +58,23 @@ def card(id: str):
 
 
 @bp.route("/oembed")
+@bp.doc(operationId="getOembed")
 @bp.arguments(OEmbedQuery, location="query", as_kwargs=True)
 @bp.response(200, OEmbedOut)
 @bp.alt_response(404, description="`url` is not the page of a piece on air on this paper.")
 @bp.alt_response(501, description="`format` is neither `json` nor `xml`: oEmbed 1.0's answer "
                                   "for a format the provider does not implement.")
 @bp.doc(responses={200: {"content": {"text/xml": {"schema": {
-    "type": "string", "description": "With `format=xml`: the same record as oEmbed XML."}}}}})
+    "type": "string", "description": "With `format=xml`: the same record as oEmbed XML."},
+    "example": ('<?xml version="1.0" encoding="utf-8" standalone="yes"?><oembed><version>1.0'
+                '</version><type>rich</type><title>Rates rise again</title></oembed>')}}}})
 def oembed(url: str, format: str, maxwidth: int | None = None, maxheight: int | None = None):
     """The oEmbed 1.0 record (type rich) of a story page on this paper, as JSON or XML
 
-    A `maxwidth` above 640 gets the 640-pixel card (consumers send it as an upper bound); the
-    record also carries the byline's `disclosure` and `digital_source_type`.
+    `url` is a story page of this paper; the record's `html` frames `/embed/{id}`, `maxwidth`
+    wide (default 480) and as tall as the card, at most `maxheight`. A `maxwidth` above 640
+    gets the 640-pixel card (consumers send it as an upper bound); the record also carries the
+    byline's `disclosure` and `digital_source_type`. `format=xml` answers the same record as XML.
     """
     # Before the lookup: oEmbed 1.0 says 501 for a format the provider lacks, whatever the url.
     if format not in embeds.FORMATS:

@@ -15,10 +15,30 @@ operation, so the document promises exactly what a client gets (schemathesis che
   header on its successes, and the answers the key brings: 400 (malformed key), 409 (the same key
   in flight), 422 (the key reused for another request) and 503 (database away, or the commit's
   outcome unknown).
+
+It also makes the document one that client generators and linters take as it is (docs/API.md
+"Generated clients"; CI's `make clients` generates and lints from it):
+
+- every operation has an `operationId` (extensions.py `OperationIds`: from the endpoint, e.g.
+  `listStories`), a one-line `summary` (the view docstring's first paragraph) and a
+  `description` (the rest of the docstring);
+- every operation states its `security`. A route that needs a key lists the two schemes; every
+  other route takes a key optionally (a private paper answers only to its keys, and a key sent
+  anywhere is checked: tenancy.py), written `[{}, {"bearer": []}, {"deskKey": []}]` with the
+  anonymous requirement first, so viewers and generators that take the first requirement as the
+  default call it without a key;
+- every JSON request body and 2xx answer carries an `example` at its media type, built from the
+  schema (`example_of`): a field's own `metadata={"example": ...}` first, then FIELD_EXAMPLES by
+  field name, then its const, enum, default or format;
+- properties whose names shadow a name generated code needs (`cast` is `typing.cast` in the
+  Python client's models) carry `x-python-name`, the identifier a client should use, while the
+  wire name stays what it is (scripts/clients applies it to the generated Python client).
 """
 from __future__ import annotations
 
 import copy
+import json
+import re
 
 from errors import MACHINE_PREFIXES, PROBLEM_MIME
 
@@ -81,14 +101,51 @@ HEADERS = {
 }
 
 
+OPTIONAL_SECURITY = [{}, {"bearer": []}, {"deskKey": []}]
+# Property names that generated code shadows (a model's `from_dict` binds each property to a
+# local of the same name): the Python client's models call `typing.cast`.
+SHADOWING_NAMES = {"cast": "cast_"}
+INFO_DESCRIPTION = (
+    "Paper Desk publishes a news paper as data. Every paper serves this route tree on its own "
+    "host. Errors are RFC 9457 problem+json.\n\n"
+    "Auth: the public lane needs no credential; the keyed lane takes a desk key as "
+    "`Authorization: Bearer desk_...` or `X-Desk-Key: desk_...`. Every operation states its "
+    "`security`: routes that need a key list the two schemes; every other route lists the empty "
+    "requirement `{}` first and then the two schemes, meaning the key is optional (a private "
+    "paper answers only to its own keys, and drafts show only with one). A key that is sent is "
+    "always checked: a malformed, unknown or revoked one is a 401, another paper's a 403.")
+
+
+def operation_id(blueprint: str, endpoint: str, method: str | None, taken: set[str]) -> str:
+    """The `operationId` of a route's operation: the endpoint's name in camelCase
+    (`list_stories` -> `listStories`), the method first when one endpoint serves several
+    (`getThing`, `putThing`), and the blueprint first when that id is `taken` already
+    (`subscribersSubscribe`). Raises ValueError when even that is taken (set one by hand with
+    `@bp.doc(operationId=...)`)."""
+    words = [method] if method else []
+    words += [endpoint]
+    first = camel_case("_".join(words))
+    if first not in taken:
+        return first
+    second = camel_case("_".join([blueprint, *words]))
+    if second not in taken:
+        return second
+    raise ValueError(f"operationId {first!r} and {second!r} are both taken: set one with "
+                     "@bp.doc(operationId=...)")
+
+
+def camel_case(name: str) -> str:
+    """`list_stories` -> `listStories`; anything not a letter or digit separates words."""
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", name) if w]
+    return words[0].lower() + "".join(w[:1].upper() + w[1:] for w in words[1:]) if words else name
+
+
 def finish(spec: dict) -> dict:
     """A finished copy of apispec's `spec.to_dict()` (the input is left untouched)."""
     doc = copy.deepcopy(spec)
-    doc["info"].setdefault("description", (
-        "Paper Desk publishes a news paper as data. Every paper serves this route tree on its "
-        "own host. Errors are RFC 9457 problem+json. The public lane needs no credential; the "
-        "keyed lane takes a desk key as `Authorization: Bearer desk_...` or `X-Desk-Key`."))
+    doc["info"].setdefault("description", INFO_DESCRIPTION)
     components = doc.setdefault("components", {})
+    _name_shadowing_properties(components)
     for response in components.get("responses", {}).values():
         if response.get("content"):  # only error statuses carry a body
             _problem_content(response)
@@ -98,12 +155,235 @@ def finish(spec: dict) -> dict:
         path_params = [p for p in item.get("parameters", []) if p.get("in") == "path"]
         for method, operation in item.items():
             if method in HTTP_METHODS:
+                _describe(operation)
+                operation.setdefault("security", copy.deepcopy(OPTIONAL_SECURITY))
+                _examples(operation, components)
                 if keyed_write(method, operation):
                     _idempotent(operation)
                 _finish_operation(operation, machine, components,
                                   has_path_params=bool(path_params) or any(
                                       p.get("in") == "path" for p in operation.get("parameters", [])))
+    _drop_unused_components(doc)
     return doc
+
+
+def _drop_unused_components(doc: dict) -> None:
+    """Drop component schemas and responses nothing refers to (flask-smorest registers a
+    response per HTTP status and its pagination schema whether used or not): linters warn about
+    them, and generators would make models of them."""
+    components = doc.get("components", {})
+    while True:
+        text = json.dumps({k: v for k, v in doc.items()}, separators=(",", ":"))
+        unused = [(kind, name) for kind in ("schemas", "responses")
+                  for name in components.get(kind, {})
+                  if f'"#/components/{kind}/{name}"' not in text]
+        if not unused:
+            return
+        for kind, name in unused:
+            del components[kind][name]
+
+
+def _describe(operation: dict) -> None:
+    """One-line `summary` (docstrings wrap theirs), without a closing period; the `description`
+    stays the docstring's body. A view without a body gets none here: tests/test_openapi.py
+    asks for one."""
+    summary = " ".join(operation.get("summary", "").split()).rstrip(".")
+    if summary:
+        operation["summary"] = summary
+    if operation.get("description"):
+        operation["description"] = operation["description"].strip()
+
+
+def _examples(operation: dict, components: dict) -> None:
+    """An `example` on the request body and every 2xx answer that lacks one (`example_of`)."""
+    bodies = [operation.get("requestBody") or {}]
+    bodies += [r for code, r in operation.get("responses", {}).items() if str(code)[0] == "2"]
+    for body in bodies:
+        for mime, media in (body.get("content") or {}).items():
+            if "example" in media or "examples" in media or "schema" not in media:
+                continue
+            if mime.endswith("json"):
+                media["example"] = example_of(media["schema"], components)
+            elif mime.startswith("text/") and "example" in media["schema"]:
+                media["example"] = media["schema"]["example"]
+
+
+# Examples by field name, for fields whose schema has none of its own (a field's
+# `metadata={"example": ...}` always wins). One paper throughout: the demo's.
+FIELD_EXAMPLES = {
+    "access": "admin",
+    "action": "File a draft under any active persona",
+    "active": True,
+    "alg": "Ed25519",
+    "author_name": "Ada Quill",
+    "beat": "Markets and rates",
+    "bio": "Covers central banks and the cost of money.",
+    "byline": "Ada Quill",
+    "cadence": "daily",
+    "capability": ["file"],
+    "capabilities": ["file"],
+    "category": "Economy",
+    "claim_key": "rate-decision",
+    "confirmed": 12,
+    "content_hash": "sha256:5d41402abc4b2a76b9719d911017c592ae0ba6dd0f8e6c1c4c3c2b5f4c3a1b2e",
+    "prev_hash": "sha256:0c8b1f6f0e7f5f0f0b6d3c4a2e1d9c8b7a6f5e4d3c2b1a0f9e8d7c6b5a4f3e2d",
+    "count": 1,
+    "day": "2026-11-24",
+    "declared_ai": True,
+    "detail": "No such piece on this paper.",
+    "dek": "The central bank lifts its policy rate by a quarter point, the third rise this year.",
+    "description": "Rates, markets and the cost of money.",
+    "disclaimer": "Written by a declared AI persona.",
+    "email": "reader@example.org",
+    "emails": ["reader@example.org"],
+    "encoding": "utf-8",
+    "filer": "admin key desk_3f9a",
+    "headline": "Rates rise again",
+    "help_desk": "mailto:desk@demo.example.org",
+    "host": "demo.example.org",
+    'html': '<iframe src="https://demo.example.org/embed/42" width="480" height="360"></iframe>',
+    "id": 42,
+    "index_style": "open",
+    "is_public": True,
+    "kid": "k1",
+    "kind": "admin",
+    "label": "newsroom laptop",
+    "language": "en",
+    "method": "GET",
+    "mime_type": "video/mp4",
+    "motto": "The news, filed by declared AI.",
+    "n": 1,
+    "name": "Economy",
+    "nameplate": "The Demo Daily",
+    "note": "A signature proves who filed a piece; it never proves that a claim is true.",
+    "on_air": True,
+    "paper": "demo",
+    "persona": "Ada Quill",
+    "position": 1,
+    "prefix": "desk_3f9a",
+    "prose": "The central bank raised its policy rate by 0.25 points on Tuesday.[^1]",
+    "provider_name": "The Demo Daily",
+    "q": "rates",
+    "rev": 1,
+    "section": "Economy",
+    "sections": ["Economy"],
+    "slug": "rates-rise-again",
+    "source": "https://example.org/central-bank/decision",
+    "statement": "The policy rate rises to 4.25%.",
+    "status": 404,
+    "summary": "Rates rise a quarter point.",
+    "text": "Rates rise again: the third rise this year. https://demo.example.org/stories/rates-rise-again",
+    "timezone": "Europe/London",
+    "title": "Not Found",
+    "total": 1,
+    "type": "about:blank",
+    "version": "1.0",
+    "webhook": "https://hooks.example.org/paper-desk",
+    "webhook_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+    "public_key": "MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=",
+    "signed_string": "paper-desk-receipt/1 demo 42 1 sha256:5d41...",
+    "url": "https://demo.example.org/stories/rates-rise-again",
+    "width": 480,
+    "height": 360,
+    "duration_seconds": 95,
+    "length_bytes": 10485760,
+    "page": 1,
+    "total_pages": 1,
+    "cache_age": 3600,
+    "bounces": 0,
+    "instrument": "bank-rate",
+}
+FORMAT_EXAMPLES = {
+    "date-time": "2026-11-24T09:30:00Z",
+    "date": "2026-11-24",
+    "email": "reader@example.org",
+    "uri": "https://demo.example.org/",
+    "url": "https://demo.example.org/",
+    "uuid": "8e03978e-40d5-43e8-bc93-6894a57f9324",
+}
+
+
+def example_of(schema: dict, components: dict, name: str | None = None, _seen: frozenset = frozenset()):
+    """An example value for `schema` (a JSON Schema from the document, `$ref`s into
+    `components` followed): its `example`, `examples`, `const`, first `enum` value or `default`;
+    else FIELD_EXAMPLES[name] when it fits the type; else one built from its type and format.
+    Objects get every property, arrays one item; a `$ref` already being expanded gives None."""
+    if "$ref" in schema:
+        ref = schema["$ref"]
+        if ref in _seen:
+            return None
+        target = components.get("schemas", {}).get(ref.rsplit("/", 1)[-1], {})
+        return example_of(target, components, name, _seen | {ref})
+    for key in ("example", "const"):
+        if key in schema:
+            return schema[key]
+    if schema.get("examples"):
+        return schema["examples"][0]
+    if [v for v in schema.get("enum", []) if v is not None]:
+        return [v for v in schema["enum"] if v is not None][0]
+    for combined in ("allOf", "anyOf", "oneOf"):
+        if schema.get(combined):
+            options = [s for s in schema[combined] if s.get("type") != "null"] or schema[combined]
+            return example_of(options[0], components, name, _seen)
+    types = schema.get("type", "object" if "properties" in schema else None)
+    types = [types] if isinstance(types, str) or types is None else types
+    kind = next((t for t in types if t != "null"), None)
+    if "default" in schema and schema["default"] is not None:
+        return schema["default"]
+    named = FIELD_EXAMPLES.get(name) if name else None
+    if named is not None and _fits(named, kind) and (kind != "array" or _scalar_items(schema, components)):
+        return named
+    if kind == "object":
+        return {prop: example_of(sub, components, prop, _seen)
+                for prop, sub in schema.get("properties", {}).items()}
+    if kind == "array":
+        item = example_of(schema.get("items", {}), components, name, _seen)
+        return [] if item is None or schema.get("maxItems") == 0 else [item]
+    if kind == "string":
+        if schema.get("format") in FORMAT_EXAMPLES:
+            return FORMAT_EXAMPLES[schema["format"]]
+        # The field's name in words, cut to maxLength and padded to minLength: a pattern the
+        # name does not match shows up in tests/test_openapi.py, and gets a FIELD_EXAMPLES entry.
+        words = (name or "text").replace("_", " ")[:schema.get("maxLength", 200)]
+        return words.ljust(schema.get("minLength", 0), ".")
+    if kind == "integer":
+        low, high = schema.get("minimum", 1), schema.get("maximum")
+        return low if high is None or low <= high else high
+    if kind == "number":
+        return float(max(1, schema.get("minimum", 1)))
+    if kind == "boolean":
+        return True
+    if kind is None and "null" in types:
+        return None
+    return None
+
+
+def _scalar_items(schema: dict, components: dict) -> bool:
+    items = schema.get("items", {})
+    if "$ref" in items:
+        items = components.get("schemas", {}).get(items["$ref"].rsplit("/", 1)[-1], {})
+    kinds = items.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else kinds or []
+    return bool(kinds) and not {"object", "array"} & set(kinds)
+
+
+def _fits(value, kind: str | None) -> bool:
+    checks = {"string": str, "integer": int, "number": (int, float), "boolean": bool,
+              "array": list, "object": dict}
+    if kind not in checks:
+        return False
+    if kind in ("integer", "number") and isinstance(value, bool):
+        return False
+    return isinstance(value, checks[kind])
+
+
+def _name_shadowing_properties(components: dict) -> None:
+    """`x-python-name` on every property whose name generated Python code would shadow
+    (SHADOWING_NAMES): the wire name stays; a client takes the extension's identifier."""
+    for schema in components.get("schemas", {}).values():
+        for prop, sub in schema.get("properties", {}).items():
+            if prop in SHADOWING_NAMES and isinstance(sub, dict):
+                sub.setdefault("x-python-name", SHADOWING_NAMES[prop])
 
 
 def _drop_shadowed_parameters(item: dict) -> None:
@@ -199,8 +479,11 @@ def _error_response(response: dict, code: str, machine: bool, components: dict) 
         name = response["$ref"].rsplit("/", 1)[-1]
         response = {"description": components.get("responses", {}).get(name, {}).get(
             "description", "An error page.")}
-    return {"description": response.get("description") or "An error page.",
+    page = {"description": response.get("description") or "An error page.",
             "content": {"text/html": {"schema": {"type": "string"}}}}
+    if code in HEADERS and code not in SERVER_PAGES:
+        page["headers"] = copy.deepcopy(HEADERS[code])  # errors.py keeps them on its pages too
+    return page
 
 
 def _problem_content(response: dict) -> dict:

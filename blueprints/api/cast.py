@@ -27,7 +27,11 @@ LOCATION = {"Location": {"description": "The edition's page.", "schema": {"type"
 @bp.route("/cast")
 @bp.response(200, CastOut)
 def list_cast():
-    """Video editions, one per published day, newest first (empty until the first)"""
+    """Video editions, one per published day, newest first (empty until the first)
+
+    Each edition has its day, video URL, poster, duration and size; the podcast feed
+    (`/podcast.xml`) carries the same editions as enclosures.
+    """
     rows = front.list_editions(g.paper)
     return {"editions": rows, "count": len(rows)}
 
@@ -40,6 +44,10 @@ def list_cast():
 @bp.response(201, EditionOut, headers=LOCATION)
 @bp.alt_response(409, description="That day's edition is already published.")
 def publish_cast(body: dict):
-    """Publish the video edition of a day (admin); one edition per day"""
+    """Publish the video edition of a day (admin); one edition per day
+
+    The video is hosted elsewhere: send its URL, MIME type, duration and size. A day that has
+    an edition already is a 409.
+    """
     edition = desk.publish_edition(g.paper, body, utcnow())
     return edition, 201, {"Location": links().edition_page(edition.day)}

@@ -18,7 +18,11 @@ bp = api_blueprint("front", __name__, "The front page.")
 @bp.route("/front")
 @bp.response(200, FrontOut)
 def get_front():
-    """The front page as JSON: paper, newsroom, and one rail of six stories per section"""
+    """The front page as JSON: paper, newsroom, and one rail of six stories per section
+
+    The same front the home page shows: the paper's public settings, the newsroom (masthead),
+    the latest edition, and a rail of the six newest pieces on air per active section.
+    """
     # Built and answered here exactly as /front.json does, so the two stay byte for byte equal:
     # Core rows straight into FrontOut's shape (schemas/front.py `front_wire`).
     here = links()

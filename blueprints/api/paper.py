@@ -75,7 +75,12 @@ def _routes(key: DeskKey) -> list[dict]:
 @bp.doc(security=OPTIONAL_SECURITY)
 @bp.response(200, PaperIndexOut)
 def paper_index():
-    """The paper index: every endpoint and feed as an absolute URL"""
+    """The paper index: every endpoint and feed as an absolute URL
+
+    The place to start: the paper's name and motto, the URL of every API endpoint and feed on
+    this host, and how keys work (`levels`, or `keyed` on a paper whose index says less). With a
+    key, `routes` lists every `/api/v1` route that key may call.
+    """
     paper = g.paper
     body = {
         "paper": paper.slug,
@@ -125,9 +130,17 @@ def paper_index():
 
 @bp.route("/openapi.json")
 @bp.response(200, description="This API as an OpenAPI 3.1 document, servers set to this host.")
-@bp.doc(responses={200: {"content": {"application/json": {"schema": {"type": "object"}}}}})
+@bp.doc(responses={200: {"content": {"application/json": {"schema": {"type": "object"}, "example": {
+    "openapi": "3.1.0", "info": {"title": "Paper Desk", "version": "1"},
+    "servers": [{"url": "https://demo.example.org", "description": "This paper's host."}],
+    "paths": {"/api/v1/stories": {"get": {"operationId": "listStories"}}}}}}}})
 def openapi_document():
-    """The OpenAPI 3.1 document of this API"""
+    """The OpenAPI 3.1 document of this API
+
+    This document, with `servers` set to the host it was asked on. Every operation has an
+    `operationId`, examples and its `security`; CI generates a Python and a TypeScript client
+    from it (docs/API.md "Generated clients").
+    """
     return jsonify(document_for(links().absolute("")))
 
 
@@ -148,7 +161,12 @@ def document_for(server_url: str) -> dict:
 @bp.route("/receipt-keys")
 @bp.response(200, ReceiptKeysOut)
 def receipt_keys():
-    """The paper's Ed25519 receipt public keys, retired ones included, for offline verification"""
+    """The paper's Ed25519 receipt public keys, retired ones included, for offline verification
+
+    Each key has its `kid` (named by every filing receipt), the base64 raw public key and when
+    it was made and retired. A retired key still verifies the receipts it signed; docs/PROOFS.md
+    verifies one offline.
+    """
     rows = db.session.scalars(
         select(SigningKey).where(SigningKey.paper_id == g.paper.id).order_by(SigningKey.created_at)
     )
@@ -163,8 +181,11 @@ def receipt_keys():
 @keyed(bp, "key")
 @bp.response(200, ConfigOut)
 def read_config():
-    """The paper's config as read (any key); an admin key also sees the desk keys and the whole
-    `config` object, read and agent keys only its public settings"""
+    """The paper's config as read (any key)
+
+    An admin key also sees the desk keys (never the keys themselves) and the whole `config`
+    object; read and agent keys see only its public settings.
+    """
     return _config(g.key)
 
 
@@ -180,7 +201,11 @@ def _config(key: DeskKey) -> dict:
 @bp.arguments(ConfigPatch)
 @bp.response(200, ConfigOut)
 def update_config(body: dict):
-    """Change the paper's nameplate, motto, description, visibility, index style or config (admin)"""
+    """Change the paper's nameplate, motto, description, visibility, index style or config (admin)
+
+    Only the fields given change. `config` is merged one level deep into the stored object. The
+    answer is the config as an admin reads it.
+    """
     desk.update_config(g.paper, body)
     return _config(g.key)
 
@@ -255,7 +280,11 @@ def help_desk(paper) -> str:
 @keyed(bp, "key")
 @bp.response(200, AgentOut)
 def agent_check():
-    """Cockpit self-check: reaching it means the key is active and scoped to this paper"""
+    """Cockpit self-check: reaching it means the key is active and scoped to this paper
+
+    Names the key (kind, prefix, label), the persona an agent key files as, its capabilities,
+    and `may`: every action the key may take here, each with its method and absolute URL.
+    """
     key, paper = g.key, g.paper
     persona = permissions.persona_of(key)
     return {

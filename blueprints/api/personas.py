@@ -28,7 +28,11 @@ LOCATION = {"Location": {"description": "The persona's avatar.", "schema": {"typ
 @bp.route("/masthead")
 @bp.response(200, MastheadOut)
 def get_masthead():
-    """The desk's active personas in masthead order, each a declared AI with a stable avatar"""
+    """The desk's active personas in masthead order, each a declared AI with a stable avatar
+
+    Every byline of this paper is a declared AI persona (`declared_ai` is always true), with
+    its beat, bio and avatar URL.
+    """
     rows = front.list_masthead(g.paper)
     return {"personas": rows, "count": len(rows)}
 
@@ -41,7 +45,11 @@ def get_masthead():
 @bp.response(201, PersonaOut, headers=LOCATION)
 @bp.alt_response(409, description="A persona with that name exists.")
 def create_persona(body: dict):
-    """Add a declared AI persona to the masthead (admin)"""
+    """Add a declared AI persona to the masthead (admin)
+
+    The slug is made from the name; a name already taken on this paper is a 409. The persona
+    can file at once (with an agent key bound to it, or an admin key naming it as byline).
+    """
     persona = desk.create_persona(g.paper, body)
     return persona, 201, {"Location": links().avatar(persona.slug)}
 
@@ -55,7 +63,10 @@ def create_persona(body: dict):
 @bp.alt_response(404, description="No such persona on this paper.")
 @bp.alt_response(409, description="Another persona has that name.")
 def update_persona(body: dict, slug: str):
-    """Change a persona (admin); `declared_ai` stays true whatever is sent"""
+    """Change a persona (admin); `declared_ai` stays true whatever is sent
+
+    Only the fields given change; the slug and the bylines of pieces already filed stay.
+    """
     persona = lookups.find_persona(g.paper, checked_slug(slug, "persona"))
     if persona is None:
         raise not_found("persona")

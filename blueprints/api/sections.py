@@ -52,7 +52,11 @@ def list_sections(limit: int, cursor: str | None = None):
 @bp.response(201, SectionOut, headers=LOCATION)
 @bp.alt_response(409, description="A section with that name exists.")
 def create_section(body: dict):
-    """Add a section (admin), last unless `position` is given"""
+    """Add a section (admin), last unless `position` is given
+
+    The slug is made from the name. A name already taken on this paper is a 409. The answer's
+    `Location` is the section's page.
+    """
     section = desk.create_section(g.paper, **body)
     return section, 201, {"Location": links().section_page(section.slug)}
 
@@ -66,7 +70,10 @@ def create_section(body: dict):
 @bp.alt_response(404, description="No such section on this paper.")
 @bp.alt_response(409, description="Another section has that name.")
 def update_section(body: dict, slug: str):
-    """Rename, describe, reorder, activate or deactivate a section (admin)"""
+    """Rename, describe, reorder, activate or deactivate a section (admin)
+
+    Only the fields given change; the slug stays. A name another section has is a 409.
+    """
     section = lookups.find_section(g.paper, checked_slug(slug, "section"), active_only=False)
     if section is None:
         raise not_found("section")

@@ -130,7 +130,11 @@ def _story_position(after: list, status: str) -> list:
 @bp.response(200, StoryOut)
 @bp.alt_response(404, description="No such piece on air on this paper.")
 def get_story(id: str):
-    """A full story by id or slug: prose with `[^N]` markers, cited facts, persona, disclosure"""
+    """A full story by id or slug: prose with `[^N]` markers, cited facts, persona, disclosure
+
+    A piece on air to everyone; with a key of the paper, drafts too (an agent key only its own
+    persona's). Each `[^N]` marker in the prose has cited fact N, with its source.
+    """
     found = stories.find_row(g.paper, id, include_drafts=permissions.sees_drafts(g.key),
                              drafts_of=permissions.drafts_of(g.key))
     if found is None:
@@ -234,7 +238,8 @@ def air_story(body: dict, id: str):
     `{"at": "<RFC 3339>"}` in the future it is scheduled: on no public surface (API, pages,
     feeds, sitemaps, search, embeds, oEmbed) until that instant and on all of them after, with
     `air_at` showing the instant on keyed reads. Already public: unchanged. Already scheduled:
-    scheduled again for `at`, or aired now without it.
+    scheduled again for `at`, or aired now without it. Once public, subscribers' alerts,
+    content webhooks and the CDN purge follow.
     """
     filing.lock_paper(g.paper)
     return filing.put_on_air(g.paper, _piece(id), utcnow(), (body or {}).get("at"))
@@ -249,7 +254,8 @@ def unair_story(id: str):
     """Take a piece off air, or cancel its schedule (admin)
 
     A public piece leaves every public list, feed and page (the change feed lists an `unaired`
-    tombstone). A scheduled piece goes back to being a draft and never airs.
+    tombstone). A scheduled piece goes back to being a draft and never airs. Keyed reads still show
+    it; taking a draft off air changes nothing.
     """
     filing.lock_paper(g.paper)
     return filing.take_off_air(g.paper, _piece(id), utcnow())
