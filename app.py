@@ -18,6 +18,7 @@ import errors
 import logging_setup
 import pipeline
 import security
+import static_assets
 from extensions import api, cache, db, migrate
 from jsonio import OrjsonProvider
 from services.delivery import purge
@@ -42,6 +43,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     logging_setup.configure(app)
     register_extensions(app)
     register_blueprints(app)
+    static_assets.install(app)
     errors.register(app)
     pipeline.install(app)
     register_commands(app)

@@ -175,7 +175,7 @@ def test_llms_txt_parses_with_llms_txt(client, desk):
     assert "Secret draft" not in text
 
 
-def test_sitemap_validates_and_lists_home_sections_days_and_pieces(client, desk):
+def test_sitemap_validates_and_lists_home_sections_masthead_cast_days_and_pieces(client, desk):
     _newsroom(desk)
     response = client.get("/sitemap.xml", base_url="http://demo.localhost:8080")
     assert response.headers["Content-Type"] == "application/xml; charset=utf-8"
@@ -184,7 +184,8 @@ def test_sitemap_validates_and_lists_home_sections_days_and_pieces(client, desk)
     base = "http://demo.localhost:8080"
     assert _locs(response.data) == [
         f"{base}/", f"{base}/sections/world", f"{base}/sections/business",
-        f"{base}/sections/science", f"{base}/days/2026-11-03", f"{base}/days/2026-11-02",
+        f"{base}/sections/science", f"{base}/masthead", f"{base}/cast",
+        f"{base}/cast/2026-11-02", f"{base}/cast/2026-11-01", f"{base}/days/2026-11-03", f"{base}/days/2026-11-02",
         f"{base}/days/2026-11-01", f"{base}/stories/rates-rise-again",
         f"{base}/stories/comet-seen", f"{base}/stories/talks-resume"]
     lastmods = {url.findtext(f"{SM}loc"): url.findtext(f"{SM}lastmod") for url in document}
@@ -195,8 +196,8 @@ def test_sitemap_validates_and_lists_home_sections_days_and_pieces(client, desk)
 def test_a_large_sitemap_becomes_an_index_of_pages(client, desk, app, monkeypatch):
     _newsroom(desk)
     whole = _locs(client.get("/sitemap.xml").data)
-    assert len(whole) == 10
-    monkeypatch.setitem(app.config, "SITEMAP_MAX_URLS", 4)
+    assert len(whole) == 14
+    monkeypatch.setitem(app.config, "SITEMAP_MAX_URLS", 5)
     index = etree.fromstring(client.get("/sitemap.xml").data)
     _schema("siteindex.xsd").assertValid(index)
     assert index.tag == f"{SM}sitemapindex"

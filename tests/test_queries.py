@@ -37,7 +37,7 @@ PUBLIC = {
     "/stories/{slug}": 5,                 # + related pieces, nav sections
     "/embed/{id}": 2,
     "/rss.xml": 3,
-    "/sitemap.xml": 5,
+    "/sitemap.xml": 6,                    # paper, sections, days, editions, count, pieces
     "/llms.txt": 3,
     "/podcast.xml": 2,
 }

@@ -1,6 +1,7 @@
 """Sitemaps of a paper's host: the sitemaps.org 0.9 urlset (or index) and a Google News sitemap.
 
-`/sitemap.xml` lists, in order: the home page, each active section's page, each day's
+`/sitemap.xml` lists, in order: the home page, each active section's page, the masthead, the
+cast and each video edition's page (newest first, when there are editions), each day's
 back-issue page (newest first), then every piece on air, oldest first (so pages of a split
 sitemap stay stable as pieces are added); every URL is absolute, under the `links` given.
 When that list is longer than `MAX_URLS` (50 000, the protocol's limit) `/sitemap.xml` becomes
@@ -21,7 +22,7 @@ from sqlalchemy import and_, func, select
 
 from clock import rfc3339
 from extensions import db
-from models import Paper, Piece, Section
+from models import Edition, Paper, Piece, Section
 from services.rendering.feeds import paper_language
 from services.rendering.links import Links
 from services.rendering.xmltext import xml_safe
@@ -47,8 +48,9 @@ def _on_air(paper: Paper):
 
 
 def _static_entries(paper: Paper, links: Links) -> list[Entry]:
-    """Home, active sections (paper order) and every day with pieces on air (newest first).
-    Two aggregate queries; a page's lastmod is the newest `updated_at` of the pieces it shows."""
+    """Home, active sections (paper order), the masthead, the cast and its editions (newest
+    first), and every day with pieces on air (newest first). Three queries; a page's lastmod
+    is the newest `updated_at` of the pieces it shows, an edition's its publication."""
     newest = func.max(Piece.updated_at)
     sections = db.session.execute(
         select(Section.slug, newest)
@@ -63,9 +65,17 @@ def _static_entries(paper: Paper, links: Links) -> list[Entry]:
         .group_by(Piece.on_air_day)
         .order_by(Piece.on_air_day.desc())
     ).all()
+    editions = db.session.execute(
+        select(Edition.day, Edition.published_at).where(Edition.paper_id == paper.id)
+        .order_by(Edition.day.desc())
+    ).all()
     stamps = [moment for _, moment in days if moment is not None]
     entries = [Entry(links.home(), max(stamps) if stamps else None)]
     entries += [Entry(links.section_page(slug), moment) for slug, moment in sections]
+    entries.append(Entry(links.absolute("/masthead"), None))
+    if editions:
+        entries.append(Entry(links.absolute("/cast"), max(moment for _, moment in editions)))
+        entries += [Entry(links.edition_page(day), moment) for day, moment in editions]
     entries += [Entry(links.day_page(day), moment) for day, moment in days]
     return entries
 
@@ -127,7 +137,7 @@ def _serialise(root) -> bytes:
 
 def build_sitemap(paper: Paper, max_urls: int = MAX_URLS, *, links: Links) -> bytes:
     """`/sitemap.xml`: a urlset of every URL (under `links`) when they fit in `max_urls`, else a
-    sitemap index of `/sitemap-<n>.xml` pages with their lastmod. Four statements whatever the
+    sitemap index of `/sitemap-<n>.xml` pages with their lastmod. Five statements whatever the
     size."""
     static = _static_entries(paper, links)
     pieces = _count_pieces(paper)
@@ -149,7 +159,7 @@ def build_sitemap(paper: Paper, max_urls: int = MAX_URLS, *, links: Links) -> by
 
 def build_sitemap_page(paper: Paper, n: int, max_urls: int = MAX_URLS, *, links: Links) -> bytes | None:
     """`/sitemap-<n>.xml` (n from 1): slice n of the URL list (under `links`) as a urlset; None
-    when the page is past the end. Three statements."""
+    when the page is past the end. Four statements."""
     if n < 1 or (n - 1) * max_urls > MAX_OFFSET:
         return None  # past any real end, and an OFFSET neither database could take
     static = _static_entries(paper, links)
