@@ -23,7 +23,7 @@ COMPRESSIBLE = frozenset({
     "application/json", "application/problem+json", "application/xml", "application/rss+xml",
     "application/atom+xml", "application/javascript", "application/xhtml+xml", "image/svg+xml",
     "text/html", "text/plain", "text/xml", "text/css", "text/javascript", "text/markdown",
-    "text/vtt", "application/json+oembed", "application/ld+json",
+    "text/vtt", "application/json+oembed", "application/ld+json", "application/feed+json",
 })
 
 

@@ -22,7 +22,7 @@ log = logging.getLogger("paperdesk.errors")
 
 PROBLEM_MIME = "application/problem+json"
 # Paths whose answers are for programs, not people: they get problem+json.
-MACHINE_PREFIXES = ("/api/v1", "/oembed", "/rss.xml", "/podcast.xml", "/front.json", "/llms.txt",
+MACHINE_PREFIXES = ("/api/v1", "/oembed", "/rss.xml", "/feed.json", "/podcast.xml", "/front.json", "/llms.txt",
                     "/sitemap", "/healthz", "/readyz")
 
 DETAILS = {

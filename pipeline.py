@@ -25,7 +25,7 @@ After the view (or the error handler), in this order:
 
  1. store a fresh public 200, Surrogate-Key     http_cache.store_answer
  2. security headers (CSP, framing, nosniff)    security.add_headers
- 3. CORS on the API, oEmbed and /front.json     pipeline.cors (flask-cors's own step)
+ 3. CORS on the API, oEmbed and the feeds      pipeline.cors (flask-cors's own step)
  4. ETag and Cache-Control; keyed answers private, CORS stripped
                                                 http_cache.decorate
  5. gzip over 1 KB when accepted (weak ETag), Vary: Accept-Encoding
@@ -58,11 +58,20 @@ import transaction
 from extensions import cors as flask_cors
 from extensions import db
 
-# Paths that any origin may read from a browser.
+# Paths that any origin may read from a browser: the API, oEmbed and every feed (a web feed
+# reader or an AI agent in a page fetches them cross-origin; a preflight hears that a feed is
+# only read). Literal paths match exactly; the sitemap pattern is a regular expression
+# (flask-cors compiles a pattern with regex characters).
+_READ_ONLY = {"origins": "*", "methods": ["GET", "HEAD", "OPTIONS"]}
 CORS_RESOURCES = {
     r"/api/v1*": {"origins": "*"},
-    r"/oembed": {"origins": "*"},
-    r"/front.json": {"origins": "*"},
+    r"/oembed": _READ_ONLY,
+    r"/front.json": _READ_ONLY,
+    r"/feed.json": _READ_ONLY,
+    r"/rss.xml": _READ_ONLY,
+    r"/podcast.xml": _READ_ONLY,
+    r"/llms.txt": _READ_ONLY,
+    r"^/sitemap(-news|-[0-9]+)?\.xml$": _READ_ONLY,
 }
 
 BEFORE: tuple[Callable, ...] = (

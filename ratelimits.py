@@ -11,7 +11,8 @@ gunicorn worker and every host shares one count.
 | public subscribe: POST /api/v1/subscribers,         | SUBSCRIBE_RATELIMIT "5/minute;20/hour" per    |
 | /api/v1/subscribe and the /subscribe form (keyless) | client, and SUBSCRIBE_ADDRESS_RATELIMIT       |
 |                                                     | "3/hour;10/day" per address subscribed        |
-| POST /subscribe/confirm, /subscribe/unsubscribe     | SUBSCRIBE_LINK_RATELIMIT, "20/minute;200/hour"|
+| POST /subscribe/confirm, /subscribe/unsubscribe,    | SUBSCRIBE_LINK_RATELIMIT, "20/minute;200/hour"|
+| /subscribe/preferences, PATCH .../preferences       |                                               |
 | any other request (the keyed writes), per route     | RATELIMIT_DEFAULT, "600 per minute"           |
 | /healthz, /readyz, static files, /favicon.ico       | none (load balancers and assets)              |
 
@@ -57,7 +58,8 @@ EXEMPT_ENDPOINTS = frozenset({"static", "site.favicon", "health.healthz", "healt
 # The public subscribe routes (API and the landing page's form) and the e-mailed links' POSTs.
 SUBSCRIBE_ENDPOINTS = frozenset({"subscribers.create_subscribers", "subscribers.subscribe",
                                  "subscribe.subscribe_form"})
-LINK_ENDPOINTS = frozenset({"subscribe.confirm", "subscribe.unsubscribe"})
+LINK_ENDPOINTS = frozenset({"subscribe.confirm", "subscribe.unsubscribe", "subscribe.save_preferences",
+                            "subscribers.update_preferences"})
 # How long a worker counts in memory after the shared store failed before it asks it again.
 STORE_RETRY_SECONDS = 30.0
 # Statuses on which a Retry-After means something (RFC 9110 10.2.3, RFC 6585 4).
@@ -165,7 +167,7 @@ class RateLimits:
             if address is not None:
                 found += [Limit("subscribe-address", item, address) for item in self.address]
             return found
-        if endpoint in LINK_ENDPOINTS and req.method == "POST":
+        if endpoint in LINK_ENDPOINTS and req.method in ("POST", "PATCH"):
             return [Limit("subscribe-link", item, client) for item in self.links]
         return [Limit(f"route:{endpoint}", item, client) for item in self.default]
 

@@ -53,10 +53,19 @@ def card(id: str):
 @bp.arguments(OEmbedQuery, location="query", as_kwargs=True)
 @bp.response(200, OEmbedOut)
 @bp.alt_response(404, description="`url` is not the page of a piece on air on this paper.")
+@bp.alt_response(501, description="`format` is neither `json` nor `xml`: oEmbed 1.0's answer "
+                                  "for a format the provider does not implement.")
 @bp.doc(responses={200: {"content": {"text/xml": {"schema": {
     "type": "string", "description": "With `format=xml`: the same record as oEmbed XML."}}}}})
 def oembed(url: str, format: str, maxwidth: int | None = None, maxheight: int | None = None):
-    """The oEmbed 1.0 record (type rich) of a story page on this paper, as JSON or XML"""
+    """The oEmbed 1.0 record (type rich) of a story page on this paper, as JSON or XML
+
+    A `maxwidth` above 640 gets the 640-pixel card (consumers send it as an upper bound); the
+    record also carries the byline's `disclosure` and `digital_source_type`.
+    """
+    # Before the lookup: oEmbed 1.0 says 501 for a format the provider lacks, whatever the url.
+    if format not in embeds.FORMATS:
+        abort(501, description=f"This provider answers oEmbed in {' and '.join(embeds.FORMATS)} only.")
     piece = embeds.story_from_url(g.paper, url, links=links())
     if piece is None:
         abort(404, description="url is not the page of a piece on air on this paper.")

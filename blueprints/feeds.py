@@ -1,17 +1,18 @@
-"""The reader's feeds on each paper's host: `/rss.xml`, `/podcast.xml`, `/front.json`,
-`/llms.txt`, `/sitemap.xml` (with `/sitemap-<n>.xml` pages past 50 000 URLs) and
-`/sitemap-news.xml`.
+"""The reader's feeds on each paper's host: `/rss.xml`, `/feed.json` (JSON Feed 1.1),
+`/podcast.xml`, `/front.json`, `/llms.txt`, `/sitemap.xml` (with `/sitemap-<n>.xml` pages past
+50 000 URLs) and `/sitemap-news.xml`.
 
 Public GETs only: tenancy answers a private paper's feeds with 404, and http_cache gives each
 answer the paper's ETag (304 on a match, before any piece is loaded). Built documents are kept in
-the app cache under the paper's version, so a write makes them stale at once.
+the app cache under the paper's version, so a write makes them stale at once. Any origin may
+read every one of them from a browser (pipeline.CORS_RESOURCES).
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
 
-from flask import Blueprint, Response, abort, current_app, g, jsonify, request
+from flask import Blueprint, Response, abort, current_app, g, jsonify, request, url_for
 
 import clock
 import http_cache
@@ -19,12 +20,14 @@ from blueprints.api.paper import NOTE
 from extensions import cache
 from schemas.front import front_wire
 from services.reading import front
-from services.rendering import feeds, sitemaps
+from services.rendering import art, feeds, sitemaps
 from weblinks import links
 
 bp = Blueprint("feeds", __name__)
 
 RSS_TYPE = "application/rss+xml; charset=utf-8"
+# JSON Feed 1.1's own media type; JSON is UTF-8 by definition, so no charset parameter.
+JSON_FEED_TYPE = "application/feed+json"
 XML_TYPE = "application/xml; charset=utf-8"
 TEXT_TYPE = "text/plain; charset=utf-8"
 
@@ -59,12 +62,31 @@ def rss():
     return Response(_cached(lambda: feeds.build_rss(g.paper, links=links())), content_type=RSS_TYPE)
 
 
+@bp.route("/feed.json")
+def json_feed():
+    """JSON Feed 1.1 of the 50 newest pieces on air: the RSS feed's items and content, with
+    each piece's content hash, revision and AI disclosure in the `_paperdesk` extension."""
+    here = links()
+    body = _cached(lambda: feeds.build_json_feed(
+        g.paper, links=here,
+        icon=here.absolute(url_for("static", filename="img/icon-512.png")),
+        favicon=here.absolute(url_for("static", filename="img/apple-touch-icon.png")),
+        # The extension is documented with the API; the guide is where a reader finds it.
+        about=here.absolute("/api")))
+    return Response(body, content_type=JSON_FEED_TYPE)
+
+
 @bp.route("/podcast.xml")
 def podcast():
     """Every video edition as a podcast item with its enclosure and iTunes tags."""
     here = links()
-    return Response(_cached(lambda: feeds.build_podcast(g.paper, here.host_name, links=here)),
-                    content_type=RSS_TYPE)
+
+    def build() -> bytes:
+        # The paper's own square artwork, drawn once per nameplate (no statement).
+        artwork = art.artwork_file(current_app.instance_path, g.paper.nameplate)
+        return feeds.build_podcast(g.paper, here.host_name, links=here, artwork=here.media(artwork))
+
+    return Response(_cached(build), content_type=RSS_TYPE)
 
 
 @bp.route("/front.json")

@@ -1,8 +1,10 @@
-"""`/masthead/{slug}/avatar.svg` (persona portraits) and `/cards/{slug}.png` (share cards).
+"""`/masthead/{slug}/avatar.svg` (persona portraits), `/cards/{slug}.png` (share cards) and
+`/media/{name}` (the paper's own stored media: art, posters, podcast artwork, captions).
 
-Plain routes (not in the OpenAPI document): the URLs the masthead's `avatar` and the posts'
-`image` point at. Both answers are deterministic, so they carry their own content ETag and a
-long Cache-Control.
+Plain routes (not in the OpenAPI document): the URLs the masthead's `avatar`, the posts'
+`image` and the demo's art point at. Avatars and cards are deterministic, so they carry their
+own content ETag and a long Cache-Control; a media file is named by the hash of its bytes, so it
+never changes under its name and is cached for a year as immutable.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from services.rendering import media
 bp = Blueprint("media", __name__)
 
 LONG_CACHE = "public, max-age=604800, stale-while-revalidate=86400"
+IMMUTABLE = "public, max-age=31536000, immutable"
 
 
 @bp.route("/masthead/<string:slug>/avatar.svg")
@@ -48,4 +51,23 @@ def share_card(slug: str):
     response.set_etag(media.card_key(g.paper, piece))
     response.headers["Cache-Control"] = LONG_CACHE
     response.headers["X-Content-Type-Options"] = "nosniff"
+    return response.make_conditional(request)
+
+
+@bp.route("/media/<string:name>")
+def media_file(name: str):
+    """A stored media file (`{sha256[:32]}.jpg|png|vtt|mp4`) with its Content-Type, cached for a
+    year as immutable; 404 for any other name or a file not stored."""
+    found = media.media_file(current_app.instance_path, name)
+    if found is None:
+        abort(404, description="No such media file on this paper.")
+    path, mimetype = found
+    # Read whole: the demo's files are tens of KiB (artwork ~120 KiB); no open file outlives
+    # the request.
+    response = Response(path.read_bytes(), content_type=mimetype)
+    response.set_etag(name.split(".", 1)[0])
+    response.headers["Cache-Control"] = IMMUTABLE
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    # Captions opened directly are text: let them run nothing and load nothing.
+    response.headers["Content-Security-Policy"] = "default-src 'none'"
     return response.make_conditional(request)

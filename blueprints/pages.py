@@ -24,7 +24,7 @@ import security
 from clock import rfc3339
 from services.reading import archive, front, lookups, reader, search, stories
 from services.rendering import embeds, prose
-from services.rendering.prose import disclosure
+from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from weblinks import links
 
 bp = Blueprint("pages", __name__)
@@ -115,14 +115,14 @@ def story(id: str):
         "pages/story.html", piece=piece, active_nav=piece.section.slug,
         body=rendered.html, facts_html=prose.render_facts(facts, rendered.referenced),
         disclosure=disclosure(piece.persona.name, g.paper.nameplate), story_url=story_url,
-        og_image=piece.image or links().share_card(piece.slug),
+        og_image=links().media(piece.image) or links().share_card(piece.slug),
         description=piece.dek or prose.plain(piece.prose),
         oembed_url=embeds.oembed_url(story_url, links=links()),
         # Plain text: the page shows the snippet's source, it does not embed itself.
         embed_snippet=str(embeds.iframe(piece, *embeds.card_size(piece, None, None, nameplate=g.paper.nameplate),
                                         links=links())),
         author_url=embeds.masthead_entry(piece.persona.slug, links=links()),
-        json_ld=news_article(piece, story_url, piece.image or links().share_card(piece.slug)),
+        json_ld=news_article(piece, story_url, links().media(piece.image) or links().share_card(piece.slug)),
         related=reader.related_pieces(g.paper, piece),
     )
 
@@ -130,11 +130,12 @@ def story(id: str):
 def news_article(piece, story_url: str, image: str) -> dict:
     """schema.org NewsArticle JSON-LD for a story page.
 
-    The author is an `Organization`, not a `Person`: a schema.org Person is a human being, and
-    the paper never presents an AI persona as one. The persona is a byline the paper
-    operates, so it is typed as an organisational unit of the publisher (`parentOrganization`),
-    named as the byline reads, with the disclosure as its `description`; the article's
-    `creditText` repeats the disclosure for consumers that show credits.
+    The article's `digitalSourceType` is the IPTC code for trained algorithmic media
+    (DIGITAL_SOURCE_TYPE): machines read that an AI system wrote it. The author is a `Person`
+    named as the byline reads (what search engines take as a byline), never presented as a human
+    reporter: its `description` is the disclosure sentence, and it is affiliated with the
+    publisher that operates it; the article's `creditText` repeats the disclosure for consumers
+    that show credits.
     """
     paper = g.paper
     publisher = {"@type": "NewsMediaOrganization", "name": paper.nameplate, "url": links().home()}
@@ -150,12 +151,14 @@ def news_article(piece, story_url: str, image: str) -> dict:
         "datePublished": rfc3339(piece.on_air_at),
         "dateModified": rfc3339(piece.updated_at),
         "articleSection": piece.section.name,
+        "digitalSourceType": DIGITAL_SOURCE_TYPE,
         "author": [{
-            "@type": "Organization",
+            "@type": "Person",
             "name": piece.persona.name,
             "url": embeds.masthead_entry(piece.persona.slug, links=links()),
+            "image": links().avatar(piece.persona.slug),
             "description": said,
-            "parentOrganization": publisher,
+            "affiliation": publisher,
         }],
         "creditText": said,
         "publisher": publisher,
@@ -248,8 +251,44 @@ def edition(day: str):
     if request.args.get("embed") == "1":
         html = render_template("embed/player.html", edition=found, paper=g.paper, page_url=page_url)
         return security.allow_framing(make_response(html), "player")
-    return render_template("pages/edition.html", edition=found, page_url=page_url,
+    media = {"video": links().media(found.video_url), "poster": links().media(found.poster_url),
+             "captions": links().media(found.captions_url)}
+    return render_template("pages/edition.html", edition=found, page_url=page_url, media=media,
+                           language=_language(g.paper),
+                           transcript=[p.strip() for p in (found.transcript or "").split("\n\n") if p.strip()],
+                           json_ld=video_object(found, page_url, media),
                            snippet=str(embeds.player_iframe(found, links=links())))
+
+
+def _language(paper) -> str:
+    config = paper.config if isinstance(paper.config, dict) else {}
+    language = config.get("language")
+    return language if isinstance(language, str) and language.strip() else "en"
+
+
+def video_object(edition, page_url: str, media: dict) -> dict:
+    """schema.org VideoObject JSON-LD for an edition page: name, description, thumbnailUrl,
+    uploadDate, and when there is a video its contentUrl, embedUrl and duration (ISO 8601); the
+    transcript when there is one. `media` holds the absolute `video`, `poster` and `captions`
+    URLs (None when absent)."""
+    data = {
+        "@context": "https://schema.org",
+        "@type": "VideoObject",
+        "name": edition.title,
+        "description": edition.summary or edition.title,
+        "thumbnailUrl": [media["poster"]],
+        "uploadDate": rfc3339(edition.published_at),
+        "url": page_url,
+        "publisher": {"@type": "NewsMediaOrganization", "name": g.paper.nameplate, "url": links().home()},
+    }
+    if media["video"]:
+        data.update(contentUrl=media["video"], embedUrl=links().edition_embed(edition.day),
+                    encodingFormat=edition.mime_type)
+        if edition.duration_seconds:
+            data["duration"] = f"PT{edition.duration_seconds // 60}M{edition.duration_seconds % 60}S"
+    if edition.transcript:
+        data["transcript"] = edition.transcript
+    return data
 
 
 @bp.route("/masthead")

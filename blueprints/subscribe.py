@@ -1,5 +1,7 @@
 """The reader's subscribe pages: `/subscribe` (the landing form, works without JavaScript),
-`/subscribe/confirm` and `/subscribe/unsubscribe` (docs/API.md "subscribe").
+`/subscribe/confirm`, `/subscribe/unsubscribe` and `/subscribe/preferences` (the preference
+centre every alert links to as "Manage your alerts") (docs/API.md "subscribe"; docs/ALERTS.md
+"Managing alerts").
 
 Links in emails only ever lead to a page with a button: the confirmation or the unsubscribe
 happens on the POST, so a mail scanner that prefetches GET links changes nothing. The same
@@ -13,8 +15,10 @@ from marshmallow import ValidationError
 
 from clock import utcnow
 from http_cache import no_etag
+from models import PAUSED_INDEFINITELY
 from schemas.subscriber import SubscribeIn
 from services.delivery import subscriptions
+from services.delivery.alert_content import period_words
 from services.errors import Invalid
 from transaction import transactional
 from weblinks import links
@@ -22,7 +26,9 @@ from weblinks import links
 bp = Blueprint("subscribe", __name__)
 
 CADENCES = [("instant", "As pieces go on air"), ("daily", "A daily digest"), ("weekly", "A weekly digest")]
-LABELS = {"email": "Email address", "cadence": "How often", "sections": "Sections", "cast": "Video edition"}
+LABELS = {"email": "Email address", "cadence": "How often", "sections": "Sections", "cast": "Video edition",
+          "pause": "Pause"}
+PAUSE_CHOICES = [("week", "Pause for a week"), ("month", "Pause for a month"), ("indefinitely", "Pause until I resume")]
 
 
 # The confirm and unsubscribe pages show the address and carry the token (in the URL and the
@@ -136,3 +142,78 @@ def unsubscribe():
         return _invalid()
     subscriptions.unsubscribe(row, utcnow())
     return _token_page("subscribe/unsubscribe.html", "Unsubscribed", subscriber=row, done=True)
+
+
+# --- the preference centre ------------------------------------------------------------------
+
+def _paused_words(until) -> str:
+    if until == PAUSED_INDEFINITELY:
+        return "until you resume"
+    day = period_words("daily", until.date().isoformat())
+    return f"until {day}, {until:%H:%M} UTC"
+
+
+def _preferences(row, token: str, *, form: dict | None = None, errors: dict | None = None,
+                 saved: str | None = None, status: int = 200):
+    now = utcnow()
+    paused = subscriptions.is_paused(row, now)
+    form = form or {"cadence": row.cadence, "sections": row.sections, "cast": row.cast, "pause": ""}
+    return _token_page("subscribe/preferences.html", "Your alerts", status, subscriber=row, token=token,
+                       form=form, errors=errors, saved=saved, labels=LABELS, cadences=CADENCES,
+                       pauses=PAUSE_CHOICES, sections=subscriptions.active_sections(g.paper), paused=paused,
+                       paused_words=_paused_words(row.paused_until) if paused else "",
+                       unsubscribe_token=subscriptions.make_token("unsubscribe", row))
+
+
+@bp.get("/subscribe/preferences")
+@no_etag
+def preferences_page():
+    """The "Manage your alerts" page: the reader's choices in a form. A GET changes nothing
+    (mail scanners open every link); an invalid, expired or foreign token gets the expired-link
+    page (400), as confirm and unsubscribe do."""
+    row = subscriptions.read_token("preferences", _token(), g.paper)
+    if row is None:
+        return _invalid()
+    return _preferences(row, _token())
+
+
+@bp.post("/subscribe/preferences")
+@no_etag
+@transactional
+def save_preferences():
+    """The form's POST (no JavaScript needed; the token in the hidden field is the credential,
+    so no cookie and no CSRF token): `action=save` applies cadence, sections, cast and a pause
+    (`pause` = week, month or indefinitely; empty leaves it); `action=resume` ends a pause now.
+    A bad value shows the form again with its error (422)."""
+    token = _token()
+    row = subscriptions.read_token("preferences", token, g.paper)
+    if row is None:
+        return _invalid()
+    now = utcnow()
+    if request.form.get("action") == "resume":
+        subscriptions.change_preferences(g.paper, row, now, {"paused_until": None})
+        return _preferences(row, token, saved="Alerts are on again. News from now on comes in your next alert.")
+    chosen = request.form.getlist("sections")
+    form = {"cadence": request.form.get("cadence", ""), "sections": chosen,
+            "cast": request.form.get("cast") in ("true", "on", "1"), "pause": request.form.get("pause", "")}
+    errors: dict = {}
+    if form["cadence"] not in dict(CADENCES):
+        errors["cadence"] = [f"Must be one of: {', '.join(dict(CADENCES))}."]
+    if not chosen:
+        errors["sections"] = ["Pick at least one section."]
+    if form["pause"] and form["pause"] not in subscriptions.PAUSES:
+        errors["pause"] = [f"Must be one of: {', '.join(subscriptions.PAUSES)}."]
+    changes = {"cadence": form["cadence"], "sections": chosen, "cast": form["cast"]}
+    if form["pause"] and not errors:
+        changes["paused_until"] = subscriptions.pause_end(form["pause"], now)
+    if not errors:
+        try:
+            subscriptions.change_preferences(g.paper, row, now, changes)
+        except Invalid as exc:  # an unknown section: shown beside its field, not as an error page
+            errors.update(exc.errors or {})
+    if errors:
+        return _preferences(row, token, form=form, errors=errors, status=422)
+    saved = "Your choices are saved."
+    if subscriptions.is_paused(row, now):
+        saved += f" Alerts are paused {_paused_words(row.paused_until)}."
+    return _preferences(row, token, saved=saved)

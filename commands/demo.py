@@ -69,7 +69,8 @@ def seed_demo(slug: str, pieces: int, subscribers: int, subscriber_cadence: str,
         for spec in specs:
             click.echo(f"{spec.slug}: seeding {spec.pieces:,} pieces on air "
                        f"({'public' if spec.is_public else 'private'})")
-            report = demo_seed.seed_paper(spec, now=now, seed=seed, progress=click.echo)
+            report = demo_seed.seed_paper(spec, now=now, seed=seed, progress=click.echo,
+                                          instance_path=current_app.instance_path)
             click.echo(f"{report.slug}: {report.pieces:,} on air over {report.days} UTC days, "
                        f"{report.drafts} drafts, {report.facts:,} cited facts, {report.images:,} "
                        f"with art, {report.editions} video editions, all signed "

@@ -20,10 +20,11 @@ from datetime import date, datetime, time, timedelta, timezone
 
 from sqlalchemy import func, insert, select, text
 
-from demo.content import PERSONAS, SECTIONS, compose
+from demo.content import PERSONAS, SECTIONS, World, compose
 from extensions import db
 from models import CADENCES, CitedFact, Edition, Paper, Persona, Piece, PieceRevision, Section, SigningKey, Subscriber
 from services.newsroom import filing, provenance
+from services.rendering import art
 
 SEED_FILER = "seed-demo"
 DEFAULT_PIECES = 60
@@ -35,13 +36,11 @@ PRIVATE_PIECES = 24
 DRAFTS = 3
 BATCH = 2000
 MIN_DAYS, MAX_DAYS, PER_DAY = 14, 365, 4
-IMAGE_EVERY = 9  # one piece in nine carries its own art
+# Every piece carries its own art, drawn by `services.rendering.art` and served from the paper's
+# host; a section has ART_VARIANTS compositions, so a paper of 100,000 pieces draws 6 x 16.
+ART_VARIANTS = 16
 EDITION_DAYS_AGO = (1, 2, 3, 5)
-# Public sample clips (Google's test-video bucket) so the cast and podcast feed play in a browser;
-# (name, approximate bytes for the enclosure length, seconds).
-SAMPLE_MEDIA = "https://commondatastorage.googleapis.com/gtv-videos-bucket/sample"
-SAMPLE_CLIPS = [("ForBiggerBlazes", 2_498_125, 15), ("ForBiggerEscapes", 2_299_653, 15),
-                ("ForBiggerFun", 12_917_485, 60), ("ForBiggerJoyrides", 2_505_215, 15)]
+CAPTION_SECONDS = 4  # each caption cue (a sentence of the transcript) is shown this long
 
 Progress = Callable[[str], None]
 
@@ -203,9 +202,11 @@ def _unique(slug: str, taken: dict[str, int]) -> str:
 
 
 def _batches(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
-             rng: random.Random, report: SeedReport):
-    """Yield (piece rows, cited fact rows, revision rows) of at most BATCH pieces: composed,
-    validated, hashed and signed as the filing desk would, with explicit ids."""
+             rng: random.Random, report: SeedReport, instance_path: str):
+    """Yield (piece rows, cited fact rows, revision rows) of at most BATCH pieces: composed in
+    one `World` (no repeated headline, no contradicted figure), each with its section's art
+    (`/media/...` on the paper's host, drawn into `instance_path` once), validated, hashed and
+    signed as the filing desk would, with explicit ids."""
     sections, personas = _newsroom(paper)
     order = [name for name, _ in SECTIONS]
     piece_id, fact_id, rev_id = _next_id(Piece), _next_id(CitedFact), _next_id(PieceRevision)
@@ -213,14 +214,16 @@ def _batches(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
     taken: dict[str, int] = {}
     total = spec.pieces + spec.drafts
     pieces, facts, revisions = [], [], []
+    world = World()
     for i in range(total):
         section = order[i % len(order)]
-        story = compose(rng, section)
+        turn = i // len(order)
+        story = compose(rng, section, world, turn)
         on_air = i < spec.pieces
         on_air_at = air_time(i, spec.pieces, days, now) if on_air else None
         filed_at = (on_air_at or now) - timedelta(minutes=rng.randint(4, 240))
         slug = _unique(filing.slugify(story["headline"]), taken)
-        image = f"https://picsum.photos/seed/{slug}/1200/675" if i % IMAGE_EVERY == 4 else None
+        image = art.art_file(instance_path, section, f"variant-{turn % ART_VARIANTS}")
         draft = filing.Draft(headline=story["headline"], dek=story["dek"], prose=story["prose"],
                              section=sections[section], persona=personas[section],
                              cited_facts=story["cited_facts"], image=image)
@@ -262,7 +265,8 @@ def _insert(connection, batch) -> None:
 
 
 def _write_pieces(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
-                  rng: random.Random, report: SeedReport, progress: Progress) -> None:
+                  rng: random.Random, report: SeedReport, progress: Progress,
+                  instance_path: str) -> None:
     """Write the paper's on-air pieces and drafts in batches. One writer thread inserts batch n
     on the session's connection while this thread composes and signs batch n + 1; they never
     use the connection at the same time (each insert is awaited before the next starts)."""
@@ -270,7 +274,8 @@ def _write_pieces(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: dateti
     total, written = spec.pieces + spec.drafts, 0
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="seed-writer") as writer:
         pending = None
-        for batch in _batches(paper, spec, key, now=now, rng=rng, report=report):
+        for batch in _batches(paper, spec, key, now=now, rng=rng, report=report,
+                              instance_path=instance_path):
             if pending is not None:
                 pending.result()
             pending = writer.submit(_insert, connection, batch)
@@ -282,25 +287,52 @@ def _write_pieces(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: dateti
     _reset_sequences((Piece, CitedFact, PieceRevision))
 
 
-def _write_editions(paper: Paper, now: datetime, report: SeedReport) -> None:
-    """One video edition on each of a few recent days (never today: it is not over yet)."""
-    for n, days_ago in enumerate(EDITION_DAYS_AGO):
+def edition_transcript(nameplate: str, day: date, pieces: list[tuple[str, str, str]]) -> list[str]:
+    """The words of a day's edition, one sentence a line: a greeting, then for each of `pieces`
+    ((section, headline, dek), in airing order) its section, headline and dek, then the
+    disclosure that the desk's personas are AI."""
+    lines = [f"Good evening. This is the cast from {nameplate} for {day:%A} {day.day} {day:%B}.",
+             "Here are the day's pieces."]
+    for section, headline, dek in pieces:
+        lines.append(f"In {section}: {headline.rstrip('.')}.")
+        if dek:
+            lines.append(dek)
+    lines += ["Every piece was written by an AI persona of the desk, and every claim in it is "
+              "footnoted on our site.", "That was the cast. Good night."]
+    return lines
+
+
+def _write_editions(paper: Paper, now: datetime, report: SeedReport, instance_path: str) -> None:
+    """One edition on each of a few recent days (never today: it is not over yet), all drawn
+    here and served from the paper's host: a 16:9 poster, WebVTT captions and the transcript
+    they come from (the day's pieces read out). Poster-only: no video is made, so the page
+    shows the poster and the transcript, and the podcast feed leaves the edition out."""
+    sections = [name for name, _ in SECTIONS]
+    for days_ago in EDITION_DAYS_AGO:
         day: date = now.date() - timedelta(days=days_ago)
-        clip, length, seconds = SAMPLE_CLIPS[n % len(SAMPLE_CLIPS)]
+        aired = db.session.execute(
+            select(Section.name, Piece.headline, Piece.dek).join(Section, Piece.section_id == Section.id)
+            .where(Piece.paper_id == paper.id, Piece.on_air_day == day)
+            .order_by(Piece.on_air_at, Piece.id)).all()
+        lines = edition_transcript(paper.nameplate, day, [tuple(row) for row in aired])
         db.session.add(Edition(
             paper_id=paper.id, day=day, title=f"{paper.nameplate}, {day.day} {day:%B %Y}",
-            summary="The day's pieces in a short video, read by the desk's AI personas.",
-            video_url=f"{SAMPLE_MEDIA}/{clip}.mp4", poster_url=f"{SAMPLE_MEDIA}/images/{clip}.jpg",
-            mime_type="video/mp4", length_bytes=length, duration_seconds=seconds,
-            published_at=datetime.combine(day, time(18, 0), timezone.utc)))
+            summary=f"The day's {len(aired)} pieces, read by the desk's AI personas."
+            if aired else "The day's pieces, read by the desk's AI personas.",
+            video_url=None, poster_url=art.poster_file(instance_path, paper.nameplate, day, sections),
+            captions_url=art.captions_file(instance_path, lines, seconds_per_line=CAPTION_SECONDS),
+            transcript="\n\n".join(lines), mime_type="video/mp4", length_bytes=0,
+            duration_seconds=0, published_at=datetime.combine(day, time(18, 0), timezone.utc)))
         report.editions += 1
     db.session.flush()
 
 
-def seed_paper(spec: PaperSpec, *, now: datetime, seed: int = 1,
+def seed_paper(spec: PaperSpec, *, now: datetime, instance_path: str, seed: int = 1,
                progress: Progress = lambda message: None) -> SeedReport:
     """Build one demo paper from `spec` (its slug must be free). The text is deterministic in
-    (`seed`, slug); times end at `now`. Flushes; the caller commits."""
+    (`seed`, slug); times end at `now`. Pictures and captions are drawn into
+    `{instance_path}/media` (once: a later seed reuses them) and named by `/media/...` paths,
+    which every answer turns into URLs on the host asked. Flushes; the caller commits."""
     started = timer.perf_counter()
     report = SeedReport(slug=spec.slug)
     paper = Paper(slug=spec.slug, nameplate=spec.nameplate, motto=spec.motto,
@@ -311,8 +343,8 @@ def seed_paper(spec: PaperSpec, *, now: datetime, seed: int = 1,
     db.session.flush()
     key = provenance.create_signing_key(paper, now)
     _write_pieces(paper, spec, key, now=now, rng=random.Random(f"{seed}:{spec.slug}"),
-                  report=report, progress=progress)
-    _write_editions(paper, now, report)
+                  report=report, progress=progress, instance_path=instance_path)
+    _write_editions(paper, now, report, instance_path)
     paper.bump()
     db.session.flush()
     report.seconds = timer.perf_counter() - started

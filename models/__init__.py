@@ -5,11 +5,12 @@ from models.idempotency import IdempotencyKey
 from models.outbox import OUTBOX_KINDS, OutboxMessage
 from models.paper import Paper, Persona, Section
 from models.piece import CitedFact, Piece, PieceRevision
-from models.subscriber import CADENCES, AlertDelivery, Subscriber, WebhookDelivery
+from models.subscriber import CADENCES, PAUSED_INDEFINITELY, AlertDelivery, Subscriber, WebhookDelivery
 from models.types import utcnow
 
 __all__ = [
     "CADENCES",
+    "PAUSED_INDEFINITELY",
     "AlertDelivery",
     "Subscriber",
     "WebhookDelivery",

@@ -4,7 +4,7 @@ docs/ALERTS.md).
 """
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
 
 from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -14,6 +14,8 @@ from models.paper import JSONType, Paper
 from models.types import UTCDateTime
 
 CADENCES = ("instant", "daily", "weekly")
+# `paused_until` of a pause with no end ("until I resume"): later than any window ever reaches.
+PAUSED_INDEFINITELY = datetime(9999, 12, 31, tzinfo=timezone.utc)
 
 
 class Subscriber(db.Model):
@@ -24,7 +26,11 @@ class Subscriber(db.Model):
 
     The suppression list: `bounces` counts the alerts the mail server refused for good (5xx);
     `suppressed_at` set (with `suppressed_reason`, the last refusal) means the address is never
-    sent an alert again, though it stays on the list (services/delivery/alerts.py decides when)."""
+    sent an alert again, though it stays on the list (services/delivery/alerts.py decides when).
+
+    A pause (the preference centre): no alert is planned while `paused_until` is in the future
+    (PAUSED_INDEFINITELY: until the reader resumes). Once it has passed it stays as a floor: the
+    next window starts no earlier, so what aired during the pause is never sent."""
 
     __tablename__ = "subscribers"
     __table_args__ = (
@@ -48,6 +54,7 @@ class Subscriber(db.Model):
     bounces: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     suppressed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     suppressed_reason: Mapped[str | None] = mapped_column(String(1000))
+    paused_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     paper: Mapped[Paper] = relationship(lazy="raise_on_sql")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from marshmallow import Schema, ValidationError, fields
 
 from schemas.common import computed_url
-from schemas.story import StoryRowOut
+from schemas.story import CURSOR_EXAMPLE, StoryRowOut, cursor_param
 from services.reading.lookups import parse_day
 from weblinks import links
 
@@ -49,6 +49,15 @@ class SectionListOut(Schema):
     sections = fields.List(fields.Nested(SectionRowOut), required=True,
                            metadata={"description": "Active sections in the paper's own order."})
     count = fields.Integer(required=True, metadata={"description": "Number of rows in `sections`."})
+    next_cursor = fields.String(required=True, allow_none=True, metadata={
+        "description": "Pass as `cursor` for the sections after these; null on the last page.",
+        "example": CURSOR_EXAMPLE})
+
+
+class SectionsQuery(Schema):
+    limit = fields.Integer(load_default=200, metadata={
+        "description": "How many sections a page; any integer is accepted and clamped to 1-200.", "example": 50})
+    cursor = cursor_param()
 
 
 class DayRowOut(Schema):
@@ -63,8 +72,22 @@ class DayRowOut(Schema):
 
 class DayListOut(Schema):
     days = fields.List(fields.Nested(DayRowOut), required=True,
-                       metadata={"description": "Newest day first; at most 366 days."})
+                       metadata={"description": "Newest day first; at most `limit` (366) days a page."})
     count = fields.Integer(required=True, metadata={"description": "Number of rows in `days`."})
+    next_cursor = fields.String(required=True, allow_none=True, metadata={
+        "description": "Pass as `cursor` for the older days; null on the last page.", "example": CURSOR_EXAMPLE})
+
+
+class DaysQuery(Schema):
+    limit = fields.Integer(load_default=366, metadata={
+        "description": "How many days a page; any integer is accepted and clamped to 1-366.", "example": 30})
+    cursor = cursor_param()
+
+
+class DayStoriesQuery(Schema):
+    limit = fields.Integer(load_default=200, metadata={
+        "description": "How many rows a page; any integer is accepted and clamped to 1-200.", "example": 50})
+    cursor = cursor_param()
 
 
 class DayStoriesOut(Schema):
@@ -72,3 +95,6 @@ class DayStoriesOut(Schema):
     stories = fields.List(fields.Nested(StoryRowOut), required=True, metadata={
         "description": "Pieces that went on air that day, newest first; empty for a day with nothing on air."})
     count = fields.Integer(required=True, metadata={"description": "Number of rows in `stories`."})
+    next_cursor = fields.String(required=True, allow_none=True, metadata={
+        "description": "Pass as `cursor` for the day's older pieces; null on the last page.",
+        "example": CURSOR_EXAMPLE})

@@ -166,6 +166,10 @@ class StoryIn(StoryPatch):
 # ----------------------------------------------------------------------------- the cast
 
 
+# Characters of an edition's transcript: an hour of speech is about 60,000.
+TRANSCRIPT_MAX = 100_000
+
+
 class CastIn(Schema):
     day = fields.Date(required=True, metadata={"description": "The UTC day of the edition (YYYY-MM-DD); one per day."})
     title = Text(required=True, min_length=1, max_length=300)
@@ -177,14 +181,47 @@ class CastIn(Schema):
     length_bytes = StrictInt(load_default=0, validate=validate.Range(min=0, max=INT64_MAX),
                              metadata={"description": "Size of the video file, for podcast enclosures."})
     duration_seconds = StrictInt(load_default=0, validate=validate.Range(min=0, max=INT32_MAX))
+    captions = HttpUrl(
+        allow_none=True, load_default=None, attribute="captions_url",
+        metadata={"description": "WebVTT captions of the video (`text/vtt`), in the paper's language; "
+                                 "shown as the player's `<track kind=\"captions\">`. Null: none.",
+                  "example": "https://demo.example.com/media/captions-2026-11-22.vtt"})
+    transcript = Text(
+        load_default="", max_length=TRANSCRIPT_MAX,
+        metadata={"description": "What the video says, as plain text (blank lines part paragraphs); "
+                                 "printed under the player on the edition page (WCAG 1.2.2).",
+                  "example": "Good evening. Here are the day's pieces from the desk."})
 
 
-class EditionOut(Schema):
+def edition_media(attribute: str, description: str, example: str, *, nullable: bool = True) -> fields.Function:
+    """An edition's stored media URL as an absolute URL on the host asked (`Links.media`: the
+    demo stores paths on the paper's host), or null when the edition has none."""
+    return fields.Function(lambda e: links().media(getattr(e, attribute)), required=True,
+                           allow_none=nullable, metadata={"type": "string", "format": "uri",
+                                                          "description": description, "example": example})
+
+
+class EditionMediaOut(Schema):
+    """The media fields every edition answer carries (the write's and the cast list's)."""
+
+    video_url = edition_media(
+        "video_url", "The video; null for a poster-only edition (its page shows the poster and "
+                     "the transcript).", "https://demo.example.com/media/edition.mp4")
+    poster_url = edition_media(
+        "poster_url", "The 16:9 poster picture.", "https://demo.example.com/media/poster.jpg",
+        nullable=False)
+    captions = edition_media(
+        "captions_url", "WebVTT captions of the video, or null.",
+        "https://demo.example.com/media/captions.vtt")
+    transcript = fields.String(required=True, metadata={
+        "description": "What the video says, as plain text; empty when not given.",
+        "example": "Good evening. Here are the day's pieces from the desk."})
+
+
+class EditionOut(EditionMediaOut):
     day = fields.Date(required=True)
     title = fields.String(required=True)
     summary = fields.String(required=True)
-    video_url = fields.String(required=True)
-    poster_url = fields.String(required=True)
     mime_type = fields.String(required=True)
     length_bytes = fields.Integer(required=True)
     duration_seconds = fields.Integer(required=True)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from services.rendering.embeds import DEFAULT_WIDTH, MAX_WIDTH, MIN_HEIGHT, MIN_WIDTH
+from services.rendering.embeds import DEFAULT_WIDTH, FORMATS, MAX_WIDTH, MIN_HEIGHT, MIN_WIDTH
+from services.rendering.prose import DIGITAL_SOURCE_TYPE
 
 MAX_URL_LENGTH = 2048
 
@@ -14,19 +15,25 @@ class OEmbedQuery(Schema):
         metadata={"description": "A story page address on this paper: `http(s)://<this host>/stories/"
                                  "<slug or id>` of a piece on air. Anything else: 404."})
     maxwidth = fields.Integer(
-        validate=validate.Range(min=MIN_WIDTH, max=MAX_WIDTH),
-        metadata={"description": f"Widest the card may be, in CSS pixels, {MIN_WIDTH}-{MAX_WIDTH} "
-                                 f"(default {DEFAULT_WIDTH}). Outside that range or not an "
-                                 "integer: 400."})
+        validate=validate.Range(min=MIN_WIDTH),
+        metadata={"description": f"Widest the card may be, in CSS pixels, at least {MIN_WIDTH} "
+                                 f"(default {DEFAULT_WIDTH}). An upper bound, as oEmbed consumers "
+                                 f"mean it: above {MAX_WIDTH} the card is {MAX_WIDTH} wide. Below "
+                                 f"{MIN_WIDTH} or not an integer: 400.",
+                  "example": 480})
     maxheight = fields.Integer(
         validate=validate.Range(min=MIN_HEIGHT),
         metadata={"description": f"Tallest the card may be, in CSS pixels, at least {MIN_HEIGHT} (room for the "
                                  "byline and its disclosure; less: 400). "
                                  "The card's height is its natural height for the width, capped "
                                  "at this value."})
+    # Not validated here: oEmbed 1.0 answers an unsupported format with 501, not 400 (the view).
     format = fields.String(
-        load_default="json", validate=validate.OneOf(["json", "xml"]),
-        metadata={"description": "`json` (default) or `xml` (oEmbed XML, `text/xml`)."})
+        load_default="json",
+        metadata={"description": f"{' or '.join(f'`{name}`' for name in FORMATS)} (default "
+                                 "`json`; `xml` is oEmbed XML, `text/xml`). Any other format: 501 "
+                                 "Not Implemented, as oEmbed 1.0 says.",
+                  "example": "json"})
 
 
 class OEmbedOut(Schema):
@@ -45,10 +52,21 @@ class OEmbedOut(Schema):
     html = fields.String(required=True, metadata={
         "description": "The `<iframe>` snippet loading `/embed/{id}`, sandboxed, lazy-loaded, "
                        "`width` x `height` pixels."})
-    width = fields.Integer(required=True, metadata={"description": "Pixels; `maxwidth` if given, else 480."})
+    width = fields.Integer(required=True, metadata={
+        "description": f"Pixels: `maxwidth` if given, at most {MAX_WIDTH}; else {DEFAULT_WIDTH}."})
     height = fields.Integer(required=True, metadata={"description": "Pixels; at most `maxheight` when given."})
     thumbnail_url = fields.String(required=True, metadata={
         "description": "The story's share card (a PNG of `thumbnail_width` x `thumbnail_height`)."})
     thumbnail_width = fields.Integer(required=True)
     thumbnail_height = fields.Integer(required=True)
     cache_age = fields.Integer(required=True, metadata={"description": "Seconds a consumer may cache this record."})
+    # Extra members, which oEmbed 1.0 allows: the byline's AI disclosure, for people and machines.
+    disclosure = fields.String(required=True, metadata={
+        "description": "The sentence stating that `author_name` is an AI persona; show it beside "
+                       "the byline (the card does).",
+        "example": "Ada Quill is an AI persona of The Demo Times's masthead, declared as such; this "
+                   "piece was written by an AI system, not by a human reporter."})
+    digital_source_type = fields.Constant(DIGITAL_SOURCE_TYPE, required=True, metadata={
+        "description": "The same disclosure for machines: the IPTC digital source type "
+                       "`trainedAlgorithmicMedia`, always this value.",
+        "example": DIGITAL_SOURCE_TYPE})

@@ -9,7 +9,8 @@ from marshmallow import Schema, ValidationError, fields, validate
 
 from clock import rfc3339
 from schemas.common import Timestamp, computed_url
-from schemas.story import StoryRowOut, story_row_wire
+from schemas.desk import EditionMediaOut
+from schemas.story import CURSOR_EXAMPLE, StoryRowOut, cursor_param, story_row_wire
 from services.rendering.links import Links
 from weblinks import links
 
@@ -86,12 +87,10 @@ class FrontOut(Schema):
 
 # --- the cast -----------------------------------------------------------------------------
 
-class CastEditionOut(Schema):
+class CastEditionOut(EditionMediaOut):
     day = fields.Date(required=True, metadata={"description": "The UTC day the edition covers (YYYY-MM-DD)."})
     title = fields.String(required=True)
     summary = fields.String(required=True)
-    video_url = fields.String(required=True)
-    poster_url = fields.String(required=True)
     embed_url = computed_url(lambda e: links().edition_embed(e.day),
                                 metadata={"description": "Absolute URL of a frameable page that plays the video."})
     url = computed_url(lambda e: links().edition_page(e.day),
@@ -142,10 +141,12 @@ class SinceField(fields.DateTime):
 class PostsQuery(Schema):
     limit = fields.Integer(
         load_default=20, validate=validate.Range(min=1, max=POSTS_LIMIT_MAX),
-        metadata={"description": "How many posts, 1-100 (default 20). Outside that range: 400."})
+        metadata={"description": "How many posts, 1-100 (default 20). Outside that range: 400.", "example": 20})
     since = SinceField(metadata={
-        "description": "Only pieces that went on air strictly after this time. RFC 3339 / "
-                       "ISO 8601; a time without an offset is read as UTC. Unparseable: 400."})
+        "description": "Only pieces that went on air strictly after this time, listed oldest first "
+                       "(ascending `on_air_at`, then id). RFC 3339 / ISO 8601; a time without an offset "
+                       "is read as UTC. Unparseable: 400.", "example": "2026-11-01T08:00:00Z"})
+    cursor = cursor_param()
 
 
 class PostOut(Schema):
@@ -166,8 +167,12 @@ class PostOut(Schema):
 
 
 class PostListOut(Schema):
-    posts = fields.List(fields.Nested(PostOut), required=True, metadata={"description": "Newest first."})
+    posts = fields.List(fields.Nested(PostOut), required=True, metadata={
+        "description": "Newest first; with `since`, oldest first."})
     count = fields.Integer(required=True, metadata={"description": "Number of rows in `posts`."})
+    next_cursor = fields.String(required=True, allow_none=True, metadata={
+        "description": "Pass as `cursor` (with the same `since`) for the posts after these; null on the "
+                       "last page.", "example": CURSOR_EXAMPLE})
 
 
 # --- the masthead -------------------------------------------------------------------------

@@ -24,6 +24,8 @@ class EndpointsOut(Schema):
 
 class FeedsOut(Schema):
     rss = fields.String(required=True)
+    json_feed = fields.String(required=True, metadata={
+        "description": "JSON Feed 1.1 of the same pieces as `rss`.", "example": "https://demo.example.com/feed.json"})
     podcast = fields.String(required=True)
     front_json = fields.String(required=True)
     llms = fields.String(required=True)

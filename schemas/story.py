@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from flask import g
-from marshmallow import Schema, fields
+from marshmallow import Schema, fields, validate
 
 from clock import rfc3339
 from schemas.common import Timestamp, computed_text, computed_url
 from services.rendering.links import Links
-from services.rendering.prose import disclosure
+from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from weblinks import links
 
 
@@ -22,6 +22,10 @@ class StoryRowOut(Schema):
     section = computed_text(lambda p: p.section.name, metadata={"description": "The section name."})
     byline = computed_text(lambda p: p.persona.name,
                            metadata={"description": "A declared AI persona (see `disclosure` on the full story)."})
+    digital_source_type = fields.Constant(DIGITAL_SOURCE_TYPE, required=True, metadata={
+        "description": "The byline's AI disclosure for machines: the IPTC digital source type "
+                       "`trainedAlgorithmicMedia` (written by an AI system), always this value.",
+        "example": DIGITAL_SOURCE_TYPE})
     rev = fields.Integer(required=True, metadata={"description": "Revision number, 1 for the first filing."})
     url = computed_url(lambda p: links().story_page(p.slug),
                        metadata={"description": "Absolute URL of the story's page."})
@@ -64,20 +68,48 @@ class StoryOut(StoryRowOut):
         "description": "`sha256:` + hex; the proof is at `/api/v1/stories/{id}/proof` (keyed)."})
 
 
+# A page's cursor as the API shows it (opaque; blueprints/api/paging.py makes them).
+CURSOR_EXAMPLE = ("eyJwIjoxLCJmIjp7InN0YXR1cyI6Im9uX2FpciJ9LCJrIjpbMSwiMjAyNi0xMS0wMVQwODowMDowMC4wMDAwMDArMDA6"
+                  "MDAiLDddfQ.x3PV1u5lQ2o7dT9m9c6dS9e6w8c")
+
+
 class StoryListOut(Schema):
     stories = fields.List(fields.Nested(StoryRowOut), required=True)
     count = fields.Integer(required=True, metadata={"description": "Number of rows in `stories`."})
+    next_cursor = fields.String(required=True, allow_none=True, metadata={
+        "description": "Pass as `cursor` for the rows after these (also in the `Link` header); "
+                       "null on the last page.", "example": CURSOR_EXAMPLE})
+
+
+def cursor_param() -> fields.String:
+    """The `cursor` query parameter of a paged list."""
+    return fields.String(validate=validate.Length(max=1000), metadata={
+        "description": "Opaque: the `next_cursor` of the previous page (or the URL in its `Link` header). "
+                       "Valid only on the same list, paper and filters; anything else is a 400.",
+        "example": CURSOR_EXAMPLE})
 
 
 class StoriesQuery(Schema):
     limit = fields.Integer(
         load_default=50,
-        metadata={"description": "How many rows; any integer is accepted and clamped to 1-200."},
+        metadata={"description": "How many rows; any integer is accepted and clamped to 1-200.", "example": 20},
     )
+    cursor = cursor_param()
+    section = fields.String(validate=validate.Length(min=1, max=200), metadata={
+        "description": "Only pieces of this section: its name as rows carry it in `section` (its slug "
+                       "works too). A name that is no section of the paper is a 400.", "example": "World"})
+    persona = fields.String(validate=validate.Length(min=1, max=200), metadata={
+        "description": "Only pieces bylined by this persona: its `slug` on the masthead (its name works "
+                       "too). A persona the paper does not have is a 400.", "example": "ada-quill"})
+    status = fields.String(validate=validate.OneOf(("on_air", "draft", "all")), metadata={
+        "description": "`on_air` (pieces on air, newest first), `draft` (pieces not on air, newest filed "
+                       "first) or `all` (on air, then drafts). `draft` and `all` need a key (401 without); "
+                       "an agent key sees only its own persona's drafts. Absent: `on_air` without a key, "
+                       "`all` with one (the keyed list has always shown drafts).", "example": "draft"})
 
 
 # --- the same wire shapes, straight from Core rows -------------------------------------------
-# services/reading/stories.py `latest_rows` and `find_row` feed these; they must give exactly
+# services/reading/stories.py `page` (`latest_rows`) and `find_row` feed these; they must give exactly
 # what StoryRowOut and StoryOut dump (same keys, same order, same values), which
 # tests/test_fast_paths.py checks on every lane and both databases. The schemas stay the
 # documented contract (OpenAPI) and the shape of every other answer.
@@ -85,7 +117,9 @@ class StoriesQuery(Schema):
 def story_row_wire(row, links: Links) -> dict:
     """StoryRowOut's dump of a row of `stories.ROW_COLUMNS`."""
     return {"id": str(row.id), "slug": row.slug, "headline": row.headline, "dek": row.dek,
-            "section": row.section, "byline": row.byline, "rev": row.rev,
+            "section": row.section, "byline": row.byline,
+            "digital_source_type": DIGITAL_SOURCE_TYPE,
+            "rev": row.rev,
             "url": links.story_page(row.slug),
             "on_air_at": None if row.on_air_at is None else rfc3339(row.on_air_at), "on_air": row.on_air}
 
@@ -98,7 +132,7 @@ def story_wire(row, facts, links: Links, nameplate: str) -> dict:
         "cited_facts": [{"n": f.n, "statement": f.statement, "source": f.source, "instrument": f.instrument,
                          "claim_key": f.claim_key} for f in facts],
         "category": row.section,
-        "image": row.image,
+        "image": links.media(row.image),
         "persona": {"name": row.byline, "slug": row.persona_slug, "title": row.persona_title,
                     "avatar": links.avatar(row.persona_slug), "declared_ai": True},
         "disclosure": disclosure(row.byline, nameplate),

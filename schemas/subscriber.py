@@ -2,8 +2,10 @@
 checked against the paper in services/delivery/subscriptions.py (they need the database)."""
 from __future__ import annotations
 
+from datetime import timezone
+
 from email_validator import EmailNotValidError
-from marshmallow import RAISE, Schema, ValidationError, fields, validate
+from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from models import CADENCES
 from schemas.common import Timestamp
@@ -101,3 +103,69 @@ class SubscribersOut(Schema):
     subscribers = fields.List(fields.Nested(SubscriberRowOut), metadata={"description": "Admin key only."})
     count = fields.Integer(required=True, metadata={"description": "Addresses on the list (pending and confirmed)."})
     confirmed = fields.Integer(required=True, metadata={"description": "Confirmed addresses."})
+
+
+# --- the preference centre through the API -------------------------------------------------
+
+_TOKEN_EXAMPLE = "WzEsIDQyLCAicmVhZGVyQGV4YW1wbGUuY29tIl0.Z0Nf2w.3bZ0nQk3kq9lG7c3uR0y8wqA1mE"
+
+
+class PreferencesTokenQuery(Schema):
+    """`?token=...`: the signed token of the "Manage your alerts" link in any alert."""
+
+    class Meta:
+        unknown = RAISE
+
+    token = fields.String(required=True, validate=validate.Length(min=1, max=1000), metadata={
+        "description": "The `token` of the \"Manage your alerts\" link (`/subscribe/preferences?token=...`) "
+                       "of any alert to this address: signed, bound to the address and the paper, valid "
+                       "for a year and only while the address is on the list. It is the credential: no "
+                       "desk key, no cookie.",
+        "example": _TOKEN_EXAMPLE})
+
+
+class PreferencesPatch(Schema):
+    """A reader's changes: any of `cadence`, `sections`, `cast`, `paused`, `paused_until`;
+    missing fields stay as they are. Unknown fields, an unknown cadence or section: 422."""
+
+    class Meta:
+        unknown = RAISE
+
+    cadence = fields.String(validate=validate.OneOf(CADENCES), metadata={
+        "description": "instant, daily or weekly; takes effect from the next alert (no gap, no piece twice).",
+        "example": "weekly"})
+    sections = fields.List(fields.String(validate=validate.Length(min=1, max=80)),
+                           validate=validate.Length(min=1, max=50), allow_none=True, metadata={
+                               "description": "Names of the paper's sections; null (or every one of them): "
+                                              "every section, those added later too. An unknown name is a 422.",
+                               "example": ["World", "Science"]})
+    cast = fields.Boolean(metadata={"description": "Include the video edition.", "example": False})
+    paused = fields.Boolean(metadata={
+        "description": "`true` without `paused_until`: pause until resumed; `false`: resume now. "
+                       "`false` with a `paused_until` time is a 422.",
+        "example": True})
+    paused_until = fields.AwareDateTime(allow_none=True, default_timezone=timezone.utc, metadata={
+        "description": "Pause until this RFC 3339 time (after now, at most 366 days ahead); null: resume now. "
+                       "Nothing that goes on air while paused is sent later.",
+        "example": "2026-12-24T08:00:00Z"})
+
+    @validates_schema
+    def _pause_agrees(self, data, **kwargs):
+        if data.get("paused") is False and data.get("paused_until") is not None:
+            raise ValidationError("`paused: false` resumes now; leave out `paused_until`.", "paused")
+
+
+class PreferencesOut(Schema):
+    """The reader's preferences."""
+
+    email = fields.String(required=True, metadata={"description": "The address (as stored).",
+                                                   "example": "reader@example.com"})
+    cadence = fields.String(required=True, metadata={"description": "instant, daily or weekly.", "example": "daily"})
+    sections = fields.List(fields.String(), required=True, metadata={
+        "description": "Section names; every current section when the reader takes all.",
+        "example": ["World", "Business", "Science"]})
+    cast = fields.Boolean(required=True, metadata={"description": "The video edition is included.", "example": True})
+    paused = fields.Boolean(required=True, metadata={"description": "Alerts are paused now.", "example": True})
+    paused_until = Timestamp(required=True, allow_none=True, metadata={
+        "description": "When the pause ends; null when not paused, or paused until the reader resumes.",
+        "example": "2026-12-24T08:00:00Z"})

@@ -7,8 +7,11 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
+from flask import current_app
+
 from models import Piece, Subscriber
 from services.delivery import subscriptions
+from services.rendering import media
 
 SKIPPED_METHODS = {"HEAD", "OPTIONS"}
 # Which of the paper's slugs a `<slug>` argument names, per endpoint.
@@ -36,6 +39,7 @@ class PaperData:
     edition_day: str
     confirm_token: str = ""
     unsubscribe_token: str = ""
+    preferences_token: str = ""
 
     @classmethod
     def of(cls, piece: Piece, host: str, edition_day, *, section_slug: str, persona_slug: str,
@@ -47,6 +51,7 @@ class PaperData:
         if subscriber is not None:
             data.confirm_token = subscriptions.make_token("confirm", subscriber)
             data.unsubscribe_token = subscriptions.make_token("unsubscribe", subscriber)
+            data.preferences_token = subscriptions.make_token("preferences", subscriber)
         return data
 
     @property
@@ -76,6 +81,9 @@ def value_for(endpoint: str, name: str, data: PaperData) -> str:
         return "1"
     if name == "filename":
         return "css/paper.css"
+    if name == "name" and endpoint == "media.media_file":
+        # A real stored file: captions are the smallest kind.
+        return media.store(current_app.instance_path, b"WEBVTT\n", "vtt").removeprefix(media.MEDIA_PREFIX)
     raise KeyError(f"no value for <{name}> of {endpoint}: extend tests/routes.py")
 
 
@@ -104,6 +112,8 @@ def queries_for(endpoint: str, data: PaperData) -> list[dict]:
         "pages.search_page": [{}, {"q": "rates"}],
         "subscribe.confirm_page": [{"token": data.confirm_token}],
         "subscribe.unsubscribe_page": [{"token": data.unsubscribe_token}],
+        "subscribe.preferences_page": [{"token": data.preferences_token}],
+        "subscribers.get_preferences": [{"token": data.preferences_token}],
     }.get(endpoint, [{}])
 
 

@@ -39,7 +39,7 @@ def test_sections_in_paper_order_with_on_air_counts(client, desk):
 
 def test_sections_empty_paper(client, desk):
     desk.paper("demo", sections=())
-    assert client.get("/api/v1/sections").get_json() == {"sections": [], "count": 0}
+    assert client.get("/api/v1/sections").get_json() == {"sections": [], "count": 0, "next_cursor": None}
 
 
 def test_sections_are_per_paper(client, desk):
@@ -73,11 +73,11 @@ def test_days_newest_first_with_counts_and_urls(client, desk):
 
 def test_days_empty_and_off_air_pieces_leave_the_archive(client, desk):
     paper = desk.paper("demo")
-    assert client.get("/api/v1/days").get_json() == {"days": [], "count": 0}
+    assert client.get("/api/v1/days").get_json() == {"days": [], "count": 0, "next_cursor": None}
     piece = desk.piece(paper, "Gone")
     filing.take_off_air(paper, piece, T0 + timedelta(hours=1))
     db.session.commit()
-    assert client.get("/api/v1/days").get_json() == {"days": [], "count": 0}
+    assert client.get("/api/v1/days").get_json() == {"days": [], "count": 0, "next_cursor": None}
 
 
 @pytest.mark.slow
@@ -121,7 +121,7 @@ def test_real_day_with_nothing_on_air_is_an_empty_list(client, desk):
     for day in ("2026-11-02", "2024-02-29", "1999-12-31"):
         response = client.get(f"/api/v1/days/{day}")
         assert response.status_code == 200
-        assert response.get_json() == {"day": day, "stories": [], "count": 0}
+        assert response.get_json() == {"day": day, "stories": [], "count": 0, "next_cursor": None}
 
 
 @pytest.mark.parametrize("day", BAD_DAYS)

@@ -49,7 +49,8 @@ def test_declared_parameters_still_tell_answers_apart(cached):
     assert stored(cached) == 2
     # A plain view's declared parameter (the frameable player) keys its own answer.
     assert http_cache.declared_params(cached.view_functions["pages.edition"]) == {"embed"}
-    assert http_cache.declared_params(cached.view_functions["stories.list_stories"]) == {"limit"}
+    assert http_cache.declared_params(cached.view_functions["stories.list_stories"]) == {
+        "limit", "cursor", "section", "persona", "status"}
     assert http_cache.declared_params(cached.view_functions["embed.oembed"]) >= {
         "url", "format", "maxwidth", "maxheight"}
 

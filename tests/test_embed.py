@@ -7,6 +7,8 @@ from xml.etree import ElementTree
 import lxml.html
 import pytest
 
+from services.rendering.prose import DIGITAL_SOURCE_TYPE
+
 EMBED_CSP = ("default-src 'none'; img-src 'self' https: data:; style-src 'unsafe-inline'; "
              "frame-ancestors *; base-uri 'none'; form-action 'none'")
 
@@ -149,6 +151,10 @@ def test_oembed_record_is_rich_json_with_every_field(client, desk):
     assert record["thumbnail_url"] == "http://localhost/cards/rates-rise-again.png"
     assert (record["thumbnail_width"], record["thumbnail_height"]) == (1200, 630)
     assert isinstance(record["cache_age"], int) and record["cache_age"] > 0
+    # Extra members (oEmbed allows them): the byline's disclosure, for people and for machines.
+    assert record["disclosure"].startswith("Rex Ledger is an AI persona of The Demo Times")
+    assert record["digital_source_type"] == (
+        "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia") == DIGITAL_SOURCE_TYPE
     frame = lxml.html.fragment_fromstring(record["html"])
     assert frame.tag == "iframe"
     assert frame.get("src") == f"http://localhost/embed/{piece.slug}"
@@ -185,9 +191,45 @@ def test_maxheight_caps_the_height(client, desk):
     assert roomy["height"] == natural["height"]
 
 
-@pytest.mark.parametrize("params", [{"maxwidth": 219}, {"maxwidth": 641}, {"maxwidth": "abc"},
-                                    {"maxwidth": "4.5"}, {"maxheight": 199}, {"maxheight": "x"},
-                                    {"format": "yaml"}])
+@pytest.mark.parametrize("maxwidth", [641, 800, 1920, 10**30])
+def test_a_maxwidth_above_640_is_an_upper_bound_the_640_card_meets(client, desk, maxwidth):
+    paper = desk.paper("demo")
+    desk.piece(paper, "Rates rise again")
+    widest = oembed(client, "http://localhost/stories/rates-rise-again", maxwidth=640).get_json()
+    response = oembed(client, "http://localhost/stories/rates-rise-again", maxwidth=maxwidth)
+    assert response.status_code == 200
+    record = response.get_json()
+    assert record["width"] == 640 and record["height"] == widest["height"]
+    frame = lxml.html.fragment_fromstring(record["html"])
+    assert (frame.get("width"), frame.get("height")) == ("640", str(widest["height"]))
+    capped = oembed(client, "http://localhost/stories/rates-rise-again", maxwidth=maxwidth,
+                    maxheight=250).get_json()
+    assert (capped["width"], capped["height"]) == (640, 250)
+
+
+def test_the_height_follows_the_width(client, desk):
+    paper = desk.paper("demo")
+    desk.piece(paper, "Rates rise again")
+    heights = [oembed(client, "http://localhost/stories/rates-rise-again", maxwidth=w).get_json()["height"]
+               for w in (240, 480, 640)]
+    assert heights == sorted(heights) and len(set(heights)) == 3  # the picture keeps its 1200:630
+
+
+@pytest.mark.parametrize("format", ["yaml", "JSON", "html", "", "json%20", "x" * 300])
+@pytest.mark.parametrize("url", ["http://localhost/stories/rates-rise-again", "http://localhost/stories/nope"])
+def test_an_unsupported_format_is_501_not_implemented(client, desk, format, url):
+    paper = desk.paper("demo")
+    desk.piece(paper, "Rates rise again")
+    response = oembed(client, url, format=format, maxwidth=300)
+    assert response.status_code == 501
+    assert response.mimetype == "application/problem+json"
+    problem = response.get_json()
+    assert problem["status"] == 501 and "json and xml" in problem["detail"]
+    assert response.headers["Access-Control-Allow-Origin"] == "*"
+
+
+@pytest.mark.parametrize("params", [{"maxwidth": 219}, {"maxwidth": "abc"},
+                                    {"maxwidth": "4.5"}, {"maxheight": 199}, {"maxheight": "x"}])
 def test_out_of_range_or_malformed_values_are_400_problems(client, desk, params):
     paper = desk.paper("demo")
     desk.piece(paper, "Rates rise again")
@@ -262,7 +304,8 @@ def test_xml_format_carries_the_same_record(client, desk):
     as_json = oembed(client, url, format="json", maxwidth=300).get_json()
     assert {child.tag: child.text for child in root} == {k: str(v) for k, v in as_json.items()}
     assert root.findtext("title") == "Rates <rise> & again"
-    assert oembed(client, url, format="yaml").status_code == 400
+    assert root.findtext("digital_source_type") == DIGITAL_SOURCE_TYPE
+    assert oembed(client, url, format="yaml").status_code == 501
 
 
 def test_headline_is_escaped_in_the_snippet(client, desk):
@@ -285,9 +328,15 @@ def test_embed_and_oembed_are_documented(client, desk):
     record = doc["paths"]["/oembed"]["get"]
     params = {p["name"]: p for p in record["parameters"]}
     assert params["maxwidth"]["schema"]["minimum"] == 220
-    assert params["maxwidth"]["schema"]["maximum"] == 640
+    assert "maximum" not in params["maxwidth"]["schema"]  # an upper bound, clamped to 640
+    assert "640" in params["maxwidth"]["description"]
+    assert "enum" not in params["format"]["schema"] and "501" in params["format"]["description"]
     assert params["url"]["required"] is True
-    assert {"200", "400", "404"} <= set(record["responses"])
+    assert {"200", "400", "404", "501"} <= set(record["responses"])
+    assert set(record["responses"]["501"]["content"]) == {"application/problem+json"}
     assert set(record["responses"]["200"]["content"]) == {"application/json", "text/xml"}
     out = record["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
     assert out.endswith("/OEmbedOut")
+    fields = doc["components"]["schemas"]["OEmbedOut"]["properties"]
+    assert fields["digital_source_type"]["example"] == DIGITAL_SOURCE_TYPE
+    assert "disclosure" in doc["components"]["schemas"]["OEmbedOut"]["required"]

@@ -1,10 +1,11 @@
 """The fast paths give exactly the schemas' JSON: `/api/v1/stories`, `/api/v1/stories/{id}`,
 `/api/v1/front` and `/front.json` build their answers from Core rows (services/reading/stories.py
-`latest_rows`, `find_row`, services/reading/front.py `rail_rows`; schemas/story.py
+`page`, `find_row`, services/reading/front.py `rail_rows`; schemas/story.py
 `story_row_wire`, `story_wire`, schemas/front.py `front_wire`) rather than dumping ORM objects
 through marshmallow. Each answer here is compared byte for byte with what StoryListOut,
 StoryOut and FrontOut dump from the ORM objects of the same request, on the public lane and
-the keyed one (drafts), on each database."""
+the keyed one (drafts), on each database, for first pages and for every page of a walk;
+`digital_source_type` (the byline's IPTC disclosure) included."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -16,6 +17,7 @@ from extensions import db
 from schemas.front import FrontOut
 from schemas.story import StoryListOut, StoryOut
 from services.reading import front, stories
+from services.rendering.prose import DIGITAL_SOURCE_TYPE
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from weblinks import links
@@ -52,10 +54,44 @@ def test_story_lists_equal_the_schema_dump(app, client, newsroom, keyed, limit):
 
     def dump():
         rows = stories.latest(g.paper, limit, include_drafts=keyed)
-        return StoryListOut().dump({"stories": rows, "count": len(rows)})
+        body = {"stories": rows, "count": len(rows), "next_cursor": answer.get_json()["next_cursor"]}
+        return StoryListOut().dump(body)
 
     assert answer.data == _expected(app, url, headers, dump)
     assert answer.get_json()["count"] == min(limit, 8 if keyed else 7)
+    # The byline's machine-readable disclosure, beside it on every row of both paths.
+    for row in answer.get_json()["stories"]:
+        keys = list(row)
+        assert keys[keys.index("byline") + 1] == "digital_source_type"
+        assert row["digital_source_type"] == DIGITAL_SOURCE_TYPE
+    assert (answer.get_json()["next_cursor"] is None) == (limit >= (8 if keyed else 7))
+
+
+@pytest.mark.parametrize("query", ["", "&status=on_air", "&status=draft", "&section=World", "&persona=zoe"])
+@pytest.mark.parametrize("keyed", [False, True])
+def test_story_pages_equal_the_schema_dump(app, client, newsroom, keyed, query):
+    """Every page of a walk (limit 3) equals StoryListOut's dump of the same page's Pieces."""
+    paper, key = newsroom
+    headers = auth(key) if keyed else {}
+    url, walked = f"/api/v1/stories?limit=3{query}", []
+    if "draft" in query and not keyed:
+        assert client.get(url).status_code == 401
+        return
+    while url:
+        answer = client.get(url, headers=headers)
+        assert answer.status_code == 200, answer.get_json()
+        body = answer.get_json()
+        walked += [row["id"] for row in body["stories"]]
+
+        def dump(body=body):
+            rows = [stories.find(g.paper, row["id"], include_drafts=keyed) for row in body["stories"]]
+            return StoryListOut().dump({"stories": rows, "count": len(rows), "next_cursor": body["next_cursor"]})
+
+        assert answer.data == _expected(app, url, headers, dump)
+        link = answer.headers.get("Link")
+        assert (link is None) == (body["next_cursor"] is None)
+        url = link and link[1:link.index(">")].removeprefix("http://localhost")
+    assert len(walked) == len(set(walked)) and walked
 
 
 @pytest.mark.parametrize("keyed", [False, True])
@@ -72,6 +108,8 @@ def test_full_stories_equal_the_schema_dump(app, client, newsroom, keyed):
             expected = _expected(app, url, headers,
                                  lambda ref=ref: StoryOut().dump(stories.find(g.paper, ref, include_drafts=keyed)))
             assert answer.data == expected, url
+            story = answer.get_json()
+            assert story["digital_source_type"] == DIGITAL_SOURCE_TYPE and "AI persona" in story["disclosure"]
     # A draft is not on the public lane; a name that is no piece is a 404 either way.
     draft = next(row for row in client.get("/api/v1/stories?limit=200", headers=auth(key)).get_json()["stories"]
                  if not row["on_air"])
@@ -93,3 +131,5 @@ def test_the_front_equals_the_schema_dump(app, client, desk, newsroom, path):
         front.build_front(g.paper, g.paper_snapshot.state, links=links())))
     assert answer.data == expected
     assert [len(rail["stories"]) for rail in answer.get_json()["rails"]] == [4, 3]
+    assert {row["digital_source_type"] for rail in answer.get_json()["rails"] for row in rail["stories"]} == {
+        DIGITAL_SOURCE_TYPE}

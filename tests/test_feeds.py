@@ -13,6 +13,7 @@ import pytest
 from lxml import etree
 
 from clock import utcnow
+from services.rendering.prose import DIGITAL_SOURCE_TYPE
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.fixtures.statements import statements
@@ -20,7 +21,8 @@ from tests.fixtures.statements import statements
 DATA = Path(__file__).parent / "data"
 SM = "{http://www.sitemaps.org/schemas/sitemap/0.9}"
 NEWS = "{http://www.google.com/schemas/sitemap-news/0.9}"
-FEEDS = ["/rss.xml", "/podcast.xml", "/llms.txt", "/sitemap.xml", "/sitemap-1.xml",
+IPTC_SCHEME = "http://cv.iptc.org/newscodes/digitalsourcetype/"
+FEEDS = ["/rss.xml", "/feed.json", "/podcast.xml", "/llms.txt", "/sitemap.xml", "/sitemap-1.xml",
          "/sitemap-news.xml"]
 
 
@@ -76,6 +78,14 @@ def test_rss_parses_with_items_authors_categories_and_disclosure(client, desk):
     assert ">[1]</a></sup>" in html and "<em>bank</em>" in html
     assert 'id="fact-2"' in html and "Fact 2" in html and "Statistics Office" in html
     assert feed.entries[1].author == "Rex Ledger (AI persona)"
+    # The disclosure for machines: RSS 2.0's category in the IPTC digital source type taxonomy,
+    # after the section, whose domain and term spell the IPTC code's URI.
+    for entry in feed.entries:
+        assert [tag.scheme for tag in entry.tags] == [None, IPTC_SCHEME]
+        assert entry.tags[1].scheme + entry.tags[1].term == DIGITAL_SOURCE_TYPE
+    item = etree.fromstring(response.data).find("channel/item")
+    assert [(c.get("domain"), c.text) for c in item.findall("category")] == [
+        (None, "World"), ("http://cv.iptc.org/newscodes/digitalsourcetype/", "trainedAlgorithmicMedia")]
 
 
 def test_rss_prose_is_rendered_without_raw_html(client, desk):
@@ -101,9 +111,9 @@ def test_podcast_has_an_enclosure_and_itunes_tags_per_edition(client, desk):
     assert feed.bozo == 0, feed.get("bozo_exception")
     itunes = "{http://www.itunes.com/dtds/podcast-1.0.dtd}"
     channel = etree.fromstring(response.data).find("channel")
-    assert channel.findtext(f"{itunes}explicit") == "no"
+    assert channel.findtext(f"{itunes}explicit") == "false"
     assert channel.findtext(f"{itunes}summary") == "A test paper."
-    assert [item.findtext(f"{itunes}explicit") for item in channel.iter("item")] == ["no", "no"]
+    assert [item.findtext(f"{itunes}explicit") for item in channel.iter("item")] == ["false", "false"]
     assert feed.feed.author == "The Demo Times"
     assert feed.feed.tags[0].term == "News"
     assert feed.feed.image.href.endswith(".jpg")
@@ -163,7 +173,7 @@ def test_llms_txt_parses_with_llms_txt(client, desk):
     assert api["OpenAPI document"] == "http://localhost/api/v1/openapi.json"
     assert api["API guide"] == "http://localhost/api"
     feeds = {link["url"] for link in parsed.sections["Feeds"]}
-    assert feeds == {"http://localhost/rss.xml", "http://localhost/podcast.xml",
+    assert feeds == {"http://localhost/rss.xml", "http://localhost/feed.json", "http://localhost/podcast.xml",
                      "http://localhost/front.json", "http://localhost/sitemap.xml"}
     latest = parsed.sections["Latest"]
     assert [link["title"] for link in latest] == [
@@ -258,7 +268,7 @@ def test_a_private_papers_feeds_are_404(client, desk, path):
     assert response.mimetype == "application/problem+json"
 
 
-@pytest.mark.parametrize("path", ["/rss.xml", "/sitemap.xml", "/llms.txt", "/podcast.xml"])
+@pytest.mark.parametrize("path", ["/rss.xml", "/feed.json", "/sitemap.xml", "/llms.txt", "/podcast.xml"])
 def test_feeds_issue_the_same_statements_for_3_and_30_pieces(client, desk, path):
     paper = desk.paper("demo")
     for i in range(3):
@@ -302,3 +312,38 @@ def test_every_xml_answer_drops_what_xml_forbids(client, desk):
     assert "Rates rise again" in [t.text for t in news.iter("{*}title")]
     podcast = etree.fromstring(client.get("/podcast.xml").data)
     assert "Cast one" in [t.text for t in podcast.iter("title")]
+
+
+# --- CORS -------------------------------------------------------------------------------------
+
+CORS_FEEDS = FEEDS + ["/front.json"]
+
+
+@pytest.mark.parametrize("path", CORS_FEEDS)
+def test_any_origin_may_read_every_feed_and_preflight_it(make_app, desk, path):
+    _newsroom(desk)
+    origin = {"Origin": "https://reader.example"}
+    client = make_app().test_client()  # the response cache on
+    for _ in range(2):  # a miss, then a hit
+        answer = client.get(path, headers=origin)
+        assert answer.status_code == 200, path
+        assert answer.headers["Access-Control-Allow-Origin"] == "*"
+        assert "ETag" in answer.headers["Access-Control-Expose-Headers"]
+    revalidated = client.get(path, headers={**origin, "If-None-Match": answer.headers["ETag"]})
+    assert revalidated.status_code == 304
+    assert revalidated.headers["Access-Control-Allow-Origin"] == "*"
+    preflight = client.options(path, headers={**origin, "Access-Control-Request-Method": "GET",
+                                              "Access-Control-Request-Headers": "If-None-Match"})
+    assert preflight.status_code == 200
+    assert preflight.headers["Access-Control-Allow-Origin"] == "*"
+    assert preflight.headers["Access-Control-Allow-Methods"] == "GET, HEAD, OPTIONS"  # read-only
+    assert preflight.headers["Access-Control-Allow-Headers"].lower() == "if-none-match"
+    assert preflight.headers["Access-Control-Max-Age"] == "600"
+
+
+@pytest.mark.parametrize("path", ["/", "/stories/rates-rise-again", "/subscribe", "/sitemap.xml.bak",
+                                  "/feed.json/x", "/robots.txt"])
+def test_pages_and_lookalike_paths_stay_same_origin(client, desk, path):
+    _newsroom(desk)
+    answer = client.get(path, headers={"Origin": "https://reader.example"})
+    assert "Access-Control-Allow-Origin" not in answer.headers, path

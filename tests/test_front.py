@@ -143,7 +143,7 @@ def test_cast_is_empty_until_an_edition(client, desk):
         "embed_url": "http://localhost/cast/2026-11-03?embed=1",
         "url": "http://localhost/cast/2026-11-03",
         "duration_seconds": 120, "mime_type": "video/mp4", "length_bytes": 12_345_678,
-        "published_at": "2026-11-03T18:00:00Z",
+        "published_at": "2026-11-03T18:00:00Z", "captions": None, "transcript": "",
     }
 
 

@@ -13,7 +13,7 @@ from tests.routes import PaperData, rules, urls_for
 
 FRAMEABLE = {("embed.card", ""), ("pages.edition", "embed=1")}
 # The pages that show a subscriber's address and token send no Referer at all.
-NO_REFERRER = ("/subscribe/confirm", "/subscribe/unsubscribe")
+NO_REFERRER = ("/subscribe/confirm", "/subscribe/unsubscribe", "/subscribe/preferences")
 
 
 def site(client, desk) -> PaperData:
@@ -22,6 +22,8 @@ def site(client, desk) -> PaperData:
     desk.edition(paper, T0.date())
     assert client.post("/api/v1/subscribers", json={"email": "reader@example.com"}).status_code == 202
     row = db.session.scalars(select(Subscriber)).one()
+    row.confirmed_at = T0  # confirmed: its preferences page answers 200 (a link from an alert)
+    db.session.commit()
     return PaperData.of(piece, "localhost", T0.date(), section_slug=desk.section(paper, "World").slug,
                         persona_slug=desk.persona(paper).slug, subscriber=row)
 

@@ -47,3 +47,24 @@ def test_micawber_reports_an_address_that_is_not_a_story(live, newsroom):
         registry_for(live).request(f"{live}/stories/no-such-story")
     assert raised.value.status == 404
     raised.value.__cause__.close()  # micawber keeps urllib's HTTPError (and its socket) open
+
+
+def test_micawber_asking_for_a_wide_card_gets_the_widest_with_the_disclosure(live, newsroom):
+    from services.rendering.prose import DIGITAL_SOURCE_TYPE
+
+    story = f"{live}/stories/{LEAD}"
+    record = registry_for(live).request(story, maxwidth=1200, maxheight=2000)
+    assert record["width"] == 640 and 0 < record["height"] <= 2000
+    assert record["html"].startswith(f'<iframe src="{live}/embed/{LEAD}" width="640"')
+    assert record["digital_source_type"] == DIGITAL_SOURCE_TYPE
+    assert record["disclosure"].startswith("Ada Quill is an AI persona of The Demo Times")
+
+
+def test_micawber_hears_501_for_a_format_we_do_not_speak(live, newsroom):
+    from micawber.exceptions import ProviderHTTPException
+
+    provider = micawber.Provider(live + "/oembed")
+    with pytest.raises(ProviderHTTPException) as raised:
+        provider.request(f"{live}/stories/{LEAD}", format="yaml")
+    assert raised.value.status == 501
+    raised.value.__cause__.close()

@@ -110,8 +110,13 @@ def test_json_ld_is_a_news_article_crediting_an_ai_persona(client, desk):
     assert data["headline"] == "Rates </script> rise"
     assert data["datePublished"] == "2026-11-01T08:00:00Z"
     assert data["author"][0]["name"] == "Rex Ledger"
-    assert data["author"][0]["@type"] != "Person"  # an AI persona is not a human being
-    assert "AI persona" in data["creditText"] and "AI persona" in data["author"][0]["description"]
+    # A Person as search engines read bylines, never a human reporter: the disclosure says so,
+    # and the article says for machines that an AI system wrote it (IPTC digital source type).
+    assert data["author"][0]["@type"] == "Person"
+    assert data["author"][0]["description"].startswith("Rex Ledger is an AI persona of The Demo Times")
+    assert "not by a human reporter" in data["author"][0]["description"]
+    assert data["digitalSourceType"] == "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia"
+    assert "AI persona" in data["creditText"]
     assert data["publisher"]["name"] == "The Demo Times"
     assert len(data["citation"]) == 2
 

@@ -112,7 +112,7 @@ def test_bad_query_values_are_400_problems(client, desk, query):
     assert query.split("=")[0] in response.get_json()["errors"]
 
 
-def test_since_keeps_pieces_strictly_after(client, desk):
+def test_since_keeps_pieces_strictly_after_oldest_first(client, desk):
     paper = desk.paper("demo")
     for n in range(4):
         desk.piece(paper, f"Hour {n}", facts=0, on_air_at=T0 + timedelta(hours=n))  # 08:00 .. 11:00Z
@@ -122,16 +122,17 @@ def test_since_keeps_pieces_strictly_after(client, desk):
 
         return [p["headline"] for p in _posts(client, "?since=" + quote(value))]
 
-    assert since("2026-11-01T09:00:00Z") == ["Hour 3", "Hour 2"]
-    assert since("2026-11-01T09:00:00") == ["Hour 3", "Hour 2"]  # naive is UTC
-    assert since("2026-11-01T10:00:00+01:00") == ["Hour 3", "Hour 2"]  # 09:00Z
-    assert since("2026-11-01T08:59:59.5Z") == ["Hour 3", "Hour 2", "Hour 1"]
-    assert since("2026-11-01 07:00:00z") == ["Hour 3", "Hour 2", "Hour 1", "Hour 0"]
-    assert since("2026-11-01") == ["Hour 3", "Hour 2", "Hour 1", "Hour 0"]
+    assert since("2026-11-01T09:00:00Z") == ["Hour 2", "Hour 3"]
+    assert since("2026-11-01T09:00:00") == ["Hour 2", "Hour 3"]  # naive is UTC
+    assert since("2026-11-01T10:00:00+01:00") == ["Hour 2", "Hour 3"]  # 09:00Z
+    assert since("2026-11-01T08:59:59.5Z") == ["Hour 1", "Hour 2", "Hour 3"]
+    assert since("2026-11-01 07:00:00z") == ["Hour 0", "Hour 1", "Hour 2", "Hour 3"]
+    assert since("2026-11-01") == ["Hour 0", "Hour 1", "Hour 2", "Hour 3"]
     assert since("2026-11-01T11:00:00Z") == []
-    assert since("0001-01-01T00:00:00+01:00") == ["Hour 3", "Hour 2", "Hour 1", "Hour 0"]
+    assert since("0001-01-01T00:00:00+01:00") == ["Hour 0", "Hour 1", "Hour 2", "Hour 3"]
     assert since("9999-12-31T23:59:59-01:00") == []
-    assert [p["headline"] for p in _posts(client, "?since=2026-11-01T08:00:00Z&limit=1")] == ["Hour 3"]
+    assert [p["headline"] for p in _posts(client, "?since=2026-11-01T08:00:00Z&limit=1")] == ["Hour 1"]  # oldest
+
 
 
 def test_off_air_pieces_have_no_post(client, desk):
@@ -150,4 +151,4 @@ def test_openapi_documents_the_posts_parameters(client, desk):
     assert params["limit"]["schema"]["minimum"] == 1
     assert params["limit"]["schema"]["maximum"] == 100
     assert params["limit"]["schema"]["default"] == 20
-    assert params["since"]["schema"] == {"type": "string", "format": "date-time"}
+    assert params["since"]["schema"] == {"type": "string", "format": "date-time", "example": "2026-11-01T08:00:00Z"}

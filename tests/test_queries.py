@@ -37,6 +37,7 @@ PUBLIC = {
     "/stories/{slug}": 5,                 # + related pieces, nav sections
     "/embed/{id}": 2,
     "/rss.xml": 3,
+    "/feed.json": 3,                      # paper, rows with section and persona, cited facts
     "/sitemap.xml": 6,                    # paper, sections, days, editions, count, pieces
     "/llms.txt": 3,
     "/podcast.xml": 2,

@@ -104,6 +104,7 @@ def paper_index():
         },
         "feeds": {
             "rss": links().absolute("/rss.xml"),
+            "json_feed": links().absolute("/feed.json"),
             "podcast": links().absolute("/podcast.xml"),
             "front_json": links().absolute("/front.json"),
             "llms": links().absolute("/llms.txt"),

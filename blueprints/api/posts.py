@@ -1,6 +1,7 @@
 """Posts: ready-to-post short forms of the pieces on air.
 
-    GET /api/v1/posts    newest first; `limit` 1-100 (default 20), `since` an RFC 3339 time
+    GET /api/v1/posts    newest first; `limit` 1-100 (default 20), `cursor`; with `since` (an RFC 3339
+                         time) the pieces after it, oldest first
 """
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ from datetime import datetime
 
 from flask import g
 
+from blueprints.api import paging
 from blueprints.api.common import api_blueprint
 from schemas.front import PostListOut, PostsQuery
-from services.reading import posts
+from services.errors import BadRequest
+from services.reading import cursors, posts
 from weblinks import links
 
 bp = api_blueprint("posts", __name__, "Short-form posts of the pieces on air.")
@@ -18,12 +21,22 @@ bp = api_blueprint("posts", __name__, "Short-form posts of the pieces on air.")
 
 @bp.route("/posts")
 @bp.arguments(PostsQuery, location="query", as_kwargs=True)
-@bp.response(200, PostListOut)
-def list_posts(limit: int, since: datetime | None = None):
-    """Ready-to-post short forms (at most 280 characters) of pieces on air, newest first
+@bp.response(200, PostListOut, headers=paging.LINK)
+@bp.alt_response(400, description="A malformed `since`, a `limit` outside 1-100, or a malformed or foreign `cursor`.")
+def list_posts(limit: int, since: datetime | None = None, cursor: str | None = None):
+    """Ready-to-post short forms (at most 280 characters) of pieces on air, a page at a time
 
-    Deterministic: no model writes them. `limit` is 1-100 (default 20); `since` keeps pieces
-    that went on air strictly after that time.
+    Deterministic: no model writes them. `limit` is 1-100 (default 20). Without `since`, newest
+    first. With `since`, pieces that went on air strictly after that time, oldest first: a bot
+    that follows `next_cursor`, or advances `since` to the last post's `on_air_at`, misses
+    nothing however many pieces arrived.
     """
-    rows = posts.list_posts(g.paper, limit, since, links=links())
-    return {"posts": rows, "count": len(rows)}
+    filters = {"since": None if since is None else cursors.moment(since)}
+    after = paging.read("posts", filters, cursor, 3)
+    if after is not None:
+        if after[0] != 1:
+            raise BadRequest("The cursor cannot be used here.", errors={"cursor": ["The cursor is malformed."]})
+        after = [1, cursors.parse_moment(after[1]), cursors.parse_id(after[2])]
+    rows, last = posts.list_posts(g.paper, limit, since, links=links(), after=after)
+    body, headers = paging.answer({"posts": rows, "count": len(rows)}, "posts", filters, last)
+    return body, 200, headers

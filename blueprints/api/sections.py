@@ -1,6 +1,6 @@
 """Sections: the paper's departments, in its own order.
 
-    GET   /api/v1/sections          active sections, each with its count on air and page URL
+    GET   /api/v1/sections          active sections, each with its count on air and page URL (paged)
     POST  /api/v1/sections          add a section (admin)
     PATCH /api/v1/sections/{slug}   rename, describe, reorder, (de)activate one (admin)
 
@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from flask import g
 
+from blueprints.api import paging
 from blueprints.api.common import api_blueprint, checked_slug, json_body, not_found
 from blueprints.api.permissions import keyed
-from schemas.archive import SectionListOut
+from schemas.archive import SectionListOut, SectionsQuery
 from schemas.desk import SectionIn, SectionOut, SectionPatch
 from services.newsroom import desk
-from services.reading import archive, lookups
+from services.reading import archive, cursors, lookups, stories
 from transaction import transactional
 from weblinks import links
 
@@ -26,11 +27,21 @@ LOCATION = {"Location": {"description": "The section's page.", "schema": {"type"
 
 
 @bp.route("/sections")
-@bp.response(200, SectionListOut)
-def list_sections():
-    """Active sections in the paper's own order, each with its count on air and page URL"""
-    rows = archive.list_sections(g.paper)
-    return {"sections": rows, "count": len(rows)}
+@bp.arguments(SectionsQuery, location="query", as_kwargs=True)
+@bp.response(200, SectionListOut, headers=paging.LINK)
+@bp.alt_response(400, description="A malformed or foreign `cursor`.")
+def list_sections(limit: int, cursor: str | None = None):
+    """Active sections in the paper's own order, each with its count on air and page URL
+
+    A page at a time in the paper's order (position, then id): `limit` is clamped to 1-200
+    (default 200); follow `next_cursor` (or `Link`) for the rest.
+    """
+    after = paging.read("sections", {}, cursor, 2)
+    if after is not None:
+        after = [cursors.parse_id(value) for value in after]
+    rows, last = archive.list_sections(g.paper, stories.clamp(limit, 1, 200), after)
+    body, headers = paging.answer({"sections": rows, "count": len(rows)}, "sections", {}, last)
+    return body, 200, headers
 
 
 @bp.route("/sections", methods=["POST"])

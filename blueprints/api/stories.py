@@ -19,7 +19,7 @@ from __future__ import annotations
 from flask import g, jsonify
 
 import http_cache
-from blueprints.api import permissions
+from blueprints.api import paging, permissions
 from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint, json_body, not_found
 from blueprints.api.permissions import keyed, writer
 from clock import utcnow
@@ -28,8 +28,9 @@ from models import DeskKey, Piece
 from schemas.desk import StoryIn, StoryPatch
 from schemas.proof import ProofOut
 from schemas.story import StoriesQuery, StoryListOut, StoryOut, story_row_wire, story_wire
+from services.errors import BadRequest, Unauthorized
 from services.newsroom import filing, provenance
-from services.reading import stories
+from services.reading import cursors, stories
 from transaction import transactional
 from weblinks import links
 
@@ -66,17 +67,59 @@ def _as_filed(piece: Piece) -> Piece:
 @bp.route("/stories")
 @bp.doc(security=OPTIONAL_SECURITY)
 @bp.arguments(StoriesQuery, location="query", as_kwargs=True)
-@bp.response(200, StoryListOut)
-def list_stories(limit: int):
-    """Newest pieces first, on air only (with a key: drafts too; an agent key only its persona's)
+@bp.response(200, StoryListOut, headers=paging.LINK)
+@bp.alt_response(400, description="A malformed or foreign `cursor`, or a `section` or `persona` the paper lacks.")
+@bp.alt_response(401, description="`status=draft` or `status=all` without a key.")
+def list_stories(limit: int, cursor: str | None = None, section: str | None = None,
+                 persona: str | None = None, status: str | None = None):
+    """Pieces newest first, a page at a time; filter by section, persona and (keyed) status
 
-    `limit` is clamped to 1-200 (default 50).
+    `limit` is clamped to 1-200 (default 50). Follow `next_cursor` (or the `Link` header) for the
+    next page: the walk visits every piece exactly once, newest first, even while pieces air
+    meanwhile (those are newer than the walk and not in it). `status`: `on_air` (the default
+    without a key), `draft`, `all` (the default with a key: on air first, then drafts); an agent
+    key sees only its own persona's drafts.
     """
-    rows = stories.latest_rows(g.paper, stories.clamp(limit, 1, 200),
-                               include_drafts=permissions.sees_drafts(g.key), drafts_of=permissions.drafts_of(g.key))
+    if status is None:
+        status = "all" if permissions.sees_drafts(g.key) else "on_air"
+    elif status != "on_air" and not permissions.sees_drafts(g.key):
+        raise Unauthorized("Drafts need a desk key: `status=draft` and `status=all` are keyed.")
+    scope, filters = _story_filters(status, section, persona)
+    after = paging.read("stories", filters, cursor, 3)
+    if after is not None:
+        after = _story_position(after, status)
+    rows, more = stories.page(g.paper, stories.clamp(limit, 1, 200), scope, after)
     here = links()
     # Straight from Core rows to StoryListOut's shape (schemas/story.py says why).
-    return jsonify({"stories": [story_row_wire(row, here) for row in rows], "count": len(rows)})
+    body, headers = paging.answer({"stories": [story_row_wire(row, here) for row in rows], "count": len(rows)},
+                                  "stories", filters, stories.position(rows[-1]) if more else None)
+    return jsonify(body), 200, headers
+
+
+def _story_filters(status: str, section: str | None, persona: str | None) -> tuple[stories.PageFilter, dict]:
+    """(the page filter, the filter values a cursor binds) of a `/stories` request; BadRequest
+    (400, per field) for a section or persona the paper does not have."""
+    section_id = persona_id = None
+    if section is not None:
+        section_id = stories.section_id_named(g.paper, section)
+        if section_id is None:
+            raise BadRequest("No such section on this paper.", errors={"section": [f"No section named {section!r}."]})
+    if persona is not None:
+        persona_id = stories.persona_id_named(g.paper, persona)
+        if persona_id is None:
+            raise BadRequest("No such persona on this paper.", errors={"persona": [f"No persona {persona!r}."]})
+    drafts_of = permissions.drafts_of(g.key)
+    scope = stories.PageFilter(status, drafts_of, section_id, persona_id)
+    return scope, {"status": status, "section": section_id, "persona": persona_id, "drafts_of": drafts_of}
+
+
+def _story_position(after: list, status: str) -> list:
+    """A cursor's `[phase, at, id]` with `at` a datetime; BadRequest when the phase cannot be on
+    this status's list."""
+    phase = after[0]
+    if phase not in ((1,) if status == "on_air" else (0,) if status == "draft" else (0, 1)):
+        raise BadRequest("The cursor cannot be used here.", errors={"cursor": ["The cursor is malformed."]})
+    return [phase, cursors.parse_moment(after[1]), cursors.parse_id(after[2])]
 
 
 @bp.route("/stories/<string(maxlength=200):id>")

@@ -6,6 +6,9 @@
     POST /api/v1/subscribe      the same, under the paper's other subscribe path
     GET  /api/v1/subscribers    counts with a read key; the rows too with an admin key; an
                                 agent key gets 403 (permissions.py: agents reach the `key` level)
+    GET, PATCH /api/v1/subscribers/preferences?token=...
+                                a reader's own preferences (cadence, sections, cast, a pause),
+                                the token of an alert's "Manage your alerts" link the credential
 
 Business rules live in services/delivery/subscriptions.py, who may send what in
 blueprints/api/permissions.py. A subscribe commits once, at the commit point (transaction.py);
@@ -19,9 +22,18 @@ from blueprints.api import permissions
 from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint, json_body
 from blueprints.api.permissions import keyed
 from clock import utcnow
-from schemas.subscriber import SubscribeAcceptedOut, SubscribeIn, SubscribersOut
+from http_cache import no_etag
+from models import PAUSED_INDEFINITELY
+from schemas.subscriber import (
+    PreferencesOut,
+    PreferencesPatch,
+    PreferencesTokenQuery,
+    SubscribeAcceptedOut,
+    SubscribeIn,
+    SubscribersOut,
+)
 from services.delivery import subscriptions, webhooks
-from services.errors import Invalid
+from services.errors import BadRequest, Invalid
 from transaction import transactional
 from weblinks import links
 
@@ -103,3 +115,67 @@ def list_subscribers():
     if permissions.sees_subscriber_rows(g.key):
         return {"subscribers": subscriptions.rows(g.paper), **counts}
     return counts
+
+
+# --- a reader's own preferences -------------------------------------------------------------
+
+# Personal answers: no cache may keep them.
+NO_STORE = {"Cache-Control": "no-store"}
+BAD_TOKEN = ("The token is not valid: malformed, expired (a year), for another paper, or the address "
+             "has left the list. The newest alert holds a fresh link.")
+
+
+def _reader(token: str):
+    row = subscriptions.read_token("preferences", token, g.paper)
+    if row is None:
+        raise BadRequest(BAD_TOKEN, errors={"token": [BAD_TOKEN]})
+    return row
+
+
+@bp.route("/subscribers/preferences", methods=["GET"])
+@no_etag
+@bp.arguments(PreferencesTokenQuery, location="query")
+@bp.response(200, PreferencesOut, example={
+    "email": "reader@example.com", "cadence": "daily", "sections": ["World", "Science"], "cast": True,
+    "paused": True, "paused_until": "2026-12-24T08:00:00Z"})
+@bp.alt_response(400, description="No token, or a token that is not valid (malformed, expired, another "
+                                  "paper's, or the address left the list).")
+def get_preferences(query):
+    """A reader's alert preferences, by the token of any alert's "Manage your alerts" link
+
+    No key: the token is the credential. Changes nothing (a mail scanner may open it). Answers
+    `{email, cadence, sections, cast, paused, paused_until}`; `paused: true` with `paused_until:
+    null` means paused until resumed."""
+    row = _reader(query["token"])
+    return subscriptions.preferences_of(g.paper, row, utcnow()), 200, NO_STORE
+
+
+@bp.route("/subscribers/preferences", methods=["PATCH"])
+@no_etag
+@transactional
+@json_body(bp)
+@bp.arguments(PreferencesTokenQuery, location="query")
+@bp.arguments(PreferencesPatch, example={"cadence": "weekly", "sections": ["World"], "cast": False,
+                                         "paused_until": "2026-12-24T08:00:00Z"})
+@bp.response(200, PreferencesOut)
+@bp.alt_response(400, description="No token, or a token that is not valid; or the body is not valid JSON.")
+def update_preferences(query, body):
+    """Change a reader's alert preferences, by the token of any alert's "Manage your alerts" link
+
+    Send only what changes: `{cadence?, sections?, cast?, paused?, paused_until?}`. `sections:
+    null` takes every section; `paused: true` pauses until resumed; `paused_until: <time>` pauses
+    until then; `paused: false` or `paused_until: null` resumes now. Nothing aired while paused
+    is sent later; a cadence change takes effect from the next alert. An unknown cadence or
+    section, or a pause end in the past or over 366 days ahead: 422. Answers the preferences
+    as saved."""
+    row = _reader(query["token"])
+    now = utcnow()
+    changes = {name: body[name] for name in ("cadence", "sections", "cast") if name in body}
+    if "paused_until" in body:
+        changes["paused_until"] = body["paused_until"]
+    elif body.get("paused") is True:
+        changes["paused_until"] = PAUSED_INDEFINITELY
+    elif body.get("paused") is False:
+        changes["paused_until"] = None
+    subscriptions.change_preferences(g.paper, row, now, changes)
+    return subscriptions.preferences_of(g.paper, row, now), 200, NO_STORE

@@ -33,6 +33,7 @@ MAX_LOOKBACK = timedelta(days=31)
 TEMPLATE_CACHE = 512
 # Stand-ins for the per-reader values in a rendered alert; letters only, so autoescape keeps them.
 EMAIL_SLOT, UNSUBSCRIBE_SLOT = "PDxREADERxEMAILx7c1f", "PDxUNSUBSCRIBExURLx7c1f"
+MANAGE_SLOT = "PDxMANAGExURLx7c1f"
 
 
 def period_for(cadence: str, now: datetime) -> str:
@@ -44,6 +45,15 @@ def period_for(cadence: str, now: datetime) -> str:
         year, week, _ = now.isocalendar()
         return f"{year}-W{week:02d}"
     return rfc3339(now)
+
+
+def cadence_of(period: str) -> str:
+    """The cadence a recorded period was planned under, from its shape: `2026-11-24` daily,
+    `2026-W48` weekly, a time instant. A reader may change cadence between the planning of a
+    window and its sending; the alert still speaks of the slot it was planned for."""
+    if "-W" in period:
+        return "weekly"
+    return "daily" if len(period) == 10 else "instant"
 
 
 def period_words(cadence: str, period: str) -> str:
@@ -148,7 +158,8 @@ def alert_data(paper: Paper, subscriber, alert, pieces, editions, *, links: Link
     period, window_start and window_end; `pieces` are `window_content` dicts and `editions`
     its edition rows."""
     edition_rows = [{"day": e.day.isoformat(), "title": e.title, "url": links.edition_page(e.day),
-                     "video_url": e.video_url, "poster_url": e.poster_url} for e in reversed(editions)]
+                     "video_url": links.media(e.video_url), "poster_url": links.media(e.poster_url)}
+                    for e in reversed(editions)]
     return {
         "paper": paper.slug, "email": subscriber.email, "cadence": subscriber.cadence,
         "period": alert.period, "period_words": period_words(subscriber.cadence, alert.period),
@@ -191,33 +202,37 @@ class Composer:
         if not pieces and not editions:
             return None
         paper, slug, domain, links = self._paper(row.paper_id)
-        key = (row.paper_id, tuple(p["id"] for p in pieces), tuple(e.id for e in editions),
-               row.cadence, row.period)
+        cadence = cadence_of(row.period)
+        key = (row.paper_id, tuple(p["id"] for p in pieces), tuple(e.id for e in editions), cadence, row.period)
         template = self.templates.get(key)
         if template is None:
             if len(self.templates) >= TEMPLATE_CACHE:
                 self.templates.clear()
-            template = self.templates[key] = self._render(paper, row, pieces, editions, links)
+            template = self.templates[key] = self._render(paper, row, cadence, pieces, editions, links)
         reader = SimpleNamespace(id=row.subscriber_id, paper_id=row.paper_id, email=row.email)
         unsubscribe = subscriptions.unsubscribe_url(reader, links=links)
+        manage = subscriptions.preferences_url(reader, links=links)
         # The same id on a resend after a crash (docs/ALERTS.md "Crash safety"): mail stores
         # that de-duplicate by Message-ID show one copy.
         message_id = f"<alert.{row.id}.{int(row.window_end.timestamp())}.{slug}@{domain}>"
         return template.fill(to=row.email, message_id=message_id, unsubscribe_url=unsubscribe, values={
             EMAIL_SLOT: (row.email, str(escape(row.email))),
-            UNSUBSCRIBE_SLOT: (unsubscribe, str(escape(unsubscribe)))})
+            UNSUBSCRIBE_SLOT: (unsubscribe, str(escape(unsubscribe))),
+            MANAGE_SLOT: (manage, str(escape(manage)))})
 
-    def _render(self, paper: Paper, row, pieces, editions, links: Links) -> mail.Template:
+    def _render(self, paper: Paper, row, cadence: str, pieces, editions, links: Links) -> mail.Template:
         """Render `templates/mail/alert.*` once for every reader of this content. Per-reader
-        values reach the templates only as `unsubscribe` and `data.email` (stand-ins replaced
-        per message); `data.window` differs per reader, so it is not given."""
-        data = alert_data(paper, SimpleNamespace(email=EMAIL_SLOT, cadence=row.cadence), row, pieces, editions,
+        values reach the templates only as `unsubscribe`, `manage` (the preference centre)
+        and `data.email` (stand-ins replaced per message); `data.window` differs per reader,
+        so it is not given. `cadence` is the one the row's period was planned under."""
+        data = alert_data(paper, SimpleNamespace(email=EMAIL_SLOT, cadence=cadence), row, pieces, editions,
                           links=links)
         del data["window"]
-        subject = subject_for(paper.nameplate, row.cadence, row.period,
+        subject = subject_for(paper.nameplate, cadence, row.period,
                               [piece["headline"] for piece in data["pieces"]],
                               data["edition"]["title"] if data["edition"] else None)
-        context = {"paper": paper, "data": data, "unsubscribe": UNSUBSCRIBE_SLOT, "home": links.home()}
+        context = {"paper": paper, "data": data, "unsubscribe": UNSUBSCRIBE_SLOT, "manage": MANAGE_SLOT,
+                   "home": links.home()}
         from_name, from_addr = subscriptions.sender(paper, links=links)
         return mail.Template(from_name=from_name, from_addr=from_addr,
                              subject=subject, now=self.now, list_id=subscriptions.list_id(paper, links=links),

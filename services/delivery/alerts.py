@@ -72,7 +72,8 @@ class PlanReport:
 
 
 _PLAN_COLUMNS = (Subscriber.id, Subscriber.paper_id, Subscriber.email, Subscriber.cadence,
-                 Subscriber.sections, Subscriber.cast, Subscriber.confirmed_at, Subscriber.webhook_url)
+                 Subscriber.sections, Subscriber.cast, Subscriber.confirmed_at, Subscriber.webhook_url,
+                 Subscriber.paused_until)
 
 
 def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SETTLE) -> PlanReport:
@@ -81,8 +82,11 @@ def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SET
 
     Windows are half-open, [start, end), in the stored times' own precision: `end` is
     `now - settle` (see SETTLE), `start` the end of the subscriber's previous window (first
-    window: its `confirmed_at`; never more than MAX_LOOKBACK before `end`). Consecutive windows
-    share their boundary, so each piece on air falls in exactly one window of each subscriber.
+    window: its `confirmed_at`; never more than MAX_LOOKBACK before `end`; never before the
+    end of a pause, `paused_until`). Consecutive windows share their boundary, so each piece on
+    air falls in exactly one window of each subscriber. A paused reader (`paused_until` not
+    before `end`) is not considered; after the pause, what aired during it is not sent (no
+    backlog: docs/ALERTS.md "Managing alerts").
 
     A subscriber is skipped when its cadence slot for `now` is already recorded or nothing
     went on air in its sections (nor an edition, with cast) in its window; suppressed
@@ -98,7 +102,8 @@ def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SET
     while True:
         chunk = db.session.execute(select(*_PLAN_COLUMNS).where(
             Subscriber.id > last_id, Subscriber.confirmed_at.is_not(None),
-            Subscriber.unsubscribed_at.is_(None), Subscriber.suppressed_at.is_(None))
+            Subscriber.unsubscribed_at.is_(None), Subscriber.suppressed_at.is_(None),
+            or_(Subscriber.paused_until.is_(None), Subscriber.paused_until < end))
             .order_by(Subscriber.id).limit(CHUNK)).all()
         if not chunk:
             break
@@ -113,6 +118,8 @@ def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SET
         rows = []
         for sub in chunk:
             start = max(last_end.get(sub.id) or sub.confirmed_at, end - MAX_LOOKBACK)
+            if sub.paused_until is not None:  # the pause is over: nothing from during it
+                start = max(start, sub.paused_until)
             if (sub.id, periods[sub.id]) in taken or start >= end:
                 report.skipped += 1
                 continue
@@ -243,7 +250,7 @@ _ROWS = (select(AlertDelivery.id, AlertDelivery.subscriber_id, AlertDelivery.per
                 AlertDelivery.window_start, AlertDelivery.window_end, AlertDelivery.attempts,
                 Subscriber.paper_id, Subscriber.email, Subscriber.cadence, Subscriber.sections,
                 Subscriber.cast, Subscriber.confirmed_at, Subscriber.unsubscribed_at,
-                Subscriber.suppressed_at)
+                Subscriber.suppressed_at, Subscriber.paused_until)
          .join(Subscriber, Subscriber.id == AlertDelivery.subscriber_id)
          .where(AlertDelivery.id.in_(bindparam("ids", expanding=True)))
          .order_by(AlertDelivery.id))
@@ -300,7 +307,8 @@ def send_recorded(now: datetime, mailer: mail.Mailer | None = None, progress: Ca
     temporary one backs the row off to `next_attempt_at` (given up after
     `policy.max_attempts`); a connection-level one leaves it due for the next run, and after
     GIVE_UP_AFTER of them in a row the run stops (the server is down). A message that cannot
-    be built is given up with its reason. Rows of addresses that left the list are dropped,
+    be built is given up with its reason. Rows of addresses that left the list or are paused
+    are dropped,
     rows of suppressed addresses given up. The run ends when no row is due or claimable,
     or `should_stop()` turns true (what is in flight is recorded first). Links in the
     messages are under each paper's origin from `origins`. Needs an app context (templates,
@@ -364,7 +372,10 @@ def _send_claimed(clock, pool: mail.SenderPool, composer: Composer, report: Send
                     break
                 row = rows.popleft()
                 now = clock()
-                if row.confirmed_at is None or row.unsubscribed_at is not None:
+                # Left the list, or paused since this window was recorded (the reader asked
+                # for quiet: the pause's floor keeps the next window from sending it later).
+                if (row.confirmed_at is None or row.unsubscribed_at is not None
+                        or (row.paused_until is not None and row.paused_until > now)):
                     _write(writer, (_DROP, {"alert_id": row.id}))
                     report.skipped += 1
                     progress and progress(1)

@@ -3,9 +3,11 @@
 
 Tokens are itsdangerous signatures of `[paper id, subscriber id, email]` with one salt per
 purpose. Confirm tokens expire after 7 days; unsubscribe tokens never do (an old alert's link
-must keep working). The confirm email is written to the outbox in the subscribe's own
-transaction, at most one per address per CONFIRM_INTERVAL, and sent by `flask drain-outbox`
-(services/delivery/outbox.py): no request talks to SMTP. Functions flush; the request or the CLI commits once.
+must keep working); preferences tokens (the "Manage your alerts" link of every alert) after
+PREFERENCES_MAX_AGE, and are void once the address leaves the list. The confirm email is
+written to the outbox in the subscribe's own transaction, at most one per address per
+CONFIRM_INTERVAL, and sent by `flask drain-outbox` (services/delivery/outbox.py): no request
+talks to SMTP. Functions flush; the request or the CLI commits once.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.attributes import set_committed_value
 
 from extensions import db
-from models import Paper, Section, Subscriber
+from models import PAUSED_INDEFINITELY, Paper, Section, Subscriber
 from services.delivery import mail, outbox, webhooks
 from services.errors import Invalid
 from services.rendering.links import Links
@@ -32,7 +34,15 @@ log = logging.getLogger("paperdesk.subscriptions")
 
 CONFIRM_MAX_AGE = 7 * 24 * 3600
 CONFIRM_INTERVAL = timedelta(minutes=10)
-SALTS = {"confirm": "paperdesk.subscriber.confirm", "unsubscribe": "paperdesk.subscriber.unsubscribe"}
+SALTS = {"confirm": "paperdesk.subscriber.confirm", "unsubscribe": "paperdesk.subscriber.unsubscribe",
+         "preferences": "paperdesk.subscriber.preferences"}
+# A manage link works for a year: alerts are read weeks later, and each new alert brings a
+# fresh one. A reader paused for longer still has the unsubscribe link, which never expires.
+PREFERENCES_MAX_AGE = 366 * 24 * 3600
+# The pauses the preference centre offers; "until I resume" is PAUSED_INDEFINITELY. An exact
+# `paused_until` through the API may lie at most MAX_PAUSE ahead.
+PAUSES = ("week", "month", "indefinitely")
+MAX_PAUSE = timedelta(days=366)
 
 
 @dataclass
@@ -96,14 +106,18 @@ def make_token(purpose: str, subscriber: Subscriber) -> str:
     return _serializer(purpose).dumps([subscriber.paper_id, subscriber.id, subscriber.email])
 
 
+_MAX_AGE = {"confirm": CONFIRM_MAX_AGE, "preferences": PREFERENCES_MAX_AGE}
+
+
 def read_token(purpose: str, token: str, paper: Paper) -> Subscriber | None:
     """The subscriber a token names on `paper`, or None when the token is bad, expired (confirm:
-    7 days), for another paper, or older than the row's last unsubscribe. Needs an app
-    context (SECRET_KEY); at most one query."""
+    7 days; preferences: PREFERENCES_MAX_AGE), for another paper, or older than the row's last
+    unsubscribe. A preferences token also needs the address on the list, confirmed since the
+    token was signed (one from before an unsubscribe stays void after a re-subscription).
+    Needs an app context (SECRET_KEY); at most one query."""
     try:
         payload, signed_at = _serializer(purpose).loads(
-            token or "", max_age=CONFIRM_MAX_AGE if purpose == "confirm" else None,
-            return_timestamp=True)
+            token or "", max_age=_MAX_AGE.get(purpose), return_timestamp=True)
         paper_id, subscriber_id, email = payload
     except (BadSignature, SignatureExpired, ValueError, TypeError):
         return None
@@ -113,6 +127,11 @@ def read_token(purpose: str, token: str, paper: Paper) -> Subscriber | None:
     if row is None or row.paper_id != paper.id or row.email != email:
         return None
     if purpose == "confirm" and row.unsubscribed_at is not None and signed_at <= row.unsubscribed_at:
+        return None
+    if purpose == "preferences" and (
+            row.unsubscribed_at is not None or row.confirmed_at is None
+            # itsdangerous keeps whole seconds: a link signed in the second of confirming counts.
+            or signed_at < row.confirmed_at.replace(microsecond=0)):
         return None
     return row
 
@@ -125,6 +144,11 @@ def confirm_url(subscriber: Subscriber, *, links: Links) -> str:
 def unsubscribe_url(subscriber: Subscriber, *, links: Links) -> str:
     """The one-click unsubscribe link of an alert: `{origin}/subscribe/unsubscribe?token=...`."""
     return links.absolute(f"/subscribe/unsubscribe?token={make_token('unsubscribe', subscriber)}")
+
+
+def preferences_url(subscriber: Subscriber, *, links: Links) -> str:
+    """The "Manage your alerts" link of an alert: `{origin}/subscribe/preferences?token=...`."""
+    return links.absolute(f"/subscribe/preferences?token={make_token('preferences', subscriber)}")
 
 
 # The sender when neither MAIL_FROM nor the paper's host gives a valid address (an IP address
@@ -194,8 +218,8 @@ def _upsert(paper: Paper, email: str, prefs: Preferences, now: datetime, *, admi
         except IntegrityError:  # the same address posted twice at once: use the winner's row
             row = db.session.scalar(select(Subscriber).where(
                 Subscriber.paper_id == paper.id, Subscriber.email == email))
-    if row.unsubscribed_at is not None:
-        row.unsubscribed_at, row.confirmed_at, row.confirm_sent_at = None, None, None
+    if row.unsubscribed_at is not None:  # back after leaving: starts afresh, not paused
+        row.unsubscribed_at, row.confirmed_at, row.confirm_sent_at, row.paused_until = None, None, None, None
     # A stranger may not change a confirmed reader's choices; the admin (the paper) may.
     if row.confirmed_at is None or admin:
         row.cadence, row.sections, row.cast = prefs.cadence, prefs.sections, prefs.cast
@@ -221,6 +245,7 @@ def _upsert_public(paper: Paper, email: str, prefs: Preferences, now: datetime) 
         "unsubscribed_at": None,
         "confirmed_at": case((left, None), else_=table.c.confirmed_at),
         "confirm_sent_at": case((left, None), else_=table.c.confirm_sent_at),
+        "paused_until": case((left, None), else_=table.c.paused_until),
         "cadence": case((open_to_change, stmt.excluded.cadence), else_=table.c.cadence),
         "sections": case((open_to_change, stmt.excluded.sections), else_=table.c.sections),
         "cast": case((open_to_change, stmt.excluded.cast), else_=table.c.cast),
@@ -322,6 +347,74 @@ def unsubscribe(row: Subscriber, now: datetime) -> Subscriber:
         row.unsubscribed_at, row.confirmed_at = now, None
         db.session.flush()
     return row
+
+
+# --- the preference centre ----------------------------------------------------------------
+
+def is_paused(row: Subscriber, now: datetime) -> bool:
+    """True while the reader's pause lasts (`paused_until` after `now`)."""
+    return row.paused_until is not None and row.paused_until > now
+
+
+def pause_end(choice: str, now: datetime) -> datetime:
+    """When a pause picked on the page ends: "week" -> now + 7 days, "month" -> the same time
+    one calendar month on (31 January -> the last day of February), "indefinitely" ->
+    PAUSED_INDEFINITELY. Raises Invalid (422, on `pause`) for anything else."""
+    if choice == "week":
+        return now + timedelta(days=7)
+    if choice == "month":
+        year, month = (now.year + 1, 1) if now.month == 12 else (now.year, now.month + 1)
+        last = (datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=now.tzinfo) - timedelta(days=1)).day
+        return now.replace(year=year, month=month, day=min(now.day, last))
+    if choice == "indefinitely":
+        return PAUSED_INDEFINITELY
+    raise Invalid(errors={"pause": [f"Must be one of: {', '.join(PAUSES)}."]})
+
+
+def change_preferences(paper: Paper, row: Subscriber, now: datetime, changes: dict) -> Subscriber:
+    """Apply a reader's own changes (the preference centre, the API with a preferences token).
+    `changes` holds any of `cadence` (one of CADENCES, checked by the caller's schema),
+    `sections` (names of active sections; None or every one of them: every section, later
+    ones too), `cast` (bool) and `paused_until` (an aware time: pause until then, or
+    PAUSED_INDEFINITELY; None: resume now). Missing keys stay as they are.
+
+    Raises Invalid (422) for an unknown section (`sections`) or a `paused_until` that is not
+    after `now` or lies more than MAX_PAUSE ahead (PAUSED_INDEFINITELY aside). A cadence change
+    takes effect from the reader's next window, which starts where the last one ended: no gap,
+    no piece twice. A resume keeps the pause's end (now) as the next window's floor, so nothing
+    aired while paused is sent. Flushes."""
+    if "sections" in changes:
+        sections = check_sections(paper, changes["sections"])
+        if sections is not None and len(sections) == len(active_sections(paper)):
+            sections = None  # every section ticked: later ones too
+        row.sections = sections
+    if "paused_until" in changes:
+        until = changes["paused_until"]
+        if until is None:
+            if is_paused(row, now):
+                row.paused_until = now
+        elif until != PAUSED_INDEFINITELY and not now < until <= now + MAX_PAUSE:
+            raise Invalid(errors={"paused_until": [
+                "Must be after now and at most 366 days ahead (for longer, pause until you resume)."]})
+        else:
+            row.paused_until = until
+    if "cadence" in changes:
+        row.cadence = changes["cadence"]
+    if "cast" in changes:
+        row.cast = changes["cast"]
+    db.session.flush()
+    return row
+
+
+def preferences_of(paper: Paper, row: Subscriber, now: datetime) -> dict:
+    """The reader's preferences as the API answers them: `{email, cadence, sections (every
+    active section when the row takes all), cast, paused, paused_until}`; `paused_until` is
+    null when not paused or paused until the reader resumes."""
+    paused = is_paused(row, now)
+    return {"email": row.email, "cadence": row.cadence,
+            "sections": row.sections if row.sections is not None else active_sections(paper),
+            "cast": row.cast, "paused": paused,
+            "paused_until": row.paused_until if paused and row.paused_until != PAUSED_INDEFINITELY else None}
 
 
 # --- reading -------------------------------------------------------------------------------

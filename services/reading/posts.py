@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from extensions import db
 from models import Paper, Piece
 from services.reading import stories
 from services.rendering.links import Links
@@ -61,15 +60,45 @@ def post_for(piece: Piece, *, links: Links) -> dict:
     post = {"id": str(piece.id), "headline": piece.headline}
     if with_dek:
         post["dek"] = piece.dek
-    post.update(link=link, image=piece.image or links.share_card(piece.slug), text=text,
+    post.update(link=link, image=links.media(piece.image) or links.share_card(piece.slug), text=text,
                 on_air_at=piece.on_air_at)
     return post
 
 
-def list_posts(paper: Paper, limit: int, since: datetime | None = None, *, links: Links) -> list[dict]:
-    """Posts (see `post_for`) for the `limit` newest pieces on air (newest first); with `since`
-    (aware), only pieces whose `on_air_at` is strictly later. One SQL statement."""
-    query = stories.rows_query(paper)
-    if since is not None:
-        query = query.where(Piece.on_air_at > since)
-    return [post_for(piece, links=links) for piece in db.session.scalars(query.limit(limit))]
+# A page with `since` never ends inside one instant: at most this many pieces that went on air
+# at the very same microsecond are added to a page made of that instant alone.
+MAX_SAME_INSTANT = 1000
+
+
+def list_posts(paper: Paper, limit: int, since: datetime | None = None, *, links: Links,
+               after: list | None = None) -> tuple[list[dict], list | None]:
+    """A page of posts (see `post_for`) of pieces on air: `(posts, last)`.
+
+    Without `since`, the `limit` newest pieces, newest first. With `since` (aware), only pieces
+    whose `on_air_at` is strictly later, oldest first (ascending `on_air_at`, then id), so a
+    client that walks the pages, or advances `since` to the last post's `on_air_at`, misses
+    nothing that airs meanwhile. For the second kind of client a page with `since` never ends
+    between two pieces aired at the same instant: it stops before that instant, or, when the
+    whole page is that one instant, holds all of its pieces (up to MAX_SAME_INSTANT; so it may
+    hold more than `limit`). `after` is the keyset position (`[1, on_air_at, id]`) the page
+    starts after; `last` the position of the page's last piece when more follow, else None.
+    One SQL statement (two when a page is one instant)."""
+    ascending = since is not None
+    rows, _ = stories.page(paper, limit + 1, stories.PageFilter(), after, core=False,
+                           ascending=ascending, since=since)
+    if len(rows) <= limit:
+        return [post_for(piece, links=links) for piece in rows], None
+    kept = rows[:limit]
+    instant = kept[-1].on_air_at
+    if ascending and rows[limit].on_air_at == instant:
+        start = next(n for n, piece in enumerate(kept) if piece.on_air_at == instant)
+        if start:
+            kept = kept[:start]
+        else:  # the page is one instant: take the rest of it too
+            rest, more = stories.page(paper, MAX_SAME_INSTANT, stories.PageFilter(), stories.position(rows[-1]),
+                                      core=False, ascending=True, since=since)
+            same = [piece for piece in rest if piece.on_air_at == instant]
+            kept = rows + same
+            if len(same) == len(rest) and not more:
+                return [post_for(piece, links=links) for piece in kept], None
+    return [post_for(piece, links=links) for piece in kept], stories.position(kept[-1])

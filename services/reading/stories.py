@@ -6,7 +6,10 @@ persona's drafts (an agent key's own: blueprints/api/permissions.py `drafts_of`)
 draft. Each shape's statement is built once."""
 from __future__ import annotations
 
-from sqlalchemy import Select, bindparam, or_, select
+from dataclasses import dataclass
+from functools import cache
+
+from sqlalchemy import Select, and_, bindparam, case, or_, select
 from sqlalchemy.orm import joinedload
 
 from extensions import db
@@ -74,26 +77,147 @@ STORY_COLUMNS = (*ROW_COLUMNS, Piece.prose, Piece.image, Piece.content_hash,
 FACT_COLUMNS = (CitedFact.n, CitedFact.statement, CitedFact.source, CitedFact.instrument, CitedFact.claim_key)
 
 
-def _core(columns, of_paper, include_drafts: bool, one_persona: bool = False) -> Select:
-    query = (select(*columns).join(Section, Section.id == Piece.section_id)
-             .join(Persona, Persona.id == Piece.persona_id).where(of_paper))
-    if include_drafts and one_persona:
-        query = _one_persona(query)
-    if not include_drafts:
-        return query.where(Piece.on_air.is_(True)).order_by(Piece.on_air_at.desc(), Piece.id.desc())
-    return query.order_by(Piece.on_air.desc(), Piece.on_air_at.desc(), Piece.filed_at.desc(), Piece.id.desc())
-
-
-_LATEST_ROWS = {(drafts, one): _core(ROW_COLUMNS, Piece.paper_id == bindparam("paper_id"), drafts, one)
-                .limit(bindparam("limit")) for drafts in (True, False) for one in (True, False)}
-
-
 def latest_rows(paper: Paper, limit: int, *, include_drafts: bool = False, drafts_of: int | None = None) -> list:
     """`latest()` as Core rows of ROW_COLUMNS (`id, slug, headline, dek, section, byline, rev,
-    on_air_at, on_air`): one statement, no ORM objects."""
-    one, extra = _scope(include_drafts, drafts_of)
-    return db.session.execute(_LATEST_ROWS[include_drafts, one],
-                              {"paper_id": paper.id, "limit": limit, **extra}).all()
+    on_air_at, on_air`, and `filed_at`): the first `page()`, one statement, no ORM objects."""
+    scope = PageFilter("all" if include_drafts else "on_air", drafts_of if include_drafts else None)
+    return page(paper, limit, scope)[0]
+
+
+# --- pages: keyset paging and filters (docs/API.md "Paging and filters") ----------------------
+# A page is the `limit` rows after a keyset position, in one statement built once per shape.
+# `status` picks the lane and its order:
+#   on_air  pieces on air, (on_air_at, id) descending
+#   draft   pieces not on air, (filed_at, id) descending: filed_at never changes, so a walk
+#           stays exact while drafts are revised (updated_at would move them mid-walk)
+#   all     on air first in the on_air order, then drafts in the draft order
+# A position is `(phase, at, id)`: phase 1 for a piece on air (at = on_air_at), 0 for a draft
+# (at = filed_at). A piece that airs during a walk sorts before the walk's position and is not in
+# this walk; a draft aired after the walk passed it was seen as a draft.
+STATUSES = ("on_air", "draft", "all")
+
+
+def on_air_clause():
+    """The public predicate "this piece is on air", in one place for every page statement."""
+    return Piece.on_air.is_(True)
+
+
+@dataclass(frozen=True)
+class PageFilter:
+    """What a page lists: `status` (STATUSES), `drafts_of` (an agent's persona id: only its
+    drafts; None every draft), `section_id` and `persona_id` (None: any)."""
+
+    status: str = "on_air"
+    drafts_of: int | None = None
+    section_id: int | None = None
+    persona_id: int | None = None
+
+
+def position(row) -> list:
+    """The keyset position `[phase, at, id]` of a page row (Core row or Piece): at is a datetime."""
+    if row.on_air:
+        return [1, row.on_air_at, row.id]
+    return [0, row.filed_at, row.id]
+
+
+def _after(column, ascending: bool):
+    # The plain bound (`<=`/`>=`) repeats what the OR says so that it is an index condition on
+    # ix_pieces_paper_air: without it a page deep in the walk would scan every newer row.
+    at, id_ = bindparam("after_at"), bindparam("after_id")
+    if ascending:
+        return and_(column >= at, or_(column > at, and_(column == at, Piece.id > id_)))
+    return and_(column <= at, or_(column < at, and_(column == at, Piece.id < id_)))
+
+
+@cache
+def _page_statement(core: bool, status: str, one_persona: bool, by_section: bool, by_persona: bool,
+                    after_phase: int | None, ascending: bool = False, since: bool = False,
+                    by_day: bool = False) -> Select:
+    if core:
+        query = (select(*ROW_COLUMNS, Piece.filed_at).join(Section, Section.id == Piece.section_id)
+                 .join(Persona, Persona.id == Piece.persona_id))
+    else:
+        query = select(Piece).options(joinedload(Piece.section), joinedload(Piece.persona))
+    query = query.where(Piece.paper_id == bindparam("paper_id"))
+    if status == "on_air":
+        query = query.where(on_air_clause())
+    elif status == "draft":
+        query = query.where(Piece.on_air.is_(False))
+    if status != "on_air" and one_persona:
+        query = _one_persona(query)
+    if by_section:
+        query = query.where(Piece.section_id == bindparam("section_id"))
+    if by_persona:
+        query = query.where(Piece.persona_id == bindparam("by_persona_id"))
+    if since:
+        query = query.where(Piece.on_air_at > bindparam("since"))
+    if by_day:
+        query = query.where(Piece.on_air_day == bindparam("day"))
+    if after_phase == 1:
+        aired = _after(Piece.on_air_at, ascending)
+        query = query.where(aired if status == "on_air" else or_(and_(on_air_clause(), aired),
+                                                                 Piece.on_air.is_(False)))
+    elif after_phase == 0:
+        query = query.where(Piece.on_air.is_(False), _after(Piece.filed_at, False))
+    if ascending:  # /posts?since=T: oldest first, on air only
+        return query.order_by(Piece.on_air_at.asc(), Piece.id.asc()).limit(bindparam("limit"))
+    if status == "on_air":
+        order = (Piece.on_air_at.desc(), Piece.id.desc())
+    elif status == "draft":
+        order = (Piece.filed_at.desc(), Piece.id.desc())
+    else:
+        sort_at = case((Piece.on_air.is_(True), Piece.on_air_at), else_=Piece.filed_at)
+        order = (Piece.on_air.desc(), sort_at.desc(), Piece.id.desc())
+    return query.order_by(*order).limit(bindparam("limit"))
+
+
+def page(paper: Paper, limit: int, scope: PageFilter, after: list | None = None, *, core: bool = True,
+         ascending: bool = False, since=None, day=None) -> tuple[list, bool]:
+    """One page: `(rows, more)`, at most `limit` rows after the position `after`
+    (`[phase, at, id]` from `position`, at an aware datetime; None: from the start) and whether
+    rows follow. Rows are Core rows of ROW_COLUMNS plus `filed_at` (`core`), else Pieces with
+    section and persona loaded. `ascending` (on air only) lists oldest first; `since` (aware
+    datetime) keeps pieces on air strictly after it; `day` (a date) those that went on air that UTC
+    day. One statement."""
+    one, extra = _scope(scope.status != "on_air", scope.drafts_of)
+    params = {"paper_id": paper.id, "limit": limit + 1, **extra}
+    if scope.section_id is not None:
+        params["section_id"] = scope.section_id
+    if scope.persona_id is not None:
+        params["by_persona_id"] = scope.persona_id
+    if since is not None:
+        params["since"] = since
+    if day is not None:
+        params["day"] = day
+    phase = None
+    if after is not None:
+        phase, params["after_at"], params["after_id"] = after
+    statement = _page_statement(core, scope.status, one, scope.section_id is not None,
+                                scope.persona_id is not None, phase, ascending, since is not None,
+                                day is not None)
+    if core:
+        rows = db.session.execute(statement, params).all()
+    else:
+        rows = list(db.session.scalars(statement, params))
+    return rows[:limit], len(rows) > limit
+
+
+def section_id_named(paper: Paper, name: str) -> int | None:
+    """The id of the paper's section called `name` (its name as rows carry it, or its slug;
+    active or not), else None."""
+    if not name or len(name) > MAX_ID_LENGTH or "\x00" in name:
+        return None
+    return db.session.scalar(select(Section.id).where(
+        Section.paper_id == paper.id, or_(Section.name == name, Section.slug == name)).order_by(Section.id).limit(1))
+
+
+def persona_id_named(paper: Paper, name: str) -> int | None:
+    """The id of the paper's persona with slug or name `name` (as the masthead shows both),
+    else None."""
+    if not name or len(name) > MAX_ID_LENGTH or "\x00" in name:
+        return None
+    return db.session.scalar(select(Persona.id).where(
+        Persona.paper_id == paper.id, or_(Persona.slug == name, Persona.name == name)).order_by(Persona.id).limit(1))
 
 
 def _find_row_statement(by_id: bool, include_drafts: bool, one_persona: bool) -> Select:

@@ -18,12 +18,14 @@ from models import Edition, Paper, Piece
 from services.reading import stories
 from services.rendering.links import Links
 from services.rendering.media import CARD_SIZE as SHARE_CARD_SIZE
-from services.rendering.prose import disclosure
+from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from services.rendering.xmltext import xml_safe
 
 # The card's width bounds in CSS pixels (oEmbed `maxwidth`), and the least height that still
 # shows the byline with its whole AI-persona disclosure (`maxheight`).
 MIN_WIDTH, MAX_WIDTH, DEFAULT_WIDTH = 220, 640, 480
+# The oEmbed formats `/oembed` answers in; any other is 501 (oEmbed 1.0 section 2.3.4).
+FORMATS = ("json", "xml")
 MIN_HEIGHT = 200
 CACHE_AGE = 3600
 STORY_PATH = re.compile(r"/stories/([^/]+)/?")
@@ -54,7 +56,7 @@ def picture(piece: Piece, *, links: Links) -> str:
     """The card's picture: the piece's own art when it is an https URL (or under `links`'
     origin), else its share card there. Plain-http art elsewhere would be mixed content and is refused by the card's
     `img-src 'self' https: data:` policy, so it is never used."""
-    image = (piece.image or "").strip()
+    image = (links.media(piece.image) or "").strip()
     if image.startswith("https://") or image.startswith(links.absolute("/")):
         return image
     return links.share_card(piece.slug)
@@ -74,10 +76,11 @@ def natural_height(piece: Piece, width: int, *, nameplate: str) -> int:
 
 def card_size(piece: Piece, maxwidth: int | None, maxheight: int | None, *,
               nameplate: str) -> tuple[int, int]:
-    """(width, height) of the iframe in pixels: width `maxwidth` or DEFAULT_WIDTH; height the
-    card's natural height (see `natural_height`), capped at `maxheight` (the card hides its
-    picture when the frame is too short for it)."""
-    width = maxwidth or DEFAULT_WIDTH
+    """(width, height) of the iframe in pixels: width `maxwidth` or DEFAULT_WIDTH, at most
+    MAX_WIDTH (a consumer's `maxwidth` is an upper bound: a larger one gets the widest card);
+    height the card's natural height at that width (see `natural_height`), capped at
+    `maxheight` (the card hides its picture when the frame is too short for it)."""
+    width = min(maxwidth or DEFAULT_WIDTH, MAX_WIDTH)
     height = natural_height(piece, width, nameplate=nameplate)
     if maxheight is not None:
         height = min(height, maxheight)
@@ -106,7 +109,9 @@ def player_iframe(edition: Edition, *, links: Links) -> Markup:
 def oembed_record(piece: Piece, paper: Paper, maxwidth: int | None, maxheight: int | None, *,
                   links: Links) -> dict:
     """The oEmbed 1.0 rich record for `piece` (shape: schemas.embed.OEmbedOut), its URLs under
-    `links`. Needs `piece.persona` loaded."""
+    `links`, sized by `card_size`. Beside the standard members it carries two that oEmbed allows
+    as extras: the byline's `disclosure` sentence and its `digital_source_type` (IPTC). Needs
+    `piece.persona` loaded."""
     width, height = card_size(piece, maxwidth, maxheight, nameplate=paper.nameplate)
     return {
         "type": "rich",
@@ -125,6 +130,8 @@ def oembed_record(piece: Piece, paper: Paper, maxwidth: int | None, maxheight: i
         "thumbnail_width": SHARE_CARD_SIZE[0],
         "thumbnail_height": SHARE_CARD_SIZE[1],
         "cache_age": CACHE_AGE,
+        "disclosure": disclosure(piece.persona.name, paper.nameplate),
+        "digital_source_type": DIGITAL_SOURCE_TYPE,
     }
 
 

@@ -1,4 +1,5 @@
-"""The reader's feeds of a paper: RSS 2.0, the podcast of video editions and llms.txt.
+"""The reader's feeds of a paper: RSS 2.0, JSON Feed 1.1, the podcast of video editions and
+llms.txt.
 
 Every byline is a declared AI persona, and its disclosure is never removed. Every URL in a
 feed is absolute, under the `links` the builder is given. Feeds are built with feedgen (lxml
@@ -12,20 +13,30 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
+import orjson
 from feedgen.feed import FeedGenerator
 from markupsafe import escape
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
+from clock import rfc3339
 from extensions import db
 from models import Edition, Paper, Piece, Section
 from services.reading import stories
 from services.rendering import prose
+from services.rendering.embeds import masthead_entry
 from services.rendering.links import Links
-from services.rendering.prose import disclosure
+from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from services.rendering.xmltext import xml_safe
 
 RSS_ITEMS = 50
+JSON_FEED_ITEMS = RSS_ITEMS
+JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"
+JSON_FEED_EXTENSION = "_paperdesk"
+# RSS 2.0 <category domain="taxonomy">term</category>: the IPTC digital source type's scheme
+# and code, which together spell DIGITAL_SOURCE_TYPE.
+IPTC_SCHEME = DIGITAL_SOURCE_TYPE.rpartition("/")[0] + "/"
+IPTC_CODE = DIGITAL_SOURCE_TYPE.rpartition("/")[2]
 LLMS_LATEST = 20
 DEFAULT_LANGUAGE = "en"
 _SPACE = re.compile(r"\s+")
@@ -45,6 +56,14 @@ def paper_language(paper: Paper) -> str:
 def persona_label(name: str) -> str:
     """A byline with its AI-persona disclosure kept: 'Ada Quill (AI persona)'."""
     return f"{name} (AI persona)"
+
+
+def paper_disclosure(nameplate: str) -> str:
+    """The paper-wide statement that every byline of the paper named `nameplate` is a declared
+    AI persona (llms.txt, JSON Feed `user_comment`)."""
+    return (f"Every byline on {nameplate} is a declared AI persona: pieces are written by AI "
+            "systems, not by human reporters, and wherever a byline is shown its AI-persona "
+            "disclosure must be shown too and never removed.")
 
 
 # --- prose -> HTML --------------------------------------------------------------------------
@@ -95,8 +114,11 @@ def build_rss(paper: Paper, *, links: Links) -> bytes:
     """`/rss.xml`: RSS 2.0 of the 50 newest pieces on air, newest first. Each item has title,
     link and permalink guid (the story page), pubDate (on_air_at), description (the dek),
     content:encoded (byline with disclosure, prose with `[^N]` markers, cited facts),
-    category (section) and dc:creator ('Name (AI persona)'). URLs under `links`. Three
-    statements."""
+    category (section), dc:creator ('Name (AI persona)') and the IPTC digital source type as
+    `<category domain="http://cv.iptc.org/newscodes/digitalsourcetype/">trainedAlgorithmicMedia`
+    (RSS 2.0's own element for a term of a named taxonomy, so every reader keeps it without a
+    namespace to know; domain and term together spell DIGITAL_SOURCE_TYPE). URLs under
+    `links`. Three statements."""
     pieces = latest_pieces(paper, RSS_ITEMS)
     built = max((p.updated_at for p in pieces), default=paper.created_at)
     fg = _channel(paper, title=paper.nameplate, self_path="/rss.xml", built=built, links=links)
@@ -110,10 +132,94 @@ def build_rss(paper: Paper, *, links: Links) -> bytes:
         entry.pubDate(piece.on_air_at)
         entry.description(one_line(piece.dek) or one_line(piece.headline))
         entry.content(_prose_html(piece, url, paper.nameplate))
-        entry.category(term=one_line(piece.section.name))
+        # feedgen writes categories in the order given: the section stays the first.
+        entry.category([{"term": one_line(piece.section.name)},
+                        {"term": IPTC_CODE, "scheme": IPTC_SCHEME}])
         # RSS <author> must be an e-mail address; personas have none, so dc:creator carries it.
         entry.dc.dc_creator(one_line(persona_label(piece.persona.name)))
     return fg.rss_str(pretty=False)
+
+
+# --- JSON Feed ------------------------------------------------------------------------------
+
+def _absolute(url: str | None, links: Links) -> str | None:
+    # Art on the paper's own host may be stored as a path; JSON Feed wants URLs.
+    url = (url or "").strip()
+    if not url:
+        return None
+    return links.absolute(url) if url.startswith("/") and not url.startswith("//") else url
+
+
+def json_feed_item(piece: Piece, nameplate: str, *, links: Links, about: str) -> dict:
+    """One JSON Feed 1.1 item for a piece on air: `id` and `url` (the story page, as the RSS
+    guid), `title`, `content_html` (the RSS item's content:encoded: byline with disclosure,
+    prose with footnote links, cited facts), `summary` (the dek, left out when empty), `image`
+    (the piece's art, else its share card), `date_published` (on air) and `date_modified`
+    (RFC 3339, UTC), `tags` ([section]), `authors` ([{name 'Name (AI persona)', url on the
+    masthead, avatar}]) and the `_paperdesk` extension object: `about` (the URL `about`),
+    `digital_source_type` (IPTC), `disclosure` (the sentence), `declared_ai` (true),
+    `content_hash`, `rev`, `story_url` (the story in the API) and `proof_url` (its proof with the
+    signed receipt; a desk key reads it). Needs `piece.section`, `persona` and `cited_facts`
+    loaded."""
+    url = links.story_page(piece.slug)
+    item = {
+        "id": url,
+        "url": url,
+        "title": piece.headline,
+        "content_html": _prose_html(piece, url, nameplate),
+    }
+    if (piece.dek or "").strip():
+        item["summary"] = piece.dek
+    item.update({
+        "image": _absolute(piece.image, links) or links.share_card(piece.slug),
+        "date_published": rfc3339(piece.on_air_at),
+        "date_modified": rfc3339(max(piece.updated_at, piece.on_air_at)),
+        "authors": [{"name": persona_label(piece.persona.name),
+                     "url": masthead_entry(piece.persona.slug, links=links),
+                     "avatar": links.avatar(piece.persona.slug)}],
+        "tags": [piece.section.name],
+        JSON_FEED_EXTENSION: {
+            "about": about,
+            "digital_source_type": DIGITAL_SOURCE_TYPE,
+            "disclosure": disclosure(piece.persona.name, nameplate),
+            "declared_ai": True,
+            "content_hash": piece.content_hash,
+            "rev": piece.rev,
+            "story_url": links.api(f"/stories/{piece.id}"),
+            "proof_url": links.api(f"/stories/{piece.id}/proof"),
+        },
+    })
+    return item
+
+
+def build_json_feed(paper: Paper, *, links: Links, icon: str, favicon: str, about: str) -> bytes:
+    """`/feed.json`: JSON Feed 1.1 (jsonfeed.org/version/1.1) of the same 50 newest pieces on
+    air as `/rss.xml`, newest first, as UTF-8 JSON bytes. Top level: `version`, `title`
+    (nameplate), `home_page_url`, `feed_url`, `description` (as the RSS channel's),
+    `user_comment` (the paper-wide AI-persona statement), `icon` and `favicon` (absolute URLs,
+    given), `language` (`paper_language`) and a `_paperdesk` object (`about`, the URL of the
+    extension's documentation; `digital_source_type`; `receipt_keys_url`), then `items` (see
+    `json_feed_item`). URLs under `links`. Three statements."""
+    pieces = latest_pieces(paper, JSON_FEED_ITEMS)
+    feed = {
+        "version": JSON_FEED_VERSION,
+        "title": paper.nameplate,
+        "home_page_url": links.home(),
+        "feed_url": links.absolute("/feed.json"),
+        "description": (one_line(paper.motto) or one_line(paper.description)
+                        or one_line(paper.nameplate)),
+        "user_comment": paper_disclosure(paper.nameplate),
+        "icon": icon,
+        "favicon": favicon,
+        "language": paper_language(paper),
+        JSON_FEED_EXTENSION: {
+            "about": about,
+            "digital_source_type": DIGITAL_SOURCE_TYPE,
+            "receipt_keys_url": links.api("/receipt-keys"),
+        },
+        "items": [json_feed_item(piece, paper.nameplate, links=links, about=about) for piece in pieces],
+    }
+    return orjson.dumps(feed)
 
 
 # --- podcast --------------------------------------------------------------------------------
@@ -134,14 +240,17 @@ def owner_email(paper: Paper, host: str) -> str:
     return one_line(config.get("contact_email")) or f"desk@{host}"
 
 
-def build_podcast(paper: Paper, host: str, *, links: Links) -> bytes:
-    """`/podcast.xml`: every video edition, newest day first, as an RSS item with an enclosure
-    (url, length in bytes, MIME type) and iTunes tags (author, summary, image, explicit no,
-    duration); the channel carries itunes:author, summary, image, category News and owner
-    (`owner_email(paper, host)`, `host` without a port). Page URLs under `links`. One
-    statement."""
+def build_podcast(paper: Paper, host: str, *, links: Links, artwork: str | None = None) -> bytes:
+    """`/podcast.xml`: every video edition with a video, newest day first, as an RSS item with
+    an enclosure (url, length in bytes, MIME type) and iTunes tags (author, summary, explicit
+    `false`, duration); a poster-only edition (no video) is left out, having nothing to enclose.
+    The channel carries itunes:author, summary, image, category News, owner (`owner_email(paper,
+    host)`, `host` without a port) and explicit `false`. Its image is config `podcast_image`,
+    else `artwork` (the square artwork the paper draws, an absolute URL); 16:9 posters never
+    stand in, as podcast apps want a square (Apple: 1400-3000 px, JPEG or PNG). Page and media
+    URLs under `links`. One statement."""
     editions = list(db.session.scalars(
-        select(Edition).where(Edition.paper_id == paper.id)
+        select(Edition).where(Edition.paper_id == paper.id, Edition.video_url.is_not(None))
         .order_by(Edition.day.desc(), Edition.id.desc())
     ))
     built = max((e.published_at for e in editions), default=paper.created_at)
@@ -153,10 +262,10 @@ def build_podcast(paper: Paper, host: str, *, links: Links) -> bytes:
     fg.podcast.itunes_author(name)
     fg.podcast.itunes_summary(summary)
     config = paper.config if isinstance(paper.config, dict) else {}
-    artwork = _artwork(config.get("podcast_image")) or next(
-        (a for a in (_artwork(e.poster_url) for e in editions) if a), None)
-    if artwork:
-        fg.podcast.itunes_image(artwork)
+    configured = config.get("podcast_image")
+    image = _artwork(links.media(configured) if isinstance(configured, str) else None) or _artwork(artwork)
+    if image:
+        fg.podcast.itunes_image(image)
     fg.podcast.itunes_explicit("no")
     fg.podcast.itunes_category({"cat": "News"})
     fg.podcast.itunes_owner(name=name, email=owner_email(paper, host))
@@ -168,15 +277,20 @@ def build_podcast(paper: Paper, host: str, *, links: Links) -> bytes:
         entry.guid(page, permalink=True)
         entry.pubDate(edition.published_at)
         entry.description(one_line(edition.summary) or one_line(edition.title))
-        entry.enclosure(xml_safe(edition.video_url), str(max(0, edition.length_bytes or 0)),
+        entry.enclosure(xml_safe(links.media(edition.video_url)), str(max(0, edition.length_bytes or 0)),
                         one_line(edition.mime_type) or "video/mp4")
         entry.podcast.itunes_author(name)
         entry.podcast.itunes_summary(one_line(edition.summary) or one_line(edition.title))
-        if _artwork(edition.poster_url):
-            entry.podcast.itunes_image(_artwork(edition.poster_url))
         entry.podcast.itunes_duration(_duration(edition.duration_seconds))
         entry.podcast.itunes_explicit("no")
-    return fg.rss_str(pretty=False)
+    # Apple and the podcast validators want `true`/`false`; feedgen takes only yes/no/clean.
+    # Every string of the paper's is escaped inside its element, so this exact element text
+    # can only be feedgen's own.
+    return fg.rss_str(pretty=False).replace(EXPLICIT_NO, EXPLICIT_FALSE)
+
+
+EXPLICIT_NO = b"<itunes:explicit>no</itunes:explicit>"
+EXPLICIT_FALSE = b"<itunes:explicit>false</itunes:explicit>"
 
 
 # --- llms.txt -------------------------------------------------------------------------------
@@ -194,15 +308,14 @@ def _link(title: str, url: str, note: str = "") -> str:
 def build_llms_txt(paper: Paper, *, signature_note: str, links: Links) -> str:
     """`/llms.txt` in the llmstxt.org format: `# nameplate`, a `> summary` blockquote, a
     paragraph with the AI-persona disclosure and `signature_note`, then link sections `## API`,
-    `## Feeds`, `## Latest` (20 newest pieces on air: `- [headline](url): dek`) and
-    `## Optional` (masthead, sections), every URL under `links`. Two statements."""
+    `## Feeds` (RSS, JSON Feed, podcast, front, sitemap), `## Latest` (20 newest pieces on air:
+    `- [headline](url): dek`) and `## Optional` (masthead, sections), every URL under `links`.
+    Two statements."""
     name = one_line(paper.nameplate)
     summary = one_line(paper.motto) or one_line(paper.description) or f"{name}, a news paper published as data."
     about = " ".join(filter(None, [
         one_line(paper.description) if one_line(paper.description) != summary else "",
-        f"Every byline on {name} is a declared AI persona: pieces are written by AI systems, "
-        "not by human reporters, and wherever a byline is shown its AI-persona disclosure must "
-        "be shown too and never removed.",
+        paper_disclosure(name),
         "Prose carries `[^N]` markers that point at numbered cited facts; render them as "
         "footnotes and never strip them.",
         one_line(signature_note),
@@ -220,6 +333,8 @@ def build_llms_txt(paper: Paper, *, signature_note: str, links: Links) -> str:
                    "and build embed snippets"),
              "", "## Feeds", "",
              _link("RSS", links.absolute("/rss.xml"), "the 50 newest pieces with full prose and cited facts"),
+             _link("JSON Feed", links.absolute("/feed.json"), "the same 50 pieces as JSON Feed 1.1, with "
+                   "each piece's content hash and AI disclosure in `_paperdesk`"),
              _link("Podcast", links.absolute("/podcast.xml"), "the video editions, with enclosures"),
              _link("Front page JSON", links.absolute("/front.json"), "the same document as /api/v1/front"),
              _link("Sitemap", links.absolute("/sitemap.xml"), "home, sections, back issues and every piece on air"),

@@ -55,6 +55,15 @@ class Links:
         """`/x` -> `{origin}/x` (`path` is appended as given: start it with `/`)."""
         return self.origin + path
 
+    def media(self, url: str | None) -> str | None:
+        """A stored picture, video or captions URL as readers get it: a path on the paper's own
+        host (`/media/ab12....jpg`, what the demo stores, so it follows whatever host the paper
+        is asked on) goes under the origin; an absolute URL is returned as stored; None or ""
+        stays None."""
+        if not url:
+            return None
+        return self.absolute(url) if url.startswith("/") and not url.startswith("//") else url
+
     def home(self) -> str:
         """`{origin}/`: the front page."""
         return self.absolute("/")

@@ -1,6 +1,8 @@
-"""Pictures the paper draws itself: persona avatars (SVG) and story share cards (PNG).
+"""Pictures the paper draws itself: persona avatars (SVG) and story share cards (PNG), and the
+store of media files it serves from its own host under `/media/` (the demo's art, posters,
+podcast artwork and captions, drawn by `services.rendering.art`).
 
-Both are deterministic: the same persona or piece always gives the same bytes, so their URLs
+Avatars and cards are deterministic: the same persona or piece always gives the same bytes, so their URLs
 are stable and cache well. Share cards are rendered with Pillow once per piece revision and
 kept on disk under `{instance_path}/cards/`.
 """
@@ -10,7 +12,9 @@ import colorsys
 import hashlib
 import io
 import os
+import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
@@ -182,3 +186,72 @@ def render_card(nameplate: str, section: str, headline: str, byline: str) -> byt
     out = io.BytesIO()
     image.save(out, format="PNG")
     return out.getvalue()
+
+
+# --- the paper's own media files ----------------------------------------------------------
+
+MEDIA_PREFIX = "/media/"
+# A stored file's name: 32 hex digits of the SHA-256 of its bytes, then its kind.
+MEDIA_NAME = re.compile(r"[0-9a-f]{32}\.(jpg|png|vtt|mp4)")
+MEDIA_TYPES = {"jpg": "image/jpeg", "png": "image/png", "vtt": "text/vtt; charset=utf-8",
+               "mp4": "video/mp4"}
+
+
+def media_folder(instance_path: str) -> Path:
+    """`{instance_path}/media`: the files served under `/media/`."""
+    return Path(instance_path) / "media"
+
+
+def _write_atomically(folder: Path, path: Path, data: bytes) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    # Write then rename: a concurrent request never reads half a file.
+    handle, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def store(instance_path: str, data: bytes, ext: str) -> str:
+    """Keep `data` as a media file named by its content (`{sha256[:32]}.{ext}`, ext one of
+    MEDIA_TYPES) and return its path on the paper's host, `/media/{name}`. Storing the same bytes
+    twice writes nothing. Raises ValueError for an unknown `ext`."""
+    if ext not in MEDIA_TYPES:
+        raise ValueError(f"media kind must be one of {', '.join(MEDIA_TYPES)}")
+    name = f"{hashlib.sha256(data).hexdigest()[:32]}.{ext}"
+    folder = media_folder(instance_path)
+    path = folder / name
+    if not path.exists():
+        _write_atomically(folder, path, data)
+    return MEDIA_PREFIX + name
+
+
+def made_once(instance_path: str, spec: str, ext: str, render: Callable[[], bytes]) -> str:
+    """`store(render())`, remembered by `spec` (a string naming every input of `render`, its
+    style version included): when `spec` was made before and its file is still there, the path
+    is returned without rendering again. So seeding the demo twice, or two papers with the same
+    art, draws each picture once per instance folder."""
+    folder = media_folder(instance_path)
+    memo = folder / "made" / hashlib.sha256(spec.encode("utf-8")).hexdigest()[:32]
+    if memo.exists():
+        name = memo.read_text("ascii").strip()
+        if MEDIA_NAME.fullmatch(name) and (folder / name).exists():
+            return MEDIA_PREFIX + name
+    path = store(instance_path, render(), ext)
+    _write_atomically(memo.parent, memo, path.removeprefix(MEDIA_PREFIX).encode("ascii"))
+    return path
+
+
+def media_file(instance_path: str, name: str) -> tuple[Path, str] | None:
+    """The stored file called `name` and its Content-Type, or None when `name` is not a media
+    file name or no such file was stored."""
+    if not MEDIA_NAME.fullmatch(name):
+        return None
+    path = media_folder(instance_path) / name
+    if not path.is_file():
+        return None
+    return path, MEDIA_TYPES[name.rsplit(".", 1)[1]]

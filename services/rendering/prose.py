@@ -122,6 +122,12 @@ def plain(prose: str, limit: int = 200) -> str:
 DISCLOSURE = ("{byline} is an AI persona of {paper}'s masthead, declared as such; this piece "
               "was written by an AI system, not by a human reporter.")
 
+# The same fact for machines: IPTC NewsCodes digital source type "trained algorithmic media"
+# (content made by a model trained on sampled content). It stands beside the sentence wherever a
+# byline goes (API rows and stories, JSON-LD `digitalSourceType`, feed items, oEmbed), never in
+# its place.
+DIGITAL_SOURCE_TYPE = "http://cv.iptc.org/newscodes/digitalsourcetype/trainedAlgorithmicMedia"
+
 
 def disclosure(byline: str, nameplate: str) -> str:
     """The sentence that must accompany `byline` wherever a piece shows it (API, pages, feeds,

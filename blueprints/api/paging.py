@@ -1,0 +1,49 @@
+"""The web side of cursor paging (docs/API.md "Paging and filters"): reading a request's cursor,
+writing `next_cursor` and the `Link: <...>; rel="next"` header. The cursors themselves are
+services/reading/cursors.py; the keyset queries the reading services.
+"""
+from __future__ import annotations
+
+from datetime import date, datetime
+from urllib.parse import urlencode
+
+from flask import current_app, g, request
+
+from services.reading import cursors
+from weblinks import links
+
+LINK = {"Link": {
+    "description": 'The next page: `<absolute URL>; rel="next"` (RFC 8288), the same query with '
+                   "`cursor` set to `next_cursor`. Absent on the last page.",
+    "schema": {"type": "string"},
+    "example": '<https://demo.example.com/api/v1/stories?limit=7&cursor=eyJwIjox...>; rel="next"'}}
+
+def _wire(value):
+    if isinstance(value, (datetime, date)):
+        return cursors.moment(value)
+    return value
+
+
+def read(list_name: str, filters: dict, text: str | None, size: int) -> list | None:
+    """The keyset position of the request's cursor `text` on `list_name` of the current paper
+    with `filters`, as stored (datetimes as text); None without a cursor. BadRequest (400) as
+    services/reading/cursors.py `decode` says."""
+    if text is None:
+        return None
+    return cursors.decode(current_app.config["SECRET_KEY"], list_name, g.paper.id, filters, text, size)
+
+
+def answer(body: dict, list_name: str, filters: dict, last: list | None) -> tuple[dict, dict]:
+    """`(body with next_cursor, headers)`: `last` is the keyset position of the page's last row
+    when more rows follow (None on the last page); the headers then hold the `Link` to the next
+    page, the request's own query with `cursor` replaced."""
+    if last is None:
+        body["next_cursor"] = None
+        return body, {}
+    token = cursors.encode(current_app.config["SECRET_KEY"], list_name, g.paper.id, filters,
+                           [_wire(value) for value in last])
+    body["next_cursor"] = token
+    query = [(name, value) for name, value in request.args.items(multi=True) if name != "cursor"]
+    query.append(("cursor", token))
+    url = links().absolute(request.path) + "?" + urlencode(query)
+    return body, {"Link": f'<{url}>; rel="next"'}
