@@ -1,12 +1,17 @@
 """The reader's web: server-rendered pages, no JavaScript needed.
 
-`/` (the front, rail by rail), `/stories/<id or slug>`, `/sections/<slug>`, `/days` and
-`/days/<YYYY-MM-DD>` (back issues), `/cast` and `/cast/<YYYY-MM-DD>` (video editions; `?embed=1`
-gives the frameable player the cast API's `embed_url` names), `/masthead`.
+`/` (the front: a lead, the top stories, then the section rails), `/stories/<id or slug>`,
+`/sections/<slug>`, `/days` and `/days/<YYYY-MM-DD>` (back issues), `/cast` and
+`/cast/<YYYY-MM-DD>` (video editions; `?embed=1` gives the frameable player the cast API's
+`embed_url` names), `/masthead` and `/masthead/<persona>` (a persona and their pieces), and
+`/search?q=` (the API's search as a page). docs/READER.md describes each page kind.
 
-Only pieces on air appear. An unknown piece, section, day or edition aborts 404, which
-errors.py answers with the HTML error page. Pages are public GETs, so http_cache.py gives them
-an ETag and answers 304; nothing here depends on the clock, only on the paper's data.
+Only pieces on air appear. An unknown piece, section, day, edition or persona aborts 404, which
+errors.py answers with the HTML error page. Lists (section, day, persona, search) are paged by
+`?page=N` (services/reading/reader.py), with "Newer" (rel=prev) and "Older" (rel=next) links; a
+page that is not a number is a 400 page, a page past the last a 404. Pages are public GETs, so
+http_cache.py gives them an ETag and answers 304; nothing here depends on the clock, only on
+the paper's data.
 """
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from flask import Blueprint, abort, g, make_response, render_template, request
 import http_cache
 import security
 from clock import rfc3339
-from services.reading import archive, front, lookups, reader, stories
+from services.reading import archive, front, lookups, reader, search, stories
 from services.rendering import embeds, prose
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from weblinks import links
@@ -65,16 +70,35 @@ def clock_time(value: datetime | None) -> str:
 
 @bp.route("/")
 def home():
-    """The front page: nameplate, motto, the issue's date and one rail per section in order."""
+    """The front page: nameplate, motto and the issue's date; the lead story large with its art
+    (the piece's own `image`, else its share card), the top stories, then one rail per section
+    in order, none repeating a piece shown above it."""
     sections = front.active_sections(g.paper)
-    rails = front.rail_pieces(g.paper, sections)
+    shown = front.front_page(g.paper, sections)
     newsroom = front.newsroom(g.paper, http_cache.paper_state())
     latest = newsroom["latest_on_air_at"]
+    lead = shown["lead"]
     return render_template(
-        "pages/home.html", active_nav="home", nav=sections,
-        rails=[(section, rails[section.id]) for section in sections],
+        "pages/home.html", active_nav="home", nav=sections, rails=shown["rails"],
+        lead=lead, lead_chosen=shown["lead_chosen"], top_stories=shown["top_stories"],
+        lead_art=(lead.image or f"/cards/{lead.slug}.png") if lead is not None else None,
         issue_date=latest.date() if latest else None, newsroom=newsroom,
     )
+
+
+def page_number() -> int:
+    """The request's `?page=` (1 when absent); aborts 400 when it is not a page number."""
+    number = reader.parse_page(request.args.get("page"))
+    if number is None:
+        abort(400, description="That is not a page number: write ?page=2, ?page=3 and so on.")
+    return number
+
+
+def must_exist(page: reader.Page) -> reader.Page:
+    """`page`, unless it is an empty page past the first: that page does not exist (404)."""
+    if page.number > 1 and not page.items:
+        abort(404, description=f"There is no page {page.number} here; the list ends before it.")
+    return page
 
 
 @bp.route("/stories/<string:id>")
@@ -150,14 +174,14 @@ def news_article(piece, story_url: str, image: str) -> dict:
 
 
 @bp.route("/sections/<string:slug>")
+@http_cache.query_params("page")
 def section(slug: str):
-    """A section's page: its newest pieces on air."""
+    """A section's page: its pieces on air, newest first, SECTION_PAGE_SIZE a page."""
     found = lookups.find_section(g.paper, slug, active_only=True)
     if found is None:
         abort(404, description="There is no such section in this paper.")
-    pieces = reader.section_pieces(g.paper, found)
-    return render_template("pages/section.html", section=found, pieces=pieces,
-                           active_nav=found.slug, page_size=reader.SECTION_PAGE_SIZE)
+    pieces = must_exist(reader.section_pieces(g.paper, found, page_number()))
+    return render_template("pages/section.html", section=found, page=pieces, active_nav=found.slug)
 
 
 @bp.route("/days")
@@ -167,25 +191,52 @@ def days():
 
 
 @bp.route("/days/<string:day>")
+@http_cache.query_params("page")
 def day(day: str):
-    """A back issue: the pieces that went on air on a UTC day, grouped by section."""
+    """A back issue: the pieces that went on air on a UTC day, newest first, DAY_PAGE_SIZE a
+    page, each page grouped by section in the paper's order."""
     when = lookups.parse_day(day)
     if when is None:
         abort(404, description="That is not a day of the calendar (write it YYYY-MM-DD).")
-    pieces = reader.day_pieces(g.paper, when)
+    pieces = must_exist(reader.day_pieces(g.paper, when, page_number()))
     groups: dict[int, tuple] = {}
-    for piece in sorted(pieces, key=lambda p: (p.section.position, p.section.id)):
+    for piece in sorted(pieces.items, key=lambda p: (p.section.position, p.section.id)):
         groups.setdefault(piece.section.id, (piece.section, []))[1].append(piece)
     before, after = reader.neighbour_days(g.paper, when)
-    return render_template("pages/day.html", day=when, groups=list(groups.values()),
-                           count=len(pieces), truncated=len(pieces) >= reader.DAY_PAGE_SIZE,
+    return render_template("pages/day.html", day=when, groups=list(groups.values()), page=pieces,
                            before=before, after=after, active_nav="days")
+
+
+@bp.route("/search")
+@http_cache.query_params("q", "page")
+def search_page():
+    """Search: `?q=` matched as `GET /api/v1/search` matches it (the same rule for `q`, the
+    same index), newest first, SEARCH_PAGE_SIZE a page. No `q` (or an empty one) shows the
+    form; a `q` the API would refuse answers 400 with the form and what to change; no match,
+    a page saying so."""
+    q = request.args.get("q", "")
+    number = page_number()
+    if not q.strip():
+        return render_template("pages/search.html", q="", state="form", page=None, active_nav="search")
+    try:
+        terms = search.parse_query(q)
+    except ValueError:
+        return render_template("pages/search.html", q=q, state="refused", page=None,
+                               max_length=search.MAX_Q_LENGTH, max_terms=search.MAX_TERMS,
+                               active_nav="search"), 400
+    if number > reader.SEARCH_MAX_PAGES:
+        abort(404, description=f"Search shows the newest {reader.SEARCH_MAX_PAGES * reader.SEARCH_PAGE_SIZE} "
+                               "matches; add a word to find older pieces.")
+    found = must_exist(reader.search_page(g.paper, terms, number))
+    return render_template("pages/search.html", q=q.strip(), state="results" if found.items else "empty",
+                           page=found, capped=found.number == reader.SEARCH_MAX_PAGES and not found.has_older
+                           and len(found.items) == reader.SEARCH_PAGE_SIZE, active_nav="search")
 
 
 @bp.route("/cast")
 def cast():
     """The video editions, newest first."""
-    return render_template("pages/cast.html", editions=front.list_editions(g.paper))
+    return render_template("pages/cast.html", editions=front.list_editions(g.paper), active_nav="cast")
 
 
 @bp.route("/cast/<string:day>")
@@ -242,8 +293,23 @@ def video_object(edition, page_url: str, media: dict) -> dict:
 
 @bp.route("/masthead")
 def masthead():
-    """The masthead: every active persona, each a declared AI, with its portrait."""
+    """The masthead: every active persona, each a declared AI, with its portrait and a link to
+    its page."""
     personas = front.list_masthead(g.paper)
     for persona in personas:
         persona["avatar"] = links().avatar(persona["slug"])
     return render_template("pages/masthead.html", personas=personas, active_nav="masthead")
+
+
+@bp.route("/masthead/<string:slug>")
+@http_cache.query_params("page")
+def persona(slug: str):
+    """A persona's page: who they are (a declared AI persona) and their pieces on air, newest
+    first, PERSONA_PAGE_SIZE a page. A persona retired from the masthead keeps a page while
+    their pieces stay on air; an unknown one is a 404."""
+    found = lookups.find_persona(g.paper, slug)
+    if found is None:
+        abort(404, description="There is no such persona on this paper's masthead.")
+    pieces = must_exist(reader.persona_pieces(g.paper, found, page_number()))
+    return render_template("pages/persona.html", persona=found, page=pieces, avatar=links().avatar(found.slug),
+                           active_nav="masthead")

@@ -302,7 +302,15 @@ class ConfigPatch(Schema):
     subscribe_path = fields.String(validate=validate.OneOf(SUBSCRIBE_PATHS))
     config = fields.Dict(keys=fields.String(), validate=_check_config, metadata={
         "description": "Merged into the stored config (RFC 7396 style, one level): a key set to "
-                       "null is removed. `help_desk` (mailto: or http(s) URL) feeds `search_help`."})
+                       "null is removed. `help_desk` (mailto: or http(s) URL) feeds `search_help`; "
+                       "`lead_story` is checked as the field of that name is."})
+    lead_story = Text(min_length=1, max_length=200, allow_none=True, metadata={
+        "description": "The editor's choice of lead for the front page: a piece id (as text) or "
+                       "slug of this paper (422 otherwise), stored as `config.lead_story`; null "
+                       "removes the choice. The front (`/`, `/api/v1/front`) leads with that piece "
+                       "while it is on air, and with the newest piece on air otherwise (a draft "
+                       "may be chosen: it leads once it airs).",
+        "example": "rates-rise-again-as-the-central-bank-tightens"})
 
 
 class KeySummaryOut(Schema):

@@ -71,6 +71,18 @@ class FrontOut(Schema):
     newsroom = fields.Nested(NewsroomOut, required=True)
     rails = fields.List(fields.Nested(RailOut), required=True, metadata={
         "description": "One rail per active section, in section order (empty rails included)."})
+    lead = fields.Nested(StoryRowOut, required=True, allow_none=True, metadata={
+        "description": "The front's lead story: the editor's choice (`lead_story`, written with "
+                       "`PATCH /api/v1/config`) while that piece is on air, otherwise the newest "
+                       "piece on air in an active section; null while nothing is on air. It also "
+                       "appears in its section's rail."})
+    lead_chosen = fields.Boolean(required=True, metadata={
+        "description": "True when `lead` is the editor's choice, false when it is the newest piece.",
+        "example": False})
+    top_stories = fields.List(fields.Nested(StoryRowOut), required=True, metadata={
+        "description": "Up to four newest pieces on air in active sections after the lead (the "
+                       "lead left out), newest first, whatever their section. They also appear "
+                       "in their sections' rails."})
 
 
 # --- the cast -----------------------------------------------------------------------------
@@ -201,4 +213,7 @@ def front_wire(document: dict, links: Links) -> dict:
         "rails": [{"section": rail["section"], "slug": rail["slug"], "url": links.section_page(rail["slug"]),
                    "stories": [story_row_wire(row, links) for row in rail["stories"]]}
                   for rail in document["rails"]],
+        "lead": None if document["lead"] is None else story_row_wire(document["lead"], links),
+        "lead_chosen": document["lead_chosen"],
+        "top_stories": [story_row_wire(row, links) for row in document["top_stories"]],
     }

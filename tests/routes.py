@@ -19,6 +19,7 @@ SLUG_KIND = {
     "media.share_card": "piece_slug",
     "media.avatar": "persona_slug",
     "pages.section": "section_slug",
+    "pages.persona": "persona_slug",
     "sections.update_section": "section_slug",
     "personas.update_persona": "persona_slug",
 }
@@ -110,6 +111,7 @@ def queries_for(endpoint: str, data: PaperData) -> list[dict]:
         "stories.list_stories": [{"limit": 200}],
         "playground.playground": [{}, {"story": data.piece_slug, "maxwidth": 300}],
         "pages.edition": [{}, {"embed": "1"}],
+        "pages.search_page": [{}, {"q": "rates"}],
         "subscribe.confirm_page": [{"token": data.confirm_token}],
         "subscribe.unsubscribe_page": [{"token": data.unsubscribe_token}],
         "subscribe.preferences_page": [{"token": data.preferences_token}],

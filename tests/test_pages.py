@@ -150,7 +150,7 @@ def test_drafts_and_unknown_stories_are_html_404_pages(client, desk):
 def test_home_shows_rails_in_section_order_with_six_pieces_at_most(client, desk):
     paper = desk.paper("demo", sections=("Science", "World", "Business"), nameplate="The Demo Times",
                        motto="All the news that fits")
-    for i in range(8):
+    for i in range(14):
         desk.piece(paper, f"World {i}", section="World", on_air_at=T0 + timedelta(hours=i))
     desk.piece(paper, "Science 0", section="Science")
     desk.piece(paper, "Secret draft", section="Science", on_air_at=None)
@@ -160,8 +160,11 @@ def test_home_shows_rails_in_section_order_with_six_pieces_at_most(client, desk)
     assert "All the news that fits" in tree.text_content()
     assert tree.xpath("string(//header//time/@datetime)") == "2026-11-01"
     assert texts(tree, "//section[@class='rail']/h2") == ["Science", "World", "Business"]
+    # The newest is the lead and the next four the top stories; the World rail goes on from there.
+    assert texts(tree, "//article[contains(@class, 'lead-story')]//h3") == ["World 13"]
+    assert texts(tree, "//div[@class='top-stories']//h3") == [f"World {i}" for i in range(12, 8, -1)]
     world = tree.xpath("//section[@class='rail'][2]//h3")
-    assert [h.text_content() for h in world] == [f"World {i}" for i in range(7, 1, -1)]
+    assert [h.text_content() for h in world] == [f"World {i}" for i in range(8, 2, -1)]
     assert "Secret draft" not in response.get_data(as_text=True)
     assert "Nothing on air in Business" in tree.text_content()
 
@@ -283,7 +286,7 @@ def test_masthead_shows_personas_with_avatars_and_the_ai_disclosure(client, desk
 # --- every page ----------------------------------------------------------------------------
 
 PAGES = ["/", "/stories/rates-rise-again", "/sections/world", "/days", "/days/2026-11-01",
-         "/cast", "/cast/2026-11-01", "/masthead"]
+         "/cast", "/cast/2026-11-01", "/masthead", "/masthead/ada-quill", "/search", "/search?q=rates"]
 
 
 @pytest.fixture
@@ -374,7 +377,10 @@ def test_every_page_kind_passes_the_nu_html_validator(client, newsroom, tmp_path
     kinds = {"home": "/", "story": "/stories/rates-rise-again", "section": "/sections/world",
              "days": "/days", "day": "/days/2026-11-01", "empty-day": "/days/2026-12-25",
              "cast": "/cast", "edition": "/cast/2026-11-01", "player": "/cast/2026-11-01?embed=1",
-             "masthead": "/masthead", "card": "/embed/rates-rise-again", "card-404": "/embed/nope",
+             "masthead": "/masthead", "persona": "/masthead/ada-quill", "search": "/search",
+             "search-results": "/search?q=rates", "search-empty": "/search?q=platypus",
+             "search-400": "/search?q=a+b+c+d+e", "page-400": "/sections/world?page=x",
+             "card": "/embed/rates-rise-again", "card-404": "/embed/nope",
              "error-404": "/stories/nope", "landing": "/subscribe", "playground": "/api",
              "playground-chosen": "/api?story=rates-rise-again&maxwidth=320"}
     pages = {name: client.get(path) for name, path in kinds.items()}

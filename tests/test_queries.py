@@ -32,6 +32,8 @@ PUBLIC = {
     "/": 4,                               # paper, sections, rails, newsroom
     f"/days/{DAY}": 4,                    # paper, rows, neighbour days, nav sections
     "/sections/world": 4,
+    "/masthead/ada-quill": 4,             # paper, persona, its page of pieces, nav sections
+    "/search?q=story": 6,                 # the API's search, nav sections
     "/stories/{slug}": 5,                 # + related pieces, nav sections
     "/embed/{id}": 2,
     "/rss.xml": 3,

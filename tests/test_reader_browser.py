@@ -1,6 +1,10 @@
 """The reader's pages and the story card in a real browser: Debian's headless Chromium driven by
 Playwright, against the app served on a loopback port.
 
+Every page kind is checked with axe-core (the `axe-playwright-python` package bundles it) at a
+desktop and a phone width: no violation of any rule. On a phone the front's lead must be on the
+first screen.
+
 Skipped cleanly when the `playwright` package or `/usr/bin/chromium` is missing (no browser is
 ever downloaded). Screenshots land in `build/screenshots/` (git-ignored) for a person to look at.
 """
@@ -13,29 +17,85 @@ from tests.fixtures.browser import WIDTHS, hosts, placeholder_png, screenshot, w
 pytestmark = pytest.mark.browser
 
 
-@pytest.mark.parametrize("name,path", [("home", "/"),
-                                       ("story", "/stories/rates-rise-again-as-the-central-bank-tightens"),
-                                       ("section", "/sections/world"), ("day", "/days/2026-11-01"),
-                                       ("edition", "/cast/2026-11-01"), ("masthead", "/masthead")])
-def test_pages_render_styled_without_errors_and_are_screenshotted(browser, live, newsroom, name, path):
+# Every page kind of the reader's web: (name, path, status).
+PAGE_KINDS = [("home", "/", 200),
+              ("story", "/stories/rates-rise-again-as-the-central-bank-tightens", 200),
+              ("section", "/sections/world", 200), ("day", "/days/2026-11-01", 200),
+              ("days", "/days", 200), ("cast", "/cast", 200),
+              ("edition", "/cast/2026-11-01", 200), ("masthead", "/masthead", 200),
+              ("persona", "/masthead/ada-quill", 200), ("search-form", "/search", 200),
+              ("search", "/search?q=rates", 200), ("search-empty", "/search?q=platypus", 200),
+              ("search-refused", "/search?q=one+two+three+four+five", 400),
+              ("error-404", "/stories/no-such-story", 404)]
+
+
+def open_page(browser, url: str, width: int, height: int):
+    """(context, page, seen, response): `url` opened at `width` x `height`, the test data's
+    fictional CDN answered with a grey picture."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    seen = watch(page)
+    page.route("https://**/*", lambda route: route.fulfill(
+        status=200, content_type="image/png", body=placeholder_png()))
+    return context, page, seen, page.goto(url)
+
+
+@pytest.mark.parametrize("name,path,status", PAGE_KINDS)
+def test_pages_render_styled_without_errors_and_are_screenshotted(browser, live, newsroom, name, path, status):
     for label, (width, height) in WIDTHS.items():
-        context = browser.new_context(viewport={"width": width, "height": height})
-        page = context.new_page()
-        seen = watch(page)
-        # The test data's art and posters sit on a fictional CDN: answer them with a grey picture.
-        page.route("https://**/*", lambda route: route.fulfill(
-            status=200, content_type="image/png", body=placeholder_png()))
-        response = page.goto(live + path)
-        assert response.status == 200
+        context, page, seen, response = open_page(browser, live + path, width, height)
+        assert response.status == status
         # The stylesheet applied (no CSP refusal): the nameplate is set in a serif face.
         family = page.eval_on_selector(".nameplate", "e => getComputedStyle(e).fontFamily")
         assert "serif" in family.lower() or "georgia" in family.lower()
         # Nothing overflows sideways on a phone.
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
         screenshot(page, f"{name}-{label}")
-        assert seen["errors"] == []
+        # Chromium logs the page's own 4xx status as an error: that one, and nothing else.
+        own = [] if status == 200 else [
+            f"Failed to load resource: the server responded with a status of {status} ({response.status_text})"]
+        assert seen["errors"] == own
         assert context.cookies() == []
         context.close()
+
+
+@pytest.mark.parametrize("name,path,status", PAGE_KINDS)
+def test_every_page_kind_has_no_axe_violation(browser, live, newsroom, name, path, status):
+    axe = pytest.importorskip("axe_playwright_python.sync_playwright", reason="axe-playwright-python is missing")
+    for width, height in WIDTHS.values():
+        context, page, _, response = open_page(browser, live + path, width, height)
+        assert response.status == status
+        # Every rule axe-core runs by default (WCAG 2.x A and AA, and its best practices).
+        results = axe.Axe().run(page, options={"resultTypes": ["violations"]})
+        assert results.violations_count == 0, f"{name} at {width}px:\n" + results.generate_report()
+        context.close()
+
+
+def test_on_a_phone_the_lead_is_on_the_first_screen(browser, live, newsroom):
+    width, height = WIDTHS["phone"]
+    context, page, seen, _ = open_page(browser, live + "/", width, height)
+    headline = page.locator(".lead-story .lead-headline")
+    assert "Rates rise again" in headline.inner_text()
+    box = headline.bounding_box()
+    assert 0 <= box["y"] and box["y"] + box["height"] <= height, box
+    art = page.locator(".lead-story img")
+    assert art.bounding_box()["y"] < box["y"] and art.bounding_box()["y"] >= 0
+    # Its art is the share card this host draws, loaded.
+    assert art.evaluate("img => img.complete && img.naturalWidth") == 1200
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    assert seen["errors"] == []
+    context.close()
+
+
+def test_the_header_search_box_works_without_javascript(browser, live, newsroom):
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(live + "/sections/world")
+    page.get_by_role("searchbox", name="Search").fill("rates")
+    page.get_by_role("button", name="Go").click()
+    page.wait_for_url("**/search?q=rates")
+    assert "Rates rise again" in page.locator(".search-results").inner_text()
+    context.close()
 
 
 def test_footnote_marker_jumps_to_its_fact_without_javascript(browser, live, newsroom):

@@ -6,7 +6,7 @@ receipt keys.
     GET   /api/v1/openapi.json     the OpenAPI 3.1 document, `servers` set to this host
     GET   /api/v1/config           the config as read (any key; admin also sees desk keys and
                                    the whole `config` object, others its public part)
-    PATCH /api/v1/config           change nameplate, motto, visibility, ... (admin)
+    PATCH /api/v1/config           change nameplate, motto, visibility, the front's lead, ... (admin)
     GET   /api/v1/agent            the cockpit self-check of the key sent (any key)
     GET   /api/v1/receipt-keys     the Ed25519 public keys that verify filing receipts
 
@@ -28,7 +28,9 @@ from models import DeskKey, Persona, SigningKey
 from schemas.desk import ConfigOut, ConfigPatch
 from schemas.paper import PaperIndexOut, ReceiptKeysOut
 from schemas.proof import AgentOut
+from services.errors import Invalid
 from services.newsroom import desk
+from services.reading import front
 from transaction import transactional
 from weblinks import links
 
@@ -201,13 +203,38 @@ def _config(key: DeskKey) -> dict:
 @bp.arguments(ConfigPatch)
 @bp.response(200, ConfigOut)
 def update_config(body: dict):
-    """Change the paper's nameplate, motto, description, visibility, index style or config (admin)
+    """Change the paper's nameplate, motto, description, visibility, index style, config or front-page lead (admin)
 
-    Only the fields given change. `config` is merged one level deep into the stored object. The
+    Only the fields given change. `config` is merged one level deep into the stored object;
+    `lead_story` (a piece id or slug of this paper, or null) picks the front page's lead. The
     answer is the config as an admin reads it.
     """
+    _fold_lead_story(body)
     desk.update_config(g.paper, body)
     return _config(g.key)
+
+
+def _fold_lead_story(body: dict) -> None:
+    """Move the `lead_story` field into the `config` change (where it is stored), after checking
+    it, and check a `config.lead_story` sent directly the same way: a non-empty text of at most
+    200 characters naming a piece of this paper, or null to remove the choice. Raises Invalid
+    (422, `errors.lead_story`) otherwise, or when both are sent and differ."""
+    key = front.LEAD_STORY
+    config = dict(body.get("config") or {})
+    if key in body:
+        value = body.pop(key)
+        if key in config and config[key] != value:
+            raise Invalid(errors={key: ["Sent twice with different values (as `lead_story` and "
+                                        "`config.lead_story`); send it once."]})
+        config[key] = value
+    if key not in config:
+        return
+    value = config[key]
+    if value is not None:
+        if not isinstance(value, str) or not 1 <= len(value) <= 200:
+            raise Invalid(errors={key: ["Must be a piece id or slug (1-200 characters of text), or null."]})
+        front.check_lead_story(g.paper, value)
+    body["config"] = config
 
 
 # ----------------------------------------------------------------------------- the cockpit

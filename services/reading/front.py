@@ -12,6 +12,7 @@ from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
+from services.errors import Invalid
 from services.reading import memo, stories, visibility
 from services.rendering.links import Links
 
@@ -144,12 +145,15 @@ def _count_newsroom(paper: Paper) -> dict:
 def build_front(paper: Paper, version_state: str | None, *, links: Links, rows: bool = False) -> dict:
     """The front document as plain data, for schemas.front.FrontOut to dump: `{"paper": {slug,
     nameplate, motto, description, home, config}, "newsroom": {...} (see `newsroom`),
-    "rails": [{section, slug, stories: [Piece, section and persona loaded]}]}`, one rail per
-    active section in section order, at most six newest pieces on air each; `home` is
-    `links.home()`. Served by `GET /api/v1/front` and `/front.json` alike. Three SQL
-    statements whatever the paper's size (two when the newsroom counts are memoised for
-    `version_state`). With `rows`, each rail's stories are Core rows of
-    stories.ROW_COLUMNS instead of Pieces (schemas/front.py `front_wire` shapes them)."""
+    "rails": [{section, slug, stories: [Piece, section and persona loaded]}], "lead": Piece |
+    None, "lead_chosen": bool, "top_stories": [Piece]}`, one rail per active section in section
+    order, at most six newest pieces on air each; the lead and top stories as `choose_lead`
+    picks them out of those rails (the rails still hold them); `home` is `links.home()`. Served
+    by `GET /api/v1/front` and `/front.json` alike. Three SQL statements whatever the paper's
+    size (two when the newsroom counts are memoised for `version_state`), one more when the
+    editor has chosen a lead. With `rows`, the stories are Core rows of stories.ROW_COLUMNS
+    instead of Pieces (the chosen lead a row of STORY_COLUMNS; schemas/front.py `front_wire`
+    shapes them)."""
     sections = active_sections(paper)
     rails = rail_rows(paper, sections) if rows else rail_pieces(paper, sections)
     document = {
@@ -164,6 +168,8 @@ def build_front(paper: Paper, version_state: str | None, *, links: Links, rows: 
         "newsroom": newsroom(paper, version_state),
         "rails": [{"section": s.name, "slug": s.slug, "stories": rails[s.id]} for s in sections],
     }
+    document["lead"], document["lead_chosen"], document["top_stories"] = choose_lead(
+        paper, rails.values(), rows=rows)
     return document
 
 
@@ -190,3 +196,76 @@ def list_masthead(paper: Paper) -> list[dict]:
     return [{"name": name, "slug": slug, "title": title or "", "beat": beat or "",
              "bio": bio or "", "pieces": pieces}
             for name, slug, title, beat, bio, pieces in db.session.execute(query)]
+
+
+# --- the lead and the top stories ------------------------------------------------------------
+# The front's hierarchy: a lead (the editor's choice, config key LEAD_STORY, while it is on air;
+# else the newest piece on air), then the next TOP_SIZE newest pieces across sections. Both are
+# read out of the rails, so they cost no statement of their own: each active section's newest
+# TOP_SIZE + 1 pieces hold the paper's newest TOP_SIZE + 1 of those sections (RAIL_SIZE is more).
+# Only the editor's choice takes one lookup, and only when there is one.
+
+TOP_SIZE = 4
+LEAD_STORY = "lead_story"
+
+
+def lead_story_choice(paper: Paper) -> str | None:
+    """The editor's choice of lead as stored (`config.lead_story`: a piece id or slug as text),
+    or None when none is chosen (or the stored value is not a non-empty string)."""
+    config = paper.config if isinstance(paper.config, dict) else {}
+    value = config.get(LEAD_STORY)
+    return value if isinstance(value, str) and value else None
+
+
+def check_lead_story(paper: Paper, value: str) -> None:
+    """Refuse a lead that names no piece of `paper`: raises services.errors.Invalid (422, field
+    `lead_story`). A draft is a piece of the paper, so it may be chosen before it airs: the
+    front leads with it once it is on air and with the newest piece until then. One lookup."""
+    if stories.find(paper, value, include_drafts=True) is None:
+        raise Invalid(errors={LEAD_STORY: [f"No piece of this paper has the id or slug {value!r}."]})
+
+
+def choose_lead(paper: Paper, rails, *, rows: bool = False, top: int = TOP_SIZE) -> tuple:
+    """`(lead, chosen, top_stories)` for the front, out of `rails` (an iterable of rails, each a
+    list of pieces newest first: Pieces, or Core rows of stories.ROW_COLUMNS with `rows`).
+
+    `lead` is the editor's choice (`lead_story_choice`) when it names a piece on air, else the
+    newest piece of the rails, else None (nothing on air); `chosen` says which. `top_stories`
+    are the `top` newest pieces of the rails other than the lead, newest first (on_air_at, then
+    id). Each rail must hold its section's newest `top + 1` pieces at least. At most one
+    statement: the chosen piece's lookup (with its section and persona; a STORY_COLUMNS row
+    with `rows`)."""
+    chosen = None
+    name = lead_story_choice(paper)
+    if name is not None:
+        if rows:
+            found = stories.find_row(paper, name)
+            chosen = found[0] if found else None
+        else:
+            chosen = stories.find(paper, name)
+    newest = sorted((piece for rail in rails for piece in rail),
+                    key=lambda piece: (piece.on_air_at, piece.id), reverse=True)
+    lead = chosen if chosen is not None else (newest[0] if newest else None)
+    others = [piece for piece in newest if lead is None or piece.id != lead.id][:top]
+    return lead, chosen is not None, others
+
+
+def front_page(paper: Paper, sections: list[Section], *, rail_size: int = RAIL_SIZE,
+               top: int = TOP_SIZE) -> dict:
+    """The reader's front page (blueprints/pages.py `home`): `{"lead": Piece | None,
+    "lead_chosen": bool, "top_stories": [Piece], "rails": [(Section, [Piece], aired: bool)]}`,
+    one rail per section of `sections` in their order, each with up to `rail_size` of its
+    newest pieces on air that are neither the lead nor a top story (`aired`: the section has
+    pieces on air at all, shown or not). Pieces come with section and persona loaded.
+
+    Two statements whatever the paper's size (the rails' UNION ALL, and the editor's choice
+    when there is one)."""
+    # Each rail fetches enough to stay full once the lead and the top stories are taken out.
+    rails = rail_pieces(paper, sections, size=rail_size + top + 1)
+    lead, chosen, tops = choose_lead(paper, rails.values(), top=top)
+    shown = {piece.id for piece in (lead, *tops) if piece is not None}
+    return {
+        "lead": lead, "lead_chosen": chosen, "top_stories": tops,
+        "rails": [(section, [p for p in rails[section.id] if p.id not in shown][:rail_size],
+                   bool(rails[section.id])) for section in sections],
+    }

@@ -1,26 +1,89 @@
 """Queries only the reader pages need (blueprints/pages.py); the rest come from front.py,
 archive.py, stories.py and lookups.py beside this module. On-air pieces only, always: drafts
-never reach a page. Each function issues one SQL statement whatever the number of rows.
+never reach a page. Each function issues one SQL statement whatever the number of rows (a
+search page: search.search_pieces' few).
+
+Lists are paged by number (`?page=N`, 1-based, newest first): a page of `size` asks for
+`size + 1` rows at offset `(N - 1) * size`, and the extra row only says an older page exists,
+so no count is ever taken. Every list is built on stories.rows_query (or search.search_pieces),
+which holds the one definition of "on air".
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import date
 
 from sqlalchemy import func, select
 
 from extensions import db
-from models import Edition, Paper, Piece, Section
-from services.reading import stories, visibility
+from models import Edition, Paper, Persona, Piece, Section
+from services.reading import search, stories, visibility
 
 SECTION_PAGE_SIZE = 50
-DAY_PAGE_SIZE = 200
+DAY_PAGE_SIZE = 50
+PERSONA_PAGE_SIZE = 30
+SEARCH_PAGE_SIZE = 20
+# A search page N asks the index for N * size + 1 matches (search.py has no keyset), so the
+# pages stop here: 200 matches, past which a reader adds a word rather than turning pages.
+SEARCH_MAX_PAGES = 10
+# `?page=` beyond this is refused before any query (an OFFSET is a bigint on both databases).
+MAX_PAGE = 100_000
 RELATED_SIZE = 4
 
 
-def section_pieces(paper: Paper, section: Section, limit: int = SECTION_PAGE_SIZE) -> list[Piece]:
-    """The `limit` newest pieces on air in `section`, section and persona loaded."""
-    query = stories.rows_query(paper).where(Piece.section_id == section.id).limit(limit)
-    return list(db.session.scalars(query))
+@dataclass(frozen=True)
+class Page:
+    """One page of a list, newest first: `items` (at most the page size), `number` (1-based),
+    `has_older` (a page `number + 1` exists). `has_newer` is `number > 1`."""
+
+    items: list
+    number: int
+    has_older: bool
+
+    @property
+    def has_newer(self) -> bool:
+        """A page `number - 1` exists (every page but the first)."""
+        return self.number > 1
+
+
+def parse_page(text: str | None) -> int | None:
+    """`?page=` as a page number: None (absent) or `''` -> 1; `'2'` -> 2. None for anything
+    else: not ASCII digits, a leading zero, 0, or above MAX_PAGE. Never raises."""
+    if text is None or text == "":
+        return 1
+    if not (text.isascii() and text.isdigit()) or text[0] == "0" or len(text) > len(str(MAX_PAGE)):
+        return None
+    number = int(text)
+    return number if number <= MAX_PAGE else None
+
+
+def _page(query, number: int, size: int) -> Page:
+    """`query` (a SELECT of Pieces in list order) cut to page `number` of `size`: one statement."""
+    rows = list(db.session.scalars(query.limit(size + 1).offset((number - 1) * size)))
+    return Page(rows[:size], number, len(rows) > size)
+
+
+def section_pieces(paper: Paper, section: Section, page: int = 1, size: int = SECTION_PAGE_SIZE) -> Page:
+    """Page `page` of the pieces on air in `section`, newest first, section and persona loaded."""
+    return _page(stories.rows_query(paper).where(Piece.section_id == section.id), page, size)
+
+
+def persona_pieces(paper: Paper, persona: Persona, page: int = 1, size: int = PERSONA_PAGE_SIZE) -> Page:
+    """Page `page` of the pieces on air under `persona`'s byline, newest first, section and
+    persona loaded."""
+    return _page(stories.rows_query(paper).where(Piece.persona_id == persona.id), page, size)
+
+
+def search_page(paper: Paper, terms: list[str], page: int = 1, size: int = SEARCH_PAGE_SIZE) -> Page:
+    """Page `page` of the pieces on air matching every term of `terms` (search.parse_query's),
+    newest first, as `GET /api/v1/search` matches them. Pages stop at SEARCH_MAX_PAGES: that
+    page says no older one, whatever more the index holds, and a page past it is empty without
+    a query. No terms: an empty page."""
+    if page > SEARCH_MAX_PAGES:
+        return Page([], page, False)
+    found = search.search_pieces(paper, terms, limit=page * size + 1)
+    start = (page - 1) * size
+    return Page(found[start:start + size], page, len(found) > page * size and page < SEARCH_MAX_PAGES)
 
 
 def related_pieces(paper: Paper, piece: Piece, limit: int = RELATED_SIZE) -> list[Piece]:
@@ -30,11 +93,10 @@ def related_pieces(paper: Paper, piece: Piece, limit: int = RELATED_SIZE) -> lis
     return list(db.session.scalars(query))
 
 
-def day_pieces(paper: Paper, day: date, limit: int = DAY_PAGE_SIZE) -> list[Piece]:
-    """Up to `limit` pieces that went on air on UTC `day`, newest first, section and persona
-    loaded (a back issue longer than that shows its newest `limit`)."""
-    query = stories.rows_query(paper).where(Piece.on_air_day == day).limit(limit)
-    return list(db.session.scalars(query))
+def day_pieces(paper: Paper, day: date, page: int = 1, size: int = DAY_PAGE_SIZE) -> Page:
+    """Page `page` of the pieces that went on air on UTC `day`, newest first, section and
+    persona loaded."""
+    return _page(stories.rows_query(paper).where(Piece.on_air_day == day), page, size)
 
 
 def neighbour_days(paper: Paper, day: date) -> tuple[date | None, date | None]:
