@@ -62,7 +62,12 @@ def create_webhook(body: dict):
 @keyed(bp, "admin")
 @bp.response(200, WebhookListOut)
 def list_webhooks():
-    """The paper's content webhook endpoints (admin), oldest first, without their secrets"""
+    """The paper's content webhook endpoints (admin), oldest first, without their secrets
+
+    Each endpoint with its URL, events, creation time and, when it was disabled after 24 hours
+    of failed deliveries, `disabled_at` and `disabled_reason`. The secret is shown only in the
+    creation answer.
+    """
     return {"webhooks": content_hooks.endpoints(g.paper)}
 
 
@@ -71,7 +76,12 @@ def list_webhooks():
 @bp.response(200, WebhookOut)
 @bp.alt_response(404, description=NO_ENDPOINT)
 def get_webhook(id: str):
-    """One content webhook endpoint (admin): whether it is disabled, and why"""
+    """One content webhook endpoint (admin): whether it is disabled, and why
+
+    An endpoint whose deliveries all failed for 24 hours is disabled: `disabled_at` says when,
+    `disabled_reason` carries the last error. A disabled endpoint gets no new messages; register
+    it again once the receiver is fixed.
+    """
     return content_hooks.find_endpoint(g.paper, id)
 
 
@@ -81,7 +91,10 @@ def get_webhook(id: str):
 @bp.response(204, description="Deleted, with its delivery log; nothing more is sent to it.")
 @bp.alt_response(404, description=NO_ENDPOINT)
 def delete_webhook(id: str):
-    """Delete a content webhook endpoint (admin) and its delivery log"""
+    """Delete a content webhook endpoint (admin) and its delivery log
+
+    Nothing more is sent to it, pending messages included. 204 without a body.
+    """
     content_hooks.delete_endpoint(content_hooks.find_endpoint(g.paper, id))
     return None
 
@@ -128,6 +141,11 @@ def list_deliveries(id: str, limit: int, cursor: str | None = None):
 @bp.alt_response(404, description="No such endpoint on this paper, or no such delivery of it.")
 @bp.alt_response(409, description=DISABLED)
 def redeliver(id: str, delivery_id: str):
-    """Send a delivery's message again (admin): a new attempt series with the same `webhook-id`"""
+    """Send a delivery's message again (admin): a new attempt series with the same `webhook-id`
+
+    The same body and message id as the first delivery, so a receiver that deduplicates on
+    `webhook-id` processes it once; signed afresh with a new `webhook-timestamp`. 202: the
+    outbox worker posts it within seconds. A disabled endpoint: 409.
+    """
     row = content_hooks.redeliver(content_hooks.find_endpoint(g.paper, id), delivery_id, now=utcnow())
     return {"id": row.delivery_id, "message_id": row.message_id, "status": "pending"}, 202
