@@ -23,6 +23,9 @@ install: $(VENV)/.installed ## create .venv and install pinned dependencies
 
 # Links in mail (built outside a request by send-alerts) lead to what `make run` serves.
 run alerts: export PUBLIC_BASE_URL ?= http://127.0.0.1:$(PORT)
+# The local demo delivers webhooks to receivers on this machine (README "Content webhooks");
+# production leaves it off (loopback and private targets refused).
+run: export WEBHOOK_ALLOW_PRIVATE ?= 1
 
 # The confirm-mail drainer runs in the background beside the server and stops when it does
 # (any exit of the recipe's shell: Ctrl-C included), so a subscribe's mail arrives in a second.
