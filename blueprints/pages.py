@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from flask import Blueprint, abort, g, make_response, render_template, request
+from flask import Blueprint, abort, g, make_response, render_template, request, url_for
 
 import http_cache
 import security
@@ -82,8 +82,47 @@ def home():
         "pages/home.html", active_nav="home", nav=sections, rails=shown["rails"],
         lead=lead, lead_chosen=shown["lead_chosen"], top_stories=shown["top_stories"],
         lead_art=(lead.image or f"/cards/{lead.slug}.png") if lead is not None else None,
-        issue_date=latest.date() if latest else None, newsroom=newsroom,
+        issue_date=latest.date() if latest else None, newsroom=newsroom, json_ld=home_graph(),
     )
+
+
+def publisher() -> dict:
+    """The paper as schema.org `NewsMediaOrganization`: name, home page and its logo (the
+    512 px square icon, static/img/icon-512.png, as search engines ask of a publisher logo)."""
+    here = links()
+    return {"@type": "NewsMediaOrganization", "@id": here.home() + "#publisher", "name": g.paper.nameplate,
+            "url": here.home(),
+            "logo": {"@type": "ImageObject", "width": 512, "height": 512,
+                     "url": here.absolute(url_for("static", filename="img/icon-512.png"))}}
+
+
+def home_graph() -> dict:
+    """JSON-LD of the front page: the publisher, and the site as a `WebSite` whose search
+    (`/search?q=`) a search engine may offer as a `SearchAction`."""
+    here = links()
+    return {"@context": "https://schema.org", "@graph": [
+        publisher(),
+        {"@type": "WebSite", "name": g.paper.nameplate, "url": here.home(),
+         "description": g.paper.description or g.paper.motto or g.paper.nameplate,
+         "publisher": {"@id": here.home() + "#publisher"},
+         "potentialAction": {"@type": "SearchAction",
+                             "target": {"@type": "EntryPoint",
+                                        "urlTemplate": here.absolute("/search") + "?q={search_term_string}"},
+                             "query-input": "required name=search_term_string"}},
+    ]}
+
+
+def section_graph(section, page: reader.Page) -> dict:
+    """JSON-LD of a section page: a `CollectionPage` of the section, its pieces on this page as
+    an `ItemList` of their story pages in the order shown, and the publisher."""
+    here = links()
+    first = (page.number - 1) * reader.SECTION_PAGE_SIZE
+    return {"@context": "https://schema.org", "@type": "CollectionPage",
+            "name": f"{section.name} — {g.paper.nameplate}", "url": here.section_page(section.slug),
+            "description": section.description or section.name, "publisher": publisher(),
+            "mainEntity": {"@type": "ItemList", "itemListElement": [
+                {"@type": "ListItem", "position": first + n, "url": here.story_page(piece.slug),
+                 "name": piece.headline} for n, piece in enumerate(page.items, start=1)]}}
 
 
 def page_number() -> int:
@@ -138,7 +177,7 @@ def news_article(piece, story_url: str, image: str) -> dict:
     that show credits.
     """
     paper = g.paper
-    publisher = {"@type": "NewsMediaOrganization", "name": paper.nameplate, "url": links().home()}
+    organization = publisher()
     said = disclosure(piece.persona.name, paper.nameplate)
     return {
         "@context": "https://schema.org",
@@ -158,10 +197,10 @@ def news_article(piece, story_url: str, image: str) -> dict:
             "url": embeds.masthead_entry(piece.persona.slug, links=links()),
             "image": links().avatar(piece.persona.slug),
             "description": said,
-            "affiliation": publisher,
+            "affiliation": organization,
         }],
         "creditText": said,
-        "publisher": publisher,
+        "publisher": organization,
         "isAccessibleForFree": True,
         "version": str(piece.rev),
         "citation": [
@@ -181,7 +220,8 @@ def section(slug: str):
     if found is None:
         abort(404, description="There is no such section in this paper.")
     pieces = must_exist(reader.section_pieces(g.paper, found, page_number()))
-    return render_template("pages/section.html", section=found, page=pieces, active_nav=found.slug)
+    return render_template("pages/section.html", section=found, page=pieces, active_nav=found.slug,
+                           json_ld=section_graph(found, pieces))
 
 
 @bp.route("/days")
@@ -279,7 +319,7 @@ def video_object(edition, page_url: str, media: dict) -> dict:
         "thumbnailUrl": [media["poster"]],
         "uploadDate": rfc3339(edition.published_at),
         "url": page_url,
-        "publisher": {"@type": "NewsMediaOrganization", "name": g.paper.nameplate, "url": links().home()},
+        "publisher": publisher(),
     }
     if media["video"]:
         data.update(contentUrl=media["video"], embedUrl=links().edition_embed(edition.day),
