@@ -26,12 +26,7 @@ def on_live(live: str, url: str) -> str:
     return f"{live}{parts.path}?{parts.query}"
 
 
-@pytest.mark.parametrize("javascript", [
-    True,
-    # Hangs inside Playwright (the greenlet waits on the driver) on this machine; the same form
-    # POSTs without JavaScript are covered through HTTP in tests/test_preferences.py. To fix.
-    pytest.param(False, marks=pytest.mark.skip(reason="hangs in Playwright without JavaScript: under investigation")),
-], ids=["with-js", "without-js"])
+@pytest.mark.parametrize("javascript", [True, False], ids=["with-js", "without-js"])
 def test_a_reader_manages_alerts_from_the_link_in_an_alert(browser, live, newsroom, desk, runner, smtp, client,
                                                            javascript):
     address = f"manager-{'js' if javascript else 'nojs'}@example.com"
@@ -73,7 +68,7 @@ def test_a_reader_manages_alerts_from_the_link_in_an_alert(browser, live, newsro
         expect(page.locator("#saved")).to_contain_text("Alerts are paused until")
         expect(page.get_by_label("A weekly digest")).to_be_checked()
         expect(page.get_by_label("Business")).not_to_be_checked()
-        screenshot(page, f"preferences-paused-{'js' if javascript else 'nojs'}")
+        screenshot(page, f"preferences-paused-{'js' if javascript else 'nojs'}", javascript=javascript)
 
         token = re.search(r"token=([^&]+)", link).group(1)
         saved = client.get("/api/v1/subscribers/preferences", query_string={"token": token}).get_json()
