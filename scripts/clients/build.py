@@ -101,6 +101,30 @@ def install_tools() -> None:
 # ----------------------------------------------------------------------------- the server
 
 
+# A reader's "Manage your alerts" token, as an alert would carry it: signed by the app for the
+# first confirmed demo subscriber (the token is opaque; only the app can make one).
+PREFERENCES_TOKEN = """
+from app import create_app
+from extensions import db
+from models import Subscriber
+from services.delivery.subscriptions import make_token
+with create_app().app_context():
+    row = db.session.scalars(db.select(Subscriber).where(Subscriber.confirmed_at.is_not(None))
+                             .order_by(Subscriber.id)).first()
+    print(make_token("preferences", row))
+"""
+
+
+def preferences_token(env: dict) -> str:
+    """A preferences token of a confirmed demo subscriber (PREFERENCES_TOKEN); SetupError when
+    the demo has none."""
+    out = run([str(BIN / "python"), "-c", PREFERENCES_TOKEN], env, capture=True).stdout
+    token = out.strip().splitlines()[-1].strip() if out.strip() else ""
+    if not token or token == "None":
+        raise SetupError("the demo paper has no confirmed subscriber to make a preferences token for")
+    return token
+
+
 def create_key(env: dict, kind: str) -> str:
     out = run([str(BIN / "flask"), "keys", "create", "--paper", "demo", "--kind", kind,
                "--label", f"clients {kind}"], env, capture=True).stdout
@@ -252,13 +276,15 @@ def main() -> int:
         instance = Path(tmp) / "instance"
         instance.mkdir()
         env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "FLASK_APP")}
-        env.update(FLASK_APP="app", INSTANCE_PATH=str(instance), RATELIMIT_ENABLED="0",
+        # WEBHOOK_ALLOW_PRIVATE: the smoke test registers a content webhook on loopback.
+        env.update(FLASK_APP="app", INSTANCE_PATH=str(instance), RATELIMIT_ENABLED="0", WEBHOOK_ALLOW_PRIVATE="1",
                    PYTHONUNBUFFERED="1", OUTBOX_DIR=str(instance / "outbox"),
                    DATABASE_URL=f"sqlite:///{instance / 'paperdesk.db'}")
         try:
             run([str(BIN / "flask"), "init-db"], env)
             run([str(BIN / "flask"), "seed-demo", "--pieces", "60", "--subscribers", "5"], env)
             admin_key, read_key = create_key(env, "admin"), create_key(env, "read")
+            token = preferences_token(env)
         except SetupError as exc:
             log(f"set-up failed: {exc}")
             steps.append(("server set-up", False, 0.0))
@@ -282,7 +308,7 @@ def main() -> int:
             if step("openapi-python-client", generate):
                 step("every route through the Python client", lambda: sh(
                     [VENV / "bin" / "python", HERE / "smoke.py", base, admin_key, read_key,
-                     holder["dir"], document], check=False).returncode == 0)
+                     holder["dir"], document, token], check=False).returncode == 0)
     return report(steps)
 
 

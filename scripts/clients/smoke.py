@@ -3,12 +3,13 @@
 Run by scripts/clients/build.py with the clients venv's Python (openapi-python-client's own
 pins), against a real server on loopback that serves the demo paper:
 
-    python scripts/clients/smoke.py BASE_URL ADMIN_KEY READ_KEY CLIENT_DIR DOCUMENT
+    python scripts/clients/smoke.py BASE_URL ADMIN_KEY READ_KEY CLIENT_DIR DOCUMENT PREFERENCES_TOKEN
 
 Each call must answer 2xx and parse into the model the document names for it (a JSON answer),
 or into text (the embed card's HTML). Public routes are called with a plain `Client` (no key),
 keyed routes with an `AuthenticatedClient` holding the admin key (the subscriber counts with the
-read key as well). Every operation of DOCUMENT must be called: an operation added to the API
+read key as well); a reader's preferences with PREFERENCES_TOKEN (the token of an alert's manage
+link, made by build.py). Every operation of DOCUMENT must be called: an operation added to the API
 that is a GET without required parameters is called as it is (its module found by its
 operationId); any other must get a line in `calls` below, or this script fails naming it.
 Prints one line per call, then "N passed, N failed"; exits 1 on any failure.
@@ -29,7 +30,7 @@ def snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def main(base: str, admin_key: str, read_key: str, client_dir: str, document: str) -> int:
+def main(base: str, admin_key: str, read_key: str, client_dir: str, document: str, token: str) -> int:
     sys.path.insert(0, client_dir)
     pkg = "paper_desk_client"
     client_mod = importlib.import_module(f"{pkg}.client")
@@ -137,6 +138,21 @@ def main(base: str, admin_key: str, read_key: str, client_dir: str, document: st
         poster_url="https://video.example.org/e.jpg", duration_seconds=60, length_bytes=1000))
     call("listSubscribers", reader, models.SubscribersOut)
     call("listSubscribers", admin, models.SubscribersOut)
+    call("getPreferences", public, models.PreferencesOut, token=token)
+    call("updatePreferences", public, models.PreferencesOut, token=token,
+         body=models.PreferencesPatch.from_dict({"cadence": "weekly", "cast": True}))
+
+    # Content webhooks: a loopback endpoint (the server allows private targets here); nothing
+    # listens on port 9, so deliveries only queue, which is all these routes report.
+    hook = call("createWebhook", admin, models.WebhookCreatedOut, body=models.WebhookIn.from_dict(
+        {"url": "http://127.0.0.1:9/hooks", "events": ["piece.aired", "edition.published"]}))
+    hook_id = hook.id if hook is not None else "wh_missing"
+    call("getWebhook", admin, models.WebhookOut, id=hook_id)
+    ping = call("pingWebhook", admin, models.AcceptedDeliveryOut, id=hook_id)
+    call("listDeliveries", admin, models.DeliveriesOut, id=hook_id)
+    call("redeliver", admin, models.AcceptedDeliveryOut, id=hook_id,
+         delivery_id=ping.id if ping is not None else "dlv_missing")
+    call("deleteWebhook", admin, None, id=hook_id)
 
     # --- whatever the document has that the lines above do not call ------------------------
     for operation_id, (_, method, path, operation) in sorted(modules.items()):
@@ -157,6 +173,6 @@ def main(base: str, admin_key: str, read_key: str, client_dir: str, document: st
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 6:
+    if len(sys.argv) != 7:
         sys.exit(__doc__)
     sys.exit(main(*sys.argv[1:]))
