@@ -103,7 +103,8 @@ class Answer:
     """One request's outcome: `kind` is ok (2xx/3xx), 4xx, 503 (a 503 problem, or the HTML
     page with Retry-After: the app's "unavailable" answers), 500-bare (any other 5xx that is not problem+json, e.g.
     gunicorn's HTML page for an exception that escaped the app), 500-problem (the app's own
-    500 problem), or conn (no HTTP answer at all)."""
+    500 problem), or conn (no HTTP answer at all). oEmbed's 501 problem for a `format` it does
+    not implement is the refusal oEmbed 1.0 prescribes, so it counts as a 4xx."""
     method: str
     path: str
     status: int | None
@@ -123,6 +124,8 @@ class Answer:
         if self.status < 500:
             return "4xx"
         problem = self.ctype.startswith("application/problem+json")
+        if self.status == 501 and problem and self.path.split("?", 1)[0] == "/oembed":
+            return "4xx"
         if self.status == 503 and (problem or self.retry_after):
             return "503"
         return "500-problem" if problem else "500-bare"
