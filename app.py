@@ -1,7 +1,8 @@
 """The Paper Desk application factory.
 
 `create_app()` wires config -> logging -> extensions -> blueprints -> error handlers -> the
-request pipeline (pipeline.py, every before/after step in order) -> CLI commands. It has no side
+request pipeline (pipeline.py, every before/after step in order) -> the replay of kept public
+answers ahead of Flask (replay.py) -> ProxyFix when TRUSTED_PROXIES -> CLI commands. It has no side
 effects beyond building the app: the schema is made by `flask init-db` (migrations), never here.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ import config
 import errors
 import logging_setup
 import pipeline
+import replay
 import security
 import static_assets
 from extensions import api, cache, db, migrate
@@ -35,10 +37,6 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.json = OrjsonProvider(app)
     app.session_interface = NoSessions()
     check_sender_settings(app.config)
-    trusted = app.config["TRUSTED_PROXIES"]
-    if trusted > 0:
-        # Host is never taken from X-Forwarded-Host: tenancy trusts Host, which the proxy passes.
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=trusted, x_proto=trusted)
 
     logging_setup.configure(app)
     register_extensions(app)
@@ -46,6 +44,12 @@ def create_app(test_config: dict | None = None) -> Flask:
     static_assets.install(app)
     errors.register(app)
     pipeline.install(app)
+    replay.install(app)
+    trusted = app.config["TRUSTED_PROXIES"]
+    if trusted > 0:
+        # Outermost, so replay.py and Flask see the same client address and scheme. Host is
+        # never taken from X-Forwarded-Host: tenancy trusts Host, which the proxy passes.
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=trusted, x_proto=trusted)
     register_commands(app)
     return app
 

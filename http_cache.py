@@ -28,6 +28,7 @@ import hashlib
 import logging
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from urllib.parse import urlencode
 
 from flask import Response, current_app, g, has_request_context, request
@@ -45,6 +46,8 @@ PUBLIC_CACHE_CONTROL = "public, max-age=60, stale-while-revalidate=300"
 KEY_HEADERS = ("Authorization", "X-Desk-Key")
 # Headers a view sets to manage caching itself: such an answer is not stored (news sitemap).
 _SELF_MANAGED = ("ETag", "Cache-Control", "Vary", "Set-Cookie", "Last-Modified", "Expires")
+# environ: this answer is public and holds the paper at (state, slug); replay.py keeps it.
+REPLAY_MARK = "paperdesk.replay"
 log = logging.getLogger("paperdesk.cache")
 
 
@@ -96,8 +99,13 @@ def paper_state() -> str:
     the request's one instant (services/reading/visibility.request_now), the one its queries
     use, so an answer is stored under the state it was computed for. Taken from the request's
     tenancy.PaperSnapshot; use it wherever something is kept per paper version."""
-    snap = g.paper_snapshot
-    aired = visibility.passed(snap.air_schedule)
+    return state_of(g.paper_snapshot)
+
+
+def state_of(snap, now=None) -> str:
+    """`paper_state` of a tenancy.PaperSnapshot at `now` (aware UTC; default: the request's
+    instant inside a request, the clock outside, as services/reading/visibility judges it)."""
+    aired = visibility.passed(snap.air_schedule, now)
     return f"{snap.state}.a{aired}" if aired else snap.state
 
 
@@ -151,8 +159,10 @@ def answer_not_modified():
 
 
 def _not_modified():
-    etag = current_etag()
+    state = paper_state()
+    etag = f"{state}.{FORMAT_SALT}"
     if request.if_none_match.contains_weak(etag):
+        _mark_for_replay(state)
         response = Response(status=304)
         # The tag the client holds: weak for a gzip answer (compression.py), else strong.
         response.set_etag(etag, weak=request.if_none_match.is_weak(etag) and not request.if_none_match.contains(etag))
@@ -207,6 +217,13 @@ def response_cache_key() -> str:
     return f"resp:{paper_state()}.{FORMAT_SALT}:{digest}"
 
 
+def _mark_for_replay(state: str) -> None:
+    """Tell replay.py that this answer is public and holds the paper at `state` (a 304, a
+    stored answer, or one served from the cache), unless every cache is off."""
+    if not _cache_off():
+        request.environ[REPLAY_MARK] = (state, g.paper_snapshot.slug)
+
+
 def _cache_off() -> bool:
     return current_app.config["CACHE_TYPE"] in ("NullCache", "null")
 
@@ -240,6 +257,7 @@ def answer_from_cache():
             local.put(key, entry)
     status, headers, body, *rest = entry  # entries stored before gzip had three fields
     g.response_cache_hit = True
+    _mark_for_replay(paper_state())
     if rest and rest[0] is not None:
         g.gzip_body = rest[0]  # compression.compress sends it to a client that accepts gzip
     return current_app.response_class(body, status=status, headers=headers)
@@ -247,23 +265,26 @@ def answer_from_cache():
 
 class LocalAnswers:
     """A worker's own least-recently-used store of public answers, in front of the shared
-    response cache, holding at most `capacity` bytes of bodies. Entries are `(status, headers,
+    response cache, holding at most `capacity` bytes of bodies (`cost(entry)`: by default the
+    bodies of a response-cache entry; replay.py keeps its own kind). Entries are `(status, headers,
     body)` under the same version-bearing keys as the shared cache, so none is ever stale; old
     versions' entries simply age out."""
 
-    def __init__(self, capacity: int):
+    def __init__(self, capacity: int, cost: Callable[[tuple], int] | None = None):
         self.capacity, self.size = capacity, 0
+        self._cost = cost or _cost
         self._entries: OrderedDict[str, tuple] = OrderedDict()
         self._lock = threading.Lock()  # gunicorn may run threaded workers
 
-    def get(self, key: str) -> tuple | None:
+    def get(self, key) -> tuple | None:
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 self._entries.move_to_end(key)
             return entry
 
-    def put(self, key: str, entry: tuple) -> None:
+    def put(self, key, entry: tuple) -> None:
+        _cost = self._cost
         cost = _cost(entry)
         if cost > self.capacity:
             return
@@ -322,6 +343,7 @@ def store_answer(response: Response) -> Response:
         # Compressed once, here, so that no warm hit compresses again.
         gzipped = compression.gzip_bytes(body) if compression.compressible(response) else None
         entry = (response.status_code, headers, body, gzipped)
+        _mark_for_replay(paper_state())
         local = _local_answers()
         if local is not None:
             local.put(key, entry)

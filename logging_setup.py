@@ -94,19 +94,24 @@ def finish_request(response: Response) -> Response:
     if "request_id" not in g:  # a request that failed before any before_request hook ran
         start_request()
     response.headers[REQUEST_ID_HEADER] = g.request_id
-    if log.isEnabledFor(logging.INFO):
-        paper = g.get("paper_snapshot")  # set for every request answered for a paper
-        log.info("%s %s %s", request.method, request.path, response.status_code, extra={
-            "request_id": g.request_id,
-            "method": request.method,
-            "path": request.path,
-            "query": request.query_string.decode("latin-1"),
-            "status": response.status_code,
-            "duration_ms": round((time.perf_counter() - g.request_started) * 1000, 2),
-            "paper": paper.slug if paper is not None else None,
-            "remote_addr": request.remote_addr,
-        })
+    paper = g.get("paper_snapshot")  # set for every request answered for a paper
+    log_request(request_id=g.request_id, method=request.method, path=request.path,
+                query=request.query_string.decode("latin-1"), status=response.status_code,
+                started=g.request_started, paper=paper.slug if paper is not None else None,
+                remote_addr=request.remote_addr)
     return response
+
+
+def log_request(*, request_id: str, method: str, path: str, query: str, status: int,
+                started: float, paper: str | None, remote_addr: str | None) -> None:
+    """The request line (INFO on `paperdesk.request`, when enabled): `started` is the
+    `time.perf_counter()` reading the request began at; the rest are its fields as logged."""
+    if log.isEnabledFor(logging.INFO):
+        log.info("%s %s %s", method, path, status, extra={
+            "request_id": request_id, "method": method, "path": path, "query": query,
+            "status": status, "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+            "paper": paper, "remote_addr": remote_addr,
+        })
 
 
 def configure(app: Flask) -> None:

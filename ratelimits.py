@@ -65,6 +65,8 @@ STORE_RETRY_SECONDS = 30.0
 # Statuses on which a Retry-After means something (RFC 9110 10.2.3, RFC 6585 4).
 RETRY_AFTER_STATUSES = (429, 503)
 _EXTENSION = "paperdesk.ratelimits"
+# environ: the counts replay.py took for a request it then handed on (its limit was used up).
+COUNTED = "paperdesk.ratelimits.counted"
 
 
 @dataclass(frozen=True)
@@ -158,7 +160,7 @@ class RateLimits:
             return []
         client = client_address()
         if req.method in READ_METHODS:
-            return [Limit("read", item, client) for item in self.read]
+            return self.read_limits(client)
         if endpoint in SUBSCRIBE_ENDPOINTS and req.method == "POST":
             if _presents_key(req):
                 return [Limit(f"route:{endpoint}", item, client) for item in self.default]
@@ -170,6 +172,10 @@ class RateLimits:
         if endpoint in LINK_ENDPOINTS and req.method in ("POST", "PATCH"):
             return [Limit("subscribe-link", item, client) for item in self.links]
         return [Limit(f"route:{endpoint}", item, client) for item in self.default]
+
+    def read_limits(self, client: str) -> list[Limit]:
+        """The limits a GET or HEAD of `client` (its address) counts against."""
+        return [Limit("read", item, client) for item in self.read]
 
     # ------------------------------------------------------------------ counting
 
@@ -226,11 +232,13 @@ class RateLimits:
         limits = self.applicable(request)
         if not limits:
             return
-        counts = self.count(limits)
+        # replay.py counted this request already when it found its limit used up.
+        counts = request.environ.pop(COUNTED, None)
+        if counts is None:
+            counts = self.count(limits)
         if not counts:
             return
-        tightest = min(counts, key=lambda c: (c.remaining, -c.reset_at))
-        g.rate_limit = tightest
+        g.rate_limit = tightest = tightest_of(counts)
         if tightest.exceeded:
             exceeded = [c for c in counts if c.exceeded]
             # The client may retry once every used-up window has reset.
@@ -250,12 +258,25 @@ class RateLimits:
         no Retry-After but on 429 and 503."""
         counted = g.get("rate_limit")
         if counted is not None:
-            response.headers["X-RateLimit-Limit"] = str(counted.limit.item.amount)
-            response.headers["X-RateLimit-Remaining"] = str(max(0, counted.remaining))
-            response.headers["X-RateLimit-Reset"] = str(counted.reset_at)
+            for name, value in limit_headers(counted):
+                response.headers[name] = value
         if response.status_code not in RETRY_AFTER_STATUSES:
             response.headers.pop("Retry-After", None)
         return response
+
+
+def tightest_of(counts: list[Count]) -> Count:
+    """The count nearest to running out (the latest reset among equals): the one the
+    X-RateLimit headers tell."""
+    return min(counts, key=lambda c: (c.remaining, -c.reset_at))
+
+
+def limit_headers(counted: Count) -> list[tuple[str, str]]:
+    """`X-RateLimit-Limit`, `-Remaining` (never below 0) and `-Reset` (unix seconds) of
+    `counted`, in that order."""
+    return [("X-RateLimit-Limit", str(counted.limit.item.amount)),
+            ("X-RateLimit-Remaining", str(max(0, counted.remaining))),
+            ("X-RateLimit-Reset", str(counted.reset_at))]
 
 
 def check_limits() -> None:

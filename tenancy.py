@@ -99,10 +99,15 @@ def recent_paper(raw_host: str) -> PaperSnapshot | None:
     write committed in this process forgets every snapshot at once; one made by another process
     (worker, CLI) is seen within PAPER_SNAPSHOT_SECONDS, well inside the `max-age=60` every public
     answer already allows."""
-    ttl = current_app.config["PAPER_SNAPSHOT_SECONDS"]
+    return recent_snapshot(current_app, raw_host)
+
+
+def recent_snapshot(app, raw_host: str) -> PaperSnapshot | None:
+    """`recent_paper` for `app`, outside a request (replay.py asks before Flask builds one)."""
+    ttl = app.config["PAPER_SNAPSHOT_SECONDS"]
     if ttl <= 0:
         return None
-    snap = _snapshots().get(host_name(raw_host))
+    snap = app.extensions.get("paperdesk.paper_snapshots", {}).get(host_name(raw_host))
     # A wall clock set back must not make a snapshot young again.
     if snap is None or not 0 <= time.time() - snap.taken < ttl:
         return None

@@ -1,0 +1,181 @@
+"""Replay (replay.py): a worker sends a public answer it has made before again, ahead of Flask,
+with the pipeline's own headers; it never outlives the paper state it was made for, never
+answers a keyed request, and still counts the rate limit and logs the request line.
+
+Apps here are built like production's (create_app, a cache on); `replayed` counts come from
+the app's own statistics, so each test knows which path answered."""
+from __future__ import annotations
+
+import json
+import logging
+from datetime import timedelta
+from urllib.parse import quote
+
+import pytest
+import time_machine
+
+from tests.fixtures.keys import auth
+from tests.fixtures.newsroom import T0
+
+VOLATILE = {"X-Request-ID", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
+
+
+@pytest.fixture
+def newsroom(desk):
+    paper = desk.paper("demo")
+    pieces = [desk.piece(paper, f"Harbour story {n}", on_air_at=T0.replace(hour=9 + n)) for n in range(3)]
+    desk.edition(paper, T0.date())
+    return {"paper": paper, "pieces": pieces, "admin": desk.key(paper, "admin")}
+
+
+def public_paths(newsroom) -> list[str]:
+    piece = newsroom["pieces"][0]
+    page = quote(f"http://localhost/stories/{piece.slug}", safe="")
+    return ["/api/v1/stories?limit=2", f"/api/v1/stories/{piece.id}", "/api/v1/front", "/front.json",
+            "/api/v1/days/2026-11-01", "/api/v1/search?q=harbour", "/", f"/stories/{piece.slug}",
+            "/sections/world", f"/embed/{piece.id}", f"/oembed?url={page}", "/rss.xml", "/feed.json",
+            "/sitemap.xml", "/llms.txt", "/api/v1"]
+
+
+def replayed(app) -> int:
+    return app.extensions["paperdesk.replay.stats"]["replayed"]
+
+
+def same_answer(first, second) -> None:
+    strip = lambda r: sorted((k, v) for k, v in r.headers.items() if k not in VOLATILE)  # noqa: E731
+    assert (second.status_code, strip(second), second.data) == (first.status_code, strip(first), first.data)
+
+
+VARIANTS = {
+    "plain": {},
+    "gzip": {"Accept-Encoding": "gzip, deflate, br"},
+    "origin": {"Origin": "https://reader.example"},
+    "gzip refused": {"Accept-Encoding": "gzip;q=0, identity"},
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_a_replay_is_the_pipelines_answer_byte_for_byte(make_app, newsroom, variant, still_clock):
+    app = make_app(RATELIMIT_ENABLED=True, RATELIMIT_STORAGE_URI="memory://")
+    client = app.test_client()
+    headers = VARIANTS[variant]
+    for path in public_paths(newsroom):
+        for method in ("GET", "HEAD"):
+            made = client.open(path, method=method, headers=headers)
+            assert made.status_code == 200, (path, method)
+            before = replayed(app)
+            again = client.open(path, method=method, headers=headers)
+            assert replayed(app) == before + 1, (path, method, variant)
+            same_answer(made, again)
+            # Counted like any read: the limit's headers are there, one fewer remaining.
+            assert int(again.headers["X-RateLimit-Remaining"]) == int(made.headers["X-RateLimit-Remaining"]) - 1
+            assert again.headers["X-Request-ID"] != made.headers["X-Request-ID"]
+    gzipped = client.get("/", headers=headers)  # over the 1 KB that is worth compressing
+    assert (gzipped.headers.get("Content-Encoding") == "gzip") == (variant == "gzip")
+
+
+def test_a_revalidation_is_replayed_with_the_tag_the_client_holds(make_app, newsroom):
+    app = make_app()
+    client = app.test_client()
+    path = "/api/v1/front"  # over 1 KB: gzip, so a weak tag, when accepted
+    etag = client.get(path).headers["ETag"]
+    weak = client.get(path, headers={"Accept-Encoding": "gzip"}).headers["ETag"]
+    assert weak == f"W/{etag}"
+    for held in (etag, weak):
+        made = client.get(path, headers={"If-None-Match": held})
+        before = replayed(app)
+        again = client.get(path, headers={"If-None-Match": held})
+        assert replayed(app) == before + 1
+        assert again.status_code == 304 and again.data == b"" and again.headers["ETag"] == held
+        same_answer(made, again)
+    # A tag of another state is no 304: the full answer, replayed as well.
+    stale = client.get(path, headers={"If-None-Match": '"1.0.0.f1"'})
+    assert stale.status_code == 200 and stale.headers["ETag"] == etag
+
+
+def test_a_write_in_this_worker_is_seen_at_once(make_app, newsroom):
+    app = make_app()
+    client = app.test_client()
+    piece = newsroom["pieces"][2]
+    for _ in range(2):
+        assert "Harbour story 2" in client.get(f"/api/v1/stories/{piece.id}").get_data(as_text=True)
+    changed = client.patch(f"/api/v1/stories/{piece.id}", json={"headline": "Harbour reopens"},
+                           headers=auth(newsroom["admin"]))
+    assert changed.status_code == 200
+    assert client.get(f"/api/v1/stories/{piece.id}").get_json()["headline"] == "Harbour reopens"
+
+
+def test_another_workers_write_is_seen_once_the_snapshot_expires(make_app, newsroom):
+    reader, writer = make_app(), make_app()
+    piece = newsroom["pieces"][2]
+    path = f"/api/v1/stories/{piece.id}"
+    with time_machine.travel(T0 + timedelta(days=1), tick=False) as clock:
+        client = reader.test_client()
+        client.get(path)
+        client.get(path)
+        assert replayed(reader) == 1
+        writer.test_client().patch(path, json={"headline": "Harbour reopens"}, headers=auth(newsroom["admin"]))
+        clock.shift(reader.config["PAPER_SNAPSHOT_SECONDS"] + 1)
+        assert client.get(path).get_json()["headline"] == "Harbour reopens"
+
+
+def test_a_scheduled_piece_airs_through_a_replayed_list(make_app, newsroom):
+    app = make_app()
+    client = app.test_client()
+    piece_id = str(newsroom["pieces"][2].id)
+    at = T0 + timedelta(days=1, hours=1)
+    with time_machine.travel(T0 + timedelta(days=1), tick=False) as clock:
+        pulled = client.delete(f"/api/v1/stories/{piece_id}/air", headers=auth(newsroom["admin"]))
+        assert pulled.status_code == 200
+        scheduled = client.put(f"/api/v1/stories/{piece_id}/air", json={"at": at.isoformat()},
+                               headers=auth(newsroom["admin"]))
+        assert scheduled.status_code == 200, scheduled.get_json()
+        ids = lambda: [s["id"] for s in client.get("/api/v1/stories").get_json()["stories"]]  # noqa: E731
+        assert piece_id not in ids() and piece_id not in ids()
+        assert replayed(app) >= 1
+        clock.move_to(at + timedelta(seconds=1))
+        assert piece_id in ids()
+
+
+def test_keyed_requests_and_a_cache_turned_off_are_never_replayed(make_app, newsroom):
+    app = make_app()
+    client = app.test_client()
+    path = "/api/v1/stories"
+    client.get(path)
+    for _ in range(3):
+        keyed = client.get(path, headers=auth(newsroom["admin"]))
+        assert keyed.headers["Cache-Control"] == "private, no-store"
+    assert replayed(app) == 0
+    off = make_app(CACHE_TYPE="NullCache")
+    for _ in range(3):
+        off.test_client().get(path)
+    assert replayed(off) == 0
+
+
+def test_a_used_up_limit_is_the_pipelines_429(make_app, newsroom, still_clock):
+    app = make_app(RATELIMIT_ENABLED=True, RATELIMIT_STORAGE_URI="memory://", READ_RATELIMIT="3/minute")
+    client = app.test_client()
+    answers = [client.get("/api/v1/front") for _ in range(5)]
+    assert [a.status_code for a in answers] == [200, 200, 200, 429, 429]
+    assert [a.headers["X-RateLimit-Remaining"] for a in answers] == ["2", "1", "0", "0", "0"]
+    refused = answers[3]
+    assert refused.mimetype == "application/problem+json" and int(refused.headers["Retry-After"]) >= 1
+    assert app.extensions["paperdesk.replay.stats"]["refused"] == 2
+    assert replayed(app) == 2
+
+
+def test_a_replay_logs_the_same_request_line(make_app, newsroom, caplog):
+    app = make_app()
+    client = app.test_client()
+    caplog.set_level(logging.INFO, logger="paperdesk.request")
+    for _ in range(2):
+        client.get("/api/v1/stories?limit=2", headers={"X-Request-ID": "trace-1"})
+    lines = [r for r in caplog.records if r.name == "paperdesk.request"]
+    assert len(lines) == 2 and replayed(app) == 1
+    fields = ("request_id", "method", "path", "query", "status", "paper", "remote_addr")
+    made, again = ({f: getattr(r, f) for f in fields} for r in lines)
+    assert made == again == {"request_id": "trace-1", "method": "GET", "path": "/api/v1/stories",
+                             "query": "limit=2", "status": 200, "paper": "demo",
+                             "remote_addr": "127.0.0.1"}
+    assert isinstance(lines[1].duration_ms, float)
+    json.dumps(lines[1].__dict__, default=str)
