@@ -16,6 +16,8 @@ import gzip
 
 from flask import Response, g, request
 
+from request_headers import header
+
 MIN_BYTES = 1024
 LEVEL = 6
 # Text formats only: images and video are compressed already.
@@ -29,8 +31,17 @@ COMPRESSIBLE = frozenset({
 
 def compressible(response: Response) -> bool:
     """True for a complete 200 answer of a text format that nobody has encoded yet."""
-    return (response.status_code == 200 and not response.direct_passthrough and not response.is_streamed
-            and "Content-Encoding" not in response.headers and response.mimetype in COMPRESSIBLE)
+    if response.status_code != 200 or response.direct_passthrough or response.is_streamed:
+        return False
+    # One pass over the headers (a werkzeug lookup of a missing header raises and catches).
+    content_type, encoded = "", False
+    for name, value in response.headers.items():
+        lowered = name.lower()
+        if lowered == "content-type":
+            content_type = value
+        elif lowered == "content-encoding":
+            encoded = True
+    return not encoded and content_type.split(";", 1)[0].strip().lower() in COMPRESSIBLE
 
 
 def gzip_bytes(data: bytes) -> bytes | None:
@@ -53,8 +64,11 @@ def compress(response: Response) -> Response:
     precompressed = g.pop("gzip_body", None)
     if not compressible(response):
         return response
-    response.vary.add("Accept-Encoding")
-    if "Accept-Encoding" not in request.headers or not accepts_gzip():
+    if "Vary" in response.headers:
+        response.vary.add("Accept-Encoding")
+    else:
+        response.headers.add("Vary", "Accept-Encoding")
+    if header("Accept-Encoding") is None or not accepts_gzip():
         return response
     body = precompressed if precompressed is not None else gzip_bytes(response.get_data())
     if body is None:

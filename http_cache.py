@@ -38,6 +38,7 @@ import compression
 import tenancy
 from clock import utcnow
 from extensions import cache
+from request_headers import has_any
 from services.reading import visibility
 
 # Bump when the wire format changes, so clients holding old ETags refetch after a deploy.
@@ -123,10 +124,11 @@ def surrogate_keys() -> str:
 def begin() -> None:
     """Pipeline step, ahead of tenancy: this request's cache state starts empty (a test that
     holds an app context open sees one `g` across requests)."""
-    g.public_get, g.response_cache_key, g.response_cache_hit = False, None, False
-    g.air_now = None  # visibility.request_now fixes it at its first use
-    g.surrogate_keys = []
-    g.response_cache_missed = None
+    state = g._get_current_object()
+    state.public_get, state.response_cache_key, state.response_cache_hit = False, None, False
+    state.air_now = None  # visibility.request_now fixes it at its first use
+    state.surrogate_keys = []
+    state.response_cache_missed = None
 
 
 def answer_from_recent_paper():
@@ -134,10 +136,11 @@ def answer_from_recent_paper():
     PAPER_SNAPSHOT_SECONDS ago (tenancy.recent_paper) is answered 304 or from the response
     cache without asking the database for the paper. Anything else (a miss, a key, a private
     or unknown paper, a view without ETags) goes on to tenancy and the view as usual."""
-    if request.method not in ("GET", "HEAD") or any(name in request.headers for name in KEY_HEADERS):
+    req = request._get_current_object()
+    if req.method not in ("GET", "HEAD") or req.endpoint in tenancy.UNSCOPED or has_any(KEY_HEADERS):
         return None
     view = _view_function()
-    if view is None or getattr(view, "no_etag", False) or request.endpoint in tenancy.UNSCOPED:
+    if view is None or getattr(view, "no_etag", False):
         return None
     snap = tenancy.recent_paper(request.host)
     if snap is None or not snap.is_public:
@@ -231,7 +234,7 @@ def _cache_off() -> bool:
 def _response_cacheable() -> bool:
     if _cache_off():
         return False  # every cache off: not even the key is worth computing
-    return g.get("public_get") and not any(name in request.headers for name in KEY_HEADERS)
+    return g.get("public_get") and not has_any(KEY_HEADERS)
 
 
 def answer_from_cache():

@@ -40,6 +40,7 @@ from sqlalchemy import delete, select, text
 from clock import utcnow
 from extensions import db
 from models import IdempotencyKey
+from request_headers import header
 from services.errors import BadRequest, Conflict, Invalid
 
 HEADER = "Idempotency-Key"
@@ -130,7 +131,7 @@ def claim() -> Claim | None:
     Raises BadRequest for a malformed header (parse_key) on any write that carries one, keyed
     or not: the header is validated at the door even where it has nothing to replay (the
     public subscribe answers the same however often it is sent)."""
-    if request.method not in WRITE_METHODS or HEADER not in request.headers:
+    if request.method not in WRITE_METHODS or header(HEADER) is None:
         return None
     key = parse_key(request.headers.getlist(HEADER))
     if g.get("key") is None:

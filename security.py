@@ -21,6 +21,8 @@ from pathlib import Path
 from flask import Response, current_app, request
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
+from request_headers import header
+
 PAGE_CSP = ("default-src 'self'; img-src 'self' https: data:; media-src 'self' https:; "
             "style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'self'; "
             "form-action 'self'; frame-ancestors 'none'")
@@ -30,6 +32,7 @@ EMBED_CSP = ("default-src 'none'; img-src 'self' https: data:; style-src 'unsafe
 PLAYER_CSP = ("default-src 'none'; img-src 'self' https: data:; media-src 'self' https:; "
               "style-src 'unsafe-inline'; frame-ancestors *; base-uri 'none'; form-action 'none'")
 FRAMEABLE = {"embed": EMBED_CSP, "player": PLAYER_CSP}
+_FRAMEABLE_POLICIES = frozenset(FRAMEABLE.values())
 HSTS = "max-age=31536000; includeSubDomains"
 _VERSION = re.compile(r"/\S*")
 
@@ -89,27 +92,42 @@ def add_headers(response: Response) -> Response:
     """Pipeline step (after the view, on every answer): the headers above. A policy the view set
     is kept; unless it is one of the frameable ones, framing is still denied. A 304 gets no policy
     of its own (see below)."""
+    headers = response.headers
+    # One pass over the answer's headers, then set or append: werkzeug answers a lookup of a
+    # missing header by raising and catching an exception, and most of these are missing.
+    present = {name.lower(): value for name, value in headers.items()}
+    added: list[tuple[str, str]] = []
+
+    def put(name: str, value: str) -> None:
+        if name.lower() in present:
+            headers[name] = value
+        else:
+            added.append((name, value))
+
     # A 304 carries no body, and a browser merges its headers into the stored answer's: framing
     # headers on it would overwrite a frameable card's policy (the view did not run to say so).
     if response.status_code != 304:
-        policy = response.headers.get("Content-Security-Policy")
+        policy = present.get("content-security-policy")
         if policy is None:
-            response.headers["Content-Security-Policy"] = PAGE_CSP
-        elif policy not in FRAMEABLE.values() and "frame-ancestors" not in policy:
+            put("Content-Security-Policy", PAGE_CSP)
+        elif policy not in _FRAMEABLE_POLICIES and "frame-ancestors" not in policy:
             # A view's own policy (the avatar SVG's) still forbids framing.
-            response.headers["Content-Security-Policy"] = f"{policy}; frame-ancestors 'none'"
-        if policy in FRAMEABLE.values():
-            response.headers.pop("X-Frame-Options", None)
+            put("Content-Security-Policy", f"{policy}; frame-ancestors 'none'")
+        if policy in _FRAMEABLE_POLICIES:
+            headers.pop("X-Frame-Options", None)
         else:
-            response.headers["X-Frame-Options"] = "DENY"
-    response.headers["X-Content-Type-Options"] = "nosniff"
+            put("X-Frame-Options", "DENY")
+    put("X-Content-Type-Options", "nosniff")
     # A view may send a stricter policy (the subscribe token pages send no-referrer).
-    response.headers.setdefault("Referrer-Policy", "strict-origin-when-cross-origin")
+    if "referrer-policy" not in present:
+        added.append(("Referrer-Policy", "strict-origin-when-cross-origin"))
     if request.is_secure:
-        response.headers["Strict-Transport-Security"] = HSTS
-    server = response.headers.get("Server")
+        put("Strict-Transport-Security", HSTS)
+    if added:
+        headers.extend(added)
+    server = present.get("server")
     if server:
-        response.headers["Server"] = " ".join(_VERSION.sub("", server).split()) or "paperdesk"
+        headers["Server"] = " ".join(_VERSION.sub("", server).split()) or "paperdesk"
     return response
 
 
@@ -130,7 +148,7 @@ def refuse_large_bodies() -> None:
         if request.content_length > limit:
             raise RequestEntityTooLarge()
         return
-    if "chunked" in request.headers.get("Transfer-Encoding", "").lower():
+    if "chunked" in (header("Transfer-Encoding") or "").lower():
         if len(request.get_data(cache=True)) >= limit:
             request.stream.read(1)
             raise RequestEntityTooLarge()  # a stream that did not raise at its cap

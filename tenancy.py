@@ -18,6 +18,7 @@ from sqlalchemy.orm import make_transient_to_detached
 
 from extensions import db
 from models import Paper
+from request_headers import has_any, header
 from services.errors import DeskError, Unauthorized
 from services.newsroom import keys
 from services.reading import memo
@@ -128,7 +129,7 @@ memo.FORGET_ON_COMMIT.append("paperdesk.paper_snapshots")  # one listener for bo
 def _keyless_read() -> bool:
     if request.method not in ("GET", "HEAD"):
         return False
-    return "Authorization" not in request.headers and "X-Desk-Key" not in request.headers
+    return not has_any(("Authorization", "X-Desk-Key"))
 
 
 def refuse_malformed_key() -> None:
@@ -138,7 +139,7 @@ def refuse_malformed_key() -> None:
     looked up by `load_paper`. Routes that answer for the process (UNSCOPED) ignore keys."""
     if request.endpoint in UNSCOPED:
         return
-    plain = keys.presented_key(request.headers.get("Authorization"), request.headers.get("X-Desk-Key"))
+    plain = keys.presented_key(header("Authorization"), header("X-Desk-Key"))
     if plain is not None and not keys.well_formed(plain):
         raise Unauthorized("The desk key is malformed.")  # with WWW-Authenticate
 
@@ -170,8 +171,8 @@ def load_paper() -> None:
     if paper is None:
         abort(404, description=NO_PAPER)
     try:
-        g.key = keys.authenticate(paper, authorization=request.headers.get("Authorization"),
-                                  x_desk_key=request.headers.get("X-Desk-Key"))
+        g.key = keys.authenticate(paper, authorization=header("Authorization"),
+                                  x_desk_key=header("X-Desk-Key"))
     except DeskError:
         # An unknown, revoked or other paper's key: on a private paper, the answer must be the
         # unknown host's, or it would tell that a paper lives here.

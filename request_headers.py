@@ -1,0 +1,31 @@
+"""Request headers read straight from the WSGI environ, for the steps every request passes.
+
+werkzeug's `request.headers` answers a missing header by raising and catching an exception
+(`BadRequestKeyError`) per lookup, and most requests lack most of the headers the pipeline
+asks about (keys, Accept-Encoding, X-Request-ID, Transfer-Encoding): a measurable share of a
+cheap request (docs/PERFORMANCE.md). The environ holds the same values under CGI names.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from flask import request
+
+
+@lru_cache(maxsize=64)
+def environ_name(header: str) -> str:
+    """The environ key of a request header: `X-Desk-Key` -> `HTTP_X_DESK_KEY`
+    (`Content-Type` and `Content-Length` have none of the prefix)."""
+    name = header.upper().replace("-", "_")
+    return name if name in ("CONTENT_TYPE", "CONTENT_LENGTH") else f"HTTP_{name}"
+
+
+def header(name: str, environ: dict | None = None) -> str | None:
+    """The value of request header `name` in `environ` (default: the current request's), or None."""
+    return (environ if environ is not None else request.environ).get(environ_name(name))
+
+
+def has_any(names: tuple[str, ...], environ: dict | None = None) -> bool:
+    """True when the request (or `environ`) carries any of the headers `names`."""
+    environ = environ if environ is not None else request.environ
+    return any(environ_name(name) in environ for name in names)
