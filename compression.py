@@ -44,6 +44,17 @@ def compressible(response: Response) -> bool:
     return not encoded and content_type.split(";", 1)[0].strip().lower() in COMPRESSIBLE
 
 
+def _vary_on_encoding(response: Response) -> None:
+    """Add `Accept-Encoding` to the answer's Vary (what `response.vary.add` does, without
+    parsing the header into a set and writing it back)."""
+    headers = response.headers
+    current = headers.get("Vary")
+    if not current:
+        headers["Vary"] = "Accept-Encoding"
+    elif "accept-encoding" not in {item.strip().lower() for item in current.split(",")}:
+        headers["Vary"] = f"{current}, Accept-Encoding"
+
+
 def gzip_bytes(data: bytes) -> bytes | None:
     """`data` gzipped (level 6, no timestamp, so equal bodies give equal bytes), or None when
     it is under MIN_BYTES (not worth a header and a decompression)."""
@@ -64,10 +75,7 @@ def compress(response: Response) -> Response:
     precompressed = g.pop("gzip_body", None)
     if not compressible(response):
         return response
-    if "Vary" in response.headers:
-        response.vary.add("Accept-Encoding")
-    else:
-        response.headers.add("Vary", "Accept-Encoding")
+    _vary_on_encoding(response)
     if header("Accept-Encoding") is None or not accepts_gzip():
         return response
     body = precompressed if precompressed is not None else gzip_bytes(response.get_data())

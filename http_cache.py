@@ -129,6 +129,7 @@ def begin() -> None:
     state.air_now = None  # visibility.request_now fixes it at its first use
     state.surrogate_keys = []
     state.response_cache_missed = None
+    state.not_modified_checked = None
 
 
 def answer_from_recent_paper():
@@ -163,6 +164,11 @@ def answer_not_modified():
 
 def _not_modified():
     state = paper_state()
+    if g.get("not_modified_checked") == state:
+        return None  # answer_from_recent_paper asked already, for the same state
+    g.not_modified_checked = state
+    if "HTTP_IF_NONE_MATCH" not in request.environ:
+        return None
     etag = f"{state}.{FORMAT_SALT}"
     if request.if_none_match.contains_weak(etag):
         _mark_for_replay(state)
@@ -366,9 +372,19 @@ def decorate(response: Response) -> Response:
         response.headers.pop("Surrogate-Key", None)
         return response
     if response.status_code == 200 and g.get("public_get"):
-        if "ETag" not in response.headers:
-            response.set_etag(current_etag())
-        response.headers.setdefault("Cache-Control", PUBLIC_CACHE_CONTROL)
-        response.vary.update(["Authorization", "X-Desk-Key"])
+        # One pass over the headers, then one extend (a werkzeug lookup of a missing header
+        # raises and catches an exception): ETag, Cache-Control, Vary, in that order.
+        headers = response.headers
+        present = {name.lower() for name in headers.keys()}
+        added = []
+        if "etag" not in present:
+            added.append(("ETag", f'"{current_etag()}"'))
+        if "cache-control" not in present:
+            added.append(("Cache-Control", PUBLIC_CACHE_CONTROL))
+        if "vary" in present:
+            response.vary.update(["Authorization", "X-Desk-Key"])
+        else:
+            added.append(("Vary", "Authorization, X-Desk-Key"))
+        headers.extend(added)
     return response
 

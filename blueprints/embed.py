@@ -59,7 +59,7 @@ def card(id: str):
 
 @bp.route("/oembed")
 @bp.doc(operationId="getOembed")
-@bp.arguments(OEmbedQuery, location="query", as_kwargs=True)
+@bp.arguments(OEmbedQuery(), location="query", as_kwargs=True)
 @bp.response(200, OEmbedOut)
 @bp.alt_response(404, description="`url` is not the page of a piece on air on this paper.")
 @bp.alt_response(501, description="`format` is neither `json` nor `xml`: oEmbed 1.0's answer "

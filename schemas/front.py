@@ -11,6 +11,7 @@ from clock import rfc3339
 from schemas.common import Timestamp, computed_url
 from schemas.desk import EditionMediaOut
 from schemas.story import CURSOR_EXAMPLE, StoryRowOut, cursor_param, story_row_wire
+from services.reading import visibility
 from services.rendering.links import Links
 from weblinks import links
 
@@ -199,6 +200,7 @@ def front_wire(document: dict, links: Links) -> dict:
     """FrontOut's dump of `front.build_front(..., rows=True)` (rails of Core rows), built
     directly: the same keys, order and values (tests/test_fast_paths.py)."""
     paper, counts = document["paper"], document["newsroom"]
+    now = visibility.request_now()  # once for every row
     latest_on_air, latest_edition = counts["latest_on_air_at"], counts["latest_edition"]
     return {
         "paper": {"slug": paper["slug"], "nameplate": paper["nameplate"], "motto": paper["motto"],
@@ -211,9 +213,9 @@ def front_wire(document: dict, links: Links) -> dict:
                      "latest_edition": None if latest_edition is None else latest_edition.isoformat(),
                      "declared_ai": True},
         "rails": [{"section": rail["section"], "slug": rail["slug"], "url": links.section_page(rail["slug"]),
-                   "stories": [story_row_wire(row, links) for row in rail["stories"]]}
+                   "stories": [story_row_wire(row, links, now) for row in rail["stories"]]}
                   for rail in document["rails"]],
-        "lead": None if document["lead"] is None else story_row_wire(document["lead"], links),
+        "lead": None if document["lead"] is None else story_row_wire(document["lead"], links, now),
         "lead_chosen": document["lead_chosen"],
-        "top_stories": [story_row_wire(row, links) for row in document["top_stories"]],
+        "top_stories": [story_row_wire(row, links, now) for row in document["top_stories"]],
     }

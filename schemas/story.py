@@ -42,8 +42,8 @@ class StoryRowOut(Schema):
                                  "null on the public lane, which never shows a scheduled piece."})
 
 
-def _air_at(piece) -> str | None:
-    at = visibility.air_at(piece)
+def _air_at(piece, now=None) -> str | None:
+    at = visibility.air_at(piece, now)
     return None if at is None else rfc3339(at)
 
 
@@ -126,15 +126,16 @@ class StoriesQuery(Schema):
 # tests/test_fast_paths.py checks on every lane and both databases. The schemas stay the
 # documented contract (OpenAPI) and the shape of every other answer.
 
-def story_row_wire(row, links: Links) -> dict:
-    """StoryRowOut's dump of a row of `stories.ROW_COLUMNS`."""
+def story_row_wire(row, links: Links, now=None) -> dict:
+    """StoryRowOut's dump of a row of `stories.ROW_COLUMNS`. `now` (aware UTC): the request's
+    instant (visibility.request_now), passed once for a whole list; default: looked up."""
     return {"id": str(row.id), "slug": row.slug, "headline": row.headline, "dek": row.dek,
             "section": row.section, "byline": row.byline,
             "digital_source_type": DIGITAL_SOURCE_TYPE,
             "rev": row.rev,
             "url": links.story_page(row.slug),
             "on_air_at": None if row.on_air_at is None else rfc3339(row.on_air_at), "on_air": row.on_air,
-            "air_at": _air_at(row)}
+            "air_at": _air_at(row, now)}
 
 
 def story_wire(row, facts, links: Links, nameplate: str) -> dict:

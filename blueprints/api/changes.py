@@ -25,7 +25,7 @@ LINK = {"Link": {"description": '`<{next page URL}>; rel="next"`, only when more
 
 
 @bp.route("/changes")
-@bp.arguments(ChangesQuery, location="query", as_kwargs=True)
+@bp.arguments(ChangesQuery(), location="query", as_kwargs=True)
 @bp.response(200, ChangeListOut, headers=LINK, example={
     "changes": [{"seq": 41, "type": "aired", "id": "17", "rev": 1,
                  "content_hash": "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",

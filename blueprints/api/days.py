@@ -23,7 +23,7 @@ CURSOR_400 = "A malformed or foreign `cursor`."
 
 
 @bp.route("/days")
-@bp.arguments(DaysQuery, location="query", as_kwargs=True)
+@bp.arguments(DaysQuery(), location="query", as_kwargs=True)
 @bp.response(200, DayListOut, headers=paging.LINK)
 @bp.alt_response(400, description=CURSOR_400)
 def list_days(limit: int, cursor: str | None = None):
@@ -41,8 +41,8 @@ def list_days(limit: int, cursor: str | None = None):
 
 
 @bp.route("/days/<string:day>")
-@bp.arguments(DayPath, location="path", as_kwargs=True)
-@bp.arguments(DayStoriesQuery, location="query", as_kwargs=True)
+@bp.arguments(DayPath(), location="path", as_kwargs=True)
+@bp.arguments(DayStoriesQuery(), location="query", as_kwargs=True)
 @bp.response(200, DayStoriesOut, headers=paging.LINK)
 @bp.alt_response(400, description="Not a real day, or a malformed or foreign `cursor`.")
 def get_day(day: date, limit: int, cursor: str | None = None):

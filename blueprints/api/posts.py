@@ -20,7 +20,7 @@ bp = api_blueprint("posts", __name__, "Short-form posts of the pieces on air.")
 
 
 @bp.route("/posts")
-@bp.arguments(PostsQuery, location="query", as_kwargs=True)
+@bp.arguments(PostsQuery(), location="query", as_kwargs=True)
 @bp.response(200, PostListOut, headers=paging.LINK)
 @bp.alt_response(400, description="A malformed `since`, a `limit` outside 1-100, or a malformed or foreign `cursor`.")
 def list_posts(limit: int, since: datetime | None = None, cursor: str | None = None):

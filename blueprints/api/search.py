@@ -17,7 +17,7 @@ bp = api_blueprint("search", __name__, "Full-text search over headline, dek and 
 
 
 @bp.route("/search")
-@bp.arguments(SearchQuery, location="query", as_kwargs=True)
+@bp.arguments(SearchQuery(), location="query", as_kwargs=True)
 @bp.response(200, SearchOut)
 @bp.alt_response(400, description="`q` is missing, empty, over 120 characters or holds more than four terms.")
 def search_stories(q: str):

@@ -27,7 +27,7 @@ LOCATION = {"Location": {"description": "The section's page.", "schema": {"type"
 
 
 @bp.route("/sections")
-@bp.arguments(SectionsQuery, location="query", as_kwargs=True)
+@bp.arguments(SectionsQuery(), location="query", as_kwargs=True)
 @bp.response(200, SectionListOut, headers=paging.LINK)
 @bp.alt_response(400, description="A malformed or foreign `cursor`.")
 def list_sections(limit: int, cursor: str | None = None):

@@ -33,7 +33,7 @@ from schemas.proof import ProofOut
 from schemas.story import StoriesQuery, StoryListOut, StoryOut, story_row_wire, story_wire
 from services.errors import BadRequest, Unauthorized
 from services.newsroom import filing, provenance
-from services.reading import cursors, stories
+from services.reading import cursors, stories, visibility
 from transaction import transactional
 from weblinks import links
 
@@ -69,7 +69,7 @@ def _as_filed(piece: Piece) -> Piece:
 
 @bp.route("/stories")
 @bp.doc(security=OPTIONAL_SECURITY)
-@bp.arguments(StoriesQuery, location="query", as_kwargs=True)
+@bp.arguments(StoriesQuery(), location="query", as_kwargs=True)
 @bp.response(200, StoryListOut, headers=paging.LINK)
 @bp.alt_response(400, description="A malformed or foreign `cursor`, or a `section` or `persona` the paper lacks.")
 @bp.alt_response(401, description="`status=draft` or `status=all` without a key.")
@@ -92,9 +92,9 @@ def list_stories(limit: int, cursor: str | None = None, section: str | None = No
     if after is not None:
         after = _story_position(after, status)
     rows, more = stories.page(g.paper, stories.clamp(limit, 1, 200), scope, after)
-    here = links()
+    here, now = links(), visibility.request_now()
     # Straight from Core rows to StoryListOut's shape (schemas/story.py says why).
-    body, headers = paging.answer({"stories": [story_row_wire(row, here) for row in rows], "count": len(rows)},
+    body, headers = paging.answer({"stories": [story_row_wire(row, here, now) for row in rows], "count": len(rows)},
                                   "stories", filters, stories.position(rows[-1]) if more else None)
     return jsonify(body), 200, headers
 

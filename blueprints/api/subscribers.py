@@ -134,7 +134,7 @@ def _reader(token: str):
 
 @bp.route("/subscribers/preferences", methods=["GET"])
 @no_etag
-@bp.arguments(PreferencesTokenQuery, location="query")
+@bp.arguments(PreferencesTokenQuery(), location="query")
 @bp.response(200, PreferencesOut, example={
     "email": "reader@example.com", "cadence": "daily", "sections": ["World", "Science"], "cast": True,
     "paused": True, "paused_until": "2026-12-24T08:00:00Z"})
@@ -154,7 +154,7 @@ def get_preferences(query):
 @no_etag
 @transactional
 @json_body(bp)
-@bp.arguments(PreferencesTokenQuery, location="query")
+@bp.arguments(PreferencesTokenQuery(), location="query")
 @bp.arguments(PreferencesPatch, example={"cadence": "weekly", "sections": ["World"], "cast": False,
                                          "paused_until": "2026-12-24T08:00:00Z"})
 @bp.response(200, PreferencesOut)

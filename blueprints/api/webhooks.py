@@ -115,7 +115,7 @@ def ping_webhook(id: str):
 
 @bp.route(ENDPOINT + "/deliveries")
 @keyed(bp, "admin")
-@bp.arguments(DeliveriesQuery, location="query", as_kwargs=True)
+@bp.arguments(DeliveriesQuery(), location="query", as_kwargs=True)
 @bp.response(200, DeliveriesOut, headers={"Link": {
     "description": 'The next page, `<...>; rel="next"`, when there is one.', "schema": {"type": "string"}}})
 @bp.alt_response(404, description=NO_ENDPOINT)

@@ -107,7 +107,7 @@ def rail_rows(paper: Paper, sections: list[Section], size: int = RAIL_SIZE) -> d
     if statement is None:
         statement = _RAIL_ROWS[len(sections)] = _rail_rows_statement(len(sections))
     params = {"paper_id": paper.id, "size": size, **{f"s{n}": s.id for n, s in enumerate(sections)}}
-    for row in db.session.execute(statement, params):
+    for row in stories.core_rows(statement, params):
         rails[row.section_id].append(row)
     return rails
 
