@@ -41,7 +41,12 @@ def page_context() -> dict:
     if paper is not None and not paper.is_public and g.get("key") is None:
         paper = None
     return {"site": paper, "site_url": lambda path: links().absolute(path),
-            "nav_sections": lambda: front.active_sections(paper) if paper is not None else []}
+            "nav_sections": lambda: front.nav_sections(paper, _version_state()) if paper is not None else []}
+
+
+def _version_state() -> str | None:
+    snap = g.get("paper_snapshot")  # set for every request answered for a paper
+    return snap.state if snap is not None else None
 
 
 @bp.app_template_filter("longdate")

@@ -7,6 +7,8 @@ given; the wire shape (schemas/front.py `FrontOut`) is the web layer's to apply.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from sqlalchemy import and_, bindparam, distinct, func, select, union_all
 from sqlalchemy.orm import joinedload
 
@@ -43,6 +45,20 @@ def active_sections(paper: Paper) -> list[Section]:
         select(Section).where(Section.paper_id == paper.id, Section.active.is_(True))
         .order_by(Section.position, Section.id)
     ))
+
+
+class NavSection(NamedTuple):
+    """A section as the pages' nav shows it."""
+
+    slug: str
+    name: str
+
+
+def nav_sections(paper: Paper, version_state: str | None) -> list[NavSection]:
+    """`active_sections` as the nav needs them, kept per paper version in this worker
+    (services/reading/memo.py: `version_state` as `newsroom` takes it; None asks afresh)."""
+    return memo.per_version("nav_sections", version_state,
+                            lambda: [NavSection(s.slug, s.name) for s in active_sections(paper)])
 
 
 def rail_pieces(paper: Paper, sections: list[Section], size: int = RAIL_SIZE) -> dict[int, list[Piece]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
@@ -78,8 +79,14 @@ def render(prose: str, fact_numbers: set[int] | frozenset[int]) -> Rendered:
     `fact_numbers` are the cited facts that exist (1..k). Markers for a missing fact stay as
     visible, unlinked `[N]`. Never raises for any input text.
     """
+    return _render(prose or "", frozenset(fact_numbers))
+
+
+# A pure function of its text: a piece's page renders the same prose on every cold read.
+@lru_cache(maxsize=256)
+def _render(prose: str, fact_numbers: frozenset[int]) -> Rendered:
     env: dict = {"facts": set(fact_numbers)}
-    html = _MD.render(prose or "", env)
+    html = _MD.render(prose, env)
     seen: dict[int, int] = env.get("seen", {})
     return Rendered(html=Markup(html), markers=sum(seen.values()),
                     referenced=frozenset(n for n in seen if n in env["facts"]))
