@@ -148,7 +148,8 @@ def load() -> dict:
         "CACHE_NO_NULL_WARNING": True,  # NullCache is a deliberate choice (benchmarks, tests)
         "CACHE_THRESHOLD": int(os.environ.get("CACHE_THRESHOLD", "2000")),  # SimpleCache entries
         # A second tier in each worker's memory in front of CACHE_TYPE, bounded in bytes (0: off;
-        # always off with NullCache). Keys carry the paper's version, so it is never stale.
+        # always off with NullCache). Keys carry the paper's version, so it is never stale. The
+        # same budget again bounds the final answers replay.py sends ahead of Flask.
         "RESPONSE_CACHE_LOCAL_BYTES": int(os.environ.get("RESPONSE_CACHE_LOCAL_BYTES",
                                                          str(16 << 20))),
         # How long a worker trusts its own copy of a paper's version for 304s and stored answers

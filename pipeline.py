@@ -41,6 +41,12 @@ Neither teardown step raises.
 
 A stored answer (step 7 or 10 before) is a response like any other: it passes every
 after-step, so a hit carries the same headers a miss does (the store in step 1 skips it).
+
+Ahead of all of this, outside Flask, replay.py sends again a public answer this worker has
+made before (a stored 200 or a 304, marked by http_cache with the paper state it holds) while
+that state stands: it counts the rate limit (handing a used-up one on to step 5 with its count),
+makes the request id and the log line, and adds nothing else, so its headers are the ones the
+steps above made (tests/test_replay.py).
 """
 from __future__ import annotations
 

@@ -44,7 +44,6 @@ def main() -> int:
     app = create_app({"CACHE_TYPE": args.cache, "CACHE_REDIS_URL": args.redis,
                       "CACHE_KEY_PREFIX": f"paperdesk-profile-{os.getpid()}:",
                       "RATELIMIT_ENABLED": True, "RATELIMIT_STORAGE_URI": args.redis,
-                      "BENCH_BARE": True,
                       "RATELIMIT_DEFAULT": "1000000000 per minute",
                       "READ_RATELIMIT": "1000000000 per minute"})
     for handler in logging.getLogger("paperdesk").handlers:

@@ -42,7 +42,7 @@ def measure_server(base: str, *, duration: int, threads: int = 1, connections: i
             raise harness.BenchError(f"{path} answered {status}")
         results[label] = harness.wrk(base + path, duration=duration, threads=threads,
                                      connections=connections)
-        harness.settle(base, "/bench/bare")
+        harness.settle(base, "/healthz")
     return results
 
 

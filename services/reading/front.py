@@ -69,34 +69,15 @@ def rail_pieces(paper: Paper, sections: list[Section], size: int = RAIL_SIZE) ->
     rails: dict[int, list[Piece]] = {section.id: [] for section in sections}
     if not sections:
         return rails
-    parts = []
-    for section in sections:
-        top = (
-            select(Piece.id)
-            .where(Piece.paper_id == paper.id, Piece.section_id == section.id,
-                   visibility.on_air())
-            .order_by(Piece.on_air_at.desc(), Piece.id.desc())
-            .limit(size)
-            .subquery()
-        )
-        # Wrapped as a subquery: SQLite refuses LIMIT inside a bare compound SELECT member.
-        parts.append(select(top.c.id))
-    ids = union_all(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
-    query = (
-        select(Piece)
-        .where(Piece.id.in_(select(ids.c.id)))
-        .options(joinedload(Piece.section), joinedload(Piece.persona))
-        .order_by(Piece.on_air_at.desc(), Piece.id.desc())
-    )
-    for piece in db.session.scalars(query):
+    for piece in db.session.scalars(_rail_statement(_RAIL_PIECES, _rail_pieces_statement, len(sections)),
+                                    _rail_params(paper, sections, size)):
         rails[piece.section_id].append(piece)
     return rails
 
 
-def _rail_rows_statement(count: int):
-    """The rails of `count` sections as one statement of Core rows (stories.ROW_COLUMNS and the
-    section id), the section ids bound as `s0 .. s{count-1}`: built once per count of sections,
-    since building the expression cost more than running it."""
+def _rail_ids(count: int):
+    """The ids of the rails of `count` sections (bound as `s0 .. s{count-1}`, with `paper_id` and
+    `size`): a UNION ALL of per-section `LIMIT size` subqueries."""
     parts = []
     for n in range(count):
         top = (select(Piece.id)
@@ -104,12 +85,40 @@ def _rail_rows_statement(count: int):
                       visibility.on_air())
                .order_by(Piece.on_air_at.desc(), Piece.id.desc()).limit(bindparam("size")).subquery())
         parts.append(select(top.c.id))  # wrapped: SQLite refuses LIMIT in a bare compound member
-    ids = union_all(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
+    return union_all(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
+
+
+def _rail_pieces_statement(count: int):
+    """`rail_pieces`' statement for `count` sections: Pieces, section and persona loaded."""
+    ids = _rail_ids(count)
+    return (select(Piece).where(Piece.id.in_(select(ids.c.id)))
+            .options(joinedload(Piece.section), joinedload(Piece.persona))
+            .order_by(Piece.on_air_at.desc(), Piece.id.desc()))
+
+
+def _rail_rows_statement(count: int):
+    """The rails of `count` sections as one statement of Core rows (stories.ROW_COLUMNS and the
+    section id)."""
+    ids = _rail_ids(count)
     return (select(*stories.ROW_COLUMNS, Piece.section_id)
             .join(Section, Section.id == Piece.section_id).join(Persona, Persona.id == Piece.persona_id)
             .where(Piece.id.in_(select(ids.c.id))).order_by(Piece.on_air_at.desc(), Piece.id.desc()))
 
 
+def _rail_statement(built: dict, build, count: int):
+    """The statement `build(count)`, built once per count of sections: building the expression
+    cost more than running it."""
+    statement = built.get(count)
+    if statement is None:
+        statement = built[count] = build(count)
+    return statement
+
+
+def _rail_params(paper: Paper, sections: list[Section], size: int) -> dict:
+    return {"paper_id": paper.id, "size": size, **{f"s{n}": s.id for n, s in enumerate(sections)}}
+
+
+_RAIL_PIECES: dict[int, object] = {}
 _RAIL_ROWS: dict[int, object] = {}
 
 
@@ -119,11 +128,8 @@ def rail_rows(paper: Paper, sections: list[Section], size: int = RAIL_SIZE) -> d
     rails: dict[int, list] = {section.id: [] for section in sections}
     if not sections:
         return rails
-    statement = _RAIL_ROWS.get(len(sections))
-    if statement is None:
-        statement = _RAIL_ROWS[len(sections)] = _rail_rows_statement(len(sections))
-    params = {"paper_id": paper.id, "size": size, **{f"s{n}": s.id for n, s in enumerate(sections)}}
-    for row in stories.core_rows(statement, params):
+    statement = _rail_statement(_RAIL_ROWS, _rail_rows_statement, len(sections))
+    for row in stories.core_rows(statement, _rail_params(paper, sections, size)):
         rails[row.section_id].append(row)
     return rails
 
