@@ -30,6 +30,8 @@ DEFAULT_REDIS = "redis://127.0.0.1:6379/14"
 # "council"; "castell brandt" (two names, both required) about one in two thousand.
 COMMON_TERM, RARE_TERM = "council", "castell brandt"
 UNLIMITED = "1000000000 per minute"
+# The limiter runs on every request as in production, with limits out of reach.
+UNLIMITED_ENV = {"RATELIMIT_DEFAULT": UNLIMITED, "READ_RATELIMIT": UNLIMITED}
 
 
 class BenchError(RuntimeError):
@@ -216,8 +218,7 @@ def gunicorn(env: dict, log_path: Path, workers: int = 2, app: str | None = None
     env = {**env, "GUNICORN_BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": str(workers),
            # A restart in the middle of a 10-second run would be noise, not a finding.
            "GUNICORN_MAX_REQUESTS": "0",
-           # The limiter runs on every request as in production, with limits out of reach.
-           "RATELIMIT_DEFAULT": UNLIMITED, "READ_RATELIMIT": UNLIMITED}
+           **UNLIMITED_ENV}
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([PYTHON, "-m", "gunicorn", "-c", str(ROOT / "gunicorn.conf.py"),
                                  *([app] if app else [])],

@@ -39,6 +39,7 @@ import argparse
 import contextlib
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -107,6 +108,25 @@ def run_mode(base: str, master: int, baselines: dict, piece_id: int, mode: str, 
             "endpoints": rows, "rss_mb": harness.worker_rss_mb(master)}
 
 
+def _explain_misses(measured: dict, env: dict, piece_id: int, mode: str) -> None:
+    """For every row below its target, where one request of it spends its time
+    (bench/where.py, in-process under cProfile, with the server's environment): stored on the
+    row as `where`."""
+    paths = {label: (path.format(id=piece_id), kind) for label, path, kind in ENDPOINTS}
+    for label, row in measured["endpoints"].items():
+        target = report.target(label, mode)
+        if target is None or row["ratio"] >= target:
+            continue
+        path, kind = paths[label]
+        command = [harness.PYTHON, "-m", "bench.where", path, *(["--if-none-match"] if kind == "304" else [])]
+        done = subprocess.run(command, cwd=harness.ROOT, env={**env, **harness.UNLIMITED_ENV},
+                              capture_output=True, text=True)
+        if done.returncode == 0:
+            row["where"] = json.loads(done.stdout.strip().splitlines()[-1])
+        else:
+            print(f"    where {label}: failed\n{done.stderr[-2000:]}", flush=True)
+
+
 def _combine(samples: list[dict]) -> dict:
     """One row from its rounds: mean req/s (and its range), median p50 and p99, errors summed."""
     middle = len(samples) // 2
@@ -158,6 +178,7 @@ def run_backend(backend: str, url: str, work: Path, args, redis_url: str | None)
                 for label, app in BASELINES}
             base, master = servers.enter_context(harness.gunicorn(mode_env, work / f"gunicorn-{backend}-{mode}.log"))
             result[mode] = run_mode(base, master, baselines, piece_id, mode, args)
+            _explain_misses(result[mode], mode_env, piece_id, mode)
             if mode == "cold":  # the largest point of the growth table, one request at a time
                 loads = scale.measure_server(base, duration=args.scale_duration)
                 result["scale"][str(args.pieces)] = {k: asdict(v) for k, v in loads.items()}

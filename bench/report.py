@@ -34,7 +34,8 @@ KINDS = {"/healthz": "health", "/api/v1/stories?limit=15": "list15", "/api/v1/st
          "/sitemap.xml": "feed", "/embed/{id}": "embed", "304 /api/v1/stories": "304"}
 
 
-def _target(label: str, mode: str) -> float | None:
+def target(label: str, mode: str) -> float | None:
+    """The minimum share of a bare Flask view for row `label` in `mode` ("cold" or "warm"), or None."""
     kind = KINDS.get(label)
     return (WARM if mode == "warm" else COLD).get(kind)
 
@@ -47,12 +48,12 @@ def checks(results: dict) -> list[tuple[bool, str]]:
         name = NAMES[backend]
         for mode in ("cold", "warm"):
             for label, row in data[mode]["endpoints"].items():
-                target = _target(label, mode)
-                if target is None:
+                goal = target(label, mode)
+                if goal is None:
                     continue
                 ratio = row["ratio"]
-                out.append((ratio >= target, f"{name} {mode} {label}: {ratio:.0%} of a bare Flask view "
-                                             f"(target {target:.0%})"))
+                out.append((ratio >= goal, f"{name} {mode} {label}: {ratio:.0%} of a bare Flask view "
+                                           f"(target {goal:.0%})"))
                 if backend == "postgresql" and sqlite and label in sqlite[mode]["endpoints"]:
                     floor = PG_SHARE * sqlite[mode]["endpoints"][label]["ratio"]
                     out.append((ratio >= floor, f"PostgreSQL {mode} {label}: {ratio:.0%} against "
@@ -110,13 +111,32 @@ def _endpoint_table(data: dict) -> list[str]:
         w = warm["endpoints"][label]
         marks = []
         for row, mode in ((c, "cold"), (w, "warm")):
-            target = _target(label, mode)
-            marks.append("—" if target is None else f"{'✓' if row['ratio'] >= target else '✗'} ≥{target:.0%}")
+            goal = target(label, mode)
+            marks.append("—" if goal is None else f"{'✓' if row['ratio'] >= goal else '✗'} ≥{goal:.0%}")
         errors = c["errors"] + w["errors"]
         note = f" ({errors} failed)" if errors else ""
         lines.append(f"| `{label}`{note} | {_rps(c)} | {c['ratio']:.0%} | {_ms(c['p50_ms'])} | "
                      f"{_ms(c['p99_ms'])} | {_rps(w)} | {w['ratio']:.0%} | {_ms(w['p50_ms'])} | "
                      f"{_ms(w['p99_ms'])} | {' / '.join(marks)} |")
+    return lines
+
+
+def _where_table(results: dict) -> list[str]:
+    """Where the time goes in every row below its target (bench/where.py), as shares."""
+    rows = [(backend, mode, label, row["where"]) for backend, data in results["backends"].items()
+            for mode in ("cold", "warm") for label, row in data[mode]["endpoints"].items() if "where" in row]
+    if not rows:
+        return []
+    names = list(rows[0][3]["buckets"])
+    lines = ["", "### Where the time goes in each row below its target", "",
+             "One request of the row, in-process (the app as gunicorn builds it, the same database "
+             "and settings, no sockets) under cProfile (bench/where.py): the share of its time in "
+             "each part. Profiling inflates many small calls more than waiting, so read the shares "
+             "as where to look; `ms` is the profiled time of one request.", "",
+             "| row | ms | " + " | ".join(names) + " |", "|---|--:|" + "--:|" * len(names)]
+    for backend, mode, label, where in rows:
+        shares = " | ".join(f"{where['buckets'].get(name, 0):.0%}" for name in names)
+        lines.append(f"| {NAMES[backend]} {mode} `{label}` | {where['ms']:.2f} | {shares} |")
     return lines
 
 
@@ -189,6 +209,7 @@ def render(results: dict) -> str:
         warm = ", ".join(f"{v:.0f}" for v in data["warm"]["rss_mb"])
         ok = max(data["cold"]["rss_mb"] + data["warm"]["rss_mb"]) < RSS_MB
         out.append(f"| {NAMES[backend]} | {cold} | {warm} | {'✓' if ok else '✗'} < {RSS_MB:.0f} MB |")
+    out += _where_table(results)
     found = checks(results)
     out += ["", f"### Targets: {sum(ok for ok, _ in found)} of {len(found)} met", ""]
     out += [f"- {'✓' if ok else '✗ **missed**:'} {text}" for ok, text in found]

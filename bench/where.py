@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Where one public GET spends its time, in buckets: the part of docs/PERFORMANCE.md that
+explains each row below its target, written by `make bench` from the run itself.
+
+Runs the app in this process (`create_app()` from the environment, as gunicorn builds it:
+DATABASE_URL, CACHE_TYPE, RATELIMIT_STORAGE_URI...) and calls it as a WSGI application, no
+sockets, under cProfile, for `--requests` requests or `--seconds`, whichever ends first; prints
+one JSON object: `{"requests": n, "ms": per-request milliseconds under the profiler, "buckets":
+{name: share of that time}}`. Buckets (a request's time falls in exactly one):
+
+- `rate limit (Redis)`: counting the request (ratelimits.RateLimits.count), one round trip;
+- `replay`: a kept answer sent ahead of Flask (replay.py), but its rate-limit count;
+- `steps before the view`: the pipeline's other before-steps (tenancy, 304, response cache);
+- `SQL`: statements on the database (SQLAlchemy's Connection.execute and the driver);
+- `ORM objects`: building model instances from rows (sqlalchemy.orm.loading);
+- `templates`: Jinja rendering;
+- `view, the rest`: the view and its framework wrappers (flask-smorest, webargs, the wire
+  shape, JSON) without the three above;
+- `steps after the view`: security, CORS, cache headers, gzip, limit headers, request log;
+- `Flask and WSGI`: everything else (request context, routing, the response object).
+
+Profiling inflates code that makes many small calls more than code that waits, so the shares
+say where to look, not exact costs; the run's own req/s are the measurements.
+
+    DATABASE_URL=sqlite:////tmp/x.db .venv/bin/python -m bench.where /api/v1/stories/7
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import logging
+import os
+import pstats
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path[0] = str(Path(__file__).resolve().parent.parent)
+
+# (bucket, file suffix, function name): the function's cumulative time goes to the bucket.
+_MEASURED = {
+    "count": ("ratelimits.py", "count"),
+    "replay": ("replay.py", "_send"),
+    "before": ("pipeline.py", "run_before"),
+    "after": ("pipeline.py", "run_after"),
+    "dispatch": ("flask/app.py", "dispatch_request"),
+    "sql": ("sqlalchemy/engine/base.py", "execute"),
+    "orm": ("sqlalchemy/orm/loading.py", "instances"),
+    "templates": ("jinja2/environment.py", "render"),
+}
+
+
+def _cumulative(stats: pstats.Stats) -> tuple[dict[str, float], float]:
+    """Cumulative seconds of each _MEASURED function, and how much of `count`'s ran under
+    replay.py (the rest ran in the pipeline's before-steps)."""
+    found, in_replay = dict.fromkeys(_MEASURED, 0.0), 0.0
+    for (filename, _line, name), (_cc, _nc, _tt, cumulative, callers) in stats.stats.items():
+        for key, (suffix, function) in _MEASURED.items():
+            if name == function and filename.endswith(suffix):
+                found[key] += cumulative
+                if key == "count":
+                    in_replay += sum(entry[3] for caller, entry in callers.items()
+                                     if caller[0].endswith("replay.py"))
+    return found, in_replay
+
+
+def buckets(stats: pstats.Stats, total: float) -> dict[str, float]:
+    """The module's buckets as shares of `total` (seconds), from a profile of the requests."""
+    c, count_in_replay = _cumulative(stats)
+    sql, orm, templates = c["sql"], c["orm"], c["templates"]
+    parts = {
+        "rate limit (Redis)": c["count"],
+        "replay": max(0.0, c["replay"] - count_in_replay),
+        "steps before the view": max(0.0, c["before"] - (c["count"] - count_in_replay)),
+        "SQL": sql,
+        "ORM objects": orm,
+        "templates": templates,
+        # The view and its wrappers without what is counted above (statements run in the view:
+        # with a recent snapshot of the paper, the before-steps run none).
+        "view, the rest": max(0.0, c["dispatch"] - sql - orm - templates),
+        "steps after the view": c["after"],
+    }
+    parts["Flask and WSGI"] = max(0.0, total - sum(parts.values()))
+    return {name: value / total for name, value in parts.items() if total}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("path")
+    parser.add_argument("--if-none-match", action="store_true", help="send the current ETag (a 304)")
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--seconds", type=float, default=4.0)
+    args = parser.parse_args()
+    from werkzeug.test import EnvironBuilder
+
+    from app import create_app
+
+    app = create_app()
+    for handler in logging.getLogger("paperdesk").handlers:
+        handler.stream = open(os.devnull, "w")  # noqa: SIM115 - the process's lifetime
+    client = app.test_client()
+    headers = {}
+    first = client.get(args.path)
+    if args.if_none_match:
+        headers["If-None-Match"] = first.headers["ETag"]
+    environ = EnvironBuilder(path=args.path, base_url="http://localhost", headers=headers).get_environ()
+
+    def one() -> None:
+        request = dict(environ, **{"wsgi.input": io.BytesIO(b"")})
+        body = app(request, lambda *_: None)
+        for _ in body:
+            pass
+        getattr(body, "close", lambda: None)()
+
+    for _ in range(20):  # warm: compiled statements, templates, a kept answer
+        one()
+    profiler = cProfile.Profile()
+    done, started = 0, time.perf_counter()
+    profiler.enable()
+    while done < args.requests and time.perf_counter() - started < args.seconds:
+        one()
+        done += 1
+    profiler.disable()
+    total = time.perf_counter() - started
+    shares = buckets(pstats.Stats(profiler), total)
+    print(json.dumps({"requests": done, "ms": round(total / done * 1000, 3),
+                      "buckets": {k: round(v, 4) for k, v in shares.items()}}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
