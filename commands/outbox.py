@@ -115,18 +115,30 @@ def report_alerts(report: alerts.SendReport, seconds: float | None = None) -> No
         click.echo(f"error: {error}", err=True)
 
 
+def _deliver_hooks_due(label: str, service, now: datetime, *, quiet: bool):
+    """Post the deliveries of `service` (services.delivery.webhooks or .content_hooks: both have
+    `deliver_due(now, allow_private=, concurrency=, budget=)` and `pending_count()`) that are due,
+    with the app's WEBHOOK_* settings; prints `{label}: delivered N, failed M, pending P` (only
+    when something was tried, if `quiet`) and `, disabled D` when the report counts endpoints
+    disabled. Returns the service's report."""
+    config = current_app.config
+    report = service.deliver_due(now, allow_private=config["WEBHOOK_ALLOW_PRIVATE"],
+                                 concurrency=config["WEBHOOK_CONCURRENCY"], budget=config["WEBHOOK_RUN_SECONDS"])
+    if report.left:
+        click.echo(f"{label}: out of time after {config['WEBHOOK_RUN_SECONDS']:g}s; the next run goes on")
+    if not quiet or report.delivered or report.failed:
+        # Subscriber webhooks never disable an endpoint, so their report has no such count.
+        disabled = getattr(report, "disabled", 0)
+        click.echo(f"{label}: delivered {report.delivered}, failed {report.failed}, "
+                   f"pending {service.pending_count()}"
+                   + (f", disabled {disabled}" if disabled else ""))
+    return report
+
+
 def deliver_webhooks_due(now: datetime, *, quiet: bool = False) -> webhooks.DeliveryReport:
     """Post the webhook deliveries that are due, with the app's settings; prints `webhooks:
     delivered N, failed M, pending P` (only when something was tried, if `quiet`)."""
-    config = current_app.config
-    report = webhooks.deliver_due(now, allow_private=config["WEBHOOK_ALLOW_PRIVATE"],
-                                  concurrency=config["WEBHOOK_CONCURRENCY"], budget=config["WEBHOOK_RUN_SECONDS"])
-    if report.left:
-        click.echo(f"webhooks: out of time after {config['WEBHOOK_RUN_SECONDS']:g}s; the next run goes on")
-    if not quiet or report.delivered or report.failed:
-        click.echo(f"webhooks: delivered {report.delivered}, failed {report.failed}, "
-                   f"pending {webhooks.pending_count()}")
-    return report
+    return _deliver_hooks_due("webhooks", webhooks, now, quiet=quiet)
 
 
 def deliver_content_hooks_due(now: datetime, *, quiet: bool = False) -> content_hooks.Report:
@@ -134,16 +146,7 @@ def deliver_content_hooks_due(now: datetime, *, quiet: bool = False) -> content_
     WEBHOOK_CONCURRENCY, WEBHOOK_RUN_SECONDS as for subscriber webhooks); prints `content
     webhooks: delivered N, failed M, pending P` (only when something was tried, if `quiet`)
     and `, disabled D` when endpoints were disabled."""
-    config = current_app.config
-    report = content_hooks.deliver_due(now, allow_private=config["WEBHOOK_ALLOW_PRIVATE"],
-                                       concurrency=config["WEBHOOK_CONCURRENCY"], budget=config["WEBHOOK_RUN_SECONDS"])
-    if report.left:
-        click.echo(f"content webhooks: out of time after {config['WEBHOOK_RUN_SECONDS']:g}s; the next run goes on")
-    if not quiet or report.delivered or report.failed:
-        click.echo(f"content webhooks: delivered {report.delivered}, failed {report.failed}, "
-                   f"pending {content_hooks.pending_count()}"
-                   + (f", disabled {report.disabled}" if report.disabled else ""))
-    return report
+    return _deliver_hooks_due("content webhooks", content_hooks, now, quiet=quiet)
 
 
 def prune_sent(now: datetime) -> int:

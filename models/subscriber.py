@@ -10,6 +10,7 @@ from sqlalchemy import Boolean, ForeignKey, Index, Integer, String, Text, Unique
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from extensions import db
+from models.delivery_state import DeliveryState
 from models.paper import JSONType, Paper
 from models.types import UTCDateTime
 
@@ -98,7 +99,7 @@ class AlertDelivery(db.Model):
     subscriber: Mapped[Subscriber] = relationship(lazy="raise_on_sql")
 
 
-class WebhookDelivery(db.Model):
+class WebhookDelivery(DeliveryState, db.Model):
     """The webhook outbox: one signed JSON POST to a subscriber's webhook. `body` is the exact
     raw body (retries send the same bytes; the signature is made at each attempt). Delivered
     when `delivered_at` is set; given up when `failed_at` is set; else retried at
@@ -116,11 +117,5 @@ class WebhookDelivery(db.Model):
     url: Mapped[str] = mapped_column(String(2000))
     body: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    last_status: Mapped[int | None] = mapped_column(Integer)
-    last_error: Mapped[str | None] = mapped_column(Text)
-    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    failed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     subscriber: Mapped[Subscriber] = relationship(lazy="raise_on_sql")

@@ -8,6 +8,7 @@ from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from extensions import db
+from models.delivery_state import DeliveryState
 from models.types import UTCDateTime
 
 # What an endpoint may subscribe to; `webhook.ping` is sent on demand to any endpoint.
@@ -35,7 +36,7 @@ class WebhookEndpoint(db.Model):
     disabled_reason: Mapped[str | None] = mapped_column(String(1000))
 
 
-class ContentDelivery(db.Model):
+class ContentDelivery(DeliveryState, db.Model):
     """One attempt series of a message to an endpoint. `message_id` (`msg_...`) is the
     `webhook-id` header: the same on every retry and on a redelivery (which is a new row with
     the same message and body). `body` is the exact raw body; the signature and
@@ -57,11 +58,5 @@ class ContentDelivery(db.Model):
     piece_id: Mapped[int | None] = mapped_column(Integer)
     body: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    attempts: Mapped[int] = mapped_column(Integer, default=0)
-    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime)
-    last_status: Mapped[int | None] = mapped_column(Integer)
-    last_error: Mapped[str | None] = mapped_column(Text)
-    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    failed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     endpoint: Mapped[WebhookEndpoint] = relationship(lazy="raise_on_sql")

@@ -189,6 +189,30 @@ def test_revised_unaired_and_edition_published(client, runner, desk, paper, admi
     assert edition["url"].startswith("http://localhost/")
 
 
+def test_a_scheduled_piece_revised_before_it_airs_is_announced_as_revised_then(client, runner, desk, paper,
+                                                                                 admin, receiver):
+    at = T + timedelta(hours=2)
+    with time_machine.travel(T, tick=False) as clock:
+        hook = register(client, admin, receiver.url + "/h", ["piece.aired", "piece.revised"])
+        piece = desk.piece(paper, "First headline", on_air_at=None)
+        assert client.put(f"/api/v1/stories/{piece.id}/air", headers=auth(admin),
+                          json={"at": "2026-11-20T10:00:00Z"}).status_code == 200
+        clock.shift(timedelta(minutes=30))
+        revised = client.patch(f"/api/v1/stories/{piece.id}", headers=auth(admin), json={"headline": "Second headline"})
+        assert revised.status_code == 200
+        drain(runner)
+        assert receiver.requests == []  # not due before it airs
+        clock.move_to(at + timedelta(seconds=5))
+        assert "content webhooks: delivered 1, failed 0, pending 0" in drain(runner)
+        [payload] = [verified(hook["secret"], r) for r in receiver.requests]
+    # One piece.aired (no piece.revised for what was never public), carrying the piece as it airs.
+    assert payload["type"] == "piece.aired" and payload["timestamp"] == "2026-11-20T10:00:00Z"
+    data = payload["data"]
+    assert data["headline"] == "Second headline" and data["rev"] == 2
+    assert data["content_hash"] == revised.get_json()["content_hash"]
+    assert data["on_air_at"] == "2026-11-20T10:00:00Z"
+
+
 def test_only_subscribed_events_are_sent(client, runner, desk, paper, admin, receiver):
     with time_machine.travel(T, tick=False):
         register(client, admin, receiver.url + "/h", ["piece.unaired"])

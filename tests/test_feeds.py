@@ -185,7 +185,7 @@ def test_llms_txt_parses_with_llms_txt(client, desk):
     assert "Secret draft" not in text
 
 
-def test_sitemap_validates_and_lists_home_sections_masthead_cast_days_and_pieces(client, desk):
+def test_sitemap_validates_and_lists_home_sections_masthead_personas_cast_days_and_pieces(client, desk):
     _newsroom(desk)
     response = client.get("/sitemap.xml", base_url="http://demo.localhost:8080")
     assert response.headers["Content-Type"] == "application/xml; charset=utf-8"
@@ -194,7 +194,8 @@ def test_sitemap_validates_and_lists_home_sections_masthead_cast_days_and_pieces
     base = "http://demo.localhost:8080"
     assert _locs(response.data) == [
         f"{base}/", f"{base}/sections/world", f"{base}/sections/business",
-        f"{base}/sections/science", f"{base}/masthead", f"{base}/cast",
+        f"{base}/sections/science", f"{base}/masthead", f"{base}/masthead/ada-quill",
+        f"{base}/masthead/rex-ledger", f"{base}/cast",
         f"{base}/cast/2026-11-02", f"{base}/cast/2026-11-01", f"{base}/days/2026-11-03", f"{base}/days/2026-11-02",
         f"{base}/days/2026-11-01", f"{base}/stories/rates-rise-again",
         f"{base}/stories/comet-seen", f"{base}/stories/talks-resume"]
@@ -203,11 +204,33 @@ def test_sitemap_validates_and_lists_home_sections_masthead_cast_days_and_pieces
     assert lastmods[f"{base}/"] == "2026-11-03T08:00:00Z"
 
 
+def test_sitemap_lists_the_persona_pages_that_answer(client, desk):
+    paper = _newsroom(desk)
+    admin = auth(desk.key(paper, "admin"), "X-Desk-Key")
+    for name in ("Nova Reed", "Old Hand"):
+        assert client.post("/api/v1/personas", headers=admin,
+                           json={"name": name, "declared_ai": True}).status_code == 201
+    # Retired: Rex Ledger keeps a page while "Comet seen" is on air; Old Hand has no piece.
+    for slug in ("rex-ledger", "old-hand"):
+        assert client.patch(f"/api/v1/personas/{slug}", headers=admin, json={"active": False}).status_code == 200
+    document = etree.fromstring(client.get("/sitemap.xml").data)
+    _schema("sitemap.xsd").assertValid(document)
+    lastmods = {url.findtext(f"{SM}loc"): url.findtext(f"{SM}lastmod") for url in document}
+    personas = [loc for loc in lastmods if loc.startswith("http://localhost/masthead/")]
+    # The masthead's order, then the retired persona whose byline is still on air.
+    assert personas == ["http://localhost/masthead/ada-quill", "http://localhost/masthead/nova-reed",
+                        "http://localhost/masthead/rex-ledger"]
+    assert lastmods["http://localhost/masthead/rex-ledger"] == "2026-11-02T08:00:00Z"
+    assert lastmods["http://localhost/masthead/nova-reed"] is None  # no piece yet
+    for loc in personas:
+        assert client.get(loc.removeprefix("http://localhost")).status_code == 200
+
+
 def test_a_large_sitemap_becomes_an_index_of_pages(client, desk, app, monkeypatch):
     _newsroom(desk)
     whole = _locs(client.get("/sitemap.xml").data)
-    assert len(whole) == 14
-    monkeypatch.setitem(app.config, "SITEMAP_MAX_URLS", 5)
+    assert len(whole) == 16
+    monkeypatch.setitem(app.config, "SITEMAP_MAX_URLS", 6)
     index = etree.fromstring(client.get("/sitemap.xml").data)
     _schema("siteindex.xsd").assertValid(index)
     assert index.tag == f"{SM}sitemapindex"

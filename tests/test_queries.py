@@ -38,7 +38,7 @@ PUBLIC = {
     "/embed/{id}": 2,
     "/rss.xml": 3,
     "/feed.json": 3,                      # paper, rows with section and persona, cited facts
-    "/sitemap.xml": 6,                    # paper, sections, days, editions, count, pieces
+    "/sitemap.xml": 6,                    # paper, sections and personas, days, editions, count, pieces
     "/llms.txt": 3,
     "/podcast.xml": 2,
 }

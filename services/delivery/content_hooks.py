@@ -119,8 +119,11 @@ def delete_endpoint(endpoint: WebhookEndpoint) -> None:
 
 
 def _body(event_type: str, at: datetime, data: dict) -> str:
-    return json.dumps({"type": event_type, "timestamp": rfc3339(at), "data": data},
-                      separators=(",", ":"), ensure_ascii=False)
+    return _dumps({"type": event_type, "timestamp": rfc3339(at), "data": data})
+
+
+def _dumps(message: dict) -> str:
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
 
 
 def _row(endpoint_id: int, event_type: str, body: str, message_id: str, due: datetime,
@@ -156,13 +159,36 @@ def emit(paper: Paper, event_type: str, data: dict | Callable[[], dict], *, now:
 def cancel_for_piece(paper: Paper, piece_id: int, *, now: datetime | None = None) -> int:
     """Withdraw the `piece.aired` messages of `piece_id` not yet due and never tried (a
     cancelled scheduled airing); returns how many. Flushes; the caller commits."""
-    now = now or utcnow()
-    mine = select(WebhookEndpoint.id).where(WebhookEndpoint.paper_id == paper.id)
     return db.session.execute(delete(ContentDelivery).where(
-        ContentDelivery.endpoint_id.in_(mine), ContentDelivery.piece_id == piece_id,
-        ContentDelivery.event == "piece.aired", ContentDelivery.attempts == 0,
-        ContentDelivery.delivered_at.is_(None), ContentDelivery.failed_at.is_(None),
-        ContentDelivery.next_attempt_at > now).execution_options(synchronize_session=False)).rowcount or 0
+        *_scheduled_aired(paper, piece_id, now or utcnow())).execution_options(synchronize_session=False)).rowcount or 0
+
+
+def refresh_scheduled_aired(paper: Paper, piece: Piece, *, now: datetime) -> int:
+    """Rewrite the `data` of `piece`'s `piece.aired` messages not yet due and never tried (a
+    scheduled airing) from `piece` as it is now, keeping each body's `type` and `timestamp`;
+    call when a scheduled piece is revised before it airs. Returns how many rows changed.
+    Flushes; the caller commits."""
+    rows = db.session.execute(select(ContentDelivery.id, ContentDelivery.body).where(
+        *_scheduled_aired(paper, piece.id, now))).all()
+    if not rows:
+        return 0
+    data = piece_data(paper, piece)
+    for row_id, body in rows:
+        message = json.loads(body)
+        message["data"] = data
+        db.session.execute(update(ContentDelivery).where(ContentDelivery.id == row_id)
+                           .values(body=_dumps(message)).execution_options(synchronize_session=False))
+    return len(rows)
+
+
+def _scheduled_aired(paper: Paper, piece_id: int, now: datetime) -> tuple:
+    # Only messages nobody has received: not yet due (so the piece is not public either) and
+    # never tried. Once one has been sent its body must stay the bytes it was sent with.
+    mine = select(WebhookEndpoint.id).where(WebhookEndpoint.paper_id == paper.id)
+    return (ContentDelivery.endpoint_id.in_(mine), ContentDelivery.piece_id == piece_id,
+            ContentDelivery.event == "piece.aired", ContentDelivery.attempts == 0,
+            ContentDelivery.delivered_at.is_(None), ContentDelivery.failed_at.is_(None),
+            ContentDelivery.next_attempt_at > now)
 
 
 def _links(paper: Paper) -> Links:

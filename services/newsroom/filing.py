@@ -235,6 +235,8 @@ def _record(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: dateti
             db.session.execute(PieceChange.__table__.update().where(
                 PieceChange.piece_id == piece.id, PieceChange.type == "aired", PieceChange.at > now,
             ).values(rev=rev, content_hash=sealed["content_hash"]))
+            # Likewise its `piece.aired` content webhooks, written when it was scheduled.
+            content_hooks.refresh_scheduled_aired(paper, piece, now=now)
     paper.bump()
     db.session.flush()
     return revision

@@ -100,18 +100,8 @@ def card_path(instance_path: str, paper: Paper, piece: Piece) -> Path:
     folder = Path(instance_path) / "cards"
     path = folder / f"{card_key(paper, piece)}.png"
     if not path.exists():
-        folder.mkdir(parents=True, exist_ok=True)
         data = render_card(paper.nameplate, piece.section.name, piece.headline, piece.persona.name)
-        # Write then rename: a concurrent request never reads half a file.
-        handle, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-        try:
-            with os.fdopen(handle, "wb") as out:
-                out.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        _write_atomically(folder, path, data)
     return path
 
 
@@ -204,6 +194,8 @@ def media_folder(instance_path: str) -> Path:
 
 
 def _write_atomically(folder: Path, path: Path, data: bytes) -> None:
+    """Write `data` to `path` (a file in `folder`, which is made if missing) through a temporary
+    file in the same folder; OSError from the file system propagates, leaving no temporary."""
     folder.mkdir(parents=True, exist_ok=True)
     # Write then rename: a concurrent request never reads half a file.
     handle, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")

@@ -1,7 +1,8 @@
 """Sitemaps of a paper's host: the sitemaps.org 0.9 urlset (or index) and a Google News sitemap.
 
-`/sitemap.xml` lists, in order: the home page, each active section's page, the masthead, the
-cast and each video edition's page (newest first, when there are editions), each day's
+`/sitemap.xml` lists, in order: the home page, each active section's page, the masthead, each
+persona's page (active personas in masthead order, then retired ones whose pieces are still on
+air), the cast and each video edition's page (newest first, when there are editions), each day's
 back-issue page (newest first), then every piece on air, oldest first (so pages of a split
 sitemap stay stable as pieces are added); every URL is absolute, under the `links` given.
 When that list is longer than `MAX_URLS` (50 000, the protocol's limit) `/sitemap.xml` becomes
@@ -18,11 +19,11 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from lxml import etree
-from sqlalchemy import and_, func, select
+from sqlalchemy import and_, case, func, literal_column, or_, select, union_all
 
 from clock import rfc3339
 from extensions import db
-from models import Edition, Paper, Piece, Section
+from models import Edition, Paper, Persona, Piece, Section
 from services.reading import visibility
 from services.rendering.feeds import paper_language
 from services.rendering.links import Links
@@ -49,19 +50,13 @@ def _on_air(paper: Paper):
 
 
 def _static_entries(paper: Paper, links: Links) -> list[Entry]:
-    """Home, active sections (paper order), the masthead, the cast and its editions (newest
-    first), and every day with pieces on air (newest first). Three queries; a page's lastmod
-    is the newest `updated_at` of the pieces it shows, an edition's its publication."""
-    newest = func.max(Piece.updated_at)
-    sections = db.session.execute(
-        select(Section.slug, newest)
-        .outerjoin(Piece, and_(Piece.section_id == Section.id, visibility.on_air()))
-        .where(Section.paper_id == paper.id, Section.active.is_(True))
-        .group_by(Section.id, Section.slug, Section.position)
-        .order_by(Section.position, Section.id)
-    ).all()
+    """Home, active sections (paper order), the masthead, the persona pages, the cast and its
+    editions (newest first), and every day with pieces on air (newest first). Three queries; a
+    page's lastmod is the newest `updated_at` of the pieces it shows, an edition's its
+    publication."""
+    sections, personas = _named_pages(paper)
     days = db.session.execute(
-        select(Piece.on_air_day, newest)
+        select(Piece.on_air_day, func.max(Piece.updated_at))
         .where(_on_air(paper), Piece.on_air_day.is_not(None))
         .group_by(Piece.on_air_day)
         .order_by(Piece.on_air_day.desc())
@@ -74,11 +69,42 @@ def _static_entries(paper: Paper, links: Links) -> list[Entry]:
     entries = [Entry(links.home(), max(stamps) if stamps else None)]
     entries += [Entry(links.section_page(slug), moment) for slug, moment in sections]
     entries.append(Entry(links.absolute("/masthead"), None))
+    entries += [Entry(links.absolute(f"/masthead/{slug}"), moment) for slug, moment in personas]
     if editions:
         entries.append(Entry(links.absolute("/cast"), max(moment for _, moment in editions)))
         entries += [Entry(links.edition_page(day), moment) for day, moment in editions]
     entries += [Entry(links.day_page(day), moment) for day, moment in days]
     return entries
+
+
+def _named_pages(paper: Paper) -> tuple[list[tuple[str, datetime | None]], list[tuple[str, datetime | None]]]:
+    """(sections, personas): each a list of (slug, newest `updated_at` of its pieces on air, or
+    None). Sections: the active ones in paper order. Personas: the active ones in masthead order,
+    then the retired ones with pieces still on air (their pages answer, bylines link them).
+    One query for both: the sitemap's statement count stays what tests/test_queries.py holds."""
+    newest = func.max(Piece.updated_at).label("newest")
+    sections = (
+        select(literal_column("0").label("kind"), Section.slug.label("slug"), newest,
+               literal_column("0").label("retired"), Section.position.label("position"), Section.id.label("id"))
+        .outerjoin(Piece, and_(Piece.section_id == Section.id, visibility.on_air()))
+        .where(Section.paper_id == paper.id, Section.active.is_(True))
+        .group_by(Section.id, Section.slug, Section.position)
+    )
+    retired = case((Persona.active.is_(True), 0), else_=1)
+    personas = (
+        select(literal_column("1"), Persona.slug, newest, retired, Persona.position, Persona.id)
+        .outerjoin(Piece, and_(Piece.persona_id == Persona.id, visibility.on_air()))
+        .where(Persona.paper_id == paper.id)
+        .group_by(Persona.id, Persona.slug, Persona.position, Persona.active)
+        .having(or_(Persona.active.is_(True), func.count(Piece.id) > 0))
+    )
+    named = union_all(sections, personas).subquery()
+    rows = db.session.execute(
+        select(named.c.kind, named.c.slug, named.c.newest)
+        .order_by(named.c.kind, named.c.retired, named.c.position, named.c.id)
+    ).all()
+    return ([(slug, moment) for kind, slug, moment in rows if kind == 0],
+            [(slug, moment) for kind, slug, moment in rows if kind == 1])
 
 
 def _piece_entries(paper: Paper, offset: int, limit: int, links: Links) -> list[Entry]:
