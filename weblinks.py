@@ -15,7 +15,9 @@ from services.rendering.links import Links
 def links() -> Links:
     """The current request's `Links` (`{PUBLIC_URL_SCHEME}://{request.host}`), made once per
     request and kept on `g`. Needs a request context (RuntimeError outside one)."""
-    origin = f"{current_app.config['PUBLIC_URL_SCHEME']}://{request.host}"
+    # Lower-cased: host names are case-insensitive, and the response cache and the replay key
+    # answers by the lower-cased host, so an answer must not spell the host as one client did.
+    origin = f"{current_app.config['PUBLIC_URL_SCHEME']}://{request.host.lower()}"
     # Checked against the origin, not just present: a test that holds one app context open
     # shares one `g` across requests made to different hosts.
     found = g.get("weblinks")

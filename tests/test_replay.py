@@ -179,3 +179,13 @@ def test_a_replay_logs_the_same_request_line(make_app, newsroom, caplog):
                              "remote_addr": "127.0.0.1"}
     assert isinstance(lines[1].duration_ms, float)
     json.dumps(lines[1].__dict__, default=str)
+
+
+def test_a_hosts_spelling_never_reaches_another_readers_answer(make_app, newsroom):
+    app = make_app()
+    client = app.test_client()
+    for host in ("LOCALHOST", "localhost", "LocalHost"):
+        for _ in range(2):
+            story = client.get("/api/v1/stories?limit=1", headers={"Host": host}).get_json()["stories"][0]
+            assert story["url"].startswith("http://localhost/stories/"), host
+    assert replayed(app) >= 3
