@@ -14,6 +14,7 @@ Keys are lists of JSON scalars; datetimes travel as RFC 3339 text with microseco
 from __future__ import annotations
 
 from datetime import date, datetime, timezone
+from functools import lru_cache
 
 from itsdangerous import BadData, URLSafeSerializer
 
@@ -31,7 +32,14 @@ def _serializer(secret: str, list_name: str) -> URLSafeSerializer:
 def encode(secret: str, list_name: str, paper_id: int, filters: dict, key: list) -> str:
     """The cursor text for the position `key` (a list of JSON scalars: the last row's keyset
     values) on `list_name` of paper `paper_id` with `filters` (a dict of JSON scalars)."""
-    return _serializer(secret, list_name).dumps({"p": paper_id, "f": filters, "k": key})
+    return _encode(secret, list_name, paper_id, tuple(filters.items()), tuple(key))
+
+
+# A pure function of its arguments, and the first pages of a list hand out the same cursor until
+# a piece airs: signing one (JSON, zlib, HMAC) cost about as much as building the page's rows.
+@lru_cache(maxsize=1024)
+def _encode(secret: str, list_name: str, paper_id: int, filters: tuple, key: tuple) -> str:
+    return _serializer(secret, list_name).dumps({"p": paper_id, "f": dict(filters), "k": list(key)})
 
 
 def decode(secret: str, list_name: str, paper_id: int, filters: dict, text: str, size: int) -> list:
