@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import gzip
 
-from flask import Response, g, request
+from flask import Response, g
+from werkzeug.datastructures import Accept
+from werkzeug.http import parse_accept_header
 
 from request_headers import header
 
@@ -63,9 +65,20 @@ def gzip_bytes(data: bytes) -> bytes | None:
     return gzip.compress(data, compresslevel=LEVEL, mtime=0)
 
 
-def accepts_gzip() -> bool:
-    """True when the request's Accept-Encoding gives gzip (or `*`) a quality above 0."""
-    return request.accept_encodings.quality("gzip") > 0
+_ACCEPTS: dict[str, bool] = {}
+
+
+def gzip_accepted(accept_encoding: str | None) -> bool:
+    """True when an Accept-Encoding header value gives gzip (or `*`) a quality above 0; False
+    without the header. Parsed once per distinct value (clients send a handful of them)."""
+    if accept_encoding is None:
+        return False
+    accepts = _ACCEPTS.get(accept_encoding)
+    if accepts is None:
+        if len(_ACCEPTS) > 256:  # clients choose the header: keep the memo small
+            _ACCEPTS.clear()
+        accepts = _ACCEPTS[accept_encoding] = parse_accept_header(accept_encoding, Accept).quality("gzip") > 0
+    return accepts
 
 
 def compress(response: Response) -> Response:
@@ -76,7 +89,7 @@ def compress(response: Response) -> Response:
     if not compressible(response):
         return response
     _vary_on_encoding(response)
-    if header("Accept-Encoding") is None or not accepts_gzip():
+    if not gzip_accepted(header("Accept-Encoding")):
         return response
     body = precompressed if precompressed is not None else gzip_bytes(response.get_data())
     if body is None:

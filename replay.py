@@ -37,10 +37,10 @@ import time
 from typing import NamedTuple
 
 from flask import Flask
-from werkzeug.datastructures import Accept
-from werkzeug.http import parse_accept_header, parse_etags
+from werkzeug.http import parse_etags
 from werkzeug.wsgi import get_path_info
 
+import compression
 import logging_setup
 import ratelimits
 import tenancy
@@ -83,7 +83,6 @@ class Replay:
         off = app.config["CACHE_TYPE"] in ("NullCache", "null") or capacity <= 0
         self.kept = None if off else LocalAnswers(capacity, cost=_cost)
         self.stats = app.extensions[STATS] = {"replayed": 0, "kept": 0, "refused": 0}
-        self._gzip: dict[str, bool] = {}
 
     def __call__(self, environ, start_response):
         if self.kept is None or not _eligible(environ):
@@ -112,23 +111,12 @@ class Replay:
             etags, etag = parse_etags(tags), f"{state}.{FORMAT_SALT}"
             if etags.contains_weak(etag):
                 variant = "304-weak" if etags.is_weak(etag) and not etags.contains(etag) else "304"
-        if variant == "identity" and self._accepts_gzip(environ.get("HTTP_ACCEPT_ENCODING")):
+        if variant == "identity" and compression.gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING")):
             variant = "gzip"
         key = (environ.get("wsgi.url_scheme"), host.lower(), environ["REQUEST_METHOD"],
                environ.get("SCRIPT_NAME", ""), environ.get("PATH_INFO", ""),
                environ.get("QUERY_STRING", ""), variant, "HTTP_ORIGIN" in environ)
         return key, state
-
-    def _accepts_gzip(self, header: str | None) -> bool:
-        # compression.compress's rule: an Accept-Encoding giving gzip (or *) a quality above 0.
-        if header is None:
-            return False
-        accepts = self._gzip.get(header)
-        if accepts is None:
-            if len(self._gzip) > 256:  # clients choose the header: keep the memo small
-                self._gzip.clear()
-            accepts = self._gzip[header] = parse_accept_header(header, Accept).quality("gzip") > 0
-        return accepts
 
     # ------------------------------------------------------------------ sending a kept answer
 
