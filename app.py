@@ -1,8 +1,8 @@
 """The Paper Desk application factory.
 
 `create_app()` wires config -> logging -> extensions -> blueprints -> error handlers -> the
-request pipeline (pipeline.py, every before/after step in order) -> the replay of kept public
-answers ahead of Flask (replay.py) -> ProxyFix when TRUSTED_PROXIES -> CLI commands. It has no side
+request pipeline (web/pipeline.py, every before/after step in order) -> the replay of kept public
+answers ahead of Flask (web/replay.py) -> ProxyFix when TRUSTED_PROXIES -> CLI commands. It has no side
 effects beyond building the app: the schema is made by `flask init-db` (migrations), never here.
 """
 from __future__ import annotations
@@ -15,15 +15,11 @@ from sqlalchemy import event
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 import config
-import errors
-import logging_setup
-import pipeline
-import replay
-import security
-import static_assets
-from extensions import api, cache, db, migrate
-from jsonio import OrjsonProvider
+from extensions import cache, db, migrate
 from services.delivery import purge
+from web import errors, pipeline, replay, request_log, security, static_assets
+from web.apidoc import api
+from web.jsonio import OrjsonProvider
 
 
 def create_app(test_config: dict | None = None) -> Flask:
@@ -38,7 +34,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.session_interface = NoSessions()
     check_sender_settings(app.config)
 
-    logging_setup.configure(app)
+    request_log.configure(app)
     register_extensions(app)
     register_blueprints(app)
     static_assets.install(app)
@@ -47,7 +43,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     replay.install(app)
     trusted = app.config["TRUSTED_PROXIES"]
     if trusted > 0:
-        # Outermost, so replay.py and Flask see the same client address and scheme. Host is
+        # Outermost, so web/replay.py and Flask see the same client address and scheme. Host is
         # never taken from X-Forwarded-Host: tenancy trusts Host, which the proxy passes.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=trusted, x_proto=trusted)
     register_commands(app)

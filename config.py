@@ -109,7 +109,7 @@ def load() -> dict:
         "ALERT_CONNECTIONS": int(os.environ.get("ALERT_CONNECTIONS", "8")),
         "ALERT_SMTP_TIMEOUT": float(os.environ.get("ALERT_SMTP_TIMEOUT", "20")),
         "ALERT_LEASE_SECONDS": float(os.environ.get("ALERT_LEASE_SECONDS", "300")),
-        # Rate limits (ratelimits.py, run by pipeline.py before the paper lookup).
+        # Rate limits (web/limits.py, run by web/pipeline.py before the paper lookup).
         "RATELIMIT_ENABLED": _flag("RATELIMIT_ENABLED", True),
         "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),
         "RATELIMIT_KEY_PREFIX": os.environ.get("RATELIMIT_KEY_PREFIX", "paperdesk"),
@@ -126,7 +126,7 @@ def load() -> dict:
         # Public subscribe (docs/API.md "rate limits"): per client IP, and per address.
         "SUBSCRIBE_RATELIMIT": os.environ.get("SUBSCRIBE_RATELIMIT", "5/minute;20/hour"),
         "SUBSCRIBE_ADDRESS_RATELIMIT": os.environ.get("SUBSCRIBE_ADDRESS_RATELIMIT", "3/hour;10/day"),
-        # Every GET and HEAD of one client, and the confirm/unsubscribe POSTs (ratelimits.py).
+        # Every GET and HEAD of one client, and the confirm/unsubscribe POSTs (web/limits.py).
         "READ_RATELIMIT": os.environ.get("READ_RATELIMIT", "300/minute"),
         "SUBSCRIBE_LINK_RATELIMIT": os.environ.get("SUBSCRIBE_LINK_RATELIMIT", "20/minute;200/hour"),
         # Port for links in alert emails built outside a request (`send-alerts`); empty: none.
@@ -140,7 +140,7 @@ def load() -> dict:
         "MAIL_FROM": os.environ.get("MAIL_FROM", ""),
         # flask-caching: SimpleCache (per process) in development, RedisCache + CACHE_REDIS_URL in
         # production (shared by workers), NullCache to turn every cache off. It holds whole public
-        # answers (http_cache.py) and built feeds, keyed by the paper's version.
+        # answers (web/caching.py) and built feeds, keyed by the paper's version.
         "CACHE_TYPE": os.environ.get("CACHE_TYPE", "SimpleCache"),
         "CACHE_REDIS_URL": os.environ.get("CACHE_REDIS_URL", ""),
         "CACHE_DEFAULT_TIMEOUT": int(os.environ.get("CACHE_DEFAULT_TIMEOUT", "300")),
@@ -149,7 +149,7 @@ def load() -> dict:
         "CACHE_THRESHOLD": int(os.environ.get("CACHE_THRESHOLD", "2000")),  # SimpleCache entries
         # A second tier in each worker's memory in front of CACHE_TYPE, bounded in bytes (0: off;
         # always off with NullCache). Keys carry the paper's version, so it is never stale. The
-        # same budget again bounds the final answers replay.py sends ahead of Flask.
+        # same budget again bounds the final answers web/replay.py sends ahead of Flask.
         "RESPONSE_CACHE_LOCAL_BYTES": int(os.environ.get("RESPONSE_CACHE_LOCAL_BYTES",
                                                          str(16 << 20))),
         # How long a worker trusts its own copy of a paper's version for 304s and stored answers
@@ -157,7 +157,7 @@ def load() -> dict:
         # once; writes by other workers within this time (tenancy.recent_paper).
         "PAPER_SNAPSHOT_SECONDS": float(os.environ.get("PAPER_SNAPSHOT_SECONDS", "1")),
         # How long a keyed write's answer is kept for a retry with the same Idempotency-Key
-        # (seconds; idempotency.py). Older records are ignored and purged by later writes.
+        # (seconds; web/idempotency.py). Older records are ignored and purged by later writes.
         "IDEMPOTENCY_TTL_SECONDS": int(os.environ.get("IDEMPOTENCY_TTL_SECONDS", str(24 * 3600))),
         # Answers larger than this are served fresh each time rather than stored (bytes).
         "RESPONSE_CACHE_MAX_BYTES": int(os.environ.get("RESPONSE_CACHE_MAX_BYTES", str(2 << 20))),

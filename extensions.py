@@ -1,22 +1,15 @@
-"""Flask extensions, created without an app so models and services import them freely."""
+"""Flask extensions, created without an app so models and services import them freely.
+
+A leaf: it imports nothing of the app's (tests/test_layers.py), so any module may import it.
+The OpenAPI `api` (flask-smorest) lives in web/apidoc.py."""
 from __future__ import annotations
 
-import http
-
-from apispec import BasePlugin
 from flask_caching import Cache
 from flask_cors import CORS
 from flask_migrate import Migrate
-from flask_smorest import Api
-from flask_smorest.utils import prepare_response
 from flask_sqlalchemy import SQLAlchemy
-from marshmallow import fields
 from sqlalchemy import MetaData
 from sqlalchemy.orm import DeclarativeBase
-
-from errors import PROBLEM_MIME
-from schemas import openapi as openapi_doc
-from schemas.common import ProblemSchema
 
 # One naming convention so constraint names match on SQLite and PostgreSQL (alembic needs them).
 NAMING = {
@@ -37,82 +30,4 @@ migrate = Migrate(render_as_batch=True)
 cors = CORS()
 
 
-class DeskApi(Api):
-    """flask-smorest's Api with errors documented the way errors.py answers them.
-
-    Error *handling* is ours (errors.py), so the stock JSON error handler is not installed, and
-    `document()` finishes apispec's output into the document `/api/v1/openapi.json` serves.
-    """
-
-    ERROR_SCHEMA = ProblemSchema
-    DEFAULT_ERROR_RESPONSE_NAME = "Problem"
-
-    def _register_error_handlers(self):
-        pass
-
-    def _init_spec(self, **kwargs):
-        super()._init_spec(**kwargs)
-        self.ma_plugin.converter.add_attribute_function(constant_attributes)
-        operation_ids = OperationIds()
-        operation_ids.init_spec(self.spec)
-        self.spec.plugins.append(operation_ids)
-
-    def _register_responses(self):
-        # flask-smorest registers one response per status as application/json and the default
-        # one as DEFAULT_ERROR; ours are problem+json and the default is named "Problem".
-        for status in http.HTTPStatus:
-            response = {"description": status.phrase}
-            if status >= 400:
-                response["schema"] = self.ERROR_SCHEMA
-            prepare_response(response, self.spec, PROBLEM_MIME)
-            self.spec.components.response(status.name, response, lazy=True)
-        response = {"description": "A problem (RFC 9457).", "schema": self.ERROR_SCHEMA}
-        prepare_response(response, self.spec, PROBLEM_MIME)
-        self.spec.components.response(self.DEFAULT_ERROR_RESPONSE_NAME, response, lazy=True)
-
-    def document(self) -> dict:
-        """The finished OpenAPI 3.1 document (without `servers`): apispec's output with every
-        error answer the app can give documented with its real status and content type."""
-        return openapi_doc.finish(self.spec.to_dict())
-
-
-class OperationIds(BasePlugin):
-    """apispec plugin: an `operationId` on every operation, from the Flask endpoint that serves it
-    (schemas/openapi.py `operation_id`: `stories.list_stories` -> `listStories`), unless the view
-    set one (`@bp.doc(operationId=...)`). Generated clients name their functions after it, so it
-    never changes while the endpoint keeps its name; a clash is settled by the blueprint's name
-    (the later route gets `blueprintView`), and the test suite holds every id unique."""
-
-    def init_spec(self, spec) -> None:
-        super().init_spec(spec)
-        self.taken: set[str] = set()
-
-    def operation_helper(self, path=None, operations=None, **kwargs) -> None:
-        rule = kwargs.get("rule")
-        if rule is None or not operations:
-            return
-        blueprint, _, endpoint = rule.endpoint.rpartition(".")
-        several = len([m for m in operations if m in openapi_doc.HTTP_METHODS]) > 1
-        for method, operation in operations.items():
-            if method not in openapi_doc.HTTP_METHODS:
-                continue
-            if "operationId" not in operation:
-                operation["operationId"] = openapi_doc.operation_id(
-                    blueprint, endpoint, method if several else None, self.taken)
-            self.taken.add(operation["operationId"])
-
-
-def constant_attributes(self, field, ret, **kwargs) -> dict:
-    """apispec attribute function: a `fields.Constant` is documented as JSON Schema `const` with
-    its type (apispec gives it only a `default`, which promises nothing about the value)."""
-    if not isinstance(field, fields.Constant):
-        return {}
-    types = {bool: "boolean", int: "integer", float: "number", str: "string"}
-    attributes = {"const": field.constant}
-    if "type" not in ret and type(field.constant) in types:
-        attributes["type"] = types[type(field.constant)]
-    return attributes
-
-
-api = DeskApi()
 cache = Cache()

@@ -13,7 +13,7 @@ import sys
 from gunicorn.glogging import Logger
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import logging_setup  # noqa: E402  (the project root, whatever the working directory)
+from web import request_log  # noqa: E402  (the project root, whatever the working directory)
 
 wsgi_app = "wsgi:app"
 bind = os.environ.get("GUNICORN_BIND", f"0.0.0.0:{os.environ.get('PORT', '8000')}")
@@ -40,7 +40,7 @@ limit_request_fields = 64
 limit_request_field_size = 8190
 
 # Logs: JSON lines on stderr. The app writes one line per request (method, path, status,
-# duration, paper, request id: logging_setup.py), which is the access log; gunicorn's own access
+# duration, paper, request id: request_log.py), which is the access log; gunicorn's own access
 # log would say the same thing again without the request id, so it is off unless asked for
 # (GUNICORN_ACCESSLOG=- writes it to stdout, as JSON too).
 accesslog = os.environ.get("GUNICORN_ACCESSLOG") or None
@@ -50,13 +50,13 @@ access_log_format = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms "%(a)s"'
 
 
 class JsonLogger(Logger):
-    """gunicorn's logger with JSON lines (logging_setup.JsonFormatter) on its handlers."""
+    """gunicorn's logger with JSON lines (request_log.JsonFormatter) on its handlers."""
 
     def setup(self, cfg):
         super().setup(cfg)
         for log in (self.error_log, self.access_log):
             for handler in log.handlers:
-                handler.setFormatter(logging_setup.JsonFormatter())
+                handler.setFormatter(request_log.JsonFormatter())
 
 
 logger_class = JsonLogger

@@ -9,7 +9,7 @@ one JSON object: `{"requests": n, "ms": per-request milliseconds under the profi
 {name: share of that time}}`. Buckets (a request's time falls in exactly one):
 
 - `rate limit (Redis)`: counting the request (ratelimits.RateLimits.count), one round trip;
-- `replay`: a kept answer sent ahead of Flask (replay.py), but its rate-limit count;
+- `replay`: a kept answer sent ahead of Flask (web/replay.py), but its rate-limit count;
 - `steps before the view`: the pipeline's other before-steps (tenancy, 304, response cache);
 - `SQL`: statements on the database (SQLAlchemy's Connection.execute and the driver);
 - `ORM objects`: building model instances from rows (sqlalchemy.orm.loading);
@@ -42,10 +42,10 @@ if __package__ in (None, ""):
 
 # (bucket, file suffix, function name): the function's cumulative time goes to the bucket.
 _MEASURED = {
-    "count": ("ratelimits.py", "count"),
-    "replay": ("replay.py", "_send"),
-    "before": ("pipeline.py", "run_before"),
-    "after": ("pipeline.py", "run_after"),
+    "count": ("web/limits.py", "count"),
+    "replay": ("web/replay.py", "_send"),
+    "before": ("web/pipeline.py", "run_before"),
+    "after": ("web/pipeline.py", "run_after"),
     "dispatch": ("flask/app.py", "dispatch_request"),
     "sql": ("sqlalchemy/engine/base.py", "execute"),
     "orm": ("sqlalchemy/orm/loading.py", "instances"),
@@ -55,7 +55,7 @@ _MEASURED = {
 
 def _cumulative(stats: pstats.Stats) -> tuple[dict[str, float], float]:
     """Cumulative seconds of each _MEASURED function, and how much of `count`'s ran under
-    replay.py (the rest ran in the pipeline's before-steps)."""
+    web/replay.py (the rest ran in the pipeline's before-steps)."""
     found, in_replay = dict.fromkeys(_MEASURED, 0.0), 0.0
     for (filename, _line, name), (_cc, _nc, _tt, cumulative, callers) in stats.stats.items():
         for key, (suffix, function) in _MEASURED.items():
@@ -63,7 +63,7 @@ def _cumulative(stats: pstats.Stats) -> tuple[dict[str, float], float]:
                 found[key] += cumulative
                 if key == "count":
                     in_replay += sum(entry[3] for caller, entry in callers.items()
-                                     if caller[0].endswith("replay.py"))
+                                     if caller[0].endswith("web/replay.py"))
     return found, in_replay
 
 

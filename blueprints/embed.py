@@ -8,13 +8,12 @@ from __future__ import annotations
 from flask import Response, abort, g, make_response, render_template
 from flask_smorest import Blueprint
 
-import http_cache
-import security
 from schemas.embed import OEmbedOut, OEmbedQuery
 from services.reading import stories
 from services.rendering import embeds
 from services.rendering.prose import disclosure
-from weblinks import links
+from web import caching, security
+from web.links import links
 
 bp = Blueprint("embed", __name__, description="Embeddable story cards and oEmbed.")
 
@@ -45,7 +44,7 @@ def card(id: str):
     if piece is None:
         html = render_template("embed/missing.html", paper=g.paper, home=links().home())
         return security.allow_framing(make_response(html, 404), "embed")
-    http_cache.tag_piece(piece)
+    caching.tag_piece(piece)
     html = render_template(
         "embed/card.html", piece=piece, paper=g.paper, story_url=links().story_page(piece.slug),
         picture=embeds.picture(piece, links=links()),
@@ -82,7 +81,7 @@ def oembed(url: str, format: str, maxwidth: int | None = None, maxheight: int | 
     piece = embeds.story_from_url(g.paper, url, links=links())
     if piece is None:
         abort(404, description="url is not the page of a piece on air on this paper.")
-    http_cache.tag_piece(piece)
+    caching.tag_piece(piece)
     record = embeds.oembed_record(piece, g.paper, maxwidth, maxheight, links=links())
     if format == "xml":
         return Response(embeds.oembed_xml(record), mimetype="text/xml")

@@ -14,14 +14,14 @@ from collections.abc import Callable
 
 from flask import Blueprint, Response, abort, current_app, g, jsonify, request, url_for
 
-import clock
-import http_cache
 from blueprints.api.paper import NOTE
 from extensions import cache
+from models import clock
 from schemas.front import front_wire
 from services.reading import front
 from services.rendering import art, feeds, sitemaps
-from weblinks import links
+from web import caching
+from web.links import links
 
 bp = Blueprint("feeds", __name__)
 
@@ -36,7 +36,7 @@ log = logging.getLogger("paperdesk.feeds")
 
 def _cached(build: Callable[[], bytes | str], *extra: str) -> bytes | str:
     # Absolute URLs differ per host, so the host is part of the key as well as the version.
-    key = ":".join(["feeds", http_cache.paper_state(), links().absolute(request.path), *extra])
+    key = ":".join(["feeds", caching.paper_state(), links().absolute(request.path), *extra])
     # As in http_cache: a cache outage (Redis down) builds the feed afresh, never fails it.
     try:
         body = cache.get(key)
@@ -94,7 +94,7 @@ def front_json():
     """The front page document: byte for byte the answer of `GET /api/v1/front`."""
     # The API view answers the same dump of the same document; CORS is opened in app.py.
     here = links()
-    return jsonify(front_wire(front.build_front(g.paper, http_cache.paper_state(), links=here, rows=True), here))
+    return jsonify(front_wire(front.build_front(g.paper, caching.paper_state(), links=here, rows=True), here))
 
 
 @bp.route("/llms.txt")
@@ -129,7 +129,7 @@ def news_sitemap():
     now = clock.utcnow()
     window = sitemaps.news_window_start(now)
     # The window moves with the clock, not with writes, so the hour is part of the ETag.
-    etag = f"{http_cache.current_etag()}.{window:%Y%m%d%H}"
+    etag = f"{caching.current_etag()}.{window:%Y%m%d%H}"
     if request.if_none_match.contains_weak(etag):
         response = Response(status=304)
     else:
@@ -137,5 +137,5 @@ def news_sitemap():
                        f"{window:%Y%m%d%H}")
         response = Response(body, content_type=XML_TYPE)
     response.set_etag(etag)
-    response.headers["Cache-Control"] = http_cache.PUBLIC_CACHE_CONTROL
+    response.headers["Cache-Control"] = caching.PUBLIC_CACHE_CONTROL
     return response

@@ -12,9 +12,9 @@ import hashlib
 
 from flask import Blueprint, Response, abort, current_app, g, request
 
-import http_cache
 from services.reading import lookups
 from services.rendering import media
+from web import caching
 
 bp = Blueprint("media", __name__)
 
@@ -44,7 +44,7 @@ def share_card(slug: str):
     piece = media.find_card_piece(g.paper, slug)
     if piece is None:
         abort(404, description="No such piece on air on this paper.")
-    http_cache.tag_piece(piece)
+    caching.tag_piece(piece)
     path = media.card_path(current_app.instance_path, g.paper, piece)
     # Read whole (tens of KiB) rather than streamed: no open file outlives the request.
     response = Response(path.read_bytes(), mimetype="image/png")

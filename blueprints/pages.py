@@ -7,10 +7,10 @@
 `/search?q=` (the API's search as a page). docs/READER.md describes each page kind.
 
 Only pieces on air appear. An unknown piece, section, day, edition or persona aborts 404, which
-errors.py answers with the HTML error page. Lists (section, day, persona, search) are paged by
+web/errors.py answers with the HTML error page. Lists (section, day, persona, search) are paged by
 `?page=N` (services/reading/reader.py), with "Newer" (rel=prev) and "Older" (rel=next) links; a
 page that is not a number is a 400 page, a page past the last a 404. Pages are public GETs, so
-http_cache.py gives them an ETag and answers 304; nothing here depends on the clock, only on
+caching.py gives them an ETag and answers 304; nothing here depends on the clock, only on
 the paper's data.
 """
 from __future__ import annotations
@@ -19,13 +19,12 @@ from datetime import date, datetime
 
 from flask import Blueprint, abort, g, make_response, render_template, request, url_for
 
-import http_cache
-import security
-from clock import rfc3339
+from models.clock import rfc3339
 from services.reading import archive, front, lookups, reader, search, stories
 from services.rendering import embeds, prose
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
-from weblinks import links
+from web import caching, security
+from web.links import links
 
 bp = Blueprint("pages", __name__)
 
@@ -36,7 +35,7 @@ def page_context() -> dict:
     absolute URL on this host) and `nav_sections()`, the active sections for the nav (one query,
     run only by pages that show the nav and were not handed `nav` already)."""
     paper = g.get("paper")
-    # tenancy.py sets g.paper before refusing a private paper without its key: the 404 page
+    # web/tenancy.py sets g.paper before refusing a private paper without its key: the 404 page
     # must not show that paper's name.
     if paper is not None and not paper.is_public and g.get("key") is None:
         paper = None
@@ -80,7 +79,7 @@ def home():
     in order, none repeating a piece shown above it."""
     sections = front.active_sections(g.paper)
     shown = front.front_page(g.paper, sections)
-    newsroom = front.newsroom(g.paper, http_cache.paper_state())
+    newsroom = front.newsroom(g.paper, caching.paper_state())
     latest = newsroom["latest_on_air_at"]
     lead = shown["lead"]
     return render_template(
@@ -151,7 +150,7 @@ def story(id: str):
     piece = stories.find(g.paper, id)
     if piece is None:
         abort(404, description="There is no such story on air in this paper.")
-    http_cache.tag_piece(piece)
+    caching.tag_piece(piece)
     facts = piece.cited_facts
     rendered = prose.render(piece.prose, {fact.n for fact in facts})
     story_url = links().story_page(piece.slug)
@@ -218,7 +217,7 @@ def news_article(piece, story_url: str, image: str) -> dict:
 
 
 @bp.route("/sections/<string:slug>")
-@http_cache.query_params("page")
+@caching.query_params("page")
 def section(slug: str):
     """A section's page: its pieces on air, newest first, SECTION_PAGE_SIZE a page."""
     found = lookups.find_section(g.paper, slug, active_only=True)
@@ -236,7 +235,7 @@ def days():
 
 
 @bp.route("/days/<string:day>")
-@http_cache.query_params("page")
+@caching.query_params("page")
 def day(day: str):
     """A back issue: the pieces that went on air on a UTC day, newest first, DAY_PAGE_SIZE a
     page, each page grouped by section in the paper's order."""
@@ -253,7 +252,7 @@ def day(day: str):
 
 
 @bp.route("/search")
-@http_cache.query_params("q", "page")
+@caching.query_params("q", "page")
 def search_page():
     """Search: `?q=` matched as `GET /api/v1/search` matches it (the same rule for `q`, the
     same index), newest first, SEARCH_PAGE_SIZE a page. No `q` (or an empty one) shows the
@@ -285,7 +284,7 @@ def cast():
 
 
 @bp.route("/cast/<string:day>")
-@http_cache.query_params("embed")
+@caching.query_params("embed")
 def edition(day: str):
     """A video edition's page; `?embed=1` gives the bare, frameable player."""
     when = lookups.parse_day(day)
@@ -347,7 +346,7 @@ def masthead():
 
 
 @bp.route("/masthead/<string:slug>")
-@http_cache.query_params("page")
+@caching.query_params("page")
 def persona(slug: str):
     """A persona's page: who they are (a declared AI persona) and their pieces on air, newest
     first, PERSONA_PAGE_SIZE a page. A persona retired from the masthead keeps a page while

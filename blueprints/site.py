@@ -3,13 +3,13 @@
 `robots.txt` lets crawlers read the paper's pages and feeds, keeps them out of the pages that
 are only reached with a reader's token (confirm, unsubscribe, preferences) and out of the API
 playground, and names the paper's sitemaps by absolute URL (a crawler reads them from there).
-A private paper's host answers 404 like every other public path (tenancy.py).
+A private paper's host answers 404 like every other public path (web/tenancy.py).
 """
 from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, send_from_directory
 
-from weblinks import links
+from web.links import links
 
 bp = Blueprint("site", __name__)
 

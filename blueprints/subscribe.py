@@ -6,22 +6,22 @@ centre every alert links to as "Manage your alerts") (docs/API.md "subscribe"; d
 Links in emails only ever lead to a page with a button: the confirmation or the unsubscribe
 happens on the POST, so a mail scanner that prefetches GET links changes nothing. The same
 unsubscribe URL takes RFC 8058's one-click POST (`List-Unsubscribe=One-Click`) and answers 200.
-The POSTs commit once, at the commit point (transaction.py); a 4xx page writes nothing.
+The POSTs commit once, at the commit point (web/commit.py); a 4xx page writes nothing.
 """
 from __future__ import annotations
 
 from flask import Blueprint, g, render_template, request
 from marshmallow import ValidationError
 
-from clock import utcnow
-from http_cache import no_etag
 from models import PAUSED_INDEFINITELY
+from models.clock import utcnow
 from schemas.subscriber import SubscribeIn
 from services.delivery import subscriptions
 from services.delivery.alert_content import period_words
 from services.errors import Invalid
-from transaction import transactional
-from weblinks import links
+from web.caching import no_etag
+from web.commit import transactional
+from web.links import links
 
 bp = Blueprint("subscribe", __name__)
 

@@ -12,8 +12,8 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from clock import utcnow
 from commands.outbox import deliver_webhooks_due, drain_confirms, report_alerts, send_alerts_due
+from models.clock import utcnow
 from services.delivery import alerts, webhooks
 from services.rendering.links import PaperOrigins
 

@@ -10,10 +10,9 @@ from flask import current_app
 from flask.cli import with_appcontext
 from sqlalchemy import select
 
-import clock
 from demo import seed as demo_seed
 from extensions import db
-from models import CADENCES, Paper
+from models import CADENCES, Paper, clock
 from services.newsroom import keys
 from services.reading import stories
 

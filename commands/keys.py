@@ -11,9 +11,8 @@ from flask.cli import with_appcontext
 from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload
 
-import clock
 from extensions import db
-from models import KEY_KINDS, DeskKey, Paper, Persona
+from models import KEY_KINDS, DeskKey, Paper, Persona, clock
 from services.newsroom import keys
 
 # What an agent key may be allowed to do, beyond the cockpit check every key reaches.

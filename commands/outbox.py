@@ -20,9 +20,9 @@ from flask import current_app
 from flask.cli import with_appcontext
 from sqlalchemy import select, update
 
-from clock import utcnow
 from extensions import db
 from models import Piece
+from models.clock import utcnow
 from services.delivery import alerts, content_hooks, mail, outbox, purge, webhooks
 from services.rendering.links import PaperOrigins
 

@@ -21,9 +21,9 @@ from flask import current_app
 from flask.cli import with_appcontext
 from sqlalchemy import select
 
-from clock import utcnow
 from extensions import db
 from models import Paper, SigningKey
+from models.clock import utcnow
 from services.newsroom import provenance, seeds
 from services.reading import stories
 

@@ -1,8 +1,8 @@
 """Idempotency records: the first answer to a keyed write sent with an `Idempotency-Key`
-(docs/API.md "Idempotency-Key"; idempotency.py reads and writes them).
+(docs/API.md "Idempotency-Key"; web/idempotency.py reads and writes them).
 
 A record is inserted in the same transaction as the write it answers, at the request's commit
-point (transaction.py): a write that committed always has its record, and one that rolled back
+point (web/commit.py): a write that committed always has its record, and one that rolled back
 (or whose COMMIT never reached the server) has none. Records are scoped to a paper and to the desk
 key that sent the request; (paper_id, key_owner, key) is unique.
 """

@@ -39,7 +39,7 @@ class Paper(db.Model):
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # The instants (UTC epoch seconds, ascending) at which scheduled pieces air, as of the last
-    # write: how many have passed is part of every cached answer's key and ETag (http_cache.py),
+    # write: how many have passed is part of every cached answer's key and ETag (web/caching.py),
     # so no cached answer outlives the instant a scheduled piece airs.
     air_schedule: Mapped[list | None] = mapped_column(JSONType)
 

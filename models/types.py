@@ -6,7 +6,7 @@ from datetime import timezone
 from sqlalchemy import DateTime
 from sqlalchemy.types import TypeDecorator
 
-from clock import rfc3339, utcnow  # noqa: F401  (re-exported for models)
+from models.clock import rfc3339, utcnow  # noqa: F401  (re-exported for models)
 
 
 class UTCDateTime(TypeDecorator):

@@ -7,7 +7,7 @@ from marshmallow import Schema, ValidationError, fields
 from schemas.common import computed_url
 from schemas.story import CURSOR_EXAMPLE, StoryRowOut, cursor_param
 from services.reading.lookups import parse_day
-from weblinks import links
+from web.links import links
 
 # A real calendar day in UTC written YYYY-MM-DD, nothing else: the OpenAPI pattern of what
 # services.reading.lookups.parse_day enforces.

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields
 
-from clock import rfc3339
+from models.clock import rfc3339
 
 
 class ProblemSchema(Schema):

@@ -16,7 +16,7 @@ from marshmallow import Schema, ValidationError, fields, validate
 from models.paper import INDEX_STYLES, SUBSCRIBE_PATHS
 from schemas.common import Timestamp, computed_url
 from services.newsroom.filing import MAX_FACTS
-from weblinks import links
+from web.links import links
 
 NO_NUL = r"^[^\x00]*$"
 INT32_MAX = 2**31 - 1

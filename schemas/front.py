@@ -7,13 +7,13 @@ from datetime import datetime, timezone
 
 from marshmallow import Schema, ValidationError, fields, validate
 
-from clock import rfc3339
+from models.clock import rfc3339
 from schemas.common import Timestamp, computed_url
 from schemas.desk import EditionMediaOut
 from schemas.story import CURSOR_EXAMPLE, StoryRowOut, cursor_param, story_row_wire
 from services.reading import visibility
 from services.rendering.links import Links
-from weblinks import links
+from web.links import links
 
 POSTS_LIMIT_MAX = 100
 

@@ -1,17 +1,17 @@
 """Finishing touches on the OpenAPI 3.1 document apispec builds from the schemas.
 
 flask-smorest documents what the decorators say; the app answers more than that, the same way on
-every route (errors.py, tenancy.py, services/newsroom/keys.py). `finish` writes those answers into every
+every route (web/errors.py, web/tenancy.py, services/newsroom/keys.py). `finish` writes those answers into every
 operation, so the document promises exactly what a client gets (schemathesis checks it):
 
 - every error answer on a machine route is `application/problem+json` with the Problem schema;
   on reader routes (`/embed/{id}`) it is an HTML page;
 - 400 where query values are parsed (webargs failures on query and path values are 400, not 422:
-  errors.py), 404 everywhere (no paper on this host; no such piece where the path names one),
+  web/errors.py), 404 everywhere (no paper on this host; no such piece where the path names one),
   401/403 where a key may be sent, 413/415/422 where a JSON body is read, 429 everywhere, and
   414 (gunicorn's HTML page) for a request line over its limit;
-- on every keyed write (POST, PUT, PATCH or DELETE that takes a desk key: transaction.py's commit
-  point, idempotency.py), the `Idempotency-Key` header parameter, the `Idempotent-Replayed`
+- on every keyed write (POST, PUT, PATCH or DELETE that takes a desk key: web/commit.py's commit
+  point, web/idempotency.py), the `Idempotency-Key` header parameter, the `Idempotent-Replayed`
   header on its successes, and the answers the key brings: 400 (malformed key), 409 (the same key
   in flight), 422 (the key reused for another request) and 503 (database away, or the commit's
   outcome unknown).
@@ -24,7 +24,7 @@ It also makes the document one that client generators and linters take as it is 
   `description` (the rest of the docstring);
 - every operation states its `security`. A route that needs a key lists the two schemes; every
   other route takes a key optionally (a private paper answers only to its keys, and a key sent
-  anywhere is checked: tenancy.py), written `[{}, {"bearer": []}, {"deskKey": []}]` with the
+  anywhere is checked: web/tenancy.py), written `[{}, {"bearer": []}, {"deskKey": []}]` with the
   anonymous requirement first, so viewers and generators that take the first requirement as the
   default call it without a key;
 - every JSON request body and 2xx answer carries an `example` at its media type, built from the
@@ -40,7 +40,7 @@ import copy
 import json
 import re
 
-from errors import MACHINE_PREFIXES, PROBLEM_MIME
+from web.errors import MACHINE_PREFIXES, PROBLEM_MIME
 
 PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -447,7 +447,7 @@ def _finish_operation(operation: dict, machine: bool, components: dict, *, has_p
                                           in operation.get("responses", {}).items()}
     needed = _needed(operation, has_path_params)
     if "requestBody" not in operation:
-        # flask-smorest documents 422 for every @arguments; errors.py answers bad query and path
+        # flask-smorest documents 422 for every @arguments; web/errors.py answers bad query and path
         # values 400 instead (docs/API.md "status codes"), and only a JSON body can get 422.
         responses.pop("422", None)
     for code, description in needed.items():
@@ -473,7 +473,7 @@ def _error_response(response: dict, code: str, machine: bool, components: dict) 
             if code in HEADERS:
                 response.setdefault("headers", {}).update(copy.deepcopy(HEADERS[code]))
         return response
-    # Reader routes answer errors with an HTML page of the same status (errors.py), and so does
+    # Reader routes answer errors with an HTML page of the same status (web/errors.py), and so does
     # gunicorn for what it refuses itself.
     if "$ref" in response:
         name = response["$ref"].rsplit("/", 1)[-1]
@@ -482,7 +482,7 @@ def _error_response(response: dict, code: str, machine: bool, components: dict) 
     page = {"description": response.get("description") or "An error page.",
             "content": {"text/html": {"schema": {"type": "string"}}}}
     if code in HEADERS and code not in SERVER_PAGES:
-        page["headers"] = copy.deepcopy(HEADERS[code])  # errors.py keeps them on its pages too
+        page["headers"] = copy.deepcopy(HEADERS[code])  # web/errors.py keeps them on its pages too
     return page
 
 

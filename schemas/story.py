@@ -5,12 +5,12 @@ from __future__ import annotations
 from flask import g
 from marshmallow import Schema, fields, validate
 
-from clock import rfc3339
+from models.clock import rfc3339
 from schemas.common import Timestamp, computed_text, computed_url
 from services.reading import visibility
 from services.rendering.links import Links
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
-from weblinks import links
+from web.links import links
 
 
 class StoryRowOut(Schema):

@@ -819,7 +819,7 @@ def scenario_redis(db_url: str, key: str, backend: str, work: Path, args) -> Res
             tally, ledger, fault_start, fault_end = under_load(server, key, "redis", fault)
             after = {"limits": redis.command("DBSIZE", db=0), "cache": redis.command("DBSIZE", db=1)}
             result.logged_errors = server.logged_errors()
-            # The app's own warnings (ratelimits.py, http_cache.py, blueprints/feeds.py).
+            # The app's own warnings (web/limits.py, web/caching.py, blueprints/feeds.py).
             fallbacks = server.count("rate-limit store unreachable")
             skipped = server.count("cache read failed") + server.count("cache write failed")
     finally:

@@ -2,7 +2,7 @@
 
     services/
       errors       DeskError and its kinds (400, 401, 403, 404, 409, 422): what every service
-                   raises to refuse; errors.py answers each once
+                   raises to refuse; web/errors.py answers each once
       newsroom/    the desk's writes (who may make them: blueprints/api/permissions.py)
                    filing       file, revise, put on air, take off air; slugs
                    provenance   content hashes, Ed25519 filing receipts, signing keys
@@ -42,7 +42,7 @@ schemas, tenancy, http_cache, pipeline, ratelimits or weblinks, and never read
 argument: the paper, `now`, a `links: Links` for absolute URLs, header values, the paper's
 version state. `current_app` (config, extensions, templates) is read only where passing it
 would be absurd (session event listeners, mail templates, token signing); those functions say
-so in their docstrings. Services flush; the request (transaction.py) or the CLI command
+so in their docstrings. Services flush; the request (web/commit.py) or the CLI command
 commits, except where a docstring says the function commits (crash safety in alerts and
 webhook deliveries).
 """

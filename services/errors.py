@@ -1,7 +1,7 @@
 """The one error vocabulary of the services (and of the views that refuse something themselves).
 
 A service that must refuse raises a `DeskError` subclass; nothing catches it on the way out of
-a request. errors.py answers it once, for every route: as an RFC 9457 problem+json on machine
+a request. web/errors.py answers it once, for every route: as an RFC 9457 problem+json on machine
 routes (`status`, `title` from the status, `detail`, and `errors` per field when given), or as
 the HTML error page of the same status on reader pages. A CLI command catches `DeskError` and
 prints `str(error)`.
@@ -15,7 +15,7 @@ prints `str(error)`.
     +-- Invalid          422 a body that parsed but fails a rule; `errors` names the fields
     +-- Unavailable      503 the database is away, or a write's outcome is unknown (Retry-After)
 
-Raising one never writes anything: the request's commit point (transaction.py) rolls back.
+Raising one never writes anything: the request's commit point (web/commit.py) rolls back.
 """
 from __future__ import annotations
 

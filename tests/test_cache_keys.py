@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-import http_cache
 from extensions import cache
+from web import caching
 
 ROOT = Path(__file__).resolve().parent.parent
 # Read only by views that are never stored (`no_etag`: the e-mailed confirm and unsubscribe
@@ -48,10 +48,10 @@ def test_declared_parameters_still_tell_answers_apart(cached):
     assert client.get("/api/v1/stories?junk=2&limit=1").get_json() == one
     assert stored(cached) == 2
     # A plain view's declared parameter (the frameable player) keys its own answer.
-    assert http_cache.declared_params(cached.view_functions["pages.edition"]) == {"embed"}
-    assert http_cache.declared_params(cached.view_functions["stories.list_stories"]) == {
+    assert caching.declared_params(cached.view_functions["pages.edition"]) == {"embed"}
+    assert caching.declared_params(cached.view_functions["stories.list_stories"]) == {
         "limit", "cursor", "section", "persona", "status"}
-    assert http_cache.declared_params(cached.view_functions["embed.oembed"]) >= {
+    assert caching.declared_params(cached.view_functions["embed.oembed"]) >= {
         "url", "format", "maxwidth", "maxheight"}
 
 
@@ -73,7 +73,7 @@ def _args_read(tree: ast.AST) -> set[str]:
 def test_every_query_parameter_a_view_reads_is_declared(app):
     declared = set()
     for view in app.view_functions.values():
-        declared |= http_cache.declared_params(view)
+        declared |= caching.declared_params(view)
     for path in sorted((ROOT / "blueprints").rglob("*.py")):
         read = _args_read(ast.parse(path.read_text()))
         assert read - declared - NEVER_STORED == set(), path

@@ -1,4 +1,4 @@
-"""PostgreSQL connections lost at the worst moments (transaction.py, idempotency.py; docs/API.md
+"""PostgreSQL connections lost at the worst moments (web/commit.py, web/idempotency.py; docs/API.md
 "Idempotency-Key", "outcome unknown"):
 
 - the COMMIT reaches the server, which commits, but its answer never comes back: a 503 problem
@@ -29,12 +29,12 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from sqlalchemy import func, select
 
-from errors import PROBLEM_MIME
 from extensions import db
 from models import IdempotencyKey, Section
 from tests.fixtures.keys import auth
 from tests.fixtures.servers import free_port
 from tests.test_faults import served  # noqa: F401  (the gunicorn fixture)
+from web.errors import PROBLEM_MIME
 
 # PostgreSQL's simple-query messages for the two commands psycopg sends as such:
 # 'Q', the length (4 + text + NUL), the text, NUL.
@@ -301,5 +301,5 @@ def test_backends_terminated_under_load_never_give_a_500_and_writes_land_once(ap
         names = db.session.scalars(select(Section.name).where(Section.name.like("Load %"))).all()
         db.session.remove()
     assert sorted(names) == sorted(f"Load {i}" for i in range(24))
-    # gunicorn's own error page (an exception out of the app) and errors.py's 500 never happened.
+    # gunicorn's own error page (an exception out of the app) and web/errors.py's 500 never happened.
     assert not [line for line in log if "Error handling request" in line or "unhandled error" in line], log[-20:]

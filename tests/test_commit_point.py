@@ -1,6 +1,6 @@
-"""The request's one commit point (transaction.py), the confirm email that waits in the outbox
+"""The request's one commit point (web/commit.py), the confirm email that waits in the outbox
 with its write (services/delivery/outbox.py) and the one error vocabulary (services/errors.py, answered by
-errors.py): a success commits once; a failed commit never answers 2xx; a 4xx or 5xx writes and
+web/errors.py): a success commits once; a failed commit never answers 2xx; a 4xx or 5xx writes and
 sends nothing."""
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ import time_machine
 from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
-from errors import PROBLEM_MIME, handle_desk_error
 from extensions import db
 from models import Paper, Section, Subscriber
 from services import errors
 from services.delivery import subscriptions
 from services.newsroom import desk as desk_service
 from tests.fixtures.keys import auth
+from web.errors import PROBLEM_MIME, handle_desk_error
 
 PROBLEM_KEYS = {"type", "title", "status", "detail"}
 

@@ -68,7 +68,7 @@ def test_card_headers_allow_any_frame_and_lock_everything_else(client, desk):
     assert response.headers["Content-Security-Policy"] == EMBED_CSP
     assert "X-Frame-Options" not in response.headers
     assert response.headers["X-Content-Type-Options"] == "nosniff"
-    assert response.headers["ETag"]  # a public GET: http_cache.py still applies
+    assert response.headers["ETag"]  # a public GET: web/caching.py still applies
     again = client.get(f"/embed/{piece.slug}", headers={"If-None-Match": response.headers["ETag"]})
     assert again.status_code == 304
     # A browser merges a 304's headers into the stored card's: none may forbid framing.

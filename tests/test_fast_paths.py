@@ -20,7 +20,7 @@ from services.reading import front, stories
 from services.rendering.prose import DIGITAL_SOURCE_TYPE
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
-from weblinks import links
+from web.links import links
 
 
 @pytest.fixture

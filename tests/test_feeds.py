@@ -12,7 +12,7 @@ import podcastparser
 import pytest
 from lxml import etree
 
-from clock import utcnow
+from models.clock import utcnow
 from services.rendering.prose import DIGITAL_SOURCE_TYPE
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0

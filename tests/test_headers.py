@@ -1,4 +1,4 @@
-"""Security headers (security.py; docs/SECURITY.md "Headers") on every route of `app.url_map`, its
+"""Security headers (web/security.py; docs/SECURITY.md "Headers") on every route of `app.url_map`, its
 error pages included: a Content-Security-Policy, `nosniff`, a Referrer-Policy, framing forbidden
 except on the embeds, HSTS under https only (directly, or from a trusted proxy), and no cookie
 anywhere. The `Server` header of the real server (gunicorn) is checked in tests/test_faults.py."""

@@ -1,4 +1,4 @@
-"""`Idempotency-Key` on keyed writes (idempotency.py, transaction.py; docs/API.md
+"""`Idempotency-Key` on keyed writes (web/idempotency.py, web/commit.py; docs/API.md
 "Idempotency-Key"), through HTTP on SQLite and PostgreSQL: the same request with the same key
 gets the first answer again and writes once; the key reused for another request is a 422; a key
 still in flight is a 409; keys are scoped per paper and per desk key; a refused write stores
@@ -15,11 +15,11 @@ import pytest
 import time_machine
 from sqlalchemy import func, select, text
 
-import idempotency
-from errors import PROBLEM_MIME
 from extensions import db
 from models import IdempotencyKey, Paper, Piece, Section, Subscriber
 from tests.fixtures.keys import auth
+from web import idempotency
+from web.errors import PROBLEM_MIME
 
 T0 = "2026-11-20T12:00:00Z"
 

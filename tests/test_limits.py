@@ -1,5 +1,5 @@
 """Limits: 64 KiB bodies (413) on every route that takes one, and rate limits on every public
-route (ratelimits.py) with `Retry-After` and the X-RateLimit headers, shared across processes
+route (web/limits.py) with `Retry-After` and the X-RateLimit headers, shared across processes
 through Redis and surviving a Redis outage; the outbound SMTP timeout is bounded.
 
 The suite's app runs with the limits off (RATELIMIT_ENABLED=False, tests/fixtures/app.py); the

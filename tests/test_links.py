@@ -1,4 +1,4 @@
-"""Absolute URLs: `Links` (services/rendering/links.py), the request's Links (weblinks.py) and
+"""Absolute URLs: `Links` (services/rendering/links.py), the request's Links (links.py) and
 each paper's canonical origin for `send-alerts` (`PaperOrigins`), which must name a paper
 exactly as a request on that origin names it (the alerts' links are the pages' own)."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 from flask import Flask, request
 
-import weblinks
 from services.rendering.links import Links, PaperOrigins, host_name
+from web import links
 
 
 def test_links_build_every_page_under_the_origin():
@@ -60,11 +60,11 @@ def test_the_request_links_follow_the_host_and_are_made_once_per_request():
     app.config["PUBLIC_URL_SCHEME"] = "https"
     with app.app_context():
         with app.test_request_context("/", base_url="http://demo.localhost:5000"):
-            first = weblinks.links()
+            first = links.links()
             assert first.origin == "https://demo.localhost:5000"
-            assert weblinks.links() is first
+            assert links.links() is first
         # One app context across requests (as a test holding it open has): a new host is seen.
         with app.test_request_context("/", base_url="http://other.localhost"):
-            assert weblinks.links().story_page("x") == "https://other.localhost/stories/x"
+            assert links.links().story_page("x") == "https://other.localhost/stories/x"
     with pytest.raises(RuntimeError):
-        weblinks.links()
+        links.links()

@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 
-import idempotency
-from errors import PROBLEM_MIME
 from schemas.openapi import IDEMPOTENCY_PARAMETER
 from tests.fixtures.keys import auth
+from web import idempotency
+from web.errors import PROBLEM_MIME
 
 DOCUMENTED_PREFIXES = ("/api/v1", "/embed/", "/oembed")
 IGNORED_METHODS = {"HEAD", "OPTIONS"}
@@ -158,7 +158,7 @@ def test_each_route_documents_the_errors_it_can_give(app, doc):
         if "requestBody" in operation:
             assert {"400", "413", "415", "422"} <= codes, label
         elif not any(p["name"] == "Idempotency-Key" for p in parameters):
-            assert "422" not in codes, label  # bad query/path values are 400s (errors.py)
+            assert "422" not in codes, label  # bad query/path values are 400s (web/errors.py)
         security = operation.get("security", [])
         if any(security):
             assert {"401", "403"} <= codes, label
@@ -273,7 +273,7 @@ def test_every_operation_has_a_unique_operation_id_a_summary_and_a_description(d
 
 
 def test_operation_ids_are_stable_across_builds(app, doc):
-    from extensions import api
+    from web.apidoc import api
     rebuilt = {(p, m): o["operationId"] for p, m, o, _ in operations(api.document())}
     assert rebuilt == {(p, m): o["operationId"] for p, m, o, _ in operations(doc)}
 

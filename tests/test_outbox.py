@@ -17,9 +17,9 @@ import pytest
 import time_machine
 from sqlalchemy import select
 
-from clock import utcnow
 from extensions import db
 from models import OutboxMessage, Subscriber
+from models.clock import utcnow
 from services.delivery import outbox
 from tests.fixtures.servers import body_text
 from tests.fixtures.statements import statements

@@ -1,4 +1,4 @@
-"""The request pipeline (pipeline.py) on the app exactly as production builds it: `wsgi.py` run
+"""The request pipeline (web/pipeline.py) on the app exactly as production builds it: `wsgi.py` run
 as gunicorn loads it, configured only through the environment, with its default limits.
 
 Checks the steps' order, that the cheap refusals run before any database work, every rate
@@ -14,34 +14,34 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-import pipeline
 from extensions import db
 from models import Subscriber
 from services.delivery import subscriptions
 from tests.fixtures.statements import statements
+from web import pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
 
 EXPECTED_BEFORE = [
-    "logging_setup.start_request",
-    "security.refuse_nul_in_path",
-    "security.refuse_large_bodies",
-    "tenancy.refuse_malformed_key",
-    "ratelimits.check_limits",
-    "http_cache.begin",
-    "http_cache.answer_from_recent_paper",
-    "tenancy.load_paper",
-    "http_cache.answer_not_modified",
-    "http_cache.answer_from_cache",
+    "web.request_log.start_request",
+    "web.security.refuse_nul_in_path",
+    "web.security.refuse_large_bodies",
+    "web.tenancy.refuse_malformed_key",
+    "web.limits.check_limits",
+    "web.caching.begin",
+    "web.caching.answer_from_recent_paper",
+    "web.tenancy.load_paper",
+    "web.caching.answer_not_modified",
+    "web.caching.answer_from_cache",
 ]
 EXPECTED_AFTER = [
-    "http_cache.store_answer",
-    "security.add_headers",
-    "pipeline.cors",
-    "http_cache.decorate",
-    "compression.compress",
-    "ratelimits.add_limit_headers",
-    "logging_setup.finish_request",
+    "web.caching.store_answer",
+    "web.security.add_headers",
+    "web.pipeline.cors",
+    "web.caching.decorate",
+    "web.compression.compress",
+    "web.limits.add_limit_headers",
+    "web.request_log.finish_request",
 ]
 
 
@@ -81,9 +81,9 @@ def test_the_steps_run_in_the_documented_order(production):
     steps = pipeline.describe(production)
     assert steps["before"] == EXPECTED_BEFORE
     assert steps["after"] == EXPECTED_AFTER
-    assert steps["teardown"] == ["tenancy.end_read"]
+    assert steps["teardown"] == ["web.tenancy.end_read"]
     # flask-sqlalchemy's session removal, replaced by the one that never raises.
-    assert steps["teardown_appcontext"] == ["transaction.end_session"]
+    assert steps["teardown_appcontext"] == ["web.commit.end_session"]
     # No blueprint carries hooks of its own: the pipeline is the only list.
     for registry in (production.before_request_funcs, production.after_request_funcs,
                      production.teardown_request_funcs):
@@ -95,7 +95,7 @@ def test_the_steps_run_in_the_documented_order(production):
 
 
 def test_installing_twice_or_beside_a_stray_hook_is_refused(production):
-    with pytest.raises(RuntimeError, match="outside pipeline.py"):
+    with pytest.raises(RuntimeError, match="outside web/pipeline.py"):
         pipeline.install(production)
 
 
@@ -214,8 +214,8 @@ def test_keyed_writes_carry_the_default_per_route_limit(production, paper, desk,
 
 
 def test_every_limited_endpoint_exists(production):
-    import ratelimits
+    from web import limits
 
     endpoints = {rule.endpoint for rule in production.url_map.iter_rules()}
-    named = ratelimits.SUBSCRIBE_ENDPOINTS | ratelimits.LINK_ENDPOINTS | ratelimits.EXEMPT_ENDPOINTS
+    named = limits.SUBSCRIBE_ENDPOINTS | limits.LINK_ENDPOINTS | limits.EXEMPT_ENDPOINTS
     assert named <= endpoints, named - endpoints

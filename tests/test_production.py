@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 import time_machine
 
-import logging_setup
 from app import create_app
 from services.delivery import purge
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.fixtures.statements import statements
+from web import request_log
 
 ROOT = Path(__file__).resolve().parent.parent
 VOLATILE = {"X-Request-ID"}
@@ -323,7 +323,7 @@ def test_one_json_line_per_request(client, newsroom, caplog):
     with caplog.at_level(logging.INFO, logger="paperdesk.request"):
         client.get("/api/v1/stories?limit=2", headers={"X-Request-ID": "trace-7"})
         client.get("/api/v1/stories/999999")
-    lines = [json.loads(logging_setup.JsonFormatter().format(r))
+    lines = [json.loads(request_log.JsonFormatter().format(r))
              for r in caplog.records if r.name == "paperdesk.request"]
     assert len(lines) == 2
     first, second = lines
@@ -336,7 +336,7 @@ def test_one_json_line_per_request(client, newsroom, caplog):
 
 
 def test_a_json_line_is_one_line_of_valid_json():
-    formatter = logging_setup.JsonFormatter()
+    formatter = request_log.JsonFormatter()
     try:
         raise ValueError("boom\nsecond line")
     except ValueError:

@@ -1,4 +1,4 @@
-"""Replay (replay.py): a worker sends a public answer it has made before again, ahead of Flask,
+"""Replay (web/replay.py): a worker sends a public answer it has made before again, ahead of Flask,
 with the pipeline's own headers; it never outlives the paper state it was made for, never
 answers a keyed request, and still counts the rate limit and logs the request line.
 

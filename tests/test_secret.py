@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-import security
 from app import create_app
+from web import security
 
 
 def build(tmp_path, **config):

@@ -9,9 +9,8 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.orm import selectinload
 
-import clock
 from extensions import db
-from models import Edition, Paper, Persona, Piece, PieceRevision, Section
+from models import Edition, Paper, Persona, Piece, PieceRevision, Section, clock
 from services.newsroom import provenance
 from tests.fixtures.keys import auth
 

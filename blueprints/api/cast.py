@@ -3,7 +3,7 @@
     GET  /api/v1/cast    video editions, newest day first
     POST /api/v1/cast    publish a day's edition (admin); a second one for that day is a 409
 
-The write commits once, at the commit point (transaction.py).
+The write commits once, at the commit point (web/commit.py).
 """
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from flask import g
 
 from blueprints.api.common import api_blueprint, json_body
 from blueprints.api.permissions import keyed
-from clock import utcnow
+from models.clock import utcnow
 from schemas.desk import CastIn, EditionOut
 from schemas.front import CastOut
 from services.newsroom import desk
 from services.reading import front
-from transaction import transactional
-from weblinks import links
+from web.commit import transactional
+from web.links import links
 
 bp = api_blueprint("cast", __name__, "Video editions, one per published day; publishing one (admin).")
 

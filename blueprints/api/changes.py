@@ -12,10 +12,10 @@ from urllib.parse import urlencode
 from flask import g, jsonify
 
 from blueprints.api.common import api_blueprint
-from clock import rfc3339
+from models.clock import rfc3339
 from schemas.changes import ChangeListOut, ChangesQuery
 from services.reading import changes, stories
-from weblinks import links
+from web.links import links
 
 bp = api_blueprint("changes", __name__, "The change feed: every public change of the paper's pieces, "
                                         "in order, so a mirror can stay exactly in sync.")

@@ -1,6 +1,6 @@
 """Helpers shared by the `/api/v1` blueprints: the blueprint factory, the JSON-body check, 404s.
 
-Who may call what is blueprints/api/permissions.py; the commit point is transaction.py.
+Who may call what is blueprints/api/permissions.py; the commit point is web/commit.py.
 """
 from __future__ import annotations
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from flask import g, jsonify
 
-import http_cache
 from blueprints.api.common import api_blueprint
 from schemas.front import FrontOut, front_wire
 from services.reading import front
-from weblinks import links
+from web import caching
+from web.links import links
 
 bp = api_blueprint("front", __name__, "The front page.")
 
@@ -26,4 +26,4 @@ def get_front():
     # Built and answered here exactly as /front.json does, so the two stay byte for byte equal:
     # Core rows straight into FrontOut's shape (schemas/front.py `front_wire`).
     here = links()
-    return jsonify(front_wire(front.build_front(g.paper, http_cache.paper_state(), links=here, rows=True), here))
+    return jsonify(front_wire(front.build_front(g.paper, caching.paper_state(), links=here, rows=True), here))

@@ -10,7 +10,7 @@ from urllib.parse import urlencode
 from flask import current_app, g, request
 
 from services.reading import cursors
-from weblinks import links
+from web.links import links
 
 LINK = {"Link": {
     "description": 'The next page: `<absolute URL>; rel="next"` (RFC 8288), the same query with '

@@ -10,7 +10,7 @@ receipt keys.
     GET   /api/v1/agent            the cockpit self-check of the key sent (any key)
     GET   /api/v1/receipt-keys     the Ed25519 public keys that verify filing receipts
 
-The config write commits once, at the commit point (transaction.py).
+The config write commits once, at the commit point (web/commit.py).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from sqlalchemy import select
 from blueprints.api import permissions
 from blueprints.api.common import API_PREFIX, OPTIONAL_SECURITY, api_blueprint, json_body
 from blueprints.api.permissions import keyed
-from extensions import api, db
+from extensions import db
 from models import DeskKey, Persona, SigningKey
 from schemas.desk import ConfigOut, ConfigPatch
 from schemas.paper import PaperIndexOut, ReceiptKeysOut
@@ -31,8 +31,9 @@ from schemas.proof import AgentOut
 from services.errors import Invalid
 from services.newsroom import desk
 from services.reading import front
-from transaction import transactional
-from weblinks import links
+from web.apidoc import api
+from web.commit import transactional
+from web.links import links
 
 # `<string(maxlength=200):id>` -> `{id}`
 RULE_VARIABLE = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")

@@ -27,7 +27,7 @@ keys see the config as read with the public part of `config`. Drafts show to rea
 of the paper, and to an agent key only its own persona's (`sees_drafts`, `drafts_of`).
 
 Every rule takes the key (None for a public request) and raises services.errors.Unauthorized
-(401), Forbidden (403) or Invalid (422); errors.py answers them. The decorated views carry
+(401), Forbidden (403) or Invalid (422); web/errors.py answers them. The decorated views carry
 `access` ("key", "read" or "admin") and, for writers, `agent_capability`: the paper index lists the
 routes a key reaches from them (`may_call`).
 """

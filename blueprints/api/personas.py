@@ -4,7 +4,7 @@
     POST  /api/v1/personas           add a persona (admin)
     PATCH /api/v1/personas/{slug}    change one (admin); `declared_ai` stays true
 
-Writes commit once, at the commit point (transaction.py); a taken name is a 409 from
+Writes commit once, at the commit point (web/commit.py); a taken name is a 409 from
 services/newsroom/desk.py.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ from schemas.desk import PersonaIn, PersonaOut, PersonaPatch
 from schemas.front import MastheadOut
 from services.newsroom import desk
 from services.reading import front, lookups
-from transaction import transactional
-from weblinks import links
+from web.commit import transactional
+from web.links import links
 
 bp = api_blueprint("personas", __name__, "The masthead of declared AI personas; adding and changing them (admin).")
 

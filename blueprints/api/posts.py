@@ -14,7 +14,7 @@ from blueprints.api.common import api_blueprint
 from schemas.front import PostListOut, PostsQuery
 from services.errors import BadRequest
 from services.reading import cursors, posts
-from weblinks import links
+from web.links import links
 
 bp = api_blueprint("posts", __name__, "Short-form posts of the pieces on air.")
 

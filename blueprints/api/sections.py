@@ -4,7 +4,7 @@
     POST  /api/v1/sections          add a section (admin)
     PATCH /api/v1/sections/{slug}   rename, describe, reorder, (de)activate one (admin)
 
-Writes commit once, at the commit point (transaction.py); a taken name is a 409 from
+Writes commit once, at the commit point (web/commit.py); a taken name is a 409 from
 services/newsroom/desk.py.
 """
 from __future__ import annotations
@@ -18,8 +18,8 @@ from schemas.archive import SectionListOut, SectionsQuery
 from schemas.desk import SectionIn, SectionOut, SectionPatch
 from services.newsroom import desk
 from services.reading import archive, cursors, lookups, stories
-from transaction import transactional
-from weblinks import links
+from web.commit import transactional
+from web.links import links
 
 bp = api_blueprint("sections", __name__, "The paper's sections, in order; adding and changing them (admin).")
 

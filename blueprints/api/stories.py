@@ -9,7 +9,7 @@
     GET    /api/v1/stories/{id}/proof    the provenance record (read key)
 
 Writes take a JSON body (415 otherwise) parsed by a schema that refuses unknown fields (422
-with per-field `errors`), and commit once, at the commit point (transaction.py): any 4xx writes
+with per-field `errors`), and commit once, at the commit point (web/commit.py): any 4xx writes
 nothing. Who may write what is blueprints/api/permissions.py. A proof proves which paper's desk
 filed a revision and that it is unchanged since; it never proves that the piece's claims are
 true (docs/PROOFS.md verifies one offline).
@@ -21,21 +21,21 @@ import functools
 from flask import abort, g, jsonify, request
 from webargs.core import is_json
 
-import http_cache
 from blueprints.api import paging, permissions
 from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint, json_body, not_found
 from blueprints.api.permissions import keyed, writer
-from clock import utcnow
 from extensions import db
 from models import DeskKey, Piece
+from models.clock import utcnow
 from schemas.desk import AirIn, StoryIn, StoryPatch
 from schemas.proof import ProofOut
 from schemas.story import StoriesQuery, StoryListOut, StoryOut, story_row_wire, story_wire
 from services.errors import BadRequest, Unauthorized
 from services.newsroom import filing, provenance
 from services.reading import cursors, stories, visibility
-from transaction import transactional
-from weblinks import links
+from web import caching
+from web.commit import transactional
+from web.links import links
 
 bp = api_blueprint("stories", __name__, "Pieces: newest-first lists and full stories; filing, "
                                         "revising, airing and proofs (keyed).")
@@ -140,7 +140,7 @@ def get_story(id: str):
     if found is None:
         raise not_found()
     story, facts = found
-    http_cache.tag_piece(story)
+    caching.tag_piece(story)
     # Straight from Core rows to StoryOut's shape (schemas/story.py says why).
     return jsonify(story_wire(story, facts, links(), g.paper.nameplate))
 

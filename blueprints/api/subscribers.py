@@ -11,7 +11,7 @@
                                 the token of an alert's "Manage your alerts" link the credential
 
 Business rules live in services/delivery/subscriptions.py, who may send what in
-blueprints/api/permissions.py. A subscribe commits once, at the commit point (transaction.py);
+blueprints/api/permissions.py. A subscribe commits once, at the commit point (web/commit.py);
 the confirm email leaves only after that commit.
 """
 from __future__ import annotations
@@ -21,9 +21,8 @@ from flask import current_app, g
 from blueprints.api import permissions
 from blueprints.api.common import OPTIONAL_SECURITY, api_blueprint, json_body
 from blueprints.api.permissions import keyed
-from clock import utcnow
-from http_cache import no_etag
 from models import PAUSED_INDEFINITELY
+from models.clock import utcnow
 from schemas.subscriber import (
     PreferencesOut,
     PreferencesPatch,
@@ -34,8 +33,9 @@ from schemas.subscriber import (
 )
 from services.delivery import subscriptions, webhooks
 from services.errors import BadRequest, Invalid
-from transaction import transactional
-from weblinks import links
+from web.caching import no_etag
+from web.commit import transactional
+from web.links import links
 
 bp = api_blueprint("subscribers", __name__, "Email alerts with double opt-in, and webhooks.")
 

@@ -10,7 +10,7 @@
 
 The secret is shown once, in the creation answer, as Standard Webhooks providers do: a secret
 that any admin read could show again would be one more place for it to leak. Writes commit once,
-at the commit point (transaction.py); what they queue leaves through `flask drain-outbox`.
+at the commit point (web/commit.py); what they queue leaves through `flask drain-outbox`.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from flask import g
 
 from blueprints.api.common import api_blueprint, json_body
 from blueprints.api.permissions import keyed
-from clock import utcnow
+from models.clock import utcnow
 from schemas.webhook import (
     AcceptedDeliveryOut,
     DeliveriesOut,
@@ -29,8 +29,8 @@ from schemas.webhook import (
     WebhookOut,
 )
 from services.delivery import content_hooks
-from transaction import transactional
-from weblinks import links
+from web.commit import transactional
+from web.links import links
 
 bp = api_blueprint("webhooks", __name__, "Content webhooks for site owners (admin): endpoints, pings, "
                                          "delivery logs and redelivery, signed after Standard Webhooks.")

@@ -20,9 +20,9 @@ from flask import render_template
 from markupsafe import escape
 from sqlalchemy import select
 
-from clock import rfc3339
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
+from models.clock import rfc3339
 from services.delivery import mail, subscriptions
 from services.rendering.links import Links, PaperOrigins
 

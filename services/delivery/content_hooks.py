@@ -33,9 +33,9 @@ from flask import current_app
 from sqlalchemy import delete, func, or_, select, update
 from standardwebhooks import Webhook
 
-from clock import rfc3339, utcnow
 from extensions import db
 from models import CONTENT_EVENTS, PING_EVENT, ContentDelivery, Edition, Paper, Piece, WebhookEndpoint
+from models.clock import rfc3339, utcnow
 from services.delivery import claims, webhooks
 from services.errors import BadRequest, Conflict, Invalid, NotFound
 from services.rendering.links import Links, PaperOrigins

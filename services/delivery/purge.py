@@ -1,7 +1,7 @@
 """The CDN purge hook (docs/API.md "caching"; docs/DEPLOYING.md "Caching, and a CDN in front").
 
 Public answers carry `Surrogate-Key: paper-<id>` and, on a piece's own answers,
-`piece-<id>` (http_cache.py). When a piece goes on air, goes off air, or is revised while on air
+`piece-<id>` (web/caching.py). When a piece goes on air, goes off air, or is revised while on air
 (public, in the sense of services/reading/visibility.py),
 and PURGE_URL is set, the keys `paper-<paper id>` and `piece-<piece id>` are POSTed to PURGE_URL
 once the transaction commits:

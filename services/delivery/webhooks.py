@@ -28,9 +28,9 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import func, select, update
 
-from clock import rfc3339, utcnow
 from extensions import db
 from models import Subscriber, WebhookDelivery
+from models.clock import rfc3339, utcnow
 from services.delivery import claims
 from services.errors import Invalid
 

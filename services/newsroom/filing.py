@@ -313,7 +313,7 @@ def _cancel_pending(paper: Paper, piece: Piece, now: datetime) -> None:
 
 def refresh_schedule(paper: Paper, now: datetime) -> None:
     """Store in `paper.air_schedule` the instants (epoch seconds, ascending; None when there
-    are none) at which the paper's scheduled pieces air after `now`: http_cache.py keys cached
+    are none) at which the paper's scheduled pieces air after `now`: web/caching.py keys cached
     answers on how many have passed. Call after any write that schedules or cancels."""
     db.session.flush()
     instants = db.session.scalars(select(Piece.on_air_at).where(

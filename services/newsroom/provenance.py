@@ -23,9 +23,9 @@ from nacl.signing import SigningKey as NaclSigningKey
 from nacl.signing import VerifyKey
 from sqlalchemy import select
 
-from clock import rfc3339
 from extensions import db
 from models import Paper, Piece, PieceRevision, SigningKey
+from models.clock import rfc3339
 from services.newsroom import seeds
 
 ALG = "Ed25519"

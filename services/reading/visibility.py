@@ -6,9 +6,9 @@ now`. A piece put on air with a future `on_air_at` is scheduled; it appears ever
 instant without any job running, because every public query compares with the clock.
 
 `now` is one instant per request (`request_now`): the cache key and ETag of a public answer
-(http_cache.py) and every query behind it see the same clock, so an answer is never stored
+(web/caching.py) and every query behind it see the same clock, so an answer is never stored
 under a key that says a scheduled piece has not aired while its body shows it (or the other
-way round). The web layer provides that instant (`use_clock`, called by http_cache.py: a
+way round). The web layer provides that instant (`use_clock`, called by web/caching.py: a
 service never reads the request); without it, or outside a request (CLI, worker), it is the
 clock at each use.
 """
@@ -21,8 +21,8 @@ from datetime import datetime
 from sqlalchemy import and_, bindparam
 from sqlalchemy.sql.elements import ColumnElement
 
-from clock import utcnow
 from models import Piece
+from models.clock import utcnow
 from models.types import UTCDateTime
 
 _clock: Callable[[], datetime] = utcnow
@@ -77,7 +77,7 @@ def air_at(piece, now: datetime | None = None) -> datetime | None:
 
 def passed(schedule: list | tuple | None, now: datetime | None = None) -> int:
     """How many instants of a paper's `air_schedule` (epoch seconds, ascending) have come by
-    `now`: 0 for none. http_cache.py puts it into every key and ETag of the paper's answers."""
+    `now`: 0 for none. web/caching.py puts it into every key and ETag of the paper's answers."""
     if not schedule:
         return 0
     return bisect_right(schedule, (now or request_now()).timestamp())

@@ -19,9 +19,9 @@ from markupsafe import escape
 from sqlalchemy import select
 from sqlalchemy.orm import selectinload
 
-from clock import rfc3339
 from extensions import db
 from models import Edition, Paper, Piece, Section
+from models.clock import rfc3339
 from services.reading import stories
 from services.rendering import prose
 from services.rendering.embeds import masthead_entry

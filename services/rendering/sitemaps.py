@@ -21,9 +21,9 @@ from typing import NamedTuple
 from lxml import etree
 from sqlalchemy import and_, case, func, literal_column, or_, select, union_all
 
-from clock import rfc3339
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
+from models.clock import rfc3339
 from services.reading import visibility
 from services.rendering.feeds import paper_language
 from services.rendering.links import Links

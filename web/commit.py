@@ -14,7 +14,7 @@ flask-smorest dumps it inside the decorated call, while the transaction is still
 attributes a flush expired, server defaults and the paper's moved version, load in the same
 transaction). Then, with the finished response in hand:
 
-- a 2xx or 3xx answer commits. If the commit fails, the exception propagates (errors.py answers
+- a 2xx or 3xx answer commits. If the commit fails, the exception propagates (web/errors.py answers
   409, 503 or 500): a write that did not land is never answered with a success. Anything a
   write sends (the confirm email) is an outbox row committed with it
   (services/delivery/outbox.py), so it leaves only once the write has landed.
@@ -22,13 +22,13 @@ transaction). Then, with the finished response in hand:
   services.errors.DeskError, a webargs 422, a database error), rolls back: a 4xx or 5xx
   writes nothing and, its outbox rows rolled back with it, sends nothing.
 
-A keyed write sent with an `Idempotency-Key` (idempotency.py) is checked inside the same
+A keyed write sent with an `Idempotency-Key` (web/idempotency.py) is checked inside the same
 transaction before the view runs (a stored answer is replayed, a reused key refused), and its
 2xx/3xx answer is stored in it before the commit: the record and the write commit together or not
 at all.
 
 The commit itself: the writes are flushed first (a failure there is definite: nothing was
-written, and errors.py answers it as any other database error). Then COMMIT; a database error
+written, and web/errors.py answers it as any other database error). Then COMMIT; a database error
 during the COMMIT itself (the connection lost, the server gone) leaves the outcome unknown: the
 server may have committed before the connection broke. That is answered 503 with Retry-After and
 the detail OUTCOME_UNKNOWN: retry with the same Idempotency-Key, which replays the answer if the
@@ -48,9 +48,9 @@ import logging
 from flask import current_app
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-import idempotency
 from extensions import db
 from services.errors import Unavailable
+from web import idempotency
 
 log = logging.getLogger("paperdesk.transaction")
 
@@ -64,7 +64,7 @@ def transactional(view):
     """Commit the view's writes once its answer is a success (2xx/3xx); roll back otherwise.
     Returns the finished `Response` (or, for a keyed write whose Idempotency-Key was answered
     before, that stored answer). Raises what the view raises, BadRequest/Conflict/Invalid for
-    the Idempotency-Key (idempotency.py), and Unavailable (503, OUTCOME_UNKNOWN) when the
+    the Idempotency-Key (web/idempotency.py), and Unavailable (503, OUTCOME_UNKNOWN) when the
     connection is lost during the COMMIT. See the module docstring."""
 
     @functools.wraps(view)

@@ -23,7 +23,7 @@ import time
 import orjson
 from flask import Flask, Response, g, has_request_context, request
 
-from request_headers import header
+from web.headers import header
 
 REQUEST_ID_HEADER = "X-Request-ID"
 # Accept what proxies and tracers send (uuids, hex, base64url, dotted ids), nothing that could
@@ -136,7 +136,7 @@ def log_request(*, request_id: str, method: str, path: str, query: str, status: 
 
 def configure(app: Flask) -> None:
     """Give the `paperdesk` loggers one stderr handler (JSON unless LOG_FORMAT=text) at
-    LOG_LEVEL, once per process. The request-id steps are installed by pipeline.py (first
+    LOG_LEVEL, once per process. The request-id steps are installed by web/pipeline.py (first
     before the view, last after it)."""
     logger = logging.getLogger("paperdesk")
     logger.setLevel(app.config["LOG_LEVEL"])

@@ -97,7 +97,7 @@ def handle_http_exception(error: HTTPException):
             headers[name] = value
     detail = data.get("message") or (error.description if _own_description(error) else None)
     if status == 429:
-        # ratelimits.py's description is the limit alone ("300 per 1 minute").
+        # web/limits.py's description is the limit alone ("300 per 1 minute").
         detail = (f"Too many requests: the limit is {error.description}. Retry after the number "
                   f"of seconds in Retry-After." if _own_description(error) else None)
     if status == 400 and messages:

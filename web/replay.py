@@ -1,6 +1,6 @@
 """Replay: a worker answers a public GET it has answered before without building a Flask request.
 
-The pipeline (pipeline.py) serves a stored public answer in a fraction of a cold one's time, but
+The pipeline (web/pipeline.py) serves a stored public answer in a fraction of a cold one's time, but
 every hit still pays for what Flask and the after-steps cost: a request context, URL matching,
 a `Response`, ten header edits, the log record. For a public read of a paper whose version this
 worker knows (tenancy's snapshot, younger than PAPER_SNAPSHOT_SECONDS) nothing of that can
@@ -9,9 +9,9 @@ pipeline produced (status, every header, body) and sends it again while the pape
 the same:
 
 - **What is kept.** Public 200 answers the response cache stored or served, and the pipeline's
-  304s, marked by http_cache.py (REPLAY_MARK in the WSGI environ) with the paper state they were made for. Kept per
+  304s, marked by web/caching.py (REPLAY_MARK in the WSGI environ) with the paper state they were made for. Kept per
   scheme, Host, method, script root, path, raw query, and the request headers that select a
-  representation: gzip accepted or not (compression.py), whether an `Origin` came, and for a
+  representation: gzip accepted or not (web/compression.py), whether an `Origin` came, and for a
   304 whether the client's tag was weak. Nothing else in a public read's request reaches its
   answer (no cookies, no content negotiation on `Accept`).
 - **When it is sent.** A GET or HEAD without a body and without a key header (`Authorization`,
@@ -21,9 +21,9 @@ the same:
   one in another worker or process is seen within PAPER_SNAPSHOT_SECONDS, as for every 304
   and stored answer (http_cache.answer_from_recent_paper).
 - **What is still done per request.** The rate limit (one count in the shared store, as in
-  ratelimits.py; a used-up limit goes on to Flask, which answers 429 from the same count
+  limits.py; a used-up limit goes on to Flask, which answers 429 from the same count
   without counting again), the X-RateLimit headers, the request id and the request log line
-  (logging_setup.log_request): a replayed answer's headers are the pipeline's, byte for byte,
+  (request_log.log_request): a replayed answer's headers are the pipeline's, byte for byte,
   but for those. An `If-None-Match` holding the current tag gets the pipeline's 304.
 
 Off when every cache is off (`CACHE_TYPE=NullCache`) or RESPONSE_CACHE_LOCAL_BYTES is 0; bounded
@@ -40,12 +40,9 @@ from flask import Flask
 from werkzeug.http import parse_etags
 from werkzeug.wsgi import get_path_info
 
-import compression
-import logging_setup
-import ratelimits
-import tenancy
-from http_cache import FORMAT_SALT, LocalAnswers, state_of
-from http_cache import REPLAY_MARK as MARK
+from web import compression, limits, request_log, tenancy
+from web.caching import FORMAT_SALT, LocalAnswers, state_of
+from web.caching import REPLAY_MARK as MARK
 
 STATS = "paperdesk.replay.stats"
 # Headers that are the request's own, not the answer's: never kept, made again per request.
@@ -121,25 +118,25 @@ class Replay:
     # ------------------------------------------------------------------ sending a kept answer
 
     def _send(self, environ, start_response, entry: Kept, started: float):
-        limits = ratelimits.RateLimits.for_app(self.app)
+        rate = limits.RateLimits.for_app(self.app)
         tightest = None
-        if entry.counted and limits.enabled:
-            counts = limits.count(limits.read_limits(environ.get("REMOTE_ADDR") or "127.0.0.1"))
+        if entry.counted and rate.enabled:
+            counts = rate.count(rate.read_limits(environ.get("REMOTE_ADDR") or "127.0.0.1"))
             if counts:
-                tightest = ratelimits.tightest_of(counts)
+                tightest = limits.tightest_of(counts)
                 if tightest.exceeded:
                     # Flask answers the 429 (problem+json or the HTML page) from this count.
-                    environ[ratelimits.COUNTED] = counts
+                    environ[limits.COUNTED] = counts
                     self.stats["refused"] += 1
                     return None
-        request_id = logging_setup.request_id_from(environ.get("HTTP_X_REQUEST_ID"))
+        request_id = request_log.request_id_from(environ.get("HTTP_X_REQUEST_ID"))
         headers = list(entry.headers)
         if tightest is not None:
-            headers += ratelimits.limit_headers(tightest)
-        headers.append((logging_setup.REQUEST_ID_HEADER, request_id))
+            headers += limits.limit_headers(tightest)
+        headers.append((request_log.REQUEST_ID_HEADER, request_id))
         start_response(entry.status, headers)
         self.stats["replayed"] += 1
-        logging_setup.log_request(
+        request_log.log_request(
             request_id=request_id, method=environ["REQUEST_METHOD"],
             path="/" + get_path_info(environ).lstrip("/"),  # request.path's spelling
             query=environ.get("QUERY_STRING", ""), status=int(entry.status[:3]),

@@ -7,7 +7,7 @@ key; 1-255 printable ASCII characters. Anything else is a 400. Requests without 
 (the public subscribe, the reader forms) ignore the header: their answers are the same whatever
 is sent twice.
 
-transaction.py calls this module at its commit point, inside the request's one transaction:
+web/commit.py calls this module at its commit point, inside the request's one transaction:
 
 1. `claim()` before the transaction: the parsed key and what identifies the request (paper,
    desk key id, method, path, SHA-256 of the raw body), or None.
@@ -37,11 +37,11 @@ from datetime import timedelta
 from flask import Response, current_app, g, request
 from sqlalchemy import delete, select, text
 
-from clock import utcnow
 from extensions import db
 from models import IdempotencyKey
-from request_headers import header
+from models.clock import utcnow
 from services.errors import BadRequest, Conflict, Invalid
+from web.headers import header
 
 HEADER = "Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"

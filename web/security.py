@@ -21,7 +21,7 @@ from pathlib import Path
 from flask import Response, current_app, request
 from werkzeug.exceptions import NotFound, RequestEntityTooLarge
 
-from request_headers import header
+from web.headers import header
 
 PAGE_CSP = ("default-src 'self'; img-src 'self' https: data:; media-src 'self' https:; "
             "style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'self'; "

@@ -18,7 +18,7 @@ from flask import Response, g
 from werkzeug.datastructures import Accept
 from werkzeug.http import parse_accept_header
 
-from request_headers import header
+from web.headers import header
 
 MIN_BYTES = 1024
 LEVEL = 6

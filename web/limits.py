@@ -19,7 +19,7 @@ gunicorn worker and every host shares one count.
 The counting is the `limits` library's (the engine under Flask-Limiter): one `incr` per limit
 that applies, which is one round trip to Redis. Windows are fixed and aligned to the clock
 (a "300/minute" window is a clock minute), so the reset time is known without asking the
-store again. The pipeline (pipeline.py) calls `RateLimits.check` before the paper lookup, so a
+store again. The pipeline (web/pipeline.py) calls `RateLimits.check` before the paper lookup, so a
 refused request costs no database work, and `RateLimits.add_headers` after the view:
 `X-RateLimit-Limit`, `-Remaining` and `-Reset` (unix seconds) of the limit nearest to running
 out, on every counted answer. A 429 is a problem+json (the HTML error page on reader pages)
@@ -65,7 +65,7 @@ STORE_RETRY_SECONDS = 30.0
 # Statuses on which a Retry-After means something (RFC 9110 10.2.3, RFC 6585 4).
 RETRY_AFTER_STATUSES = (429, 503)
 _EXTENSION = "paperdesk.ratelimits"
-# environ: the counts replay.py took for a request it then handed on (its limit was used up).
+# environ: the counts web/replay.py took for a request it then handed on (its limit was used up).
 COUNTED = "paperdesk.ratelimits.counted"
 
 
@@ -232,7 +232,7 @@ class RateLimits:
         limits = self.applicable(request)
         if not limits:
             return
-        # replay.py counted this request already when it found its limit used up.
+        # web/replay.py counted this request already when it found its limit used up.
         counts = request.environ.pop(COUNTED, None)
         if counts is None:
             counts = self.count(limits)

@@ -18,11 +18,11 @@ from sqlalchemy.orm import make_transient_to_detached
 
 from extensions import db
 from models import Paper
-from request_headers import has_any, header
 from services.errors import DeskError, Unauthorized
 from services.newsroom import keys
 from services.reading import memo
 from services.rendering.links import host_name
+from web.headers import has_any, header
 
 log = logging.getLogger("paperdesk.tenancy")
 
@@ -104,7 +104,7 @@ def recent_paper(raw_host: str) -> PaperSnapshot | None:
 
 
 def recent_snapshot(app, raw_host: str) -> PaperSnapshot | None:
-    """`recent_paper` for `app`, outside a request (replay.py asks before Flask builds one)."""
+    """`recent_paper` for `app`, outside a request (web/replay.py asks before Flask builds one)."""
     ttl = app.config["PAPER_SNAPSHOT_SECONDS"]
     if ttl <= 0:
         return None
@@ -195,6 +195,6 @@ def end_read(exc: BaseException | None) -> None:
     if g.pop("read_autocommit", False):
         try:
             db.session.rollback()  # no round trip: autocommit has no transaction to end
-        except Exception:  # noqa: BLE001 - a teardown must not raise (pipeline.py); the answer is built
+        except Exception:  # noqa: BLE001 - a teardown must not raise (web/pipeline.py); the answer is built
             log.warning("ending a public read's session failed", exc_info=True)
 

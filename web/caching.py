@@ -34,12 +34,11 @@ from urllib.parse import urlencode
 from flask import Response, current_app, g, has_request_context, request
 from flask.globals import request_ctx
 
-import compression
-import tenancy
-from clock import utcnow
 from extensions import cache
-from request_headers import has_any, header
+from models.clock import utcnow
 from services.reading import visibility
+from web import compression, tenancy
+from web.headers import has_any, header
 
 # Bump when the wire format changes, so clients holding old ETags refetch after a deploy.
 FORMAT_SALT = "f1"
@@ -47,7 +46,7 @@ PUBLIC_CACHE_CONTROL = "public, max-age=60, stale-while-revalidate=300"
 KEY_HEADERS = ("Authorization", "X-Desk-Key")
 # Headers a view sets to manage caching itself: such an answer is not stored (news sitemap).
 _SELF_MANAGED = ("ETag", "Cache-Control", "Vary", "Set-Cookie", "Last-Modified", "Expires")
-# environ: this answer is public and holds the paper at (state, slug); replay.py keeps it.
+# environ: this answer is public and holds the paper at (state, slug); web/replay.py keeps it.
 REPLAY_MARK = "paperdesk.replay"
 log = logging.getLogger("paperdesk.cache")
 
@@ -173,7 +172,7 @@ def _not_modified():
     if request.if_none_match.contains_weak(etag):
         _mark_for_replay(state)
         response = Response(status=304)
-        # The tag the client holds: weak for a gzip answer (compression.py), else strong.
+        # The tag the client holds: weak for a gzip answer (web/compression.py), else strong.
         response.set_etag(etag, weak=request.if_none_match.is_weak(etag) and not request.if_none_match.contains(etag))
         response.headers["Cache-Control"] = PUBLIC_CACHE_CONTROL
         response.headers["Vary"] = "Authorization, X-Desk-Key, Accept-Encoding"
@@ -227,7 +226,7 @@ def response_cache_key() -> str:
 
 
 def _mark_for_replay(state: str) -> None:
-    """Tell replay.py that this answer is public and holds the paper at `state` (a 304, a
+    """Tell web/replay.py that this answer is public and holds the paper at `state` (a 304, a
     stored answer, or one served from the cache), unless every cache is off."""
     if not _cache_off():
         request.environ[REPLAY_MARK] = (state, g.paper_snapshot.slug)
@@ -275,7 +274,7 @@ def answer_from_cache():
 class LocalAnswers:
     """A worker's own least-recently-used store of public answers, in front of the shared
     response cache, holding at most `capacity` bytes of bodies (`cost(entry)`: by default the
-    bodies of a response-cache entry; replay.py keeps its own kind). Entries are `(status, headers,
+    bodies of a response-cache entry; web/replay.py keeps its own kind). Entries are `(status, headers,
     body)` under the same version-bearing keys as the shared cache, so none is ever stale; old
     versions' entries simply age out."""
 

@@ -7,34 +7,34 @@ their own (flask-cors) hand it over here, and `install` puts it in its place in 
 Before the view, in this order (a step that answers or raises ends the list there; the
 after-steps still run on whatever answer results, an error page included):
 
- 1. request id and clock        logging_setup.start_request
+ 1. request id and clock        request_log.start_request
  2. NUL in the path -> 404      security.refuse_nul_in_path
  3. body over 64 KiB -> 413     security.refuse_large_bodies
  4. malformed key -> 401        tenancy.refuse_malformed_key
- 5. rate limits -> 429          ratelimits.check_limits
+ 5. rate limits -> 429          limits.check_limits
     (1-5 touch no database: the cheap refusals come before any paper is looked up)
- 6. fresh cache state           http_cache.begin
+ 6. fresh cache state           caching.begin
  7. 304 / stored answer from this worker's recent copy of the paper, no database
-                                http_cache.answer_from_recent_paper
+                                caching.answer_from_recent_paper
  8. Host -> paper, key -> 404/401/403
                                 tenancy.load_paper
- 9. If-None-Match -> 304        http_cache.answer_not_modified
-10. stored public answer        http_cache.answer_from_cache
+ 9. If-None-Match -> 304        caching.answer_not_modified
+10. stored public answer        caching.answer_from_cache
 
 After the view (or the error handler), in this order:
 
- 1. store a fresh public 200, Surrogate-Key     http_cache.store_answer
+ 1. store a fresh public 200, Surrogate-Key     caching.store_answer
  2. security headers (CSP, framing, nosniff)    security.add_headers
  3. CORS on the API, oEmbed and the feeds      pipeline.cors (flask-cors's own step)
  4. ETag and Cache-Control; keyed answers private, CORS stripped
-                                                http_cache.decorate
+                                                caching.decorate
  5. gzip over 1 KB when accepted (weak ETag), Vary: Accept-Encoding
                                                 compression.compress
- 6. X-RateLimit-*, Retry-After on 429/503 only  ratelimits.add_limit_headers
- 7. X-Request-ID, the request log line          logging_setup.finish_request
+ 6. X-RateLimit-*, Retry-After on 429/503 only  limits.add_limit_headers
+ 7. X-Request-ID, the request log line          request_log.finish_request
 
 Teardown: give back a public read's autocommit connection (tenancy.end_read). Then, as the
-app context ends, remove the request's database session (transaction.end_session, installed in
+app context ends, remove the request's database session (commit.end_session, installed in
 place of flask-sqlalchemy's own removal): a connection lost after the answer was built is logged
 and discarded, never raised to the WSGI server (whose bare 500 page would replace the answer).
 Neither teardown step raises.
@@ -42,7 +42,7 @@ Neither teardown step raises.
 A stored answer (step 7 or 10 before) is a response like any other: it passes every
 after-step, so a hit carries the same headers a miss does (the store in step 1 skips it).
 
-Ahead of all of this, outside Flask, replay.py sends again a public answer this worker has
+Ahead of all of this, outside Flask, web/replay.py sends again a public answer this worker has
 made before (a stored 200 or a 304, marked by http_cache with the paper state it holds) while
 that state stands: it counts the rate limit (handing a used-up one on to step 5 with its count),
 makes the request id and the log line, and adds nothing else, so its headers are the ones the
@@ -54,15 +54,9 @@ from collections.abc import Callable
 
 from flask import Flask, request
 
-import compression
-import http_cache
-import logging_setup
-import ratelimits
-import security
-import tenancy
-import transaction
 from extensions import cors as flask_cors
 from extensions import db
+from web import caching, commit, compression, limits, request_log, security, tenancy
 
 # Paths that any origin may read from a browser: the API, oEmbed and every feed (a web feed
 # reader or an AI agent in a page fetches them cross-origin; a preflight hears that a feed is
@@ -81,23 +75,23 @@ CORS_RESOURCES = {
 }
 
 BEFORE: tuple[Callable, ...] = (
-    logging_setup.start_request,
+    request_log.start_request,
     security.refuse_nul_in_path,
     security.refuse_large_bodies,
     tenancy.refuse_malformed_key,
-    ratelimits.check_limits,
-    http_cache.begin,
-    http_cache.answer_from_recent_paper,
+    limits.check_limits,
+    caching.begin,
+    caching.answer_from_recent_paper,
     tenancy.load_paper,
-    http_cache.answer_not_modified,
-    http_cache.answer_from_cache,
+    caching.answer_not_modified,
+    caching.answer_from_cache,
 )
 
 TEARDOWN: tuple[Callable, ...] = (
     tenancy.end_read,
 )
 TEARDOWN_APPCONTEXT: tuple[Callable, ...] = (
-    transaction.end_session,
+    commit.end_session,
 )
 
 
@@ -151,7 +145,7 @@ def _cors_step(app: Flask) -> Callable:
 
 
 def _adopt_session_removal(app: Flask) -> None:
-    """Put transaction.end_session where flask-sqlalchemy's `init_app` put its session removal
+    """Put commit.end_session where flask-sqlalchemy's `init_app` put its session removal
     (a teardown_appcontext function), so the session ends the same way, safely."""
     funcs = app.teardown_appcontext_funcs
     ours = [i for i, func in enumerate(funcs)
@@ -198,15 +192,15 @@ def install(app: Flask) -> None:
                                           app.teardown_request_funcs)
              for name, funcs in registry.items() if funcs}
     if stray:
-        raise RuntimeError(f"request hooks registered outside pipeline.py: {stray}")
+        raise RuntimeError(f"request hooks registered outside web/pipeline.py: {stray}")
     after = (
-        http_cache.store_answer,
+        caching.store_answer,
         security.add_headers,
         _cors_step(app),
-        http_cache.decorate,
+        caching.decorate,
         compression.compress,
-        ratelimits.add_limit_headers,
-        logging_setup.finish_request,
+        limits.add_limit_headers,
+        request_log.finish_request,
     )
     steps = app.extensions["pipeline"] = Steps(tuple(BEFORE), after, tuple(TEARDOWN))
     app.before_request_funcs[None] = [steps.run_before]
