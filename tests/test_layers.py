@@ -1,7 +1,7 @@
 """The layer rules, read from the source with `ast` (nothing is imported):
 
-- services/ and demo/ never import the web layer (blueprints, schemas, web/) nor take `request`, `g` or `session` from flask: what a
-  service needs of a request arrives as an argument;
+- services/ and demo/ never import the web layer (blueprints, schemas, web/) nor take
+  `request`, `g` or `session` from flask: what a service needs of a request arrives as an argument;
 - schemas/ and models/ never import blueprints;
 - models/ import no services, schemas or blueprints.
 
