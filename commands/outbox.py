@@ -1,5 +1,6 @@
-"""`drain-outbox`: the sender that runs beside the app. Each pass first announces the scheduled
-pieces that aired since the last pass (CDN purge of their surrogate keys, once each), then sends
+"""`drain-outbox`: the sender that runs beside the app. Each pass first hands the change feed's
+new public changes to its consumers (services/delivery/change_stream.py: content webhook
+messages, CDN purge; a scheduled airing at its instant), then sends
 what is due in the tables of things that leave the building: confirm mail
 (services/delivery/outbox.py), recorded alerts (services/delivery/alerts.py), subscriber webhook
 deliveries (services/delivery/webhooks.py) and site owners' content webhooks
@@ -18,50 +19,26 @@ from datetime import datetime, timedelta
 import click
 from flask import current_app
 from flask.cli import with_appcontext
-from sqlalchemy import select, update
 
 from extensions import db
-from models import Piece
 from models.clock import utcnow
-from services.delivery import alerts, content_hooks, mail, outbox, purge, webhooks
+from services.delivery import alerts, change_stream, content_hooks, mail, outbox, webhooks
 from services.rendering.links import PaperOrigins
 
 PRUNE_EVERY = 3600  # seconds between prunes of old sent rows in the drain loop
-ANNOUNCE_BATCH = 500  # scheduled pieces announced per pass at most; the next pass takes the rest
 
 
-def announce_aired(now: datetime) -> list[int]:
-    """Announce the scheduled pieces whose instant has come by `now` and that no pass announced
-    yet (`on_air`, `on_air_at <= now`, `announced_at` NULL; pieces aired at once are announced
-    by their write): set `announced_at` and, when PURGE_URL is set, purge their surrogate keys
-    (`paper-<id> piece-<id>`, services/delivery/purge.py) once. Their visibility needs no such
-    step (services/reading/visibility.py); a CDN holding answers needs to hear of it.
-
-    Each piece is claimed by a conditional UPDATE committed on its own, so of several drainers
-    exactly one announces it. Returns the ids this pass announced; prints `announced: N
-    scheduled piece(s) aired` when any."""
-    due = db.session.execute(
-        select(Piece.id, Piece.paper_id)
-        .where(Piece.on_air.is_(True), Piece.announced_at.is_(None), Piece.on_air_at <= now)
-        .order_by(Piece.on_air_at, Piece.id).limit(ANNOUNCE_BATCH)).all()
-    db.session.rollback()
-    announced, papers = [], set()
-    for piece_id, paper_id in due:
-        claimed = db.session.execute(
-            update(Piece).where(Piece.id == piece_id, Piece.announced_at.is_(None), Piece.on_air.is_(True),
-                                Piece.on_air_at <= now).values(announced_at=now))
-        db.session.commit()
-        if claimed.rowcount == 1:
-            announced.append(piece_id)
-            papers.add(paper_id)
-    config = current_app.config
-    if announced and config.get("PURGE_URL"):
-        keys = [f"paper-{p}" for p in sorted(papers)] + [f"piece-{p}" for p in sorted(announced)]
-        purge.sender.submit(config["PURGE_URL"], keys, config.get("PURGE_HEADER", ""),
-                            float(config.get("PURGE_TIMEOUT", 5)))
-    if announced:
-        click.echo(f"announced: {len(announced)} scheduled piece(s) aired")
-    return announced
+def consume_changes(now: datetime) -> change_stream.Report:
+    """Hand the change feed's new public changes to each consumer (content webhook messages,
+    CDN purge: services/delivery/change_stream.py); prints `changes: N handled by <consumer>`
+    for each that handled any, and the failures."""
+    report = change_stream.run_all(now)
+    for name, handled in report.handled.items():
+        if handled:
+            click.echo(f"changes: {handled} handled by {name}")
+    for failure in report.failed:
+        click.echo(f"changes: consumer failed: {failure} (retried next pass)", err=True)
+    return report
 
 
 def drain_confirms(should_stop=None) -> outbox.DrainReport:
@@ -163,9 +140,9 @@ def prune_sent(now: datetime) -> int:
 
 
 def drain_once(should_stop=None) -> None:
-    """One pass of the drainer: scheduled pieces that aired, confirm mail, then alerts, then
+    """One pass of the drainer: the change feed's consumers, confirm mail, then alerts, then
     subscriber webhooks, then content webhooks, each printing only when it did something."""
-    announce_aired(utcnow())
+    consume_changes(utcnow())
     drain_confirms(should_stop)
     if should_stop is None or not should_stop():
         report_alerts(send_alerts_due(utcnow(), should_stop=should_stop))

@@ -1,4 +1,5 @@
 """SQLAlchemy models, one module per aggregate. Importing this package registers them all."""
+from models.change_cursor import ChangeCursor
 from models.desk_key import KEY_KINDS, DeskKey, SigningKey
 from models.edition import Edition
 from models.idempotency import IdempotencyKey
@@ -11,6 +12,7 @@ from models.webhook import CONTENT_EVENTS, PING_EVENT, ContentDelivery, WebhookE
 
 __all__ = [
     "CADENCES",
+    "ChangeCursor",
     "PAUSED_INDEFINITELY",
     "AlertDelivery",
     "Subscriber",
