@@ -22,8 +22,7 @@ def cached(make_app, desk):
     paper = desk.paper("demo")
     for n in range(3):
         desk.piece(paper, f"Piece {n}")
-    return make_app(CACHE_TYPE="SimpleCache", RESPONSE_CACHE_LOCAL_BYTES=0,
-                    PAPER_SNAPSHOT_SECONDS=0)
+    return make_app(CACHE_TYPE="SimpleCache", RESPONSE_CACHE_LOCAL_BYTES=0)
 
 
 def stored(app) -> int:

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 EXPECTED_BEFORE = [
     "web.request_log.start_request",
+    "web.security.refuse_malformed_host",
     "web.security.refuse_nul_in_path",
     "web.security.refuse_large_bodies",
     "web.tenancy.refuse_malformed_key",

@@ -2,8 +2,9 @@
 
 Every limit counts per client address (`request.remote_addr`: the peer, or the address ProxyFix
 takes from X-Forwarded-For when TRUSTED_PROXIES says how many proxies to trust) in the store
-named by RATELIMIT_STORAGE_URI: `memory://` in development, Redis in production, so every
-gunicorn worker and every host shares one count.
+named by RATELIMIT_STORAGE_URI: Redis in production, so every gunicorn worker and every host
+shares one count; `memory://` (the embedded default) counts in the host's shared file
+(web/state.py), so the host's workers share one count.
 
 | requests                                           | limit (config name, default)                  |
 |----------------------------------------------------|-----------------------------------------------|
@@ -48,6 +49,7 @@ from limits.storage import MemoryStorage, Storage, storage_from_string
 from werkzeug.exceptions import TooManyRequests
 
 from services.delivery.subscriptions import normalize_email
+from web import state
 
 log = logging.getLogger("paperdesk.ratelimits")
 
@@ -127,7 +129,7 @@ class RateLimits:
     `add_headers(response)` puts the X-RateLimit headers on the answer.
     """
 
-    def __init__(self, config: dict):
+    def __init__(self, config: dict, host_counters=None):
         self.enabled = bool(config.get("RATELIMIT_ENABLED", True))
         self.prefix = config.get("RATELIMIT_KEY_PREFIX") or "paperdesk"
         self.uri = config.get("RATELIMIT_STORAGE_URI") or "memory://"
@@ -138,7 +140,8 @@ class RateLimits:
         self.address = parse_many(config.get("SUBSCRIBE_ADDRESS_RATELIMIT", "3/hour;10/day"))
         self.links = parse_many(config.get("SUBSCRIBE_LINK_RATELIMIT", "20/minute;200/hour"))
         self.default = parse_many(config.get("RATELIMIT_DEFAULT", "600 per minute"))
-        self._store: Storage | None = None
+        # memory:// is the host's shared counters (web/state.py) when the app has them.
+        self._store: Storage | None = host_counters if self.uri.startswith("memory://") else None
         self._fallback: MemoryStorage | None = None  # made on the store's first failure
         self._store_failed_at: float | None = None
         self._lock = threading.Lock()
@@ -148,7 +151,9 @@ class RateLimits:
         """The app's RateLimits, made from its config on first use."""
         limits = app.extensions.get(_EXTENSION)
         if limits is None:
-            limits = app.extensions[_EXTENSION] = cls(app.config)
+            shared = state.for_app(app)
+            counters = shared.counters() if shared.kind != "off" else None
+            limits = app.extensions[_EXTENSION] = cls(app.config, counters)
         return limits
 
     # ------------------------------------------------------------------ which limits apply

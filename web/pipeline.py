@@ -8,6 +8,7 @@ Before the view, in this order (a step that answers or raises ends the list ther
 after-steps still run on whatever answer results, an error page included):
 
  1. request id and clock        request_log.start_request
+ 1a. malformed Host -> 400      security.refuse_malformed_host
  2. NUL in the path -> 404      security.refuse_nul_in_path
  3. body over 64 KiB -> 413     security.refuse_large_bodies
  4. malformed key -> 401        tenancy.refuse_malformed_key
@@ -76,6 +77,7 @@ CORS_RESOURCES = {
 
 BEFORE: tuple[Callable, ...] = (
     request_log.start_request,
+    security.refuse_malformed_host,
     security.refuse_nul_in_path,
     security.refuse_large_bodies,
     tenancy.refuse_malformed_key,
