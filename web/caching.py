@@ -37,7 +37,7 @@ from flask.globals import request_ctx
 from extensions import cache
 from models.clock import utcnow
 from services.reading import visibility
-from web import compression, tenancy
+from web import compression, policy, tenancy
 from web.headers import has_any, header
 
 # Bump when the wire format changes, so clients holding old ETags refetch after a deploy.
@@ -69,29 +69,23 @@ def request_now():
 visibility.use_clock(request_now)
 
 
-def no_etag(view):
-    """Mark a view whose GET answer is personal or one-off (confirm links): no ETag, no 304, and
-    never stored by the response cache."""
-    view.no_etag = True
-    return view
-
-
 def tag_piece(piece) -> None:
     """Give the current answer the surrogate key `piece-<id>` besides `paper-<id>`, so a CDN
     purge of that piece reaches it. Call from views that answer for one piece."""
     g.surrogate_keys.append(f"piece-{piece.id}")
 
 
-def _view_function():
-    return current_app.view_functions.get(request.endpoint) if request.endpoint else None
+def _route_caches() -> bool:
+    """The matched route's policy lets its public answers be tagged, stored and replayed."""
+    endpoint = request.endpoint
+    return endpoint is not None and policy.of(current_app, endpoint).cache
 
 
 def _cacheable() -> bool:
-    """A public GET/HEAD of a paper, by a view that allows ETags."""
+    """A public GET/HEAD of a paper, by a route whose policy caches."""
     if request.method not in ("GET", "HEAD") or g.get("key") is not None or "paper" not in g:
         return False
-    view = _view_function()
-    return view is not None and not getattr(view, "no_etag", False)
+    return _route_caches()
 
 
 def paper_state() -> str:
@@ -140,10 +134,10 @@ def answer_from_recent_paper():
     cache without asking the database for the paper. Anything else (a miss, a key, a private
     or unknown paper, a view without ETags) goes on to tenancy and the view as usual."""
     req = request._get_current_object()
-    if req.method not in ("GET", "HEAD") or req.endpoint in tenancy.UNSCOPED or has_any(KEY_HEADERS):
+    if req.method not in ("GET", "HEAD") or has_any(KEY_HEADERS) or req.endpoint is None:
         return None
-    view = _view_function()
-    if view is None or getattr(view, "no_etag", False):
+    route = policy.of(current_app, req.endpoint)
+    if not route.paper or not route.cache:
         return None
     snap = tenancy.recent_paper(request.host)
     if snap is None or not snap.is_public:
@@ -183,37 +177,9 @@ def _not_modified():
     return None
 
 
-def query_params(*names: str):
-    """Declare the query parameters a plain (non-API) view reads, e.g.
-    `@http_cache.query_params("embed")`. Only declared parameters are part of a stored
-    answer's key; an API view's are read from its flask-smorest query schema."""
-
-    def mark(view):
-        view.query_params = frozenset(names)
-        return view
-
-    return mark
-
-
-def declared_params(view) -> frozenset[str]:
-    """The query parameter names `view` reads: those of its flask-smorest query schema
-    (field names, or their `data_key`), or those given to `query_params`; else none."""
-    names = set(getattr(view, "query_params", ()))
-    for argument in getattr(view, "_apidoc", {}).get("arguments", {}).get("parameters", []):
-        if argument.get("in") == "query":
-            schema = argument["schema"]
-            fields = (schema() if isinstance(schema, type) else schema).fields
-            names.update(field.data_key or name for name, field in fields.items())
-    return frozenset(names)
-
-
 def declared_for_endpoint() -> frozenset[str]:
-    """`declared_params` of the current request's view, learnt once per endpoint."""
-    known = current_app.extensions.setdefault("paperdesk.query_params", {})
-    names = known.get(request.endpoint)
-    if names is None:
-        names = known[request.endpoint] = declared_params(_view_function())
-    return names
+    """The query parameters the current request's route reads (its policy's `query`)."""
+    return policy.of(current_app, request.endpoint).query or frozenset()
 
 
 def response_cache_key() -> str:

@@ -49,19 +49,12 @@ from limits.storage import MemoryStorage, Storage, storage_from_string
 from werkzeug.exceptions import TooManyRequests
 
 from services.delivery.subscriptions import normalize_email
-from web import state
+from web import policy, state
 
 log = logging.getLogger("paperdesk.ratelimits")
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 KEY_HEADERS = ("Authorization", "X-Desk-Key")
-# Endpoints that answer load balancers and serve assets: never counted.
-EXEMPT_ENDPOINTS = frozenset({"static", "site.favicon", "health.healthz", "health.readyz"})
-# The public subscribe routes (API and the landing page's form) and the e-mailed links' POSTs.
-SUBSCRIBE_ENDPOINTS = frozenset({"subscribers.create_subscribers", "subscribers.subscribe",
-                                 "subscribe.subscribe_form"})
-LINK_ENDPOINTS = frozenset({"subscribe.confirm", "subscribe.unsubscribe", "subscribe.save_preferences",
-                            "subscribers.update_preferences"})
 # How long a worker counts in memory after the shared store failed before it asks it again.
 STORE_RETRY_SECONDS = 30.0
 # Statuses on which a Retry-After means something (RFC 9110 10.2.3, RFC 6585 4).
@@ -159,14 +152,18 @@ class RateLimits:
     # ------------------------------------------------------------------ which limits apply
 
     def applicable(self, req: Request) -> list[Limit]:
-        """Every limit that counts `req` (the module's table), in no particular order."""
+        """Every limit that counts `req` (the module's table; each route's class is its
+        policy's `limit`, web/policy.py), in no particular order."""
         endpoint = req.endpoint
-        if not self.enabled or endpoint is None or endpoint in EXEMPT_ENDPOINTS:
+        if not self.enabled or endpoint is None:
+            return []
+        kind = policy.of(current_app, endpoint).limit
+        if kind == "none":
             return []
         client = client_address()
         if req.method in READ_METHODS:
             return self.read_limits(client)
-        if endpoint in SUBSCRIBE_ENDPOINTS and req.method == "POST":
+        if kind == "subscribe" and req.method == "POST":
             if _presents_key(req):
                 return [Limit(f"route:{endpoint}", item, client) for item in self.default]
             found = [Limit("subscribe-client", item, client) for item in self.subscribe]
@@ -174,7 +171,7 @@ class RateLimits:
             if address is not None:
                 found += [Limit("subscribe-address", item, address) for item in self.address]
             return found
-        if endpoint in LINK_ENDPOINTS and req.method in ("POST", "PATCH"):
+        if kind == "link" and req.method in ("POST", "PATCH"):
             return [Limit("subscribe-link", item, client) for item in self.links]
         return [Limit(f"route:{endpoint}", item, client) for item in self.default]
 

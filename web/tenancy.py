@@ -18,10 +18,10 @@ from sqlalchemy.orm import make_transient_to_detached
 from extensions import db
 from models import Paper
 from services.errors import DeskError, Unauthorized
+from services.links import host_name
 from services.newsroom import keys
 from services.reading import memo
-from services.rendering.links import host_name
-from web import state
+from web import policy, state
 from web.headers import has_any, header
 
 log = logging.getLogger("paperdesk.tenancy")
@@ -29,8 +29,6 @@ log = logging.getLogger("paperdesk.tenancy")
 NO_PAPER = "No paper is served on this host."
 _GENERATION = "paperdesk.generation"  # environ: the generation this request read (web/state.py)
 _UNREAD = object()
-# Endpoints that answer for the process, not for a paper.
-UNSCOPED = {"static", "health.healthz", "health.readyz"}
 
 
 # Built once: every request runs one of these, and building the expression costs more than
@@ -136,6 +134,10 @@ def _remember(snap: PaperSnapshot) -> None:
 memo.FORGET_ON_COMMIT.append("paperdesk.paper_snapshots")  # one listener for both
 
 
+def _for_a_paper() -> bool:
+    return policy.of(current_app, request.endpoint).paper
+
+
 def _keyless_read() -> bool:
     if request.method not in ("GET", "HEAD"):
         return False
@@ -146,8 +148,9 @@ def refuse_malformed_key() -> None:
     """Pipeline step, before the rate limits and the paper lookup: a key header that cannot be
     a desk key (an `Authorization` that is not `Bearer desk_...`, an `X-Desk-Key` of the wrong
     shape) is a 401 with `WWW-Authenticate`, without a database query. A well-formed key is
-    looked up by `load_paper`. Routes that answer for the process (UNSCOPED) ignore keys."""
-    if request.endpoint in UNSCOPED:
+    looked up by `load_paper`. Routes that answer for the process (policy `paper=False`)
+    ignore keys."""
+    if not _for_a_paper():
         return
     plain = keys.presented_key(header("Authorization"), header("X-Desk-Key"))
     if plain is not None and not keys.well_formed(plain):
@@ -162,7 +165,7 @@ def load_paper() -> None:
     g.pop("read_autocommit", None)
     g.pop("paper", None)  # a test holding an app context open reuses one `g` across requests
     g.pop("paper_snapshot", None)
-    if request.endpoint in UNSCOPED:
+    if not _for_a_paper():
         return
     keyless_read = _keyless_read()
     if keyless_read and db.engine.dialect.name == "postgresql" and not db.session().in_transaction():
