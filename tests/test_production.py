@@ -185,16 +185,16 @@ def test_each_worker_keeps_a_bounded_copy_of_hot_answers(make_app, newsroom):
     paths = public_paths(newsroom)
     for path in paths:
         client.get(path)
-    local = cached.extensions["paperdesk.local_answers"]
+    local = cached.extensions["paperdesk.replay"].kept
     assert 0 < local.size <= 64 << 10
-    # Emptying the shared cache leaves the worker's own copy answering.
+    # Emptying the shared cache leaves the worker's own copy (the replay's) answering.
     with cached.app_context():
         from extensions import cache
         cache.clear()
     with statements(cached) as seen:
         assert client.get("/api/v1/stories").status_code == 200
     assert seen == []
-    assert make_app(CACHE_TYPE="NullCache").extensions.get("paperdesk.local_answers") is None
+    assert make_app(CACHE_TYPE="NullCache").extensions["paperdesk.replay"].kept is None
 
 
 def test_errors_and_one_off_pages_are_not_stored(make_app, newsroom):

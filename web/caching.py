@@ -26,19 +26,18 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
 from urllib.parse import urlencode
 
 from flask import Response, current_app, g, has_request_context, request
 from flask.globals import request_ctx
+from werkzeug.http import parse_etags
 
 from extensions import cache
 from models.clock import utcnow
 from services.reading import visibility
 from web import compression, policy, tenancy
 from web.headers import has_any, header
+from web.steps import replays
 
 # Bump when the wire format changes, so clients holding old ETags refetch after a deploy.
 FORMAT_SALT = "f1"
@@ -117,6 +116,7 @@ def surrogate_keys() -> str:
     return " ".join([f"paper-{g.paper_snapshot.id}", *dict.fromkeys(g.surrogate_keys)])
 
 
+@replays(None)  # a replayed request has no cache state to start
 def begin() -> None:
     """Pipeline step, ahead of tenancy: this request's cache state starts empty (a test that
     holds an app context open sees one `g` across requests)."""
@@ -128,6 +128,7 @@ def begin() -> None:
     state.not_modified_checked = None
 
 
+@replays(None)  # the replay is this step's answer, kept
 def answer_from_recent_paper():
     """Pipeline step, ahead of tenancy: a public GET of a paper this worker resolved less than
     PAPER_SNAPSHOT_SECONDS ago (tenancy.recent_paper) is answered 304 or from the response
@@ -150,6 +151,7 @@ def answer_from_recent_paper():
     return response
 
 
+@replays(None)  # a kept 304 is this step's answer; not_modified_tag judges both
 def answer_not_modified():
     """Pipeline step, after tenancy: a public GET whose If-None-Match holds the current ETag gets 304 at once."""
     g.public_get = _cacheable()
@@ -163,18 +165,31 @@ def _not_modified():
     if g.get("not_modified_checked") == state:
         return None  # answer_from_recent_paper asked already, for the same state
     g.not_modified_checked = state
-    if header("If-None-Match") is None:
+    held = header("If-None-Match")
+    if held is None:
         return None
     etag = f"{state}.{FORMAT_SALT}"
-    if request.if_none_match.contains_weak(etag):
-        _mark_for_replay(state)
-        response = Response(status=304)
-        # The tag the client holds: weak for a gzip answer (web/compression.py), else strong.
-        response.set_etag(etag, weak=request.if_none_match.is_weak(etag) and not request.if_none_match.contains(etag))
-        response.headers["Cache-Control"] = PUBLIC_CACHE_CONTROL
-        response.headers["Vary"] = "Authorization, X-Desk-Key, Accept-Encoding"
-        return response
-    return None
+    form = not_modified_tag(held, etag)
+    if form is None:
+        return None
+    _mark_for_replay(state)
+    response = Response(status=304)
+    response.set_etag(etag, weak=form == "weak")
+    response.headers["Cache-Control"] = PUBLIC_CACHE_CONTROL
+    response.headers["Vary"] = "Authorization, X-Desk-Key, Accept-Encoding"
+    return response
+
+
+def not_modified_tag(if_none_match: str, etag: str) -> str | None:
+    """Whether an `If-None-Match` header value holds `etag` (an opaque tag, unquoted) under
+    the weak comparison (RFC 9110 13.1.2): None when it does not (the full answer is due), else
+    the form a 304 answers with, the one the client holds: `weak` when it holds only `W/"etag"`
+    (what a gzip answer carries, web/compression.py), else `strong`. The pipeline's 304 and the
+    replay's choice of a kept 304 both ask this."""
+    tags = parse_etags(if_none_match)
+    if not tags.contains_weak(etag):
+        return None
+    return "weak" if tags.is_weak(etag) and not tags.contains(etag) else "strong"
 
 
 def declared_for_endpoint() -> frozenset[str]:
@@ -212,6 +227,7 @@ def _response_cacheable() -> bool:
     return g.get("public_get") and not has_any(KEY_HEADERS)
 
 
+@replays(None)  # the kept answer is the stored one
 def answer_from_cache():
     """Pipeline step (after the 304 check): a stored answer for this public GET, if any.
     A cache that fails (Redis down) is logged and skipped: the request is served fresh."""
@@ -220,79 +236,20 @@ def answer_from_cache():
     key = g.response_cache_key = response_cache_key()
     if key == g.response_cache_missed:  # answer_from_recent_paper asked already
         return None
-    local = _local_answers()
-    entry = local.get(key) if local is not None else None
+    try:
+        entry = cache.get(key)
+    except Exception:  # noqa: BLE001 - a cache outage must never fail a request
+        log.warning("response cache read failed", exc_info=True)
+        return None
     if entry is None:
-        try:
-            entry = cache.get(key)
-        except Exception:  # noqa: BLE001 - a cache outage must never fail a request
-            log.warning("response cache read failed", exc_info=True)
-            return None
-        if entry is None:
-            g.response_cache_missed = key
-            return None
-        if local is not None:
-            local.put(key, entry)
+        g.response_cache_missed = key
+        return None
     status, headers, body, *rest = entry  # entries stored before gzip had three fields
     g.response_cache_hit = True
     _mark_for_replay(paper_state())
     if rest and rest[0] is not None:
         g.gzip_body = rest[0]  # compression.compress sends it to a client that accepts gzip
     return current_app.response_class(body, status=status, headers=headers)
-
-
-class LocalAnswers:
-    """A worker's own least-recently-used store of public answers, in front of the shared
-    response cache, holding at most `capacity` bytes of bodies (`cost(entry)`: by default the
-    bodies of a response-cache entry; web/replay.py keeps its own kind). Entries are `(status, headers,
-    body)` under the same version-bearing keys as the shared cache, so none is ever stale; old
-    versions' entries simply age out."""
-
-    def __init__(self, capacity: int, cost: Callable[[tuple], int] | None = None):
-        self.capacity, self.size = capacity, 0
-        self._cost = cost or _cost
-        self._entries: OrderedDict[str, tuple] = OrderedDict()
-        self._lock = threading.Lock()  # gunicorn may run threaded workers
-
-    def get(self, key) -> tuple | None:
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
-            return entry
-
-    def put(self, key, entry: tuple) -> None:
-        _cost = self._cost
-        cost = _cost(entry)
-        if cost > self.capacity:
-            return
-        with self._lock:
-            old = self._entries.pop(key, None)
-            self.size -= _cost(old) if old else 0
-            self._entries[key] = entry
-            self.size += cost
-            while self.size > self.capacity:
-                _, dropped = self._entries.popitem(last=False)
-                self.size -= _cost(dropped)
-
-
-def _cost(entry: tuple) -> int:
-    """Bytes of an entry's bodies: identity, and gzip when stored."""
-    return len(entry[2]) + sum(len(extra) for extra in entry[3:] if extra is not None)
-
-
-def _local_answers() -> LocalAnswers | None:
-    """The app's LocalAnswers, or None when RESPONSE_CACHE_LOCAL_BYTES is 0 or the cache is
-    NullCache (every cache off)."""
-    local = current_app.extensions.get("paperdesk.local_answers")
-    if local is None:
-        capacity = current_app.config["RESPONSE_CACHE_LOCAL_BYTES"]
-        if capacity <= 0 or _cache_off():
-            local = False
-        else:
-            local = LocalAnswers(capacity)
-        current_app.extensions["paperdesk.local_answers"] = local
-    return local or None
 
 
 def _storable(response: Response) -> bool:
@@ -308,6 +265,7 @@ def _storable(response: Response) -> bool:
     return length is not None and length <= current_app.config["RESPONSE_CACHE_MAX_BYTES"]
 
 
+@replays(None)  # its Surrogate-Key is kept with the answer
 def store_answer(response: Response) -> Response:
     """Pipeline step, first after the view (it sees the view's own answer): give a
     public answer its Surrogate-Key and store a fresh 200 in the response cache."""
@@ -322,9 +280,6 @@ def store_answer(response: Response) -> Response:
         gzipped = compression.gzip_bytes(body) if compression.compressible(response) else None
         entry = (response.status_code, headers, body, gzipped)
         _mark_for_replay(paper_state())
-        local = _local_answers()
-        if local is not None:
-            local.put(key, entry)
         try:
             cache.set(key, entry)
         except Exception:  # noqa: BLE001 - a cache outage must never fail a request
@@ -332,6 +287,7 @@ def store_answer(response: Response) -> Response:
     return response
 
 
+@replays(None)  # ETag, Cache-Control and Vary are kept with the answer
 def decorate(response: Response) -> Response:
     """Pipeline step, after CORS: cache headers on public GETs; keyed answers private and without CORS."""
     if g.get("key") is not None:

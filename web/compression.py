@@ -19,6 +19,7 @@ from werkzeug.datastructures import Accept
 from werkzeug.http import parse_accept_header
 
 from web.headers import header
+from web.steps import replays
 
 MIN_BYTES = 1024
 LEVEL = 6
@@ -81,6 +82,7 @@ def gzip_accepted(accept_encoding: str | None) -> bool:
     return accepts
 
 
+@replays(None)  # the kept answer is the compressed one (its key holds Accept-Encoding)
 def compress(response: Response) -> Response:
     """Pipeline step, after the ETag is set: gzip a compressible answer of MIN_BYTES or more
     for a client that accepts it (the cached gzip body when the answer came from the response

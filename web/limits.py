@@ -50,6 +50,7 @@ from werkzeug.exceptions import TooManyRequests
 
 from services.delivery.subscriptions import normalize_email
 from web import policy, state
+from web.steps import HAND_ON, Replayed, replays
 
 log = logging.getLogger("paperdesk.ratelimits")
 
@@ -281,11 +282,34 @@ def limit_headers(counted: Count) -> list[tuple[str, str]]:
             ("X-RateLimit-Reset", str(counted.reset_at))]
 
 
+def _replay_count(replayed: Replayed):
+    """A kept answer sent again counts as the read it is; a used-up limit is handed on to the
+    pipeline, which answers the 429 from this same count (COUNTED) without counting again."""
+    rate = RateLimits.for_app(replayed.app)
+    if not replayed.counted or not rate.enabled:
+        return None
+    counts = rate.count(rate.read_limits(replayed.environ.get("REMOTE_ADDR") or "127.0.0.1"))
+    if counts:
+        tightest = tightest_of(counts)
+        if tightest.exceeded:
+            replayed.environ[COUNTED] = counts
+            return HAND_ON
+        replayed.rate_limit = tightest
+    return None
+
+
+def _replay_headers(replayed: Replayed, headers: list) -> None:
+    if replayed.rate_limit is not None:
+        headers += limit_headers(replayed.rate_limit)
+
+
+@replays(_replay_count)
 def check_limits() -> None:
     """before_request step: `RateLimits.check` for the current app."""
     RateLimits.for_app(current_app).check()
 
 
+@replays(_replay_headers, per_request=("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"))
 def add_limit_headers(response: Response) -> Response:
     """after_request step: `RateLimits.add_headers`."""
     return RateLimits.add_headers(response)

@@ -58,6 +58,7 @@ from flask import Flask, request
 from extensions import cors as flask_cors
 from extensions import db
 from web import caching, commit, compression, limits, policy, request_log, security, tenancy
+from web.steps import declared, replays
 
 BEFORE: tuple[Callable, ...] = (
     request_log.start_request,
@@ -108,6 +109,7 @@ def _cors_step(app: Flask) -> Callable:
     # origin): learnt once per route and Origin, then added without matching eight patterns.
     learnt: dict[tuple, list] = {}
 
+    @replays(None)  # the CORS headers are kept with the answer (it never varies by Origin)
     def cors(response):
         """Pipeline step: flask-cors's headers on the routes whose policy opens them."""
         req = request._get_current_object()
@@ -149,7 +151,17 @@ class Steps:
     in `ensure_sync`, which costs more than most steps)."""
 
     def __init__(self, before: tuple, after: tuple, teardown: tuple):
+        undeclared = [f"{step.__module__}.{step.__name__}" for step in (*before, *after, *teardown)
+                      if not declared(step)]
+        if undeclared:
+            raise RuntimeError(f"steps that do not say what they do for an answer sent again "
+                               f"(web/steps.py replays): {undeclared}")
         self.before, self.after, self.teardown = before, after, teardown
+        # What web/replay.py runs for an answer sent again, in the pipeline's order, and the
+        # answer headers made anew for each request (never kept).
+        self.replay_before = tuple(step.replay for step in before if step.replay is not None)
+        self.replay_after = tuple(step.replay for step in after if step.replay is not None)
+        self.per_request = frozenset(name.lower() for step in after for name in step.per_request)
 
     def run_before(self):
         """Each before-step in order; the first that answers ends the list (Flask's rule)."""

@@ -23,8 +23,10 @@ from urllib.parse import unquote_plus
 
 import orjson
 from flask import Flask, Response, g, has_request_context, request
+from werkzeug.wsgi import get_path_info
 
 from web.headers import header
+from web.steps import Replayed, replays
 
 REQUEST_ID_HEADER = "X-Request-ID"
 # Accept what proxies and tracers send (uuids, hex, base64url, dotted ids), nothing that could
@@ -99,12 +101,28 @@ def request_id_from(header: str | None) -> str:
     return _ids.next()
 
 
+def _replay_start(replayed: Replayed) -> None:
+    replayed.request_id = request_id_from(replayed.environ.get("HTTP_X_REQUEST_ID"))
+    replayed.started = time.perf_counter()
+
+
+def _replay_finish(replayed: Replayed, headers: list) -> None:
+    headers.append((REQUEST_ID_HEADER, replayed.request_id))
+    environ = replayed.environ
+    log_request(request_id=replayed.request_id, method=environ["REQUEST_METHOD"],
+                path="/" + get_path_info(environ).lstrip("/"),  # request.path's spelling
+                query=environ.get("QUERY_STRING", ""), status=replayed.status,
+                started=replayed.started, paper=replayed.slug, remote_addr=environ.get("REMOTE_ADDR"))
+
+
+@replays(_replay_start)
 def start_request() -> None:
     """Pipeline step, first before the view: the request id and the clock."""
     g.request_id = request_id_from(header(REQUEST_ID_HEADER))
     g.request_started = time.perf_counter()
 
 
+@replays(_replay_finish, per_request=(REQUEST_ID_HEADER,))
 def finish_request(response: Response) -> Response:
     """Pipeline step, last after the view: echo the id, log the request line."""
     # The objects behind the proxies, once: each use of `g` or `request` is a context lookup.

@@ -23,6 +23,7 @@ from services.newsroom import keys
 from services.reading import memo
 from web import policy, state
 from web.headers import has_any, header
+from web.steps import replays
 
 log = logging.getLogger("paperdesk.tenancy")
 
@@ -144,6 +145,7 @@ def _keyless_read() -> bool:
     return not has_any(("Authorization", "X-Desk-Key"))
 
 
+@replays(None)  # keyed requests never match a kept answer (Vary: Authorization, X-Desk-Key)
 def refuse_malformed_key() -> None:
     """Pipeline step, before the rate limits and the paper lookup: a key header that cannot be
     a desk key (an `Authorization` that is not `Bearer desk_...`, an `X-Desk-Key` of the wrong
@@ -157,6 +159,7 @@ def refuse_malformed_key() -> None:
         raise Unauthorized("The desk key is malformed.")  # with WWW-Authenticate
 
 
+@replays(None)  # the kept answer holds the paper state it was made for
 def load_paper() -> None:
     """Pipeline step: set `g.paper` and `g.key`, or refuse. No paper on the host: 404. A key
     that is unknown, revoked or another paper's: 401/403 on a public paper, and on a private
@@ -202,6 +205,7 @@ def load_paper() -> None:
         _remember(g.paper_snapshot)
 
 
+@replays(None)  # the replay opens no database session
 def end_read(exc: BaseException | None) -> None:
     """Pipeline teardown: give back the autocommit connection of a public read, so nothing
     else runs on it (in production the session ends with the request anyway; a test that holds
