@@ -12,7 +12,7 @@ class ChangesQuery(Schema):
         validate=validate.Length(min=1, max=200),
         metadata={"description": "Opaque: the `next_cursor` of an earlier answer from this paper. "
                                  "Absent: from the first change. Malformed, or another paper's: 400.",
-                  "example": "Y2hnMToxOjE3OTM5NjAwMDAwMDAwMDA6NDI"})
+                  "example": "eyJwIjoxLCJmIjp7fSwiayI6WyIyMDI2LTExLTI0VDA5OjA1OjAwLjAwMDAwMCswMDowMCIsNDJdfQ.q1Xo3v5C8mJzVv0W2aS8dKf0nQk"})
     limit = fields.Integer(
         load_default=100,
         metadata={"description": "How many changes at most; any integer is accepted and clamped to 1-500.",
@@ -45,4 +45,4 @@ class ChangeListOut(Schema):
     next_cursor = fields.String(required=True, metadata={
         "description": "Never null: poll again from here (an empty page keeps the same position). "
                        "`Link: rel=\"next\"` is sent only when more changes are listable now.",
-        "example": "Y2hnMToxOjE3OTM5NjAwMDAwMDAwMDA6NDM"})
+        "example": "eyJwIjoxLCJmIjp7fSwiayI6WyIyMDI2LTExLTI0VDA5OjA1OjAwLjAwMDAwMCswMDowMCIsNDJdfQ.q1Xo3v5C8mJzVv0W2aS8dKf0nQk"})
