@@ -12,7 +12,7 @@ from flask import g, jsonify
 from blueprints.api import paging
 from blueprints.api.common import api_blueprint
 from models.clock import rfc3339
-from schemas.changes import ChangeListOut, ChangesQuery
+from schemas.changes import CHANGES_CURSOR_EXAMPLE, ChangeListOut, ChangesQuery
 from services.reading import changes, cursors, stories
 
 bp = api_blueprint("changes", __name__, "The change feed: every public change of the paper's pieces, "
@@ -30,7 +30,7 @@ LINK = {"Link": {"description": '`<{next page URL}>; rel="next"`, only when more
                  "at": "2026-11-24T09:00:00Z"},
                 {"seq": 42, "type": "unaired", "id": "12", "rev": 3, "content_hash": None,
                  "at": "2026-11-24T09:05:00Z"}],
-    "next_cursor": "eyJwIjoxLCJmIjp7fSwiayI6WyIyMDI2LTExLTI0VDA5OjA1OjAwLjAwMDAwMCswMDowMCIsNDJdfQ.q1Xo3v5C8mJzVv0W2aS8dKf0nQk"})
+    "next_cursor": CHANGES_CURSOR_EXAMPLE})
 @bp.alt_response(400, description="The cursor is malformed or belongs to another paper.")
 def list_changes(limit: int, cursor: str | None = None):
     """Every public change of the paper's pieces, oldest first: aired, revised, unaired
