@@ -29,7 +29,6 @@ EXPECTED_BEFORE = [
     "web.security.refuse_large_bodies",
     "web.tenancy.refuse_malformed_key",
     "web.limits.check_limits",
-    "web.caching.begin",
     "web.caching.answer_from_recent_paper",
     "web.tenancy.load_paper",
     "web.caching.answer_not_modified",

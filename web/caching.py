@@ -35,7 +35,7 @@ from werkzeug.http import parse_etags
 from extensions import cache
 from models.clock import utcnow
 from services.reading import visibility
-from web import compression, policy, tenancy
+from web import compression, policy, request_state, tenancy
 from web.headers import has_any, header
 from web.steps import replays
 
@@ -59,9 +59,10 @@ def request_now():
     (`begin` forgets it), the clock itself outside a request."""
     if not has_request_context():
         return utcnow()
-    now = g.get("air_now")
+    state = request_state.current()
+    now = state.now
     if now is None:
-        now = g.air_now = utcnow()
+        now = state.now = utcnow()
     return now
 
 
@@ -71,7 +72,7 @@ visibility.use_clock(request_now)
 def tag_piece(piece) -> None:
     """Give the current answer the surrogate key `piece-<id>` besides `paper-<id>`, so a CDN
     purge of that piece reaches it. Call from views that answer for one piece."""
-    g.surrogate_keys.append(f"piece-{piece.id}")
+    request_state.current().surrogate_keys.append(f"piece-{piece.id}")
 
 
 def _route_caches() -> bool:
@@ -113,19 +114,7 @@ def current_etag() -> str:
 def surrogate_keys() -> str:
     """The Surrogate-Key header value of the current public answer: `paper-<id>` then any
     piece keys (space-separated, as Fastly and Varnish xkey read it)."""
-    return " ".join([f"paper-{g.paper_snapshot.id}", *dict.fromkeys(g.surrogate_keys)])
-
-
-@replays(None)  # a replayed request has no cache state to start
-def begin() -> None:
-    """Pipeline step, ahead of tenancy: this request's cache state starts empty (a test that
-    holds an app context open sees one `g` across requests)."""
-    state = g._get_current_object()
-    state.public_get, state.response_cache_key, state.response_cache_hit = False, None, False
-    state.air_now = None  # visibility.request_now fixes it at its first use
-    state.surrogate_keys = []
-    state.response_cache_missed = None
-    state.not_modified_checked = None
+    return " ".join([f"paper-{g.paper_snapshot.id}", *dict.fromkeys(request_state.current().surrogate_keys)])
 
 
 @replays(None)  # the replay is this step's answer, kept
@@ -143,10 +132,11 @@ def answer_from_recent_paper():
     snap = tenancy.recent_paper(request.host)
     if snap is None or not snap.is_public:
         return None
-    g.paper_snapshot, g.public_get = snap, True
+    state = request_state.current()
+    g.paper_snapshot, state.public_get = snap, True
     response = _not_modified() or answer_from_cache()
     if response is None:
-        g.public_get = False
+        state.public_get = False
         del g.paper_snapshot
     return response
 
@@ -154,17 +144,19 @@ def answer_from_recent_paper():
 @replays(None)  # a kept 304 is this step's answer; not_modified_tag judges both
 def answer_not_modified():
     """Pipeline step, after tenancy: a public GET whose If-None-Match holds the current ETag gets 304 at once."""
-    g.public_get = _cacheable()
-    if not g.public_get:
+    state = request_state.current()
+    state.public_get = _cacheable()
+    if not state.public_get:
         return None
     return _not_modified()
 
 
 def _not_modified():
     state = paper_state()
-    if g.get("not_modified_checked") == state:
+    request = request_state.current()
+    if request.not_modified_checked == state:
         return None  # answer_from_recent_paper asked already, for the same state
-    g.not_modified_checked = state
+    request.not_modified_checked = state
     held = header("If-None-Match")
     if held is None:
         return None
@@ -224,7 +216,7 @@ def _cache_off() -> bool:
 def _response_cacheable() -> bool:
     if _cache_off():
         return False  # every cache off: not even the key is worth computing
-    return g.get("public_get") and not has_any(KEY_HEADERS)
+    return request_state.current().public_get and not has_any(KEY_HEADERS)
 
 
 @replays(None)  # the kept answer is the stored one
@@ -233,8 +225,9 @@ def answer_from_cache():
     A cache that fails (Redis down) is logged and skipped: the request is served fresh."""
     if not _response_cacheable():
         return None
-    key = g.response_cache_key = response_cache_key()
-    if key == g.response_cache_missed:  # answer_from_recent_paper asked already
+    state = request_state.current()
+    key = state.cache_key = response_cache_key()
+    if key == state.cache_missed:  # answer_from_recent_paper asked already
         return None
     try:
         entry = cache.get(key)
@@ -242,13 +235,13 @@ def answer_from_cache():
         log.warning("response cache read failed", exc_info=True)
         return None
     if entry is None:
-        g.response_cache_missed = key
+        state.cache_missed = key
         return None
     status, headers, body, *rest = entry  # entries stored before gzip had three fields
-    g.response_cache_hit = True
+    state.cache_hit = True
     _mark_for_replay(paper_state())
     if rest and rest[0] is not None:
-        g.gzip_body = rest[0]  # compression.compress sends it to a client that accepts gzip
+        state.gzip_body = rest[0]  # compression.compress sends it to a client that accepts gzip
     return current_app.response_class(body, status=status, headers=headers)
 
 
@@ -269,10 +262,11 @@ def _storable(response: Response) -> bool:
 def store_answer(response: Response) -> Response:
     """Pipeline step, first after the view (it sees the view's own answer): give a
     public answer its Surrogate-Key and store a fresh 200 in the response cache."""
-    if not g.get("public_get") or response.status_code == 304 or g.response_cache_hit:
+    state = request_state.current()
+    if not state.public_get or response.status_code == 304 or state.cache_hit:
         return response
     response.headers["Surrogate-Key"] = surrogate_keys()
-    key = g.response_cache_key
+    key = state.cache_key
     if key is not None and _storable(response):
         headers = [(k, v) for k, v in response.headers.items() if k != "Content-Length"]
         body = response.get_data()
@@ -296,7 +290,7 @@ def decorate(response: Response) -> Response:
             del response.headers[name]
         response.headers.pop("Surrogate-Key", None)
         return response
-    if response.status_code == 200 and g.get("public_get"):
+    if response.status_code == 200 and request_state.current().public_get:
         # One pass over the headers, then one extend (a werkzeug lookup of a missing header
         # raises and catches an exception): ETag, Cache-Control, Vary, in that order.
         headers = response.headers

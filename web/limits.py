@@ -43,13 +43,13 @@ import time
 from dataclasses import dataclass
 
 from email_validator import EmailNotValidError
-from flask import Flask, Request, Response, current_app, g, request
+from flask import Flask, Request, Response, current_app, request
 from limits import RateLimitItem, parse_many
 from limits.storage import MemoryStorage, Storage, storage_from_string
 from werkzeug.exceptions import TooManyRequests
 
 from services.delivery.subscriptions import normalize_email
-from web import policy, state
+from web import policy, request_state, state
 from web.steps import HAND_ON, Replayed, replays
 
 log = logging.getLogger("paperdesk.ratelimits")
@@ -229,9 +229,10 @@ class RateLimits:
 
     def check(self) -> None:
         """Pipeline step (before the paper lookup): count the current request; raise 429 with
-        Retry-After when a limit is used up. Leaves the tightest count on `g.rate_limit` for
+        Retry-After when a limit is used up. Leaves the tightest count on the request state for
         `add_headers`."""
-        g.rate_limit = None
+        state = request_state.current()
+        state.rate_limit = None
         limits = self.applicable(request)
         if not limits:
             return
@@ -241,7 +242,7 @@ class RateLimits:
             counts = self.count(limits)
         if not counts:
             return
-        g.rate_limit = tightest = tightest_of(counts)
+        state.rate_limit = tightest = tightest_of(counts)
         if tightest.exceeded:
             exceeded = [c for c in counts if c.exceeded]
             # The client may retry once every used-up window has reset.
@@ -250,7 +251,7 @@ class RateLimits:
             item = tightest.limit.item
             error = TooManyRequests(description=str(item))  # "300 per 1 minute"
             error.data = {"headers": {"Retry-After": str(retry_after)}}
-            g.rate_limit = Count(tightest.limit, -1, reset_at)
+            state.rate_limit = Count(tightest.limit, -1, reset_at)
             log.info("rate limit %s (%s) used up by %s on %s", item, tightest.limit.scope,
                      tightest.limit.who, request.endpoint)
             raise error
@@ -259,7 +260,7 @@ class RateLimits:
     def add_headers(response: Response) -> Response:
         """Pipeline step (after): the X-RateLimit headers of the tightest limit counted, and
         no Retry-After but on 429 and 503."""
-        counted = g.get("rate_limit")
+        counted = request_state.current().rate_limit
         if counted is not None:
             for name, value in limit_headers(counted):
                 response.headers[name] = value

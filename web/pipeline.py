@@ -7,15 +7,15 @@ their own (flask-cors) hand it over here, and `install` puts it in its place in 
 Before the view, in this order (a step that answers or raises ends the list there; the
 after-steps still run on whatever answer results, an error page included):
 
- 1. request id and clock        request_log.start_request
- 1a. malformed Host -> 400      security.refuse_malformed_host
- 2. NUL in the path -> 404      security.refuse_nul_in_path
- 3. body over 64 KiB -> 413     security.refuse_large_bodies
- 4. malformed key -> 401        tenancy.refuse_malformed_key
- 5. rate limits -> 429          limits.check_limits
-    (1-5 touch no database: the cheap refusals come before any paper is looked up)
- 6. fresh cache state           caching.begin
- 7. 304 / stored answer from this worker's recent copy of the paper, no database
+ 1. request id and clock (a fresh request state)  request_log.start_request
+ 2. malformed Host -> 400      security.refuse_malformed_host
+ 3. NUL in the path -> 404      security.refuse_nul_in_path
+ 4. body over 64 KiB -> 413     security.refuse_large_bodies
+ 5. malformed key -> 401        tenancy.refuse_malformed_key
+ 6. rate limits -> 429          limits.check_limits
+    (1-6 touch no database: the cheap refusals come before any paper is looked up)
+ 7. 304 / stored answer from this worker's snapshot of the paper (current while the shared
+    generation stands, web/state.py), no database
                                 caching.answer_from_recent_paper
  8. Host -> paper, key -> 404/401/403
                                 tenancy.load_paper
@@ -44,10 +44,12 @@ A stored answer (step 7 or 10 before) is a response like any other: it passes ev
 after-step, so a hit carries the same headers a miss does (the store in step 1 skips it).
 
 Ahead of all of this, outside Flask, web/replay.py sends again a public answer this worker has
-made before (a stored 200 or a 304, marked by http_cache with the paper state it holds) while
-that state stands: it counts the rate limit (handing a used-up one on to step 5 with its count),
-makes the request id and the log line, and adds nothing else, so its headers are the ones the
-steps above made (tests/test_replay.py).
+made before (a stored 200 or a 304, marked by web/caching.py with the paper state it holds)
+while that state stands. Each step above declares (web/steps.py `replays`) what it does for an
+answer sent again: the replay runs those parts in this order (the request id, the rate count,
+which hands a used-up limit on to step 6, the rate-limit headers, the log line) and nothing
+else, so its headers are the ones the steps above made (tests/test_replay.py). What a step keeps
+for a later one lives on the typed request state (web/request_state.py).
 """
 from __future__ import annotations
 
@@ -67,7 +69,6 @@ BEFORE: tuple[Callable, ...] = (
     security.refuse_large_bodies,
     tenancy.refuse_malformed_key,
     limits.check_limits,
-    caching.begin,
     caching.answer_from_recent_paper,
     tenancy.load_paper,
     caching.answer_not_modified,

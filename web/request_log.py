@@ -25,6 +25,7 @@ import orjson
 from flask import Flask, Response, g, has_request_context, request
 from werkzeug.wsgi import get_path_info
 
+from web import request_state
 from web.headers import header
 from web.steps import Replayed, replays
 
@@ -48,8 +49,8 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        if has_request_context() and "request_id" in g:
-            entry["request_id"] = g.request_id  # any record written while a request runs
+        if has_request_context() and request_state.started():
+            entry["request_id"] = request_state.current().request_id  # any record written while a request runs
         for name, value in vars(record).items():
             if name not in _STANDARD and not name.startswith("_"):
                 entry[name] = value
@@ -118,22 +119,24 @@ def _replay_finish(replayed: Replayed, headers: list) -> None:
 @replays(_replay_start)
 def start_request() -> None:
     """Pipeline step, first before the view: the request id and the clock."""
-    g.request_id = request_id_from(header(REQUEST_ID_HEADER))
-    g.request_started = time.perf_counter()
+    state = request_state.begin()
+    state.request_id = request_id_from(header(REQUEST_ID_HEADER))
+    state.started = time.perf_counter()
 
 
 @replays(_replay_finish, per_request=(REQUEST_ID_HEADER,))
 def finish_request(response: Response) -> Response:
     """Pipeline step, last after the view: echo the id, log the request line."""
     # The objects behind the proxies, once: each use of `g` or `request` is a context lookup.
-    state, req = g._get_current_object(), request._get_current_object()
-    if "request_id" not in state:  # a request that failed before any before_request hook ran
+    req = request._get_current_object()
+    if not request_state.started():  # a request that failed before any before_request hook ran
         start_request()
+    state = request_state.current()
     response.headers[REQUEST_ID_HEADER] = state.request_id
-    paper = state.get("paper_snapshot")  # set for every request answered for a paper
+    paper = g.get("paper_snapshot")  # set for every request answered for a paper
     log_request(request_id=state.request_id, method=req.method, path=req.path,
                 query=req.query_string.decode("latin-1"), status=response.status_code,
-                started=state.request_started, paper=paper.slug if paper is not None else None,
+                started=state.started, paper=paper.slug if paper is not None else None,
                 remote_addr=req.remote_addr)
     return response
 

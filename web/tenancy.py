@@ -21,7 +21,7 @@ from services.errors import DeskError, Unauthorized
 from services.links import host_name
 from services.newsroom import keys
 from services.reading import memo
-from web import policy, state
+from web import policy, request_state, state
 from web.headers import has_any, header
 from web.steps import replays
 
@@ -165,7 +165,7 @@ def load_paper() -> None:
     that is unknown, revoked or another paper's: 401/403 on a public paper, and on a private
     one the same 404 as an unknown host, as is no key at all."""
     g.key = None
-    g.pop("read_autocommit", None)
+    request_state.current().read_autocommit = False
     g.pop("paper", None)  # a test holding an app context open reuses one `g` across requests
     g.pop("paper_snapshot", None)
     if not _for_a_paper():
@@ -177,7 +177,7 @@ def load_paper() -> None:
         # (two of the three a cached answer costs). Writes and keyed requests keep theirs. (A
         # session already in a transaction: a test holding one app context across requests.)
         db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-        g.read_autocommit = True
+        request_state.current().read_autocommit = True
     recent = recent_paper(request.host) if keyless_read else None
     if recent is not None and recent.paper is not None and recent.is_public:
         # The row this worker read under the current generation, without a query.
@@ -210,7 +210,9 @@ def end_read(exc: BaseException | None) -> None:
     """Pipeline teardown: give back the autocommit connection of a public read, so nothing
     else runs on it (in production the session ends with the request anyway; a test that holds
     one app context across requests keeps its session, and must not write in autocommit)."""
-    if g.pop("read_autocommit", False):
+    state = request_state.current()
+    if state.read_autocommit:
+        state.read_autocommit = False
         try:
             db.session.rollback()  # no round trip: autocommit has no transaction to end
         except Exception:  # noqa: BLE001 - a teardown must not raise (web/pipeline.py); the answer is built
