@@ -205,3 +205,21 @@ def test_services_reach_no_web_module_even_through_others():
 def test_the_cycle_finder_finds_cycles():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_every_module_imports_from_the_installed_package(tmp_path):
+    # Outside the repository root: only what pyproject.toml installs is importable.
+    import subprocess
+    import sys
+
+    names = sorted(name for name in import_graph() if name not in ("wsgi",))
+    script = "import importlib\nfor name in %r:\n    importlib.import_module(name)\nprint('ok')" % names
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_at_most_six_python_files_at_the_root():
+    assert sorted(path.name for path in ROOT.glob("*.py")) == ["app.py", "config.py", "extensions.py",
+                                                               "gunicorn.conf.py", "wsgi.py"]
