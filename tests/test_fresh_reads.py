@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -29,7 +26,7 @@ from extensions import db
 from tests.fixtures.app import migrate_to_head
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import Desk
-from tests.fixtures.servers import free_port
+from tests.fixtures.servers import gunicorn
 from tests.test_faults import _postgres_database
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,42 +38,11 @@ SECRET = "fresh-reads-" + "s" * 40
 pytestmark = pytest.mark.slow
 
 
-def _gunicorn(url: str, instance: Path, workers: int, extra_env: dict) -> tuple[subprocess.Popen, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("FLASK_APP",)}
-    env.update(DATABASE_URL=url.replace("postgresql+psycopg://", "postgresql://"),
-               INSTANCE_PATH=str(instance), RATELIMIT_ENABLED="0", LOG_REQUESTS="0",
-               PYTHONUNBUFFERED="1", GUNICORN_MAX_REQUESTS="0", SECRET_KEY=SECRET, **extra_env)
-    port = free_port()
-    server = subprocess.Popen(
-        [str(BIN / "gunicorn"), "--config", str(ROOT / "gunicorn.conf.py"), "--workers", str(workers),
-         "--bind", f"127.0.0.1:{port}", "--timeout", "60"],
-        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True, start_new_session=True)
-    log: list[str] = []
-    for line in server.stderr:
-        log.append(line)
-        if "Listening at" in line:
-            break
-    else:
-        raise AssertionError("gunicorn did not start:\n" + "".join(log[-40:]))
-    server.drain = threading.Thread(target=lambda: log.extend(server.stderr), daemon=True)
-    server.drain.start()
-    server.log = log  # what the server wrote, for a failing test's report
-    return server, f"http://127.0.0.1:{port}"
-
-
-def _stop(server: subprocess.Popen) -> None:
-    errors = [line for line in server.log if "rror" in line or "Traceback" in line]
-    if errors:
-        print("".join(server.log[-80:]))
-    server.send_signal(signal.SIGTERM)
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
-    server.drain.join(timeout=10)
-    server.stderr.close()
+def _env(url: str, instance: Path, extra: dict | None = None) -> dict:
+    """A gunicorn's environment: the database, its own instance folder, the shared secret."""
+    return {"DATABASE_URL": url.replace("postgresql+psycopg://", "postgresql://"),
+            "INSTANCE_PATH": str(instance), "RATELIMIT_ENABLED": "0", "LOG_REQUESTS": "0",
+            "SECRET_KEY": SECRET, **(extra or {})}
 
 
 def _get(base: str, path: str) -> tuple[int, str]:
@@ -189,11 +155,8 @@ def test_no_read_lags_an_answered_write_on_four_workers(app, paper_db, tmp_path)
     if app.backend != "sqlite":
         pytest.skip("one host: the embedded default, SQLite (PostgreSQL: the two-host test)")
     url, draft_id, slug, admin = paper_db
-    server, base = _gunicorn(url, tmp_path / "instance", 4, {})
-    try:
+    with gunicorn(_env(url, tmp_path / "instance"), workers=4) as (base, _):
         stale = _cycle([base], base, draft_id, slug, admin)
-    finally:
-        _stop(server)
     assert stale == {"aired": [], "revised": [], "pulled": [], "scheduled": []}
 
 
@@ -204,13 +167,7 @@ def test_no_read_lags_an_answered_write_across_two_hosts(app, paper_db, tmp_path
     url, draft_id, slug, admin = paper_db
     shared = {"CACHE_TYPE": "RedisCache", "CACHE_REDIS_URL": redis_url,
               "CACHE_KEY_PREFIX": f"fresh{os.getpid()}:", "RATELIMIT_STORAGE_URI": redis_url}
-    first, a = _gunicorn(url, tmp_path / "host-a", 2, shared)
-    try:
-        second, b = _gunicorn(url, tmp_path / "host-b", 2, shared)
-        try:
-            stale = _cycle([b, a], a, draft_id, slug, admin)
-        finally:
-            _stop(second)
-    finally:
-        _stop(first)
+    with gunicorn(_env(url, tmp_path / "host-a", shared)) as (a, _), \
+            gunicorn(_env(url, tmp_path / "host-b", shared)) as (b, _):
+        stale = _cycle([b, a], a, draft_id, slug, admin)
     assert stale == {"aired": [], "revised": [], "pulled": [], "scheduled": []}

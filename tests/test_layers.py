@@ -213,7 +213,7 @@ def test_every_module_imports_from_the_installed_package(tmp_path):
     import sys
 
     names = sorted(name for name in import_graph() if name not in ("wsgi",))
-    script = "import importlib\nfor name in %r:\n    importlib.import_module(name)\nprint('ok')" % names
+    script = f"import importlib\nfor name in {names!r}:\n    importlib.import_module(name)\nprint('ok')"
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True,
                           text=True, timeout=120)
