@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from email_validator import EmailNotValidError
 from flask import Flask, Request, Response, current_app, request
 from limits import RateLimitItem, parse_many
-from limits.storage import MemoryStorage, Storage, storage_from_string
+from limits.storage import MemoryStorage, RedisStorage, Storage, storage_from_string
 from werkzeug.exceptions import TooManyRequests
 
 from services.delivery.subscriptions import normalize_email
@@ -209,13 +209,18 @@ class RateLimits:
         used = store.incr(key, int(math.ceil(reset_at - now)) + 1)
         return Count(limit, limit.item.amount - used, int(reset_at))
 
-    def count(self, limits: list[Limit]) -> list[Count]:
+    def count(self, limits: list[Limit], environ: dict | None = None, shared=None) -> list[Count]:
         """Count one request against each of `limits`; falls back to this worker's memory when
         the shared store fails (and with RATELIMIT_IN_MEMORY_FALLBACK_ENABLED off, counts
-        nothing rather than fail the request)."""
+        nothing rather than fail the request). With the request's WSGI `environ` and the app's
+        web/state.SharedState `shared` living in the same Redis, the deployment's generation
+        travels in the same round trip (one pipeline) and is kept in `environ` for the request."""
         now = time.time()
         store = self._storage()
         try:
+            if (environ is not None and shared is not None and state.GENERATION not in environ
+                    and isinstance(store, RedisStorage) and shared.shares_redis_with(self.uri)):
+                return self._count_with_generation(store, limits, now, environ, shared)
             return [self._count(store, limit, now) for limit in limits]
         except Exception:  # noqa: BLE001 - a limiter outage must never become a site outage
             if store is self._fallback:
@@ -227,22 +232,46 @@ class RateLimits:
                 return []
             return [self._count(self._memory(), limit, now) for limit in limits]
 
+    def _count_with_generation(self, store: RedisStorage, limits: list[Limit], now: float, environ: dict,
+                               shared) -> list[Count]:
+        pipe = store.storage.pipeline(transaction=False)
+        windows = []
+        for limit in limits:
+            period = limit.item.get_expiry()
+            window = int(now // period)
+            reset_at = (window + 1) * period
+            key = f"{self.prefix}/{limit.scope}/{limit.item.amount}/{period}/{window}/{limit.who}"
+            # The limits library's own counting script (INCR, and EXPIRE on the first hit).
+            store.lua_incr_expire(keys=[store.prefixed_key(key)], args=[int(math.ceil(reset_at - now)) + 1, 1],
+                                  client=pipe)
+            windows.append((limit, reset_at))
+        pipe.get(shared.key)
+        try:
+            *used, generation = pipe.execute()
+        except Exception:
+            shared.failed()  # no generation from this round trip: none to trust
+            environ[state.GENERATION] = None
+            raise
+        environ[state.GENERATION] = shared.accept(generation)
+        return [Count(limit, limit.item.amount - int(n), int(reset_at))
+                for (limit, reset_at), n in zip(windows, used, strict=True)]
+
     def check(self) -> None:
         """Pipeline step (before the paper lookup): count the current request; raise 429 with
         Retry-After when a limit is used up. Leaves the tightest count on the request state for
         `add_headers`."""
-        state = request_state.current()
-        state.rate_limit = None
+        current = request_state.current()
+        current.rate_limit = None
         limits = self.applicable(request)
         if not limits:
             return
         # web/replay.py counted this request already when it found its limit used up.
         counts = request.environ.pop(COUNTED, None)
         if counts is None:
-            counts = self.count(limits)
+            counts = self.count(limits, request.environ, state.for_app(current_app))
         if not counts:
             return
-        state.rate_limit = tightest = tightest_of(counts)
+        current.rate_limit = tightest = tightest_of(counts)
         if tightest.exceeded:
             exceeded = [c for c in counts if c.exceeded]
             # The client may retry once every used-up window has reset.
@@ -251,7 +280,7 @@ class RateLimits:
             item = tightest.limit.item
             error = TooManyRequests(description=str(item))  # "300 per 1 minute"
             error.data = {"headers": {"Retry-After": str(retry_after)}}
-            state.rate_limit = Count(tightest.limit, -1, reset_at)
+            current.rate_limit = Count(tightest.limit, -1, reset_at)
             log.info("rate limit %s (%s) used up by %s on %s", item, tightest.limit.scope,
                      tightest.limit.who, request.endpoint)
             raise error
@@ -289,11 +318,13 @@ def _replay_count(replayed: Replayed):
     rate = RateLimits.for_app(replayed.app)
     if not replayed.counted or not rate.enabled:
         return None
-    counts = rate.count(rate.read_limits(replayed.environ.get("REMOTE_ADDR") or "127.0.0.1"))
+    counts = rate.count(rate.read_limits(replayed.environ.get("REMOTE_ADDR") or "127.0.0.1"),
+                        replayed.environ, state.for_app(replayed.app))
+    # Kept for the pipeline in case the replay hands the request on after all.
+    replayed.environ[COUNTED] = counts
     if counts:
         tightest = tightest_of(counts)
         if tightest.exceeded:
-            replayed.environ[COUNTED] = counts
             return HAND_ON
         replayed.rate_limit = tightest
     return None

@@ -45,6 +45,7 @@ from web.steps import HAND_ON, Replayed
 
 STATS = "paperdesk.replay.stats"
 _ENTRY_OVERHEAD = 512  # bytes counted per entry besides its body (headers, key)
+_SNAPSHOT = "paperdesk.replay.snapshot"  # environ: the snapshot a kept answer was found under
 
 
 class Kept(NamedTuple):
@@ -98,7 +99,8 @@ def _cost(entry: Kept) -> int:
 
 class Replay:
     """WSGI middleware around `app.wsgi_app` (see the module). `stats` counts `replayed`,
-    `kept` and `refused` (a used-up rate limit handed to the pipeline) answers of this worker."""
+    `kept`, `refused` (a used-up rate limit handed to the pipeline) and `stale` (a kept answer
+    found out of date by the generation: handed to the pipeline) answers of this worker."""
 
     def __init__(self, app: Flask, wsgi_app):
         self.app, self.wsgi_app = app, wsgi_app
@@ -107,7 +109,7 @@ class Replay:
         self.kept = None if off else LocalAnswers(capacity, _cost)
         self.vary: dict[tuple, tuple] = {}  # URL key -> the environ names its answers vary on
         self.steps = app.extensions["pipeline"]
-        self.stats = app.extensions[STATS] = {"replayed": 0, "kept": 0, "refused": 0}
+        self.stats = app.extensions[STATS] = {"replayed": 0, "kept": 0, "refused": 0, "stale": 0}
         app.extensions["paperdesk.replay"] = self
 
     def __call__(self, environ, start_response):
@@ -130,9 +132,12 @@ class Replay:
         full = self.kept.get(key)
         if full is None:
             return None
-        snap = tenancy.recent_snapshot(self.app, environ.get("HTTP_HOST", ""), environ)
+        # Whether the snapshot is current is asked after the rate count (`_send`): on Redis the
+        # generation travels in the count's round trip.
+        snap = tenancy.kept_snapshot(self.app, environ.get("HTTP_HOST", ""))
         if snap is None or not snap.is_public or full.state != state_of(snap):
             return None
+        environ[_SNAPSHOT] = snap
         held = environ.get("HTTP_IF_NONE_MATCH")
         if held and full.etag is not None:
             form = caching.not_modified_tag(held, full.etag)
@@ -148,6 +153,9 @@ class Replay:
             if part(replayed) == HAND_ON:
                 self.stats["refused"] += 1
                 return None
+        if not tenancy.is_current(self.app, environ.pop(_SNAPSHOT), environ):
+            self.stats["stale"] += 1  # a write was answered since: the pipeline answers afresh
+            return None
         headers = list(entry.headers)
         for part in self.steps.replay_after:
             part(replayed, headers)

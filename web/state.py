@@ -241,11 +241,39 @@ class SharedState:
         # This worker may have missed a write while Redis was away: its snapshots go.
         self._extensions.pop("paperdesk.paper_snapshots", None)
 
+    def shares_redis_with(self, url: str) -> bool:
+        """True when the generation lives in the Redis at `url` (so one pipeline reaches both)."""
+        return self.kind == "redis" and self._redis_url == url
+
+    def accept(self, value) -> int | None:
+        """The generation from a GET of `key` made elsewhere (a pipeline): an int, or None when
+        the key is missing (then made, as `generation` does, by a read of our own)."""
+        return int(value) if value is not None else self.generation()
+
+    def failed(self) -> None:
+        """Tell the state that a pipeline holding its GET failed (see `_failed`)."""
+        self._failed("read")
+
     # ------------------------------------------------------------------ host counters
 
     def counters(self) -> HostCounters:
         """The host's shared rate-limit counters (for RATELIMIT_STORAGE_URI `memory://`)."""
         return HostCounters(self.host_file)
+
+
+GENERATION = "paperdesk.generation"  # environ: the generation this request read
+_UNREAD = object()
+
+
+def generation_for(app: Flask, environ: dict) -> int | None:
+    """The deployment's generation as the request with this WSGI `environ` first read it: read
+    once per request, at its first use (before any paper is read from the database; or in the
+    rate limit's round trip to Redis, web/limits.py), and kept in the environ so the replay and
+    the pipeline judge one request by one reading."""
+    gen = environ.get(GENERATION, _UNREAD)
+    if gen is _UNREAD:
+        gen = environ[GENERATION] = for_app(app).generation()
+    return gen
 
 
 def _redis_url(config) -> str:

@@ -28,8 +28,6 @@ from web.steps import replays
 log = logging.getLogger("paperdesk.tenancy")
 
 NO_PAPER = "No paper is served on this host."
-_GENERATION = "paperdesk.generation"  # environ: the generation this request read (web/state.py)
-_UNREAD = object()
 
 
 # Built once: every request runs one of these, and building the expression costs more than
@@ -96,16 +94,6 @@ def _snapshots() -> dict[str, PaperSnapshot]:
     return current_app.extensions.setdefault("paperdesk.paper_snapshots", {})
 
 
-def generation(app, environ: dict) -> int | None:
-    """The deployment's generation (web/state.py) as this request first read it: read once per
-    request, at its first use (before any paper is read from the database), and kept in the
-    WSGI environ so the replay and the pipeline judge one request by one reading."""
-    gen = environ.get(_GENERATION, _UNREAD)
-    if gen is _UNREAD:
-        gen = environ[_GENERATION] = state.for_app(app).generation()
-    return gen
-
-
 def recent_paper(raw_host: str) -> PaperSnapshot | None:
     """This worker's snapshot of the paper on `raw_host` while the deployment's generation is
     the one it was read under, else None. A snapshot answers 304s and stored answers with no
@@ -115,13 +103,20 @@ def recent_paper(raw_host: str) -> PaperSnapshot | None:
 
 
 def recent_snapshot(app, raw_host: str, environ: dict) -> PaperSnapshot | None:
-    """`recent_paper` for `app` and a WSGI `environ`, outside a request (web/replay.py asks
-    before Flask builds one)."""
-    snap = app.extensions.get("paperdesk.paper_snapshots", {}).get(host_name(raw_host))
-    if snap is None:
-        return None
-    gen = generation(app, environ)
-    return snap if gen is not None and snap.gen == gen else None
+    """`recent_paper` for `app` and a WSGI `environ`, outside a request."""
+    snap = kept_snapshot(app, raw_host)
+    return snap if snap is not None and is_current(app, snap, environ) else None
+
+
+def kept_snapshot(app, raw_host: str) -> PaperSnapshot | None:
+    """This worker's snapshot of the paper on `raw_host`, current or not (see `is_current`)."""
+    return app.extensions.get("paperdesk.paper_snapshots", {}).get(host_name(raw_host))
+
+
+def is_current(app, snap: PaperSnapshot, environ: dict) -> bool:
+    """True when `snap` was read under the generation the request (`environ`) reads."""
+    gen = state.generation_for(app, environ)
+    return gen is not None and snap.gen == gen
 
 
 def _remember(snap: PaperSnapshot) -> None:
@@ -183,7 +178,7 @@ def load_paper() -> None:
         # The row this worker read under the current generation, without a query.
         g.paper, g.paper_snapshot = db.session.merge(recent.paper, load=False), recent
         return
-    gen = generation(current_app, request.environ) if keyless_read else None  # before the row
+    gen = state.generation_for(current_app, request.environ) if keyless_read else None  # before the row
     paper = paper_for_host(request.host)
     if paper is None:
         abort(404, description=NO_PAPER)
