@@ -1,0 +1,77 @@
+"""ActivityPub: the papers' HTTP-signature keys, their followers and the activity outbox
+
+Revision ID: 0019
+Revises: 0016
+Create Date: 2026-11-27 03:00:00
+
+Three new tables (docs/FEDERATION.md); nothing to backfill. The `activitypub` consumer of the
+change feed (services/federation/deliveries.py) starts at the beginning of each paper's feed,
+which writes nothing: no paper has followers yet.
+"""
+import sqlalchemy as sa
+from alembic import op
+
+revision = '0019'
+down_revision = '0016'
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    op.create_table(
+        'ap_keys',
+        sa.Column('paper_id', sa.Integer(), nullable=False),
+        sa.Column('public_pem', sa.Text(), nullable=False),
+        sa.Column('private_key', sa.Text(), nullable=False),
+        sa.Column('created_at', sa.DateTime(), nullable=False),
+        sa.ForeignKeyConstraint(['paper_id'], ['papers.id'], name=op.f('fk_ap_keys_paper_id_papers'),
+                                ondelete='CASCADE'),
+        sa.PrimaryKeyConstraint('paper_id', name=op.f('pk_ap_keys')),
+    )
+    op.create_table(
+        'ap_followers',
+        sa.Column('id', sa.Integer(), nullable=False),
+        sa.Column('paper_id', sa.Integer(), nullable=False),
+        sa.Column('local', sa.String(length=120), nullable=False),
+        sa.Column('actor_uri', sa.String(length=2000), nullable=False),
+        sa.Column('inbox', sa.String(length=2000), nullable=False),
+        sa.Column('shared_inbox', sa.String(length=2000), nullable=True),
+        sa.Column('follow_id', sa.String(length=2000), nullable=True),
+        sa.Column('created_at', sa.DateTime(), nullable=False),
+        sa.ForeignKeyConstraint(['paper_id'], ['papers.id'], name=op.f('fk_ap_followers_paper_id_papers'),
+                                ondelete='CASCADE'),
+        sa.PrimaryKeyConstraint('id', name=op.f('pk_ap_followers')),
+        sa.UniqueConstraint('paper_id', 'local', 'actor_uri', name=op.f('uq_ap_followers_paper_id_local_actor_uri')),
+    )
+    op.create_index('ix_ap_followers_actor', 'ap_followers', ['actor_uri'])
+    op.create_table(
+        'ap_deliveries',
+        sa.Column('id', sa.Integer(), nullable=False),
+        sa.Column('paper_id', sa.Integer(), nullable=False),
+        sa.Column('signer', sa.String(length=120), nullable=False),
+        sa.Column('inbox', sa.String(length=2000), nullable=False),
+        sa.Column('kind', sa.String(length=20), nullable=False),
+        sa.Column('piece_id', sa.Integer(), nullable=True),
+        sa.Column('body', sa.Text(), nullable=False),
+        sa.Column('created_at', sa.DateTime(), nullable=False),
+        sa.Column('attempts', sa.Integer(), nullable=False),
+        sa.Column('next_attempt_at', sa.DateTime(), nullable=False),
+        sa.Column('last_status', sa.Integer(), nullable=True),
+        sa.Column('last_error', sa.Text(), nullable=True),
+        sa.Column('delivered_at', sa.DateTime(), nullable=True),
+        sa.Column('failed_at', sa.DateTime(), nullable=True),
+        sa.ForeignKeyConstraint(['paper_id'], ['papers.id'], name=op.f('fk_ap_deliveries_paper_id_papers'),
+                                ondelete='CASCADE'),
+        sa.PrimaryKeyConstraint('id', name=op.f('pk_ap_deliveries')),
+    )
+    op.create_index('ix_ap_deliveries_due', 'ap_deliveries', ['delivered_at', 'failed_at', 'next_attempt_at'])
+    op.create_index('ix_ap_deliveries_paper', 'ap_deliveries', ['paper_id', 'id'])
+
+
+def downgrade():
+    op.drop_index('ix_ap_deliveries_paper', table_name='ap_deliveries')
+    op.drop_index('ix_ap_deliveries_due', table_name='ap_deliveries')
+    op.drop_table('ap_deliveries')
+    op.drop_index('ix_ap_followers_actor', table_name='ap_followers')
+    op.drop_table('ap_followers')
+    op.drop_table('ap_keys')
