@@ -549,3 +549,14 @@ def test_outboxes_are_paged_ordered_collections_newest_first(client, desk, paper
     assert [item["type"] for item in items] == ["Announce"] * 3
     for bad in ("0", "x", "-1", "99999999"):
         assert client.get(f"/ap/paper/outbox?page={bad}").status_code == 400
+
+
+def test_a_new_follower_is_not_sent_the_back_catalogue(client, runner, desk, paper, follower):
+    # The worker has not run since these pieces aired (its cursor is at the feed's start).
+    desk.piece(paper, "Old news", on_air_at=T - timedelta(days=1))
+    desk.piece(paper, "Older news", on_air_at=T - timedelta(days=2))
+    with time_machine.travel(T, tick=False):
+        follow(client, follower, "http://localhost/ap/paper", "/ap/inbox")
+        follow(client, follower, "http://localhost/ap/personas/ada-quill", "/ap/inbox", "/follows/2")
+        drain(runner)
+    assert sorted(json.loads(p["body"])["type"] for p in follower.posts) == ["Accept", "Accept"]

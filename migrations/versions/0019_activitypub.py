@@ -5,9 +5,12 @@ Revises: 0016
 Create Date: 2026-11-27 03:00:00
 
 Three new tables (docs/FEDERATION.md); nothing to backfill. The `activitypub` consumer of the
-change feed (services/federation/deliveries.py) starts at the beginning of each paper's feed,
-which writes nothing: no paper has followers yet.
+change feed (services/federation/deliveries.py) starts after the last change already public on
+each paper (as 0016 placed the other consumers): no paper has followers yet, and there is no
+back catalogue to walk.
 """
+from datetime import datetime, timezone
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -66,9 +69,20 @@ def upgrade():
     )
     op.create_index('ix_ap_deliveries_due', 'ap_deliveries', ['delivered_at', 'failed_at', 'next_attempt_at'])
     op.create_index('ix_ap_deliveries_paper', 'ap_deliveries', ['paper_id', 'id'])
+    now = datetime.now(timezone.utc).replace(tzinfo=None)  # stored naive UTC (models/types.py)
+    bind = op.get_bind()
+    last = bind.execute(sa.text(
+        "SELECT c.paper_id, c.at, MAX(c.seq) FROM piece_changes c "
+        "JOIN (SELECT paper_id, MAX(at) AS at FROM piece_changes WHERE at <= :now GROUP BY paper_id) m "
+        "ON m.paper_id = c.paper_id AND m.at = c.at GROUP BY c.paper_id, c.at"), {"now": now}).all()
+    for paper_id, at, seq in last:
+        bind.execute(sa.text(
+            "INSERT INTO change_cursors (consumer, paper_id, after_at, after_seq) "
+            "VALUES ('activitypub', :paper_id, :at, :seq)"), {"paper_id": paper_id, "at": at, "seq": seq})
 
 
 def downgrade():
+    op.execute("DELETE FROM change_cursors WHERE consumer = 'activitypub'")
     op.drop_index('ix_ap_deliveries_paper', table_name='ap_deliveries')
     op.drop_index('ix_ap_deliveries_due', table_name='ap_deliveries')
     op.drop_table('ap_deliveries')

@@ -13,6 +13,9 @@ there):
 | revised  | `Update` of the Article, persona   | the persona's and the paper's followers   |
 | unaired  | `Delete` with a Tombstone, persona | the persona's and the paper's followers   |
 
+Only followers who followed by the change's instant (`at`) are sent it: a new follower is not
+sent the back catalogue, whenever the consumer gets to the changes.
+
 The Article is built from the piece as it is when the consumer runs (so a late pass sends the
 newest text of a piece, never an older one under a newer revision); a piece no longer on air by
 then is not created or updated (its `unaired` change follows), and a piece deleted since has only
@@ -52,10 +55,12 @@ def _dumps(document: dict) -> str:
     return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
 
 
-def _inboxes(followers: list[ApFollower], locals_: set[str]) -> list[str]:
-    """Where activities for the followers of `locals_` go: each follower's shared inbox if it
-    has one, else its own; each inbox once, in first-follow order."""
-    return list(dict.fromkeys((f.shared_inbox or f.inbox) for f in followers if f.local in locals_))
+def _inboxes(followers: list[ApFollower], locals_: set[str], at: datetime) -> list[str]:
+    """Where an activity for a change public at `at` goes: the followers of `locals_` who
+    followed by then (a new follower is not sent the back catalogue), each by its shared inbox
+    if it has one, else its own; each inbox once, in first-follow order."""
+    return list(dict.fromkeys((f.shared_inbox or f.inbox) for f in followers
+                              if f.local in locals_ and f.created_at <= at))
 
 
 def _queue(paper: Paper, signer: str, kind: str, piece_id: int | None, body: str, inboxes: list[str],
@@ -89,7 +94,7 @@ def on_changes(paper: Paper, changes: list, now: datetime) -> None:
             actor = documents.actor_of(links, author)
             body = _dumps(documents.delete(links, actor, change.piece_id, change.seq, change.at))
             _queue(paper, author, "Delete", change.piece_id, body,
-                   _inboxes(followers, {author, PAPER_ACTOR}), now)
+                   _inboxes(followers, {author, PAPER_ACTOR}, change.at), now)
             continue
         if piece is None or not piece.on_air or piece.on_air_at is None or piece.on_air_at > now:
             continue
@@ -97,14 +102,14 @@ def on_changes(paper: Paper, changes: list, now: datetime) -> None:
         author = piece.persona.slug
         if change.type == "aired":
             _queue(paper, author, "Create", piece.id, _dumps(documents.create(links, article, change.at)),
-                   _inboxes(followers, {author}), now)
+                   _inboxes(followers, {author}, change.at), now)
             _queue(paper, PAPER_ACTOR, "Announce", piece.id,
                    _dumps(documents.announce(links, article["id"], article["attributedTo"], change.at)),
-                   _inboxes(followers, {PAPER_ACTOR}), now)
+                   _inboxes(followers, {PAPER_ACTOR}, change.at), now)
         elif change.type == "revised":
             _queue(paper, author, "Update", piece.id,
                    _dumps(documents.update(links, article, change.rev, change.at)),
-                   _inboxes(followers, {author, PAPER_ACTOR}), now)
+                   _inboxes(followers, {author, PAPER_ACTOR}, change.at), now)
     db.session.flush()
 
 
