@@ -130,6 +130,12 @@ def load() -> dict:
         "ACTIVITYPUB_ENABLED": _flag("ACTIVITYPUB_ENABLED", True),
         "ACTIVITYPUB_KEY_FETCH_SECONDS": float(os.environ.get("ACTIVITYPUB_KEY_FETCH_SECONDS", "3")),
         "ACTIVITYPUB_MAX_ATTEMPTS": int(os.environ.get("ACTIVITYPUB_MAX_ATTEMPTS", "10")),
+        # Reach beyond the fediverse (docs/FEDERATION.md "WebSub and IndexNow"), both off when
+        # empty: a WebSub hub (`https://pubsubhubbub.appspot.com/`) named in the feeds and pinged
+        # when they change, and an IndexNow endpoint (`https://api.indexnow.org/indexnow`) sent
+        # the URLs of aired, revised and pulled pieces.
+        "WEBSUB_HUB": os.environ.get("WEBSUB_HUB", "").strip(),
+        "INDEXNOW_ENDPOINT": os.environ.get("INDEXNOW_ENDPOINT", "").strip(),
         # Public subscribe (docs/API.md "rate limits"): per client IP, and per address.
         "SUBSCRIBE_RATELIMIT": os.environ.get("SUBSCRIBE_RATELIMIT", "5/minute;20/hour"),
         "SUBSCRIBE_ADDRESS_RATELIMIT": os.environ.get("SUBSCRIBE_ADDRESS_RATELIMIT", "3/hour;10/day"),

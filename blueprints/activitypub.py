@@ -28,7 +28,7 @@ from extensions import db
 from models import PAPER_ACTOR, ApFollower, Persona, Piece
 from models.clock import utcnow
 from services.errors import BadRequest, DeskError, NotFound
-from services.federation import deliveries, documents, inbox, keys
+from services.federation import deliveries, documents, inbox, keys, pings
 from services.newsroom import seeds
 from services.reading import stories, visibility
 from web import caching, errors
@@ -151,6 +151,21 @@ def context():
     """The JSON-LD context of the terms ActivityStreams does not define (documents.EXTRA_TERMS)."""
     _paper()
     return _json(documents.EXTRA_TERMS, LD_JSON)
+
+
+@bp.route("/<string:key>.txt")
+def indexnow_key(key: str):
+    """The paper's IndexNow key file (the protocol's proof that the host owns the key), at
+    `/<key>.txt` with the key as its body; 404 for any other name or when INDEXNOW_ENDPOINT is
+    off. (`/robots.txt` and `/llms.txt` are rules of their own, matched first.)"""
+    paper = g.paper
+    config = current_app.config
+    if not config.get("INDEXNOW_ENDPOINT") or not paper.is_public:
+        raise NotFound()
+    expected = pings.indexnow_key(config["SECRET_KEY"], paper)
+    if key != expected:
+        raise NotFound()
+    return Response(expected, content_type="text/plain; charset=utf-8")
 
 
 # ----------------------------------------------------------------------------- actors

@@ -2,7 +2,7 @@
 from models.change_cursor import ChangeCursor
 from models.desk_key import KEY_KINDS, DeskKey, SigningKey
 from models.edition import Edition
-from models.federation import PAPER_ACTOR, ApDelivery, ApFollower, ApKey
+from models.federation import PAPER_ACTOR, PING_KINDS, ApDelivery, ApFollower, ApKey, PingDelivery
 from models.idempotency import IdempotencyKey
 from models.outbox import OUTBOX_KINDS, OutboxMessage
 from models.paper import Paper, Persona, Section
@@ -16,6 +16,8 @@ __all__ = [
     "ApDelivery",
     "ApFollower",
     "ApKey",
+    "PING_KINDS",
+    "PingDelivery",
     "CADENCES",
     "ChangeCursor",
     "PAUSED_INDEFINITELY",

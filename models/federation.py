@@ -72,3 +72,24 @@ class ApDelivery(DeliveryState, db.Model):
     piece_id: Mapped[int | None] = mapped_column(Integer)
     body: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+PING_KINDS = ("websub", "indexnow")
+
+
+class PingDelivery(DeliveryState, db.Model):
+    """One unsigned POST telling a search or feed service that a paper changed (issue 24 part
+    7): `kind` "websub" (a W3C WebSub hub's `hub.mode=publish` for one feed URL) or "indexnow"
+    (an IndexNow URL list); `target` the service's URL, `body` what is posted with
+    `content_type`."""
+
+    __tablename__ = "ping_deliveries"
+    __table_args__ = (Index("ix_ping_deliveries_due", "delivered_at", "failed_at", "next_attempt_at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    paper_id: Mapped[int] = mapped_column(ForeignKey("papers.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(20))
+    target: Mapped[str] = mapped_column(String(2000))
+    content_type: Mapped[str] = mapped_column(String(100))
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime)

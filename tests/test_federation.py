@@ -560,3 +560,48 @@ def test_a_new_follower_is_not_sent_the_back_catalogue(client, runner, desk, pap
         follow(client, follower, "http://localhost/ap/personas/ada-quill", "/ap/inbox", "/follows/2")
         drain(runner)
     assert sorted(json.loads(p["body"])["type"] for p in follower.posts) == ["Accept", "Accept"]
+
+
+# ----------------------------------------------------------------------------- WebSub and IndexNow
+
+
+@pytest.fixture
+def pings_on(app, receiver):
+    app.config.update(WEBSUB_HUB=receiver.url + "/hub", INDEXNOW_ENDPOINT=receiver.url + "/indexnow")
+    yield receiver
+    app.config.update(WEBSUB_HUB="", INDEXNOW_ENDPOINT="")
+
+
+def test_feeds_name_the_websub_hub(client, app, paper, pings_on):
+    import feedparser
+
+    rss = client.get("/rss.xml").get_data()
+    links = feedparser.parse(rss).feed.links
+    assert {"rel": "hub", "href": pings_on.url + "/hub"} in [{"rel": x["rel"], "href": x["href"]} for x in links]
+    assert any(x["rel"] == "self" and x["href"].endswith("/rss.xml") for x in links)
+    assert client.get("/feed.json").get_json()["hubs"] == [{"type": "WebSub", "url": pings_on.url + "/hub"}]
+
+
+def test_airing_pings_the_hub_and_indexnow(client, runner, app, desk, paper, admin, pings_on):
+    with time_machine.travel(T, tick=False) as clock:
+        piece = desk.piece(paper, "Pinged news", on_air_at=None)
+        assert client.put(f"/api/v1/stories/{piece.id}/air", headers=auth(admin)).status_code == 200
+        clock.shift(timedelta(seconds=5))
+        assert "pings: delivered 3" in drain(runner)
+    hub = sorted(r["body"].decode() for r in pings_on.requests if r["path"] == "/hub")
+    assert hub == ["hub.mode=publish&hub.url=http%3A%2F%2Flocalhost%2Ffeed.json",
+                   "hub.mode=publish&hub.url=http%3A%2F%2Flocalhost%2Frss.xml"]
+    [indexnow] = [json.loads(r["body"]) for r in pings_on.requests if r["path"] == "/indexnow"]
+    assert indexnow["host"] == "localhost" and indexnow["urlList"] == [f"http://localhost/stories/{piece.slug}"]
+    key_file = client.get(f"/{indexnow['key']}.txt")
+    assert key_file.status_code == 200 and key_file.get_data(as_text=True) == indexnow["key"]
+    assert indexnow["keyLocation"] == f"http://localhost/{indexnow['key']}.txt"
+    assert client.get(f"/{'0' * 32}.txt").status_code == 404
+    assert client.get("/robots.txt").status_code == 200
+
+
+def test_pings_are_off_by_default(client, runner, desk, paper, receiver):
+    desk.piece(paper, "Quiet news", on_air_at=T)
+    assert "pings: " not in drain(runner)
+    assert "hubs" not in client.get("/feed.json").get_json()
+    assert b'rel="hub"' not in client.get("/rss.xml").get_data()
