@@ -49,6 +49,14 @@ class Follower:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
                 follower.fetches.append(self.path)
+                if self.path == "/keys/alice":  # a key published apart from its actor
+                    body = json.dumps({"id": follower.origin + "/keys/alice", "owner": follower.actor_id,
+                                       "publicKeyPem": follower.pem}).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
                 if self.path != "/users/alice":
                     self.send_response(404)
                     self.send_header("Content-Length", "0")
@@ -82,11 +90,11 @@ class Follower:
                 "inbox": self.actor_id + "/inbox", "endpoints": {"sharedInbox": self.origin + "/inbox"},
                 "publicKey": {"id": self.actor_id + "#main-key", "owner": self.actor_id, "publicKeyPem": self.pem}}
 
-    def signed(self, url: str, activity: dict, *, key=None) -> tuple[bytes, dict]:
+    def signed(self, url: str, activity: dict, *, key=None, key_id=None) -> tuple[bytes, dict]:
         """The body and headers of a POST of `activity` to `url`, signed by apsig."""
         body = json.dumps(activity).encode()
         headers = Signer(headers={"Content-Type": AP}, private_key=key or self.key, method="POST", url=url,
-                         key_id=self.actor_id + "#main-key", body=body).sign()
+                         key_id=key_id or self.actor_id + "#main-key", body=body).sign()
         headers.pop("Authorization", None)  # apsig adds `Authorization: Signature ...` too; see FEDERATION.md
         return body, headers
 
@@ -340,6 +348,18 @@ def test_follow_records_the_follower_and_queues_a_signed_accept(client, runner, 
         assert verify_post(post, pem) == "http://localhost/ap/personas/ada-quill#main-key"
     assert post["headers"]["Content-Type"] == AP
     assert post["headers"]["Digest"].startswith("SHA-256=")
+
+
+def test_a_key_published_apart_from_its_actor(client, runner, paper, follower):
+    activity = {"id": follower.origin + "/follows/k", "type": "Follow", "actor": follower.actor_id,
+                "object": "http://localhost/ap/paper"}
+    with time_machine.travel(T, tick=False):
+        body, headers = follower.signed("http://localhost/ap/inbox", activity, key_id=follower.origin + "/keys/alice")
+        answer = client.post("/ap/inbox", data=body, headers=headers)
+        assert answer.status_code == 202 and answer.get_json()["status"] == "followed"
+        assert follower.fetches == ["/keys/alice", "/users/alice"]  # the key, then its owner's inbox
+        drain(runner)
+    assert [p["path"] for p in follower.posts] == ["/users/alice/inbox"]
 
 
 def test_admin_sees_who_follows(client, desk, paper, admin, follower):

@@ -15,6 +15,7 @@ Each of those is a 202.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -117,8 +118,12 @@ def receive(paper: Paper, links: Links, inbox_of: str | None, request: Request, 
             allow_private: bool, seconds: float) -> Outcome:
     """Handle one inbox POST to `inbox_of`'s inbox (a local actor, or None for the shared
     inbox) of `paper`, addressed by `links`. Flushes (the caller commits); raises
-    SignatureRequired (401) or BadRequest (400), writing nothing."""
+    SignatureRequired (401) or BadRequest (400), writing nothing. `seconds` bounds every outside
+    call this POST makes together (the key, and for a Follow the actor when the key lives apart
+    from it)."""
+    started = time.monotonic()
     activity, key = authenticate(request, now, allow_private=allow_private, seconds=seconds)
+    seconds = seconds - (time.monotonic() - started)
     kind = activity.get("type")
     if kind == "Follow":
         local = _local_of(paper, links, _id(activity.get("object")))
@@ -151,6 +156,8 @@ def _follow(paper: Paper, links: Links, local: str, activity: dict, key: remote.
             allow_private: bool, seconds: float) -> Outcome:
     inbox, shared = key.inbox, key.shared_inbox
     if inbox is None:  # the key lives apart from its actor: the actor names the inbox
+        if seconds < 0.2:
+            raise SignatureRequired("The follower's actor could not be fetched in time.")
         try:
             actor = remote.get_json(key.owner, allow_private=allow_private, seconds=seconds)
         except remote.FetchError as exc:
@@ -158,17 +165,20 @@ def _follow(paper: Paper, links: Links, local: str, activity: dict, key: remote.
         inbox = _id(actor.get("inbox"))
         endpoints = actor.get("endpoints") if isinstance(actor.get("endpoints"), dict) else {}
         shared = _id(endpoints.get("sharedInbox"))
-    if not inbox or not inbox.startswith(("https://", "http://")):
-        raise BadRequest("The follower's actor names no inbox.")
+    if not inbox or not inbox.startswith(("https://", "http://")) or len(inbox) > 2000:
+        raise BadRequest("The follower's actor names no usable inbox.")
+    if shared is not None and (len(shared) > 2000 or not shared.startswith(("https://", "http://"))):
+        shared = None
     row = db.session.scalar(select(ApFollower).where(
         ApFollower.paper_id == paper.id, ApFollower.local == local, ApFollower.actor_uri == key.owner))
     if row is None:
         row = ApFollower(paper_id=paper.id, local=local, actor_uri=key.owner, created_at=now)
         db.session.add(row)
-    row.inbox, row.shared_inbox = inbox[:2000], (shared or None) and shared[:2000]
-    row.follow_id = (_id(activity) or "")[:2000] or None
+    follow_id = _id(activity)
+    row.inbox, row.shared_inbox = inbox, shared
+    row.follow_id = follow_id if follow_id and len(follow_id) <= 2000 else None
     body = json.dumps(documents.accept(links, local, activity), separators=(",", ":"), ensure_ascii=False)
-    db.session.add(ApDelivery(paper_id=paper.id, signer=local, inbox=inbox[:2000], kind="Accept", piece_id=None,
+    db.session.add(ApDelivery(paper_id=paper.id, signer=local, inbox=inbox, kind="Accept", piece_id=None,
                               body=body, created_at=now, attempts=0, next_attempt_at=now))
     db.session.flush()
     return Outcome("followed", "Followed; an Accept is on its way.")

@@ -98,9 +98,11 @@ def get_json(url: str, *, allow_private: bool, seconds: float) -> dict:
 
 
 def _text(value) -> str | None:
+    """An http(s) URL given as a string or an object's `id`, at most 2000 characters; else None."""
     if isinstance(value, dict):
         value = value.get("id")
-    return value if isinstance(value, str) and value.startswith(("http://", "https://")) else None
+    ok = isinstance(value, str) and value.startswith(("http://", "https://")) and len(value) <= 2000
+    return value if ok else None
 
 
 def read_key(key_id: str, document: dict) -> RemoteKey:
