@@ -184,9 +184,12 @@ def test_nodeinfo(client, desk, paper):
     assert info["usage"]["users"]["total"] == 3 and info["usage"]["localPosts"] == 1
 
 
-def test_pages_point_at_the_paper_actor(client, paper):
-    page = client.get("/").get_data(as_text=True)
-    assert '<link rel="alternate" type="application/activity+json" href="/ap/paper"' in page
+def test_pages_point_at_their_activitypub_documents(client, desk, paper):
+    piece = desk.piece(paper, "Linked")
+    tag = '<link rel="alternate" type="application/activity+json" href="{}"'
+    assert tag.format("/ap/paper") in client.get("/").get_data(as_text=True)
+    assert tag.format(f"/ap/stories/{piece.id}") in client.get(f"/stories/{piece.slug}").get_data(as_text=True)
+    assert tag.format("/ap/personas/ada-quill") in client.get("/masthead/ada-quill").get_data(as_text=True)
 
 
 # ----------------------------------------------------------------------------- actors and objects
