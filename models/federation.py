@@ -62,7 +62,8 @@ class ApDelivery(DeliveryState, db.Model):
 
     __tablename__ = "ap_deliveries"
     __table_args__ = (Index("ix_ap_deliveries_due", "delivered_at", "failed_at", "next_attempt_at"),
-                      Index("ix_ap_deliveries_paper", "paper_id", "id"))
+                      Index("ix_ap_deliveries_paper", "paper_id", "id"),
+                      Index("ix_ap_deliveries_inbox", "inbox", "id"))
 
     id: Mapped[int] = mapped_column(primary_key=True)
     paper_id: Mapped[int] = mapped_column(ForeignKey("papers.id", ondelete="CASCADE"))

@@ -542,6 +542,26 @@ def test_failed_deliveries_are_retried_with_backoff_and_given_up(client, runner,
     assert row.failed_at is not None and row.last_status == 400
 
 
+def test_one_activity_at_a_time_per_inbox_in_order(client, runner, desk, paper, admin, follower):
+    with time_machine.travel(T, tick=False) as clock:
+        follow(client, follower, "http://localhost/ap/personas/ada-quill", "/ap/inbox")
+        drain(runner)
+        follower.posts.clear()
+        follower.status = 503
+        piece = desk.piece(paper, "In order", on_air_at=None)
+        clock.shift(timedelta(minutes=1))
+        client.put(f"/api/v1/stories/{piece.id}/air", headers=auth(admin))
+        clock.shift(timedelta(minutes=1))
+        client.patch(f"/api/v1/stories/{piece.id}", json={"dek": "Later."}, headers=auth(admin))
+        clock.shift(timedelta(seconds=5))
+        drain(runner)  # the Create fails; the Update waits behind it
+        assert [json.loads(p["body"])["type"] for p in follower.posts] == ["Create"]
+        follower.status = 202
+        clock.shift(timedelta(minutes=1, seconds=1))
+        drain(runner)
+    assert [json.loads(p["body"])["type"] for p in follower.posts] == ["Create", "Create", "Update"]
+
+
 def test_private_targets_refused_at_delivery(client, runner, app, desk, paper, follower):
     with time_machine.travel(T, tick=False):
         follow(client, follower, "http://localhost/ap/personas/ada-quill", "/ap/inbox")

@@ -71,6 +71,7 @@ def upgrade():
     )
     op.create_index('ix_ap_deliveries_due', 'ap_deliveries', ['delivered_at', 'failed_at', 'next_attempt_at'])
     op.create_index('ix_ap_deliveries_paper', 'ap_deliveries', ['paper_id', 'id'])
+    op.create_index('ix_ap_deliveries_inbox', 'ap_deliveries', ['inbox', 'id'])
     op.create_table(
         'ping_deliveries',
         sa.Column('id', sa.Integer(), nullable=False),
@@ -109,6 +110,7 @@ def downgrade():
     op.execute("DELETE FROM change_cursors WHERE consumer IN ('activitypub', 'pings')")
     op.drop_index('ix_ping_deliveries_due', table_name='ping_deliveries')
     op.drop_table('ping_deliveries')
+    op.drop_index('ix_ap_deliveries_inbox', table_name='ap_deliveries')
     op.drop_index('ix_ap_deliveries_paper', table_name='ap_deliveries')
     op.drop_index('ix_ap_deliveries_due', table_name='ap_deliveries')
     op.drop_table('ap_deliveries')

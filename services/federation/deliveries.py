@@ -25,21 +25,23 @@ its Delete, signed by the paper when its persona is unknown.
 lease (services/delivery/claims.py), signed as it leaves (draft-cavage rsa-sha256 over
 `(request-target) host date digest`, services/federation/httpsig.py) and posted within the
 webhooks' bounds (WEBHOOK_CONCURRENCY POSTs at once, WEBHOOK_RUN_SECONDS per run, 5 s per
-attempt, the webhooks' SSRF rules with WEBHOOK_ALLOW_PRIVATE). A 2xx is delivered; a 4xx other
+attempt, the webhooks' SSRF rules with WEBHOOK_ALLOW_PRIVATE), one at a time per inbox in the
+order written (a row waits while an earlier one to its inbox is pending). A 2xx is delivered; a 4xx other
 than 408 and 429 is given up at once (the inbox refuses it); any other failure is retried with
 the webhooks' backoff (1 min doubling, 6 h cap) until ACTIVITYPUB_MAX_ATTEMPTS.
 """
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from urllib.parse import urlsplit
 
 from flask import current_app
-from sqlalchemy import delete, func, or_, select, update
-from sqlalchemy.orm import joinedload, selectinload
+from sqlalchemy import delete, exists, func, or_, select, update
+from sqlalchemy.orm import aliased, joinedload, selectinload
 
 from extensions import db
 from models import PAPER_ACTOR, ApDelivery, ApFollower, Paper, Piece
@@ -138,7 +140,13 @@ class _Job:
 
 def _claim(now: datetime, tried: set[int], clock: Callable[[], datetime], origins: PaperOrigins,
            secret: str) -> _Job | None:
-    due = [ApDelivery.delivered_at.is_(None), ApDelivery.failed_at.is_(None), ApDelivery.next_attempt_at <= now]
+    # One activity at a time per inbox, in the order written: an Update or a Delete must not
+    # overtake its Create. An earlier row still pending (in flight, or backing off) holds the
+    # rows after it; one delivered or given up does not.
+    earlier = aliased(ApDelivery)
+    due = [ApDelivery.delivered_at.is_(None), ApDelivery.failed_at.is_(None), ApDelivery.next_attempt_at <= now,
+           ~exists().where(earlier.inbox == ApDelivery.inbox, earlier.id < ApDelivery.id,
+                           earlier.delivered_at.is_(None), earlier.failed_at.is_(None))]
     if tried:
         due.append(ApDelivery.id.not_in(tried))
     claimed = claims.claim(db.session, ApDelivery, due=due, order_by=(ApDelivery.id,), limit=1,
@@ -213,12 +221,20 @@ def deliver_due(now: datetime, *, allow_private: bool, concurrency: int = webhoo
     config = current_app.config
     origins, secret = PaperOrigins.from_config(config), config["SECRET_KEY"]
     max_attempts = int(config.get("ACTIVITYPUB_MAX_ATTEMPTS", 10))
-    report.left = webhooks.run_concurrently(
-        lambda tried: _claim(now, tried, clock, origins, secret),
-        lambda job, timeout: _send(job, allow_private=allow_private, timeout=timeout, clock=clock),
-        lambda job, attempt: _record(job, attempt, report, clock(), max_attempts),
-        concurrency=concurrency, budget=budget, limit=limit)
-    return report
+    deadline = time.monotonic() + budget
+    # Rounds: a row held behind an earlier one to its inbox becomes claimable once that one is
+    # recorded, after the round that sent it has stopped claiming; the next round takes it.
+    while True:
+        before = report.delivered + report.failed
+        report.left = webhooks.run_concurrently(
+            lambda tried: _claim(now, tried, clock, origins, secret),
+            lambda job, timeout: _send(job, allow_private=allow_private, timeout=timeout, clock=clock),
+            lambda job, attempt: _record(job, attempt, report, clock(), max_attempts),
+            concurrency=concurrency, budget=max(0.0, deadline - time.monotonic()),
+            limit=None if limit is None else max(0, limit - before))
+        tried = report.delivered + report.failed
+        if report.left or tried == before or (limit is not None and tried >= limit):
+            return report
 
 
 def pending_count() -> int:
