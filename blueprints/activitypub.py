@@ -25,7 +25,7 @@ from werkzeug.exceptions import HTTPException
 
 from blueprints.api import permissions
 from extensions import db
-from models import PAPER_ACTOR, ApFollower, Persona, Piece
+from models import PAPER_ACTOR, ApFollower, Persona, Piece, PieceChange
 from models.clock import utcnow
 from services.errors import BadRequest, DeskError, NotFound
 from services.federation import deliveries, documents, inbox, keys, pings
@@ -208,8 +208,9 @@ def _article(piece: Piece) -> dict:
 
 @bp.route("/ap/stories/<int:id>")
 def article(id: int):  # noqa: A002 - `id`, as every route of a piece names it (tests/routes.py)
-    """A piece on air as an Article with its proof; 404 for a draft, a scheduled piece before
-    its instant, a pulled piece or no piece."""
+    """A piece on air as an Article with its proof; 410 with a Tombstone for a piece pulled
+    from the air (or deleted) since it aired; 404 for a draft, a scheduled piece before its
+    instant, or no piece."""
     paper = _paper()
     if id > stories.MAX_ID:
         raise NotFound("There is no such story on air.")
@@ -217,7 +218,14 @@ def article(id: int):  # noqa: A002 - `id`, as every route of a piece names it (
                               .options(joinedload(Piece.section), joinedload(Piece.persona),
                                        selectinload(Piece.cited_facts)))
     if piece is None:
-        raise NotFound("There is no such story on air.")
+        # Once public, now pulled (or deleted): 410 with a Tombstone, so a server that refetches
+        # the object removes its copy. A draft never aired stays a plain 404.
+        pulled = db.session.scalar(select(PieceChange.at).where(
+            PieceChange.paper_id == paper.id, PieceChange.piece_id == id, PieceChange.type == "unaired")
+            .order_by(PieceChange.at.desc()).limit(1))
+        if pulled is None:
+            raise NotFound("There is no such story on air.")
+        return _json(documents.tombstone(links(), id, pulled), status=410)
     caching.tag_piece(piece)
     return _json(_article(piece))
 

@@ -305,7 +305,9 @@ def test_drafts_scheduled_and_pulled_pieces_are_not_objects(client, desk, paper,
     aired = desk.piece(paper, "Aired")
     assert client.get(f"/ap/stories/{aired.id}").status_code == 200
     assert client.delete(f"/api/v1/stories/{aired.id}/air", headers=auth(admin)).status_code in (200, 204)
-    assert client.get(f"/ap/stories/{aired.id}").status_code == 404
+    gone = client.get(f"/ap/stories/{aired.id}")
+    assert gone.status_code == 410 and gone.mimetype == AP
+    assert gone.get_json()["type"] == "Tombstone" and gone.get_json()["formerType"] == "Article"
 
 
 def test_private_paper_and_unknown_host_are_404_everywhere(client, desk, follower):
@@ -502,6 +504,7 @@ def test_airing_revising_and_pulling_reach_followers_signed(client, runner, desk
         delete = json.loads(post["body"])
         assert delete["type"] == "Delete" and delete["object"]["type"] == "Tombstone"
         assert delete["object"]["id"] == create["object"]["id"]
+        assert client.get(f"/ap/stories/{piece.id}").status_code == 410
         assert verify_post(post, pem) == "http://localhost/ap/personas/ada-quill#main-key"
         follower.posts.clear()
         assert "activitypub" not in drain(runner)  # each change once

@@ -231,7 +231,8 @@ def article(paper: Paper, piece: Piece, links: Links, *, receipt: SigningKey | N
 
 
 def tombstone(links: Links, piece_id: int, at: datetime) -> dict:
-    return {"id": article_id(links, piece_id), "type": "Tombstone", "formerType": "Article",
+    """The Tombstone of a pulled Article (in a Delete, and at the Article's id: 410)."""
+    return {"@context": AS_CONTEXT, "id": article_id(links, piece_id), "type": "Tombstone", "formerType": "Article",
             "deleted": rfc3339(at)}
 
 
