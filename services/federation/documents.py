@@ -59,6 +59,8 @@ EXTRA_TERMS = {
         "indexable": "toot:indexable",
         "attributionDomains": {"@id": "toot:attributionDomains", "@type": "@id"},
         "digitalSourceType": {"@id": "schema:digitalSourceType", "@type": "@id"},
+        "PropertyValue": "schema:PropertyValue",
+        "value": "schema:value",
     }
 }
 
