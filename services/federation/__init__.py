@@ -9,4 +9,6 @@
     inbox.py       Follow, Undo Follow, Delete of a follower; everything else ignored
     deliveries.py  the change-feed consumer that writes one signed delivery per inbox, and the
                    sender that posts them from `flask drain-outbox`
+    pings.py       the change-feed consumer of WebSub hub pings and IndexNow URL lists, and
+                   their sender
 """
