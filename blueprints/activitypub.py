@@ -3,11 +3,12 @@ ActivityPub actors, Articles, inboxes, outboxes and follower counts.
 
 Every ActivityPub document lives at its own URL under `/ap/` and always answers
 `application/activity+json`, whatever the `Accept` header: nothing varies on a request header,
-so the response cache may keep these answers by URL (web/caching.py). Pages point at the paper's
+so the response cache may keep these answers by URL (web/caching.py, each route's policy
+next to it: web/policy.py). Pages point at the paper's
 actor with `<link rel="alternate" type="application/activity+json">`, and WebFinger names the
 actors. A private paper, an unknown host, or ACTIVITYPUB_ENABLED off: 404 on every route here.
 
-Inbox POSTs (`/ap/inbox`, `<actor>/inbox`) need an HTTP signature (services/federation/inbox.py):
+Inbox POSTs (`/ap/inbox`, `<actor>/inbox`) need an HTTP signature (services/delivery/federation/inbox.py):
 401 and nothing recorded without one; a Follow is answered by a signed Accept that the worker
 delivers (a row committed with the follow, never a call from here).
 """
@@ -27,15 +28,19 @@ from blueprints.api import permissions
 from extensions import db
 from models import PAPER_ACTOR, ApFollower, Persona, Piece, PieceChange
 from models.clock import utcnow
+from services.delivery.federation import deliveries, documents, inbox, keys, pings
 from services.errors import BadRequest, DeskError, NotFound
-from services.federation import deliveries, documents, inbox, keys, pings
 from services.newsroom import seeds
 from services.reading import stories, visibility
-from web import caching, errors
+from web import caching, errors, policy
 from web.commit import transactional
 from web.links import links
 
-bp = Blueprint("activitypub", __name__)
+# Any origin may read these documents from a browser (fediverse web clients do).
+bp = policy.blueprint(Blueprint("activitypub", __name__), cors="read")
+# Articles' proofs are made with the receipt key; its seed opens here, in the newsroom's code
+# (services/delivery/federation/keys.py says why it is handed in).
+keys.use_seed_opener(seeds.open_seed)
 log = logging.getLogger("paperdesk.activitypub")
 
 ACTIVITY_JSON = "application/activity+json"
@@ -65,11 +70,8 @@ def _http_error(error: HTTPException):
 
 
 def _json(document: dict, content_type: str = ACTIVITY_JSON, status: int = 200) -> Response:
-    response = Response(json.dumps(document, ensure_ascii=False, separators=(",", ":")), status=status,
-                        content_type=content_type)
-    # Fediverse servers and browser clients read these cross-origin.
-    response.headers["Access-Control-Allow-Origin"] = "*"
-    return response
+    return Response(json.dumps(document, ensure_ascii=False, separators=(",", ":")), status=status,
+                    content_type=content_type)
 
 
 def _paper():
@@ -95,7 +97,7 @@ def _rsa_pem(paper) -> str:
 
 
 @bp.route("/.well-known/webfinger")
-@caching.query_params("resource")
+@policy.route(query=("resource",))
 def webfinger():
     """RFC 7033 WebFinger for `acct:<paper slug>@<host>` (the paper) or `acct:<persona
     slug>@<host>` (a persona), or an actor's URL: a JRD whose `self` link is the actor. 400
@@ -154,6 +156,8 @@ def context():
 
 
 @bp.route("/<string:key>.txt")
+# No CORS: flask-cors matches by path pattern, and this one's would take in /robots.txt too.
+@policy.route(cors=None)
 def indexnow_key(key: str):
     """The paper's IndexNow key file (the protocol's proof that the host owns the key), at
     `/<key>.txt` with the key as its body; 404 for any other name or when INDEXNOW_ENDPOINT is
@@ -269,7 +273,7 @@ def _outbox(local: str, persona: Persona | None):
 
 
 @bp.route("/ap/paper/outbox")
-@caching.query_params("page")
+@policy.route(query=("page",))
 def paper_outbox():
     """The paper's outbox: an OrderedCollection of its `Announce`s of the pieces on air, newest
     first, PAGE_SIZE a page (`?page=N`)."""
@@ -278,7 +282,7 @@ def paper_outbox():
 
 
 @bp.route("/ap/personas/<string:slug>/outbox")
-@caching.query_params("page")
+@policy.route(query=("page",))
 def persona_outbox(slug: str):
     """A persona's outbox: the `Create`s of its pieces on air, newest first, paged."""
     _paper()
@@ -298,7 +302,7 @@ def _followers(local: str):
 
 
 @bp.route("/ap/paper/followers")
-@caching.no_etag
+@policy.route(cache=False)
 def paper_followers():
     """The paper's followers: `totalItems` publicly; with an admin key, `orderedItems` too.
     Never cached: a follow does not move the paper's version."""
@@ -307,7 +311,7 @@ def paper_followers():
 
 
 @bp.route("/ap/personas/<string:slug>/followers")
-@caching.no_etag
+@policy.route(cache=False)
 def persona_followers(slug: str):
     """A persona's followers, as for the paper's."""
     _paper()

@@ -22,10 +22,10 @@ from flask.cli import with_appcontext
 
 from extensions import db
 from models.clock import utcnow
-from services.delivery import alerts, change_stream, content_hooks, mail, outbox, webhooks
-from services.federation import deliveries as activitypub
-from services.federation import pings
-from services.rendering.links import PaperOrigins
+from services.delivery import alerts, change_stream, content_hooks, mail, outbox, subscriptions, webhooks
+from services.delivery.federation import deliveries as activitypub
+from services.delivery.federation import pings
+from services.links import PaperOrigins
 
 PRUNE_EVERY = 3600  # seconds between prunes of old sent rows in the drain loop
 
@@ -47,7 +47,7 @@ def drain_confirms(should_stop=None) -> outbox.DrainReport:
     """One pass over the confirm mail that is due (ended early once `should_stop()` is true);
     prints `outbox: sent N, retrying R, failed F` when it did anything (`, skipped S` for
     messages no longer needed), and the first errors."""
-    report = outbox.drain(utcnow, should_stop=should_stop)
+    report = outbox.drain(utcnow, build=subscriptions.confirm_message, should_stop=should_stop)
     if report.sent or report.retrying or report.failed or report.skipped:
         click.echo(f"outbox: sent {report.sent}, retrying {report.retrying}, failed {report.failed}"
                    + (f", skipped {report.skipped}" if report.skipped else "")
@@ -129,14 +129,14 @@ def deliver_content_hooks_due(now: datetime, *, quiet: bool = False) -> content_
 
 
 def deliver_activities_due(now: datetime, *, quiet: bool = False) -> activitypub.Report:
-    """Post the ActivityPub activities that are due, signed (services/federation/deliveries.py;
+    """Post the ActivityPub activities that are due, signed (services/delivery/federation/deliveries.py;
     WEBHOOK_ALLOW_PRIVATE, WEBHOOK_CONCURRENCY, WEBHOOK_RUN_SECONDS as for webhooks); prints
     `activitypub: delivered N, failed M, pending P` (only when something was tried, if `quiet`)."""
     return _deliver_hooks_due("activitypub", activitypub, now, quiet=quiet)
 
 
 def deliver_pings_due(now: datetime, *, quiet: bool = False) -> pings.Report:
-    """Post the WebSub and IndexNow pings that are due (services/federation/pings.py); prints
+    """Post the WebSub and IndexNow pings that are due (services/delivery/federation/pings.py); prints
     `pings: delivered N, failed M, pending P` (only when something was tried, if `quiet`)."""
     return _deliver_hooks_due("pings", pings, now, quiet=quiet)
 

@@ -2,7 +2,7 @@
 actors that follow the paper or one of its personas, and the outbox of signed activities.
 
 The change feed (`piece_changes`) stays the one record of a public change: activities are
-derived from it by the `activitypub` consumer (services/federation/deliveries.py), which writes
+derived from it by the `activitypub` consumer (services/delivery/federation/deliveries.py), which writes
 one `ApDelivery` row per follower inbox (shared inboxes once), posted by `flask drain-outbox`.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ class ApKey(db.Model):
     """A paper's RSA key for HTTP signatures (one per paper, shared by the paper's actor and
     its personas' actors, each of which publishes it as `<actor>#main-key`). Made the first
     time it is needed; `private_key` holds the PKCS#8 DER sealed under the instance secret
-    ("v1:" + base64 SecretBox, services/federation/keys.py), never the key in the clear."""
+    ("v1:" + base64 SecretBox, services/delivery/federation/keys.py), never the key in the clear."""
 
     __tablename__ = "ap_keys"
 

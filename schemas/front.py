@@ -11,8 +11,8 @@ from models.clock import rfc3339
 from schemas.common import Timestamp, computed_url
 from schemas.desk import EditionMediaOut
 from schemas.story import CURSOR_EXAMPLE, StoryRowOut, cursor_param, story_row_wire
+from services.links import Links
 from services.reading import visibility
-from services.rendering.links import Links
 from web.links import links
 
 POSTS_LIMIT_MAX = 100

@@ -7,8 +7,8 @@ from marshmallow import Schema, fields, validate
 
 from models.clock import rfc3339
 from schemas.common import Timestamp, computed_text, computed_url
+from services.links import Links
 from services.reading import visibility
-from services.rendering.links import Links
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from web.links import links
 

@@ -25,7 +25,7 @@ from sqlalchemy import select
 
 from extensions import db
 from models import ApDelivery, ApFollower
-from services.federation import remote
+from services.delivery.federation import remote
 from tests.fixtures.keys import auth
 
 T = datetime(2026, 11, 20, 8, 0, tzinfo=timezone.utc)

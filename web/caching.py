@@ -37,12 +37,15 @@ from flask.globals import request_ctx
 from extensions import cache
 from models.clock import utcnow
 from services.reading import visibility
-from web import compression, tenancy
+from web import compression, policy, tenancy
 from web.headers import has_any, header
 
 # Bump when the wire format changes, so clients holding old ETags refetch after a deploy.
 FORMAT_SALT = "f1"
-PUBLIC_CACHE_CONTROL = "public, max-age=60, stale-while-revalidate=300"
+# A pull or a correction reaches every standards-following cache within a minute with no CDN
+# purge (30 s fresh, then at most 30 s served stale while revalidating); revalidation is a cheap
+# 304 (the paper's ETag).
+PUBLIC_CACHE_CONTROL = "public, max-age=30, stale-while-revalidate=30"
 KEY_HEADERS = ("Authorization", "X-Desk-Key")
 # Headers a view sets to manage caching itself: such an answer is not stored (news sitemap).
 _SELF_MANAGED = ("ETag", "Cache-Control", "Vary", "Set-Cookie", "Last-Modified", "Expires")
@@ -66,29 +69,23 @@ def request_now():
 visibility.use_clock(request_now)
 
 
-def no_etag(view):
-    """Mark a view whose GET answer is personal or one-off (confirm links): no ETag, no 304, and
-    never stored by the response cache."""
-    view.no_etag = True
-    return view
-
-
 def tag_piece(piece) -> None:
     """Give the current answer the surrogate key `piece-<id>` besides `paper-<id>`, so a CDN
     purge of that piece reaches it. Call from views that answer for one piece."""
     g.surrogate_keys.append(f"piece-{piece.id}")
 
 
-def _view_function():
-    return current_app.view_functions.get(request.endpoint) if request.endpoint else None
+def _route_caches() -> bool:
+    """The matched route's policy lets its public answers be tagged, stored and replayed."""
+    endpoint = request.endpoint
+    return endpoint is not None and policy.of(current_app, endpoint).cache
 
 
 def _cacheable() -> bool:
-    """A public GET/HEAD of a paper, by a view that allows ETags."""
+    """A public GET/HEAD of a paper, by a route whose policy caches."""
     if request.method not in ("GET", "HEAD") or g.get("key") is not None or "paper" not in g:
         return False
-    view = _view_function()
-    return view is not None and not getattr(view, "no_etag", False)
+    return _route_caches()
 
 
 def paper_state() -> str:
@@ -137,10 +134,10 @@ def answer_from_recent_paper():
     cache without asking the database for the paper. Anything else (a miss, a key, a private
     or unknown paper, a view without ETags) goes on to tenancy and the view as usual."""
     req = request._get_current_object()
-    if req.method not in ("GET", "HEAD") or req.endpoint in tenancy.UNSCOPED or has_any(KEY_HEADERS):
+    if req.method not in ("GET", "HEAD") or has_any(KEY_HEADERS) or req.endpoint is None:
         return None
-    view = _view_function()
-    if view is None or getattr(view, "no_etag", False):
+    route = policy.of(current_app, req.endpoint)
+    if not route.paper or not route.cache:
         return None
     snap = tenancy.recent_paper(request.host)
     if snap is None or not snap.is_public:
@@ -180,36 +177,9 @@ def _not_modified():
     return None
 
 
-def query_params(*names: str):
-    """Declare the query parameters a plain (non-API) view reads, e.g.
-    `@http_cache.query_params("embed")`. Only declared parameters are part of a stored
-    answer's key; an API view's are read from its flask-smorest query schema."""
-
-    def mark(view):
-        view.query_params = frozenset(names)
-        return view
-
-    return mark
-
-
-def declared_params(view) -> frozenset[str]:
-    """The query parameter names `view` reads: those of its flask-smorest query schema
-    (field names, or their `data_key`), or those given to `query_params`; else none."""
-    names = set(getattr(view, "query_params", ()))
-    for argument in getattr(view, "_apidoc", {}).get("arguments", {}).get("parameters", []):
-        if argument.get("in") == "query":
-            schema = argument["schema"]
-            fields = (schema() if isinstance(schema, type) else schema).fields
-            names.update(field.data_key or name for name, field in fields.items())
-    return frozenset(names)
-
-
-def _declared_for_endpoint() -> frozenset[str]:
-    known = current_app.extensions.setdefault("paperdesk.query_params", {})
-    names = known.get(request.endpoint)
-    if names is None:
-        names = known[request.endpoint] = declared_params(_view_function())
-    return names
+def declared_for_endpoint() -> frozenset[str]:
+    """The query parameters the current request's route reads (its policy's `query`)."""
+    return policy.of(current_app, request.endpoint).query or frozenset()
 
 
 def response_cache_key() -> str:
@@ -217,7 +187,7 @@ def response_cache_key() -> str:
     host, path and the query parameters the route declares, names sorted (values of one name
     keep their order). Parameters a route does not read change nothing in its answer, so they
     are left out of the key: `?junk=N` cannot make new entries."""
-    declared = _declared_for_endpoint()
+    declared = declared_for_endpoint()
     args = sorted(((name, value) for name, value in request.args.items(multi=True)
                    if name in declared), key=lambda item: item[0])
     raw = "\n".join([request.scheme, request.host.lower(), request.path, urlencode(args)])

@@ -1,7 +1,7 @@
 """The web layer's `Links`: absolute URLs on the host the current request was made to.
 
 Views and schemas call `links()`; services never read the request and take the result as an
-argument (services/rendering/links.py). The scheme is PUBLIC_URL_SCHEME (https in production
+argument (services/links.py). The scheme is PUBLIC_URL_SCHEME (https in production
 behind a proxy); the host is the request's own, port included, so every paper's answers point
 at the host they were asked on.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from flask import current_app, g, request
 
-from services.rendering.links import Links
+from services.links import Links
 
 
 def links() -> Links:

@@ -8,6 +8,7 @@ Before the view, in this order (a step that answers or raises ends the list ther
 after-steps still run on whatever answer results, an error page included):
 
  1. request id and clock        request_log.start_request
+ 1a. malformed Host -> 400      security.refuse_malformed_host
  2. NUL in the path -> 404      security.refuse_nul_in_path
  3. body over 64 KiB -> 413     security.refuse_large_bodies
  4. malformed key -> 401        tenancy.refuse_malformed_key
@@ -25,7 +26,7 @@ After the view (or the error handler), in this order:
 
  1. store a fresh public 200, Surrogate-Key     caching.store_answer
  2. security headers (CSP, framing, nosniff)    security.add_headers
- 3. CORS on the API, oEmbed and the feeds      pipeline.cors (flask-cors's own step)
+ 3. CORS where the route's policy opens it     pipeline.cors (flask-cors's own step)
  4. ETag and Cache-Control; keyed answers private, CORS stripped
                                                 caching.decorate
  5. gzip over 1 KB when accepted (weak ETag), Vary: Accept-Encoding
@@ -56,26 +57,11 @@ from flask import Flask, request
 
 from extensions import cors as flask_cors
 from extensions import db
-from web import caching, commit, compression, limits, request_log, security, tenancy
-
-# Paths that any origin may read from a browser: the API, oEmbed and every feed (a web feed
-# reader or an AI agent in a page fetches them cross-origin; a preflight hears that a feed is
-# only read). Literal paths match exactly; the sitemap pattern is a regular expression
-# (flask-cors compiles a pattern with regex characters).
-_READ_ONLY = {"origins": "*", "methods": ["GET", "HEAD", "OPTIONS"]}
-CORS_RESOURCES = {
-    r"/api/v1*": {"origins": "*"},
-    r"/oembed": _READ_ONLY,
-    r"/front.json": _READ_ONLY,
-    r"/feed.json": _READ_ONLY,
-    r"/rss.xml": _READ_ONLY,
-    r"/podcast.xml": _READ_ONLY,
-    r"/llms.txt": _READ_ONLY,
-    r"^/sitemap(-news|-[0-9]+)?\.xml$": _READ_ONLY,
-}
+from web import caching, commit, compression, limits, policy, request_log, security, tenancy
 
 BEFORE: tuple[Callable, ...] = (
     request_log.start_request,
+    security.refuse_malformed_host,
     security.refuse_nul_in_path,
     security.refuse_large_bodies,
     tenancy.refuse_malformed_key,
@@ -96,13 +82,14 @@ TEARDOWN_APPCONTEXT: tuple[Callable, ...] = (
 
 
 def _cors_step(app: Flask) -> Callable:
-    """flask-cors's after-request function for CORS_RESOURCES, taken from where its `init_app`
+    """flask-cors's after-request function for the routes whose policy has `cors`
+    (policy.cors_resources), taken from where its `init_app`
     put it. `intercept_exceptions=False`: error answers pass through the after-steps anyway."""
     hooks = app.after_request_funcs.setdefault(None, [])
     before = list(hooks)
     flask_cors.init_app(
         app,
-        resources=CORS_RESOURCES,
+        resources=policy.cors_resources(app),
         allow_headers=["Content-Type", "If-None-Match"],
         expose_headers=["ETag", "Retry-After", "Location"],
         max_age=600,
@@ -122,7 +109,7 @@ def _cors_step(app: Flask) -> Callable:
     learnt: dict[tuple, list] = {}
 
     def cors(response):
-        """Pipeline step: flask-cors's headers on the paths in CORS_RESOURCES."""
+        """Pipeline step: flask-cors's headers on the routes whose policy opens them."""
         req = request._get_current_object()
         rule = req.url_rule
         if req.method == "OPTIONS" or rule is None:

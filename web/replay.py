@@ -100,7 +100,7 @@ class Replay:
         """The kept answer's key for this request, and the paper state it would have to hold
         (None when this worker has no recent snapshot of a public paper on the host)."""
         host = environ.get("HTTP_HOST", "")
-        snap = tenancy.recent_snapshot(self.app, host)
+        snap = tenancy.recent_snapshot(self.app, host, environ)
         state = state_of(snap) if snap is not None and snap.is_public else None
         variant = "identity"
         tags = environ.get("HTTP_IF_NONE_MATCH")

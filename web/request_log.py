@@ -19,6 +19,7 @@ import re
 import secrets
 import sys
 import time
+from urllib.parse import unquote_plus
 
 import orjson
 from flask import Flask, Response, g, has_request_context, request
@@ -119,11 +120,35 @@ def finish_request(response: Response) -> Response:
     return response
 
 
+# Query parameters whose values are credentials or personal data: a reader's confirm or
+# preferences `token` holds a working credential and, inside it, the reader's address.
+SECRET_PARAMS = frozenset({"token", "key", "secret", "password", "signature", "sig", "email",
+                           "access_token", "api_key", "code"})
+REDACTED = "[redacted]"
+
+
+def redact_query(query: str) -> str:
+    """`query` (a raw query string) with the value of every parameter named in SECRET_PARAMS
+    (case-insensitive, percent-encoded names decoded) replaced by `[redacted]`; other bytes as
+    sent. Secrets never reach a log line."""
+    if not query or "=" not in query:
+        return query
+    parts = []
+    for part in query.split("&"):
+        name, sep, _ = part.partition("=")
+        if sep and unquote_plus(name).strip().lower() in SECRET_PARAMS:
+            part = f"{name}={REDACTED}"
+        parts.append(part)
+    return "&".join(parts)
+
+
 def log_request(*, request_id: str, method: str, path: str, query: str, status: int,
                 started: float, paper: str | None, remote_addr: str | None) -> None:
     """The request line (INFO on `paperdesk.request`, when enabled): `started` is the
-    `time.perf_counter()` reading the request began at; the rest are its fields as logged."""
+    `time.perf_counter()` reading the request began at; the rest are its fields as logged, the
+    query with its secrets redacted (`redact_query`)."""
     if log.isEnabledFor(logging.INFO):
+        query = redact_query(query)
         # makeRecord + handle is log.info without its walk up the stack for the caller's file
         # and line (no format here prints them), a fifth of the line's cost.
         log.handle(log.makeRecord(log.name, logging.INFO, "", 0, "%s %s %s",

@@ -19,7 +19,7 @@ import secrets
 from pathlib import Path
 
 from flask import Response, current_app, request
-from werkzeug.exceptions import NotFound, RequestEntityTooLarge
+from werkzeug.exceptions import BadRequest, NotFound, RequestEntityTooLarge
 
 from web.headers import header
 
@@ -160,3 +160,23 @@ def refuse_nul_in_path() -> None:
     if "\x00" in request.path:
         raise NotFound()
 
+
+
+# A host name as DNS spells it (RFC 1123 labels of 1-63 letters, digits, hyphens, underscores,
+# at most 253 characters), or an IPv6 literal in brackets, with an optional port.
+_LABEL = r"(?!-)[a-z0-9_-]{1,63}(?<!-)"
+_HOST = re.compile(rf"(?:{_LABEL}(?:\.{_LABEL})*\.?|\[[0-9a-f:.]+\])(?::[0-9]{{1,5}})?", re.IGNORECASE)
+
+
+def host_is_valid(raw_host: str) -> bool:
+    """True when `raw_host` (a Host header) is a well-formed host name or IPv6 literal, with an
+    optional port: `demo..papers.test`, `.papers.test` and a 64-character label are not."""
+    return len(raw_host) <= 260 and _HOST.fullmatch(raw_host) is not None
+
+
+def refuse_malformed_host() -> None:
+    """Pipeline step (first of all): a Host that cannot name any host is a 400, before any
+    route, paper or URL is built from it (werkzeug binds no URL adapter to one, so a page
+    could not even link its stylesheet)."""
+    if not host_is_valid(request.host):
+        raise BadRequest(description="The Host header is not a valid host name.")

@@ -5,7 +5,7 @@ Revises: 0016
 Create Date: 2026-11-27 03:00:00
 
 Four new tables (docs/FEDERATION.md); nothing to backfill. The `activitypub` and `pings`
-consumers of the change feed (services/federation/deliveries.py, pings.py) start after the last change already public on
+consumers of the change feed (services/delivery/federation/deliveries.py, pings.py) start after the last change already public on
 each paper (as 0016 placed the other consumers): no paper has followers yet, and there is no
 back catalogue to walk.
 """

@@ -34,7 +34,7 @@ from sqlalchemy import and_, or_, select, update
 from extensions import db
 from models import ChangeCursor, Paper, PieceChange
 from services.delivery import content_hooks, purge
-from services.federation import deliveries, pings
+from services.delivery.federation import deliveries, pings
 from services.reading.changes import EPOCH
 
 log = logging.getLogger("paperdesk.change_stream")

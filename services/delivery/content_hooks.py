@@ -39,7 +39,7 @@ from models import CONTENT_EVENTS, PING_EVENT, ContentDelivery, Edition, Paper, 
 from models.clock import rfc3339, utcnow
 from services.delivery import claims, webhooks
 from services.errors import BadRequest, Conflict, Invalid, NotFound
-from services.rendering.links import Links, PaperOrigins
+from services.links import Links, PaperOrigins
 
 # How long a message is retried, and how long an endpoint may fail before it is disabled.
 RETRY_WINDOW = timedelta(hours=24)

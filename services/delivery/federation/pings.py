@@ -33,8 +33,8 @@ from extensions import db
 from models import Paper, Piece, PingDelivery
 from models.clock import utcnow
 from services.delivery import claims, webhooks
-from services.federation import remote
-from services.rendering.links import Links, PaperOrigins
+from services.delivery.federation import remote
+from services.links import Links, PaperOrigins
 
 MAX_ATTEMPTS = 6
 FEEDS = ("/rss.xml", "/feed.json")

@@ -23,7 +23,7 @@ its Delete, signed by the paper when its persona is unknown.
 
 `deliver_due` runs in `flask drain-outbox` after the consumers: each due row is claimed with a
 lease (services/delivery/claims.py), signed as it leaves (draft-cavage rsa-sha256 over
-`(request-target) host date digest`, services/federation/httpsig.py) and posted within the
+`(request-target) host date digest`, services/delivery/federation/httpsig.py) and posted within the
 webhooks' bounds (WEBHOOK_CONCURRENCY POSTs at once, WEBHOOK_RUN_SECONDS per run, 5 s per
 attempt, the webhooks' SSRF rules with WEBHOOK_ALLOW_PRIVATE), one at a time per inbox in the
 order written (a row waits while an earlier one to its inbox is pending). A 2xx is delivered; a 4xx other
@@ -47,8 +47,8 @@ from extensions import db
 from models import PAPER_ACTOR, ApDelivery, ApFollower, Paper, Piece
 from models.clock import utcnow
 from services.delivery import claims, webhooks
-from services.federation import documents, httpsig, keys, remote
-from services.rendering.links import PaperOrigins
+from services.delivery.federation import documents, httpsig, keys, remote
+from services.links import PaperOrigins
 
 CONTENT_TYPE = 'application/activity+json'
 
@@ -75,7 +75,7 @@ def _queue(paper: Paper, signer: str, kind: str, piece_id: int | None, body: str
 def on_changes(paper: Paper, changes: list, now: datetime) -> None:
     """change_stream consumer (see the module): one delivery row per activity and inbox,
     flushed in the caller's transaction. Writes nothing when the paper has no followers,
-    is private, or ACTIVITYPUB_ENABLED is off. Raises seeds.SeedLocked when the receipt key
+    is private, or ACTIVITYPUB_ENABLED is off. Raises SeedLocked (services/newsroom/seeds.py) when the receipt key
     does not open (the cursor stays; the next pass retries)."""
     config = current_app.config
     if not config.get("ACTIVITYPUB_ENABLED", True) or not paper.is_public:

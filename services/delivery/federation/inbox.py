@@ -1,7 +1,7 @@
 """What an inbox POST does (docs/FEDERATION.md "Inbox").
 
-Every POST must carry a draft-cavage HTTP signature (services/federation/httpsig.py) by a key
-that its `keyId` document publishes (services/federation/remote.py fetches it, bounded), and the
+Every POST must carry a draft-cavage HTTP signature (services/delivery/federation/httpsig.py) by a key
+that its `keyId` document publishes (services/delivery/federation/remote.py fetches it, bounded), and the
 activity's `actor` must be that key's owner. Otherwise: 401 and nothing recorded.
 
 Then, of a signed activity:
@@ -23,9 +23,9 @@ from sqlalchemy import delete, select
 
 from extensions import db
 from models import PAPER_ACTOR, ApDelivery, ApFollower, Paper, Persona
+from services.delivery.federation import documents, httpsig, remote
 from services.errors import BadRequest, Unauthorized
-from services.federation import documents, httpsig, remote
-from services.rendering.links import Links
+from services.links import Links
 
 CHALLENGE = 'Signature realm="paperdesk",headers="(request-target) host date digest"'
 

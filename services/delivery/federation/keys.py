@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 
 import nacl.encoding
 import nacl.hash
@@ -23,12 +24,13 @@ import nacl.secret
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from nacl.exceptions import CryptoError
+from nacl.signing import SigningKey as NaclSigningKey
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from extensions import db
 from models import ApKey, Paper, SigningKey
-from services.newsroom import seeds
+from services.errors import DeskError
 
 VERSION = "v1:"
 PERSON = b"paperdesk-apkeys"  # at most 16 bytes
@@ -37,13 +39,38 @@ _B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 ED25519_MULTICODEC = b"\xed\x01"
 
 
-class KeyLocked(seeds.SeedLocked):
+class KeyLocked(DeskError):
     """A sealed ActivityPub key that the instance secret does not open (SECRET_KEY changed):
     500, nothing is signed. Restore the previous SECRET_KEY (`flask rotate-secret` does not yet
     re-seal these keys: docs/FEDERATION.md)."""
 
+    status = 500
+
     default_detail = ("ActivityPub deliveries cannot be signed: this instance's SECRET_KEY does not "
                       "open the paper's HTTP-signature key. Restore the previous SECRET_KEY.")
+
+
+# Receipt seeds are opened by services/newsroom/seeds.py (`open_seed(stored, secret, kid=)`,
+# raising its SeedLocked), a package that imports this one's (newsroom -> delivery), so it is
+# handed in rather than imported: blueprints/activitypub.py, imported by every app (web and
+# worker), calls `use_seed_opener(seeds.open_seed)`.
+_seed_opener: Callable[..., bytes] | None = None
+
+
+def use_seed_opener(opener: Callable[..., bytes]) -> None:
+    """Open receipt seeds with `opener(stored, secret, kid=...)` -> 32 bytes from now on."""
+    global _seed_opener
+    _seed_opener = opener
+
+
+def receipt_signer(receipt: SigningKey, secret: str) -> Callable[[bytes], bytes]:
+    """A function signing bytes with the receipt key `receipt` (Ed25519, 64-byte signature).
+    Raises what the seed opener raises (SeedLocked when `secret` does not open the seed), and
+    RuntimeError when no opener was handed in."""
+    if _seed_opener is None:
+        raise RuntimeError("no receipt seed opener: import blueprints.activitypub (the app does)")
+    key = NaclSigningKey(_seed_opener(receipt.private_seed, secret, kid=receipt.kid))
+    return lambda data: key.sign(data).signature
 
 
 def _box(secret: str) -> nacl.secret.SecretBox:

@@ -27,14 +27,12 @@ from datetime import datetime
 
 import rfc8785
 from markupsafe import escape
-from nacl.signing import SigningKey as NaclSigningKey
 
 from models import Paper, Persona, Piece, SigningKey
 from models.clock import rfc3339
-from services.federation import keys
-from services.newsroom import seeds
+from services.delivery.federation import keys
+from services.links import Links
 from services.rendering import feeds
-from services.rendering.links import Links
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 
 AS_CONTEXT = "https://www.w3.org/ns/activitystreams"
@@ -181,17 +179,16 @@ def _hash(document: dict) -> bytes:
     return hashlib.sha256(rfc8785.dumps(document)).digest()
 
 
-def prove(document: dict, receipt: SigningKey, verification_method: str, created: datetime, secret: str) -> dict:
+def prove(document: dict, sign, verification_method: str, created: datetime) -> dict:
     """`document` with a `proof` added: DataIntegrityProof, eddsa-jcs-2022, proofPurpose
-    assertionMethod, signed with the receipt key `receipt` (its seed opened with `secret`;
-    raises seeds.SeedLocked when it does not open)."""
+    assertionMethod, signed by `sign(bytes) -> 64-byte Ed25519 signature` (the receipt key:
+    keys.receipt_signer)."""
     options = {"type": "DataIntegrityProof", "cryptosuite": "eddsa-jcs-2022",
                "verificationMethod": verification_method, "proofPurpose": "assertionMethod",
                "created": rfc3339(created)}
     if "@context" in document:
         options = {"@context": document["@context"], **options}
-    signer = NaclSigningKey(seeds.open_seed(receipt.private_seed, secret, kid=receipt.kid))
-    signature = signer.sign(_hash(options) + _hash(document)).signature
+    signature = sign(_hash(options) + _hash(document))
     return {**document, "proof": {**options, "proofValue": "z" + keys.base58btc(signature)}}
 
 
@@ -199,7 +196,8 @@ def article(paper: Paper, piece: Piece, links: Links, *, receipt: SigningKey | N
     """The Article of `piece` (section, persona and cited facts loaded): headline as `name`,
     dek and AI disclosure as `summary`, the prose with its cited facts as a numbered list as
     `content`, a `preview` Note for microblog readers, the section as `context` and a Hashtag,
-    IPTC `digitalSourceType`, and (with a receipt key) the proof."""
+    IPTC `digitalSourceType`, and (with a receipt key) the proof. Raises what
+    keys.receipt_signer raises (SeedLocked when `secret` does not open the receipt seed)."""
     url = links.story_page(piece.slug)
     author = persona_actor(links, piece.persona.slug)
     said = disclosure(piece.persona.name, paper.nameplate)
@@ -229,7 +227,7 @@ def article(paper: Paper, piece: Piece, links: Links, *, receipt: SigningKey | N
         document["image"] = {"type": "Image", "url": image}
     if receipt is None:
         return document
-    return prove(document, receipt, f"{author}#ed25519-key", piece.updated_at, secret)
+    return prove(document, keys.receipt_signer(receipt, secret), f"{author}#ed25519-key", piece.updated_at)
 
 
 def tombstone(links: Links, piece_id: int, at: datetime) -> dict:
