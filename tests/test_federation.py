@@ -44,11 +44,17 @@ class Follower:
         self.posts: list[dict] = []
         self.fetches: list[str] = []
         self.status = 202
+        self.gone = False
         follower = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
                 follower.fetches.append(self.path)
+                if follower.gone:
+                    self.send_response(410)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 if self.path == "/keys/alice":  # a key published apart from its actor
                     body = json.dumps({"id": follower.origin + "/keys/alice", "owner": follower.actor_id,
                                        "publicKeyPem": follower.pem}).encode()
@@ -439,6 +445,23 @@ def test_undo_and_delete_end_a_follow(client, paper, follower):
         body, headers = follower.signed("http://localhost/ap/inbox", gone)
         assert client.post("/ap/inbox", data=body, headers=headers).get_json()["status"] == "deleted"
         assert get_ap(client, "/ap/personas/ada-quill/followers")["totalItems"] == 0
+
+
+def test_a_deleted_actor_whose_key_is_gone_stops_following(client, paper, follower):
+    with time_machine.travel(T, tick=False):
+        follow(client, follower, "http://localhost/ap/paper", "/ap/inbox")
+        remote.forget_all()  # another worker, or ten minutes later: the key is fetched again
+        follower.gone = True
+        gone = {"id": follower.origin + "/delete/2", "type": "Delete", "actor": follower.actor_id,
+                "object": follower.actor_id}
+        body, headers = follower.signed("http://localhost/ap/inbox", gone)
+        answer = client.post("/ap/inbox", data=body, headers=headers)
+        assert answer.status_code == 202 and answer.get_json()["status"] == "deleted"
+        assert get_ap(client, "/ap/paper/followers")["totalItems"] == 0
+        # Anything else signed by a key that is gone is refused.
+        like = {"id": follower.origin + "/likes/2", "type": "Like", "actor": follower.actor_id, "object": "x"}
+        body, headers = follower.signed("http://localhost/ap/inbox", like)
+        assert client.post("/ap/inbox", data=body, headers=headers).status_code == 401
 
 
 def test_key_fetch_follows_the_webhook_ssrf_rules(client, app, paper, follower):

@@ -8,7 +8,9 @@ Then, of a signed activity:
 - `Follow` of the paper's actor or a persona's: the follower is recorded (again: its inbox
   refreshed) and a signed `Accept` is queued for its inbox, a delivery row posted by the worker;
 - `Undo` of such a Follow: the follower goes;
-- `Delete` of the sender's own actor: it stops following everything on this paper;
+- `Delete` of the sender's own actor: it stops following everything on this paper (also when
+  the key can no longer be fetched because the actor's key document answers 410 Gone: a deleted
+  account's server signs its Delete with a key it no longer publishes);
 - anything else (likes, replies, boosts, a Follow of no actor of ours): accepted and ignored.
 Each of those is a 202.
 """
@@ -18,6 +20,7 @@ import json
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from urllib.parse import urldefrag
 
 from sqlalchemy import delete, select
 
@@ -37,6 +40,15 @@ class SignatureRequired(Unauthorized):
 
     def __init__(self, detail: str | None = None) -> None:
         super().__init__(detail, headers={"WWW-Authenticate": CHALLENGE})
+
+
+class ActorGone(Exception):
+    """A `Delete` of its own actor whose key document answers 410 Gone: the server deleted the
+    actor (and so its key), which is what the Delete says. `actor` is its id."""
+
+    def __init__(self, actor: str):
+        super().__init__(actor)
+        self.actor = actor
 
 
 @dataclass(frozen=True)
@@ -87,6 +99,10 @@ def authenticate(request: Request, now: datetime, *, allow_private: bool,
         try:
             key = remote.fetch_key(params["keyId"], allow_private=allow_private, seconds=seconds, fresh=fresh)
         except remote.FetchError as exc:
+            actor = _id(activity.get("actor"))
+            if (exc.status == 410 and activity.get("type") == "Delete" and actor
+                    and _id(activity.get("object")) == actor == urldefrag(params["keyId"])[0]):
+                raise ActorGone(actor) from None
             raise SignatureRequired(f"The signing key could not be fetched: {exc}.") from None
         try:
             httpsig.verify(key.pem, params, request.method, request.target, request.headers, request.body, now)
@@ -122,7 +138,12 @@ def receive(paper: Paper, links: Links, inbox_of: str | None, request: Request, 
     call this POST makes together (the key, and for a Follow the actor when the key lives apart
     from it)."""
     started = time.monotonic()
-    activity, key = authenticate(request, now, allow_private=allow_private, seconds=seconds)
+    try:
+        activity, key = authenticate(request, now, allow_private=allow_private, seconds=seconds)
+    except ActorGone as gone:
+        count = db.session.execute(delete(ApFollower).where(
+            ApFollower.paper_id == paper.id, ApFollower.actor_uri == gone.actor)).rowcount or 0
+        return Outcome("deleted", f"The actor is gone (its key answers 410); {count} follow(s) removed.")
     seconds = seconds - (time.monotonic() - started)
     kind = activity.get("type")
     if kind == "Follow":

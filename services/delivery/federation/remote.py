@@ -28,7 +28,12 @@ USER_AGENT = "PaperDesk-ActivityPub/1"
 
 
 class FetchError(Exception):
-    """The key could not be fetched or read; `str()` is the reason (no secrets in it)."""
+    """The key could not be fetched or read; `str()` is the reason (no secrets in it), `status`
+    the HTTP status when there was an answer (410: the actor is gone)."""
+
+    def __init__(self, reason: str, status: int | None = None):
+        super().__init__(reason)
+        self.status = status
 
 
 @dataclass(frozen=True)
@@ -85,7 +90,7 @@ def get_json(url: str, *, allow_private: bool, seconds: float) -> dict:
     status, raw = exchange("GET", url, headers={"Accept": ACCEPT}, body=None, allow_private=allow_private,
                            seconds=seconds)
     if status != 200:
-        raise FetchError(f"HTTP {status}")
+        raise FetchError(f"HTTP {status}", status)
     if len(raw) > MAX_BYTES:
         raise FetchError("the document is too large")
     try:
