@@ -3,14 +3,15 @@ ActivityPub actors, Articles, inboxes, outboxes and follower counts.
 
 Every ActivityPub document lives at its own URL under `/ap/` and always answers
 `application/activity+json`, whatever the `Accept` header: nothing varies on a request header,
-so the response cache may keep these answers by URL (web/caching.py, each route's policy
-next to it: web/policy.py). Pages point at the paper's
-actor with `<link rel="alternate" type="application/activity+json">`, and WebFinger names the
-actors. A private paper, an unknown host, or ACTIVITYPUB_ENABLED off: 404 on every route here.
+so the response cache may keep these answers by URL (web/caching.py; each route's policy next
+to it, web/policy.py). Reader pages name their twin with `<link rel="alternate"
+type="application/activity+json">` (templates/base.html), and WebFinger names the actors. A
+private paper, an unknown host, or ACTIVITYPUB_ENABLED off: 404 on every route here.
 
-Inbox POSTs (`/ap/inbox`, `<actor>/inbox`) need an HTTP signature (services/delivery/federation/inbox.py):
-401 and nothing recorded without one; a Follow is answered by a signed Accept that the worker
-delivers (a row committed with the follow, never a call from here).
+Inbox POSTs (`/ap/inbox`, `<actor>/inbox`) need an HTTP signature
+(services/delivery/federation/inbox.py): 401 and nothing recorded without one; a Follow is
+answered by a signed Accept that the worker delivers (a row committed with the follow, never a
+call from here). The IndexNow key file (`/<key>.txt`) lives here too.
 """
 from __future__ import annotations
 
