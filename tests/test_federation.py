@@ -14,6 +14,7 @@ import threading
 from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import httpx
 import pytest
 import time_machine
 from apsig import ProofVerifier
@@ -25,7 +26,9 @@ from sqlalchemy import select
 
 from extensions import db
 from models import ApDelivery, ApFollower
+from models.clock import utcnow
 from services.delivery.federation import remote
+from services.newsroom import filing
 from tests.fixtures.keys import auth
 
 T = datetime(2026, 11, 20, 8, 0, tzinfo=timezone.utc)
@@ -674,3 +677,39 @@ def test_pings_are_off_by_default(client, runner, desk, paper, receiver):
     assert "pings: " not in drain(runner)
     assert "hubs" not in client.get("/feed.json").get_json()
     assert b'rel="hub"' not in client.get("/rss.xml").get_data()
+
+
+# ----------------------------------------------------------------------------- over real HTTP
+
+
+@pytest.mark.slow
+def test_discover_follow_and_receive_over_real_http(app, live, runner, desk, paper, follower):
+    """The whole path through a real WSGI server: WebFinger, the actor, a signed Follow whose
+    `Host` carries the port, the Accept and a Create, each checked by apsig."""
+    desk.piece(paper, "Before the follow", on_air_at=T)
+    app.config["PUBLIC_BASE_URL"] = live  # the worker's URLs name the host followers use
+    try:
+        host = live.removeprefix("http://")
+        jrd = httpx.get(f"{live}/.well-known/webfinger", params={"resource": f"acct:ada-quill@{host}"}).json()
+        actor_url = next(x["href"] for x in jrd["links"] if x["rel"] == "self")
+        assert actor_url == f"{live}/ap/personas/ada-quill"
+        actor = httpx.get(actor_url, headers={"Accept": AP}).json()
+        activity = {"id": follower.origin + "/follows/live", "type": "Follow", "actor": follower.actor_id,
+                    "object": actor["id"]}
+        body, headers = follower.signed(actor["inbox"], activity)
+        assert httpx.post(actor["inbox"], content=body, headers=headers).status_code == 202
+        assert httpx.post(actor["inbox"], content=body, headers={"Content-Type": AP}).status_code == 401
+        drain(runner)
+        piece = desk.piece(paper, "After the follow", on_air_at=None)
+        filing.put_on_air(paper, piece, utcnow())
+        db.session.commit()
+        drain(runner)
+    finally:
+        app.config["PUBLIC_BASE_URL"] = ""
+    kinds = [json.loads(p["body"])["type"] for p in follower.posts]
+    assert kinds == ["Accept", "Create"]
+    for post in follower.posts:
+        assert verify_post(post, actor["publicKey"]["publicKeyPem"]) == actor["publicKey"]["id"]
+    create = json.loads(follower.posts[1]["body"])
+    assert proven(actor["assertionMethod"][0]["publicKeyMultibase"], create["object"])
+    assert create["object"] == httpx.get(create["object"]["id"]).json()
