@@ -479,6 +479,31 @@ def test_key_fetch_follows_the_webhook_ssrf_rules(client, app, paper, follower):
     assert db.session.scalars(select(ApFollower)).all() == []
 
 
+def test_hostile_input_is_never_a_500(client, paper):
+    """Malformed signatures, key ids that are no URL, a body nested past the parser's depth,
+    odd ids and lookups: 4xx every time, nothing recorded."""
+    sigs = ['keyId="file:///etc/passwd",signature="AA=="', 'keyId="http://[::1/x",signature="AA=="',
+            'keyId="' + "h" * 5000 + '",signature="x"',
+            'keyId="http://127.0.0.1:1/x",algorithm="rsa-sha256",headers="(request-target) host date digest",'
+            'signature="!!!"',
+            "garbage", "", 'keyId=",signature="', 'keyId="a",signature="b",headers="x y z"']
+    bodies = [b"{}", b"[" * 50000, b"\xff\xfe", b"null",
+              json.dumps({"type": "Follow", "actor": ["x"], "object": {"id": 5}}).encode()]
+    for sig in sigs:
+        for body in bodies:
+            for path in ("/ap/inbox", "/ap/paper/inbox", "/ap/personas/ada-quill/inbox", "/ap/personas/%00/inbox"):
+                answer = client.post(path, data=body, headers={"Signature": sig, "Date": "garbage", "Digest": "x",
+                                                               "Content-Type": "application/activity+json"})
+                assert answer.status_code < 500, (sig[:40], body[:20], path, answer.status_code)
+    for query in ["resource=acct:%00@localhost", "resource=acct:", "resource=acct:@", "resource=" + "a" * 5000,
+                  "resource=http://localhost/ap/personas/%2e%2e"]:
+        assert client.get("/.well-known/webfinger?" + query).status_code < 500, query
+    for path in ["/ap/stories/0", "/ap/stories/-1", "/ap/stories/99999999999999999999", "/ap/paper/outbox?page=1e3",
+                 "/ap/personas/%C0/outbox", "/x/x/x.txt", "/%00.txt"]:
+        assert client.get(path).status_code < 500, path
+    assert db.session.scalars(select(ApFollower)).all() == []
+
+
 # ----------------------------------------------------------------------------- activities
 
 
