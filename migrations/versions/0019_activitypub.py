@@ -1,7 +1,7 @@
 """ActivityPub: the papers' HTTP-signature keys, their followers and the activity outbox; WebSub and IndexNow pings
 
 Revision ID: 0019
-Revises: 0016
+Revises: 0018
 Create Date: 2026-11-27 03:00:00
 
 Four new tables (docs/FEDERATION.md); nothing to backfill. The `activitypub` and `pings`
@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0019'
-down_revision = '0016'
+down_revision = '0018'
 branch_labels = None
 depends_on = None
 
