@@ -123,6 +123,19 @@ def load() -> dict:
         # starting them; what is left is due for the next run (services/delivery/webhooks.py).
         "WEBHOOK_CONCURRENCY": int(os.environ.get("WEBHOOK_CONCURRENCY", "4")),
         "WEBHOOK_RUN_SECONDS": float(os.environ.get("WEBHOOK_RUN_SECONDS", "120")),
+        # ActivityPub (docs/FEDERATION.md): off turns every /ap/ and .well-known route into a 404
+        # and the outbox consumer into a no-op; the seconds an inbox POST may spend fetching
+        # the sender's key (the one outside call on a request path), and the attempts an
+        # activity gets before it is given up (backoff as for webhooks: 1 min doubling, 6 h cap).
+        "ACTIVITYPUB_ENABLED": _flag("ACTIVITYPUB_ENABLED", True),
+        "ACTIVITYPUB_KEY_FETCH_SECONDS": float(os.environ.get("ACTIVITYPUB_KEY_FETCH_SECONDS", "3")),
+        "ACTIVITYPUB_MAX_ATTEMPTS": int(os.environ.get("ACTIVITYPUB_MAX_ATTEMPTS", "10")),
+        # Reach beyond the fediverse (docs/FEDERATION.md "WebSub and IndexNow"), both off when
+        # empty: a WebSub hub (`https://pubsubhubbub.appspot.com/`) named in the feeds and pinged
+        # when they change, and an IndexNow endpoint (`https://api.indexnow.org/indexnow`) sent
+        # the URLs of aired, revised and pulled pieces.
+        "WEBSUB_HUB": os.environ.get("WEBSUB_HUB", "").strip(),
+        "INDEXNOW_ENDPOINT": os.environ.get("INDEXNOW_ENDPOINT", "").strip(),
         # Public subscribe (docs/API.md "rate limits"): per client IP, and per address.
         "SUBSCRIBE_RATELIMIT": os.environ.get("SUBSCRIBE_RATELIMIT", "5/minute;20/hour"),
         "SUBSCRIBE_ADDRESS_RATELIMIT": os.environ.get("SUBSCRIBE_ADDRESS_RATELIMIT", "3/hour;10/day"),

@@ -19,9 +19,10 @@ The `/api/v1` tree, one module per resource in blueprints/api/ (blueprint name =
                  /webhooks/{id}/deliveries, /webhooks/{id}/deliveries/{delivery_id}/redeliver
 
 Outside it: embed (/embed/{id}, /oembed; documented too), health, media, feeds, site
-(/robots.txt, /favicon.ico), subscribe (the reader's pages), playground, pages.
+(/robots.txt, /favicon.ico), subscribe (the reader's pages), playground, activitypub
+(/.well-known/webfinger, /.well-known/nodeinfo, /nodeinfo/2.1, /ap/...: docs/FEDERATION.md), pages.
 """
-from blueprints import embed, feeds, health, media, pages, playground, site, subscribe
+from blueprints import activitypub, embed, feeds, health, media, pages, playground, site, subscribe
 from blueprints.api import (
     cast,
     changes,
@@ -43,4 +44,4 @@ API_BLUEPRINTS = [paper.bp, stories.bp, sections.bp, personas.bp, cast.bp, days.
 # The /api/v1 tree is open to any origin (keyed answers lose CORS again: web/caching.py).
 for _bp in API_BLUEPRINTS[:-1]:
     policy.blueprint(_bp, cors="any")
-PLAIN_BLUEPRINTS = [health.bp, media.bp, feeds.bp, site.bp, subscribe.bp, playground.bp, pages.bp]
+PLAIN_BLUEPRINTS = [health.bp, media.bp, feeds.bp, site.bp, subscribe.bp, playground.bp, activitypub.bp, pages.bp]

@@ -60,7 +60,8 @@ def _max_urls() -> int:
 @bp.route("/rss.xml")
 def rss():
     """RSS 2.0 of the 50 newest pieces on air (full prose, cited facts, disclosed personas)."""
-    return Response(_cached(lambda: feeds.build_rss(g.paper, links=links())), content_type=RSS_TYPE)
+    hub = current_app.config.get("WEBSUB_HUB") or None  # WebSub: the hub readers may subscribe at
+    return Response(_cached(lambda: feeds.build_rss(g.paper, links=links(), hub=hub)), content_type=RSS_TYPE)
 
 
 @bp.route("/feed.json")
@@ -73,7 +74,7 @@ def json_feed():
         icon=here.absolute(url_for("static", filename="img/icon-512.png")),
         favicon=here.absolute(url_for("static", filename="img/apple-touch-icon.png")),
         # The extension is documented with the API; the guide is where a reader finds it.
-        about=here.absolute("/api")))
+        about=here.absolute("/api"), hub=current_app.config.get("WEBSUB_HUB") or None))
     return Response(body, content_type=JSON_FEED_TYPE)
 
 

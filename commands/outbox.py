@@ -23,6 +23,8 @@ from flask.cli import with_appcontext
 from extensions import db
 from models.clock import utcnow
 from services.delivery import alerts, change_stream, content_hooks, mail, outbox, subscriptions, webhooks
+from services.delivery.federation import deliveries as activitypub
+from services.delivery.federation import pings
 from services.links import PaperOrigins
 
 PRUNE_EVERY = 3600  # seconds between prunes of old sent rows in the drain loop
@@ -126,13 +128,27 @@ def deliver_content_hooks_due(now: datetime, *, quiet: bool = False) -> content_
     return _deliver_hooks_due("content webhooks", content_hooks, now, quiet=quiet)
 
 
+def deliver_activities_due(now: datetime, *, quiet: bool = False) -> activitypub.Report:
+    """Post the ActivityPub activities that are due, signed (services/delivery/federation/deliveries.py;
+    WEBHOOK_ALLOW_PRIVATE, WEBHOOK_CONCURRENCY, WEBHOOK_RUN_SECONDS as for webhooks); prints
+    `activitypub: delivered N, failed M, pending P` (only when something was tried, if `quiet`)."""
+    return _deliver_hooks_due("activitypub", activitypub, now, quiet=quiet)
+
+
+def deliver_pings_due(now: datetime, *, quiet: bool = False) -> pings.Report:
+    """Post the WebSub and IndexNow pings that are due (services/delivery/federation/pings.py); prints
+    `pings: delivered N, failed M, pending P` (only when something was tried, if `quiet`)."""
+    return _deliver_hooks_due("pings", pings, now, quiet=quiet)
+
+
 def prune_sent(now: datetime) -> int:
     """Delete what was sent or given up more than OUTBOX_RETENTION_DAYS ago (none when 0) and
     commit; prints `outbox: pruned N` when it deleted anything."""
     days = current_app.config["OUTBOX_RETENTION_DAYS"]
     if days <= 0:
         return 0
-    pruned = outbox.prune(now - timedelta(days=days)) + content_hooks.prune(now - timedelta(days=days))
+    pruned = (outbox.prune(now - timedelta(days=days)) + content_hooks.prune(now - timedelta(days=days))
+              + activitypub.prune(now - timedelta(days=days)) + pings.prune(now - timedelta(days=days)))
     db.session.commit()
     if pruned:
         click.echo(f"outbox: pruned {pruned} sent or given-up row(s) older than {days} days")
@@ -141,7 +157,8 @@ def prune_sent(now: datetime) -> int:
 
 def drain_once(should_stop=None) -> None:
     """One pass of the drainer: the change feed's consumers, confirm mail, then alerts, then
-    subscriber webhooks, then content webhooks, each printing only when it did something."""
+    subscriber webhooks, then content webhooks, then ActivityPub activities, then WebSub and
+    IndexNow pings, each printing only when it did something."""
     consume_changes(utcnow())
     drain_confirms(should_stop)
     if should_stop is None or not should_stop():
@@ -150,6 +167,10 @@ def drain_once(should_stop=None) -> None:
         deliver_webhooks_due(utcnow(), quiet=True)
     if should_stop is None or not should_stop():
         deliver_content_hooks_due(utcnow(), quiet=True)
+    if should_stop is None or not should_stop():
+        deliver_activities_due(utcnow(), quiet=True)
+    if should_stop is None or not should_stop():
+        deliver_pings_due(utcnow(), quiet=True)
 
 
 @click.command("drain-outbox")

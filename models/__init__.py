@@ -2,6 +2,7 @@
 from models.change_cursor import ChangeCursor
 from models.desk_key import KEY_KINDS, DeskKey, SigningKey
 from models.edition import Edition
+from models.federation import PAPER_ACTOR, PING_KINDS, ApDelivery, ApFollower, ApKey, PingDelivery
 from models.idempotency import IdempotencyKey
 from models.outbox import OUTBOX_KINDS, OutboxMessage
 from models.paper import Paper, Persona, Section
@@ -11,6 +12,12 @@ from models.types import utcnow
 from models.webhook import CONTENT_EVENTS, PING_EVENT, ContentDelivery, WebhookEndpoint
 
 __all__ = [
+    "PAPER_ACTOR",
+    "ApDelivery",
+    "ApFollower",
+    "ApKey",
+    "PING_KINDS",
+    "PingDelivery",
     "CADENCES",
     "ChangeCursor",
     "PAUSED_INDEFINITELY",

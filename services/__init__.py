@@ -33,6 +33,14 @@
                    mail           SMTP or file outbox, connection pool
                    webhooks       signed webhook deliveries through an outbox
                    purge          CDN purge by surrogate key after commit
+                   federation/    the paper and its personas in the fediverse (docs/FEDERATION.md):
+                     keys           the paper's RSA key (sealed), its Ed25519 key as a Multikey
+                     documents      WebFinger, NodeInfo, actors, Articles with proofs, activities
+                     httpsig        draft-cavage HTTP signatures and Digest, both ways
+                     remote         the bounded fetch of a sender's key (inbox POSTs)
+                     inbox          Follow, Undo, Delete; everything else ignored
+                     deliveries     the change feed's `activitypub` consumer and its signed sender
+                     pings          the `pings` consumer: WebSub hub and IndexNow
 
 The demo newsroom (`seed-demo`'s content) lives apart, in the top-level `demo` package.
 

@@ -22,6 +22,10 @@ SLUG_KIND = {
     "pages.persona": "persona_slug",
     "sections.update_section": "section_slug",
     "personas.update_persona": "persona_slug",
+    "activitypub.persona_actor": "persona_slug",
+    "activitypub.persona_inbox": "persona_slug",
+    "activitypub.persona_outbox": "persona_slug",
+    "activitypub.persona_followers": "persona_slug",
 }
 _ARG = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
@@ -77,6 +81,8 @@ def value_for(endpoint: str, name: str, data: PaperData) -> str:
         return getattr(data, SLUG_KIND[endpoint])
     if name == "day":
         return data.edition_day if endpoint == "pages.edition" else data.day
+    if name == "key" and endpoint == "activitypub.indexnow_key":
+        return "0" * 32
     if name == "delivery_id":
         return "dlv_0"
     if name == "n":
@@ -116,6 +122,9 @@ def queries_for(endpoint: str, data: PaperData) -> list[dict]:
         "subscribe.unsubscribe_page": [{"token": data.unsubscribe_token}],
         "subscribe.preferences_page": [{"token": data.preferences_token}],
         "subscribers.get_preferences": [{"token": data.preferences_token}],
+        "activitypub.webfinger": [{"resource": f"acct:{data.persona_slug}@{data.host}"}],
+        "activitypub.paper_outbox": [{}, {"page": 1}],
+        "activitypub.persona_outbox": [{}, {"page": 1}],
     }.get(endpoint, [{}])
 
 

@@ -34,6 +34,7 @@ from sqlalchemy import and_, or_, select, update
 from extensions import db
 from models import ChangeCursor, Paper, PieceChange
 from services.delivery import content_hooks, purge
+from services.delivery.federation import deliveries, pings
 from services.reading.changes import EPOCH
 
 log = logging.getLogger("paperdesk.change_stream")
@@ -59,6 +60,8 @@ class Consumer:
 CONSUMERS: tuple[Consumer, ...] = (
     Consumer("content-webhooks", content_hooks.on_changes),
     Consumer("cdn-purge", purge.on_changes, after_commit=True),
+    Consumer("activitypub", deliveries.on_changes),
+    Consumer("pings", pings.on_changes),
 )
 
 
