@@ -39,6 +39,8 @@ from web.links import links
 
 # Any origin may read these documents from a browser (fediverse web clients do).
 bp = policy.blueprint(Blueprint("activitypub", __name__), cors="read")
+# An inbox's Authorization is an HTTP signature (some servers send one there), never a desk key.
+INBOX = policy.route(cache=False, desk_keys=False)
 # Articles' proofs are made with the receipt key; its seed opens here, in the newsroom's code
 # (services/delivery/federation/keys.py says why it is handed in).
 keys.use_seed_opener(seeds.open_seed)
@@ -335,6 +337,7 @@ def _receive(local: str | None):
 
 
 @bp.route("/ap/inbox", methods=["POST"])
+@INBOX
 @transactional
 def shared_inbox():
     """The shared inbox: a signed Follow, Undo or Delete for any actor of the paper (202);
@@ -343,6 +346,7 @@ def shared_inbox():
 
 
 @bp.route("/ap/paper/inbox", methods=["POST"])
+@INBOX
 @transactional
 def paper_inbox():
     """The paper's inbox (see `shared_inbox`)."""
@@ -350,6 +354,7 @@ def paper_inbox():
 
 
 @bp.route("/ap/personas/<string:slug>/inbox", methods=["POST"])
+@INBOX
 @transactional
 def persona_inbox(slug: str):
     """A persona's inbox (see `shared_inbox`); 404 for a persona not on the masthead."""

@@ -18,7 +18,10 @@ answers), `query` (the query parameters the view reads: they key its stored answ
 `Link` header; None: those of its flask-smorest query schema), `limit` (`request`: the read
 limit for GET/HEAD, the route's own for other methods; `subscribe`, `link`: the public
 subscribe and e-mailed-link limits for POST/PATCH; `none`: never counted), `cors` (None; `any`:
-any origin, any method; `read`: any origin, GET/HEAD/OPTIONS).
+any origin, any method; `read`: any origin, GET/HEAD/OPTIONS), `desk_keys` (the route reads
+desk keys from `Authorization` and `X-Desk-Key`; False where `Authorization` means something
+else, such as an ActivityPub inbox's HTTP signature: the headers are then neither checked nor
+looked up, and the request is public).
 """
 from __future__ import annotations
 
@@ -43,6 +46,7 @@ class RoutePolicy:
     query: frozenset[str] | None = None
     limit: str = "request"
     cors: str | None = None
+    desk_keys: bool = True
 
     def __post_init__(self):
         if self.limit not in LIMITS:

@@ -134,6 +134,10 @@ def _for_a_paper() -> bool:
     return policy.of(current_app, request.endpoint).paper
 
 
+def _reads_desk_keys() -> bool:
+    return policy.of(current_app, request.endpoint).desk_keys
+
+
 def _keyless_read() -> bool:
     if request.method not in ("GET", "HEAD"):
         return False
@@ -147,7 +151,7 @@ def refuse_malformed_key() -> None:
     shape) is a 401 with `WWW-Authenticate`, without a database query. A well-formed key is
     looked up by `load_paper`. Routes that answer for the process (policy `paper=False`)
     ignore keys."""
-    if not _for_a_paper():
+    if not _for_a_paper() or not _reads_desk_keys():
         return
     plain = keys.presented_key(header("Authorization"), header("X-Desk-Key"))
     if plain is not None and not keys.well_formed(plain):
@@ -183,8 +187,9 @@ def load_paper() -> None:
     if paper is None:
         abort(404, description=NO_PAPER)
     try:
-        g.key = keys.authenticate(paper, authorization=header("Authorization"),
-                                  x_desk_key=header("X-Desk-Key"))
+        if _reads_desk_keys():
+            g.key = keys.authenticate(paper, authorization=header("Authorization"),
+                                      x_desk_key=header("X-Desk-Key"))
     except DeskError:
         # An unknown, revoked or other paper's key: on a private paper, the answer must be the
         # unknown host's, or it would tell that a paper lives here.
