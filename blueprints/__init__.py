@@ -14,19 +14,23 @@ The `/api/v1` tree, one module per resource in blueprints/api/ (blueprint name =
     search       /search
     posts        /posts
     changes      /changes
+    log          /log, /stories/{id}/log-proof (the transparency log's JSON face)
     subscribers  /subscribers (GET, POST), /subscribe (POST)
     webhooks     /webhooks (GET, POST), /webhooks/{id} (GET, DELETE), /webhooks/{id}/ping,
                  /webhooks/{id}/deliveries, /webhooks/{id}/deliveries/{delivery_id}/redeliver
 
 Outside it: embed (/embed/{id}, /oembed; documented too), health, media, feeds, site
-(/robots.txt, /favicon.ico), subscribe (the reader's pages), playground, pages.
+(/robots.txt, /favicon.ico), subscribe (the reader's pages), playground, log (/log/checkpoint,
+/log/tile/...: the transparency log's tlog-tiles), pages.
 """
 from blueprints import embed, feeds, health, media, pages, playground, site, subscribe
+from blueprints import log as transparency
 from blueprints.api import (
     cast,
     changes,
     days,
     front,
+    log,
     paper,
     personas,
     posts,
@@ -38,5 +42,6 @@ from blueprints.api import (
 )
 
 API_BLUEPRINTS = [paper.bp, stories.bp, sections.bp, personas.bp, cast.bp, days.bp, front.bp,
-                  search.bp, posts.bp, changes.bp, subscribers.bp, webhooks.bp, embed.bp]
-PLAIN_BLUEPRINTS = [health.bp, media.bp, feeds.bp, site.bp, subscribe.bp, playground.bp, pages.bp]
+                  search.bp, posts.bp, changes.bp, log.bp, subscribers.bp, webhooks.bp, embed.bp]
+PLAIN_BLUEPRINTS = [health.bp, media.bp, feeds.bp, site.bp, subscribe.bp, playground.bp, transparency.bp,
+                    pages.bp]

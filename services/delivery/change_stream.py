@@ -35,6 +35,7 @@ from extensions import db
 from models import ChangeCursor, Paper, PieceChange
 from services.delivery import content_hooks, purge
 from services.reading.changes import EPOCH
+from services.transparency import store as transparency_log
 
 log = logging.getLogger("paperdesk.change_stream")
 
@@ -59,6 +60,7 @@ class Consumer:
 CONSUMERS: tuple[Consumer, ...] = (
     Consumer("content-webhooks", content_hooks.on_changes),
     Consumer("cdn-purge", purge.on_changes, after_commit=True),
+    Consumer(transparency_log.CONSUMER, transparency_log.on_changes),
 )
 
 
