@@ -59,7 +59,7 @@ def parse_vkey(text: str) -> Verifier:
     """Parse `<name>+<hex id>+<base64 type||key>`. Raises NoteError for anything else, for a
     type other than Ed25519 (0x01) or its cosignature (0x04), and for an ID that does not match
     the name and key."""
-    parts = text.strip().split("+")
+    parts = text.strip().split("+", 2)  # the name has no "+"; base64 may
     if len(parts) != 3 or not parts[0] or any(c.isspace() for c in parts[0]):
         raise NoteError(f"not a verifier key: {text!r}")
     name, hex_id, material = parts

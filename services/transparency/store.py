@@ -208,11 +208,13 @@ def papers_without_log() -> list[int]:
 
 def due_logs(now: datetime, interval: float) -> list[int]:
     """Paper ids of the logs with entries past their newest checkpoint, signed at least
-    `interval` seconds ago."""
+    `interval` seconds ago (or only the empty tree so far: a new log's first entries wait for
+    no one)."""
     before = now - timedelta(seconds=interval)
     return list(db.session.scalars(select(TransparencyLog.paper_id).where(
         TransparencyLog.size > TransparencyLog.signed_size,
-        (TransparencyLog.signed_at.is_(None)) | (TransparencyLog.signed_at <= before))
+        (TransparencyLog.signed_size == 0) | TransparencyLog.signed_at.is_(None)
+        | (TransparencyLog.signed_at <= before))
         .order_by(TransparencyLog.paper_id)))
 
 
