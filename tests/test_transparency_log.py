@@ -281,3 +281,165 @@ def test_private_papers_and_unknown_hosts_have_no_log(client, runner, desk):
         assert client.get(path, headers={"Host": "hidden.example", **auth(key)}).status_code == 404
         assert client.get(path, headers={"Host": "nowhere.example"}).status_code == 404
     assert client.get("/log/checkpoint").status_code == 200
+
+
+# ----------------------------------------------------------------------------- the monitor
+
+
+def newsroom_on_air(client, desk, runner, count: int = 6) -> tuple[Paper, str, list[str]]:
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    ids = [file(client, admin, f"Story number {n}", image="https://cdn.example.com/art.png" if n % 2 else None)
+           for n in range(count)]
+    # What the demo seeder stores: art on the paper's own host, served as an absolute URL.
+    desk.piece(paper, "Story with local art", image="/media/art.png", on_air_at=None)
+    ids.append(str(db.session.scalar(select(Piece.id).where(Piece.slug == "story-with-local-art"))))
+    ids[-1], ids[-2] = ids[-2], ids[-1]
+    for piece in ids:
+        client.put(f"/api/v1/stories/{piece}/air", headers=auth(admin))
+    client.patch(f"/api/v1/stories/{ids[0]}", json={"dek": "Revised on air."}, headers=auth(admin))
+    client.delete(f"/api/v1/stories/{ids[-1]}/air", headers=auth(admin))
+    checkpoint_now(runner)
+    return paper, admin, ids
+
+
+def monitor(runner, live: str, state: Path | None = None, *extra: str):
+    args = ["log", "verify", "--url", live, *(["--state", str(state)] if state else []), *extra]
+    return runner.invoke(args=args)
+
+
+@pytest.mark.slow
+def test_the_monitor_passes_an_honest_paper_and_proves_each_run_consistent(client, runner, desk, live, tmp_path):
+    paper, admin, ids = newsroom_on_air(client, desk, runner)
+    state = tmp_path / "state.json"
+    first = monitor(runner, live, state)
+    assert first.exit_code == 0, first.output
+    assert "OK: demo.localhost/log size 9" in first.output and "6 pieces on air" in first.output
+    assert json.loads(state.read_text())["size"] == 9
+    more = file(client, admin, "Another one")
+    client.put(f"/api/v1/stories/{more}/air", headers=auth(admin))
+    checkpoint_now(runner)
+    second = monitor(runner, live, state)
+    assert second.exit_code == 0, second.output
+    assert "consistency: size 9 -> 10 proved" in second.output
+    # A change the log has not signed yet is pending, not a failure (within --grace).
+    client.patch(f"/api/v1/stories/{more}", json={"dek": "Fresh."}, headers=auth(admin))
+    third = monitor(runner, live, state)
+    assert third.exit_code == 0, third.output
+    assert f"pending (newer than the checkpoint, in the change feed): piece {more}" in third.output
+
+
+@pytest.mark.slow
+def test_the_monitor_fails_a_piece_rewritten_behind_the_api(client, runner, desk, live, app):
+    paper, admin, ids = newsroom_on_air(client, desk, runner)
+    with app.app_context():
+        # The prose changed in the database, hash left alone: the public answer no longer hashes to it.
+        db.session.execute(text("UPDATE pieces SET prose = 'It never happened.' WHERE id = :id"), {"id": int(ids[1])})
+        db.session.commit()
+    result = monitor(runner, live)
+    assert result.exit_code == 1
+    assert f"FAIL: piece {ids[1]} (story-number-1): its public answer hashes to" in result.output
+    with app.app_context():
+        # Now with a matching hash as well: the served hash is not the one the log holds.
+        row = db.session.get(Piece, int(ids[2]))
+        story = client.get(f"/api/v1/stories/{ids[2]}").get_json()
+        basis = {"paper": "demo", "piece": ids[2], "slug": story["slug"], "rev": story["rev"],
+                 "headline": "Quietly rewritten", "dek": story["dek"], "prose": story["prose"],
+                 "section": story["section"], "byline": story["byline"], "image": None,
+                 "cited_facts": story["cited_facts"]}
+        row.headline, row.content_hash = "Quietly rewritten", "sha256:" + hashlib.sha256(rfc8785.dumps(basis)).hexdigest()
+        paper_row = db.session.get(Paper, paper.id)
+        paper_row.bump()
+        db.session.commit()
+    result = monitor(runner, live)
+    assert result.exit_code == 1
+    assert f"FAIL: piece {ids[2]} (story-number-2): served rev 1" in result.output
+    assert "hashes to" not in result.output.split(f"piece {ids[2]}")[1].split("\n")[0]
+
+
+@pytest.mark.slow
+def test_the_monitor_fails_a_log_that_rewrote_its_past(client, runner, desk, live, app, tmp_path):
+    paper, admin, ids = newsroom_on_air(client, desk, runner)
+    state = tmp_path / "state.json"
+    assert monitor(runner, live, state).exit_code == 0
+    with app.app_context():
+        # Rewrite an entry (and its leaf hash) behind the log, then let the worker sign again.
+        entry = db.session.get(LogEntry, (paper.id, 1))
+        forged = entry.data.replace(b'"rev":1', b'"rev":7')
+        entry.data, entry.hash = forged, merkle.leaf_hash(forged)
+        db.session.commit()
+    result = monitor(runner, live, state)
+    assert result.exit_code == 1 and "does not hash to its level-0 tile hash" not in result.output
+    assert "the tiles do not give the checkpoint's root hash" in result.output
+    more = file(client, admin, "After the forgery")
+    client.put(f"/api/v1/stories/{more}/air", headers=auth(admin))
+    # The log refuses to sign a tree that does not extend its own last checkpoint.
+    output = runner.invoke(args=["log", "checkpoint"]).output
+    assert "no checkpoint for paper" in output
+    with app.app_context():
+        assert db.session.get(TransparencyLog, paper.id).signed_size == 9
+
+
+# ----------------------------------------------------------------------------- Go's own verifier
+
+GO = shutil.which("go")
+GOPATH = "/usr/share/gocode"
+
+
+@pytest.fixture(scope="session")
+def go_verifier(tmp_path_factory) -> Path:
+    if GO is None or not Path(GOPATH, "src/golang.org/x/mod/sumdb/tlog").is_dir():
+        pytest.skip("needs go and golang.org/x/mod (Debian: golang-go, golang-golang-x-mod-dev)")
+    out = tmp_path_factory.mktemp("go") / "tlogverify"
+    env = {**os.environ, "GO111MODULE": "off", "GOPATH": GOPATH, "GOFLAGS": "",
+           "GOCACHE": str(tmp_path_factory.mktemp("gocache"))}
+    built = subprocess.run([GO, "build", "-o", str(out), "."], cwd=ROOT / "tests/go/tlogverify", env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    return out
+
+
+def go_verify(binary: Path, live: str, vkey: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(binary), "-url", live, "-vkey", vkey, *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+@pytest.mark.slow
+def test_go_sumdb_note_and_tlog_accept_checkpoint_tiles_entries_proofs_and_consistency(
+        client, runner, desk, live, app, tmp_path, go_verifier):
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    # Enough changes for full tiles and a level-1 tile: 300 pieces aired, some revised, one pulled.
+    with app.app_context():
+        from services.newsroom import filing
+        section, persona = desk.section(paper, "World"), desk.persona(paper)
+        for n in range(300):
+            draft = filing.Draft(headline=f"Bulk {n}", dek="d", prose="p", section=section, persona=persona)
+            piece = filing.file_piece(db.session.get(Paper, paper.id), draft, filer="t", now=NOW)
+            filing.put_on_air(db.session.get(Paper, paper.id), piece, NOW + timedelta(seconds=n))
+        db.session.commit()
+    checkpoint_now(runner)
+    vkey = client.get("/api/v1/log").get_json()["vkey"]
+    old = tmp_path / "old.checkpoint"
+    old.write_bytes(client.get("/log/checkpoint").data)
+    first = go_verify(go_verifier, live, vkey)
+    assert first.returncode == 0, first.stderr
+    assert "ok: 300 entries give the signed root" in first.stdout
+    for piece in ("2", "260"):
+        client.patch(f"/api/v1/stories/{piece}", json={"dek": "Changed."}, headers=auth(admin))
+    client.delete("/api/v1/stories/5/air", headers=auth(admin))
+    checkpoint_now(runner)
+    proofs = []
+    for piece in ("2", "5", "299"):
+        path = tmp_path / f"{piece}.tlog-proof"
+        path.write_bytes(client.get(f"/api/v1/stories/{piece}/log-proof").data)
+        proofs += ["-proof", str(path)]
+    second = go_verify(go_verifier, live, vkey, "-old", str(old), *proofs)
+    assert second.returncode == 0, second.stderr
+    assert "ok: 303 entries give the signed root" in second.stdout
+    assert "ok: consistent with the checkpoint of size 300" in second.stdout
+    assert second.stdout.count("proves entry") == 3
+    # A forged older checkpoint (same size, another root) is refused.
+    forged_text = note.checkpoint_text("demo.localhost/log", 300, hashlib.sha256(b"x").digest())
+    assert note.parse_checkpoint(forged_text).size == 300
+    assert go_verify(go_verifier, live, vkey.replace(vkey[-8:], "AAAAAAAA")).returncode == 1
