@@ -114,15 +114,16 @@ def test_tile_paths_follow_tlog_tiles():
                 "entries/x12/000", "0", "a/000", "0/000/"):
         assert tiles.parse_path(bad) is None, bad
     # tlog-tiles' own example: 70 000 leaves.
-    shape = [(t.level, t.index, t.width) for t in tiles.tiles_for(70_000) if t.level is not None and (t.level or t.index >= 272)]
+    shape = [(t.level, t.index, t.width) for t in tiles.tiles_for(70_000)
+             if t.level is not None and (t.level or t.index >= 272)]
     assert shape == [(0, 272, 256), (0, 273, 112), (1, 0, 256), (1, 1, 17), (2, 0, 1)]
 
 
 def test_notes_and_vkeys_match_the_signed_note_spec_example():
     # c2sp.org/signed-note's example key and note.
     verifier = note.parse_vkey("example.com/foo+530d903a+AekyeRrm56hApGFkyQR4ZCbV54Id2LKaANYcrnKv3U2k")
-    signed = ("This is an example message.\n\n\u2014 example.com/foo Uw2QOkn8srV1yJGh2VYRlL1Tnagv1YEq6TfXppzi2ONncAlTgK7"
-              "Ztg1ERYNZXsYjOBH3mFXmRKuwHjG1Yu72IneyaQM=\n")
+    signed = ("This is an example message.\n\n\u2014 example.com/foo "
+              "Uw2QOkn8srV1yJGh2VYRlL1Tnagv1YEq6TfXppzi2ONncAlTgK7Ztg1ERYNZXsYjOBH3mFXmRKuwHjG1Yu72IneyaQM=\n")
     assert note.verify_note(signed, verifier) == "This is an example message.\n"
     with pytest.raises(note.NoteError):
         note.verify_note(signed.replace("example message", "example massage"), verifier)
@@ -347,7 +348,8 @@ def test_the_monitor_fails_a_piece_rewritten_behind_the_api(client, runner, desk
                  "headline": "Quietly rewritten", "dek": story["dek"], "prose": story["prose"],
                  "section": story["section"], "byline": story["byline"], "image": None,
                  "cited_facts": story["cited_facts"]}
-        row.headline, row.content_hash = "Quietly rewritten", "sha256:" + hashlib.sha256(rfc8785.dumps(basis)).hexdigest()
+        row.headline = "Quietly rewritten"
+        row.content_hash = "sha256:" + hashlib.sha256(rfc8785.dumps(basis)).hexdigest()
         paper_row = db.session.get(Paper, paper.id)
         paper_row.bump()
         db.session.commit()
@@ -443,3 +445,152 @@ def test_go_sumdb_note_and_tlog_accept_checkpoint_tiles_entries_proofs_and_consi
     forged_text = note.checkpoint_text("demo.localhost/log", 300, hashlib.sha256(b"x").digest())
     assert note.parse_checkpoint(forged_text).size == 300
     assert go_verify(go_verifier, live, vkey.replace(vkey[-8:], "AAAAAAAA")).returncode == 1
+
+
+# ----------------------------------------------------------------------------- witnesses
+
+
+class Witness:
+    """A small c2sp.org/tlog-witness on loopback: add-checkpoint checks the log's signature,
+    the old size (409 with text/x.tlog.size) and the consistency proof (422), keeps the newest
+    checkpoint per origin and answers an Ed25519 cosignature/v1 line. `logs` maps origin ->
+    log vkey (unknown origins: 404)."""
+
+    def __init__(self, name: str = "witness.test/w1"):
+        self.name, self.key = name, SigningKey.generate()
+        self.vkey = note.vkey(name, bytes(self.key.verify_key), note.COSIGNATURE)
+        self.logs: dict[str, str] = {}
+        self.seen: dict[str, tuple[int, bytes]] = {}
+        self.requests: list[int] = []
+        self.down = False
+        self.lock = threading.Lock()
+
+    def add_checkpoint(self, body: str) -> tuple[int, str, str]:
+        head, checkpoint_note = body.split("\n\n", 1)
+        lines = head.split("\n")
+        if not lines[0].startswith("old ") or not lines[0][4:].isdigit():
+            return 400, "text/plain", "bad old line\n"
+        old = int(lines[0][4:])
+        proof = [base64.b64decode(line) for line in lines[1:]]
+        try:
+            text_ = note.split_note(checkpoint_note)[0]
+            checkpoint = note.parse_checkpoint(text_)
+        except note.NoteError:
+            return 400, "text/plain", "bad checkpoint\n"
+        if checkpoint.origin not in self.logs:
+            return 404, "text/plain", "unknown log\n"
+        try:
+            note.verify_note(checkpoint_note, note.parse_vkey(self.logs[checkpoint.origin]))
+        except note.NoteError:
+            return 403, "text/plain", "bad signature\n"
+        if old > checkpoint.size:
+            return 400, "text/plain", "old size past the checkpoint\n"
+        with self.lock:
+            known, root = self.seen.get(checkpoint.origin, (0, merkle.EMPTY))
+            if old != known:
+                return 409, "text/x.tlog.size", f"{known}\n"
+            if not merkle.check_consistency(old, checkpoint.size, root, checkpoint.root, proof):
+                return 422, "text/plain", "inconsistent\n"
+            self.seen[checkpoint.origin] = (checkpoint.size, checkpoint.root)
+        stamp = int(datetime.now(timezone.utc).timestamp())
+        return 200, "text/plain; charset=utf-8", note.cosign_line(text_, self.name, bytes(self.key), stamp)
+
+    def serve(self):
+        witness = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+                if witness.down:
+                    status, kind, answer = 503, "text/plain", "down\n"
+                else:
+                    status, kind, answer = witness.add_checkpoint(body)
+                witness.requests.append(status)
+                data = answer.encode()
+                self.send_response(status)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        return server
+
+
+@pytest.fixture
+def witness(app):
+    w = Witness()
+    server = w.serve()
+    before = app.config["LOG_WITNESSES"]
+    app.config["LOG_WITNESSES"] = f"http://127.0.0.1:{server.server_port} {w.vkey}"
+    yield w
+    app.config["LOG_WITNESSES"] = before
+    server.shutdown()
+    server.server_close()
+
+
+def cosignatures(client, w: Witness) -> list[int]:
+    served = client.get("/log/checkpoint").get_data(as_text=True)
+    text_, signatures = note.split_note(served)
+    verifier = note.parse_vkey(w.vkey)
+    return [note.verify_cosignature(text_, s, verifier) for s in signatures if s.name == w.name]
+
+
+@pytest.mark.slow
+def test_witnesses_cosign_each_checkpoint_and_the_log_serves_their_cosignatures(client, runner, desk, witness):
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    with time_machine.travel(NOW, tick=False) as clock:
+        worker(runner)  # the log is made (size 0: nothing to cosign)
+        witness.logs["demo.localhost/log"] = client.get("/api/v1/log").get_json()["vkey"]
+        assert client.get("/api/v1/log").get_json()["witnesses"] == [{"name": "witness.test/w1", "vkey": witness.vkey}]
+        ids = [file(client, admin, f"Story {n}") for n in range(3)]
+        for piece in ids:
+            client.put(f"/api/v1/stories/{piece}/air", headers=auth(admin))
+        output = worker(runner)
+        assert "log: witness witness.test/w1 cosigned paper" in output and witness.requests == [200]
+        assert len(cosignatures(client, witness)) == 1
+        # The next checkpoint comes with a consistency proof from size 3.
+        client.patch(f"/api/v1/stories/{ids[0]}", json={"dek": "Again."}, headers=auth(admin))
+        clock.shift(11)
+        worker(runner)
+        assert witness.seen["demo.localhost/log"][0] == 4 and len(cosignatures(client, witness)) == 1
+        # A witness that forgot the log answers 409 with the size it knows; the log starts from there.
+        witness.seen.clear()
+        client.patch(f"/api/v1/stories/{ids[1]}", json={"dek": "Again."}, headers=auth(admin))
+        clock.shift(11)
+        worker(runner)
+        assert witness.requests[-2:] == [409, 200] and witness.seen["demo.localhost/log"][0] == 5
+        # A witness that is down costs the pass nothing and is tried again later.
+        witness.down = True
+        client.patch(f"/api/v1/stories/{ids[2]}", json={"dek": "Again."}, headers=auth(admin))
+        clock.shift(11)
+        output = worker(runner)
+        assert "log: witness witness.test/w1 failed paper" in output and "503" in output
+        assert cosignatures(client, witness) == []  # size 6 is served without a cosignature yet
+        witness.down = False
+        worker(runner)  # backing off: not tried again at once
+        assert witness.requests[-1] == 503
+        clock.shift(11)
+        worker(runner)
+        assert witness.requests[-1] == 200 and len(cosignatures(client, witness)) == 1
+
+
+@pytest.mark.slow
+def test_go_checks_the_witness_cosignature(client, runner, desk, live, witness, go_verifier):
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    worker(runner)
+    witness.logs["demo.localhost/log"] = vkey = client.get("/api/v1/log").get_json()["vkey"]
+    piece = file(client, admin, "Witnessed")
+    client.put(f"/api/v1/stories/{piece}/air", headers=auth(admin))
+    checkpoint_now(runner)
+    result = go_verify(go_verifier, live, vkey, "-witness", witness.vkey)
+    assert result.returncode == 0, result.stderr
+    assert "ok: cosigned by witness.test/w1" in result.stdout
+    monitored = monitor(runner, live)
+    assert monitored.exit_code == 0 and "cosigned by: witness.test/w1" in monitored.output
