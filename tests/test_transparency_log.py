@@ -594,3 +594,30 @@ def test_go_checks_the_witness_cosignature(client, runner, desk, live, witness, 
     assert "ok: cosigned by witness.test/w1" in result.stdout
     monitored = monitor(runner, live)
     assert monitored.exit_code == 0 and "cosigned by: witness.test/w1" in monitored.output
+
+
+def test_the_index_and_receipt_keys_link_the_log_and_rotate_secret_reseals_its_key(client, runner, desk, make_app):
+    paper = desk.paper("demo")
+    assert client.get("/api/v1").get_json()["endpoints"]["log"] == "http://localhost/api/v1/log"
+    assert client.get("/api/v1/receipt-keys").get_json()["log"] == "http://localhost/api/v1/log"
+    worker(runner)
+    vkey = client.get("/api/v1/log").get_json()["vkey"]
+    old_secret = desk.app.config["SECRET_KEY"]
+    moved = make_app(SECRET_KEY="another secret of enough length for the instance")
+
+    def cli(*args):
+        with moved.app_context():  # the CLI runs in the app whose context is current
+            return moved.test_cli_runner().invoke(args=list(args))
+
+    assert cli("init-db").exit_code == 1  # the seeds are locked
+    result = cli("rotate-secret", "--old-secret", old_secret)
+    assert result.exit_code == 0, result.output
+    assert "resealed the log key of demo.localhost/log" in result.output
+    admin = desk.key(paper, "admin")
+    moved_client = moved.test_client()
+    piece = file(moved_client, admin, "After the move")
+    moved_client.put(f"/api/v1/stories/{piece}/air", headers=auth(admin))
+    assert cli("init-db").exit_code == 0
+    assert "demo: demo.localhost/log size 1" in cli("log", "checkpoint").output
+    served = moved.test_client().get("/log/checkpoint").get_data(as_text=True)
+    assert note.parse_checkpoint(note.verify_note(served, note.parse_vkey(vkey))).size == 1
