@@ -621,3 +621,30 @@ def test_the_index_and_receipt_keys_link_the_log_and_rotate_secret_reseals_its_k
     assert "demo: demo.localhost/log size 1" in cli("log", "checkpoint").output
     served = moved.test_client().get("/log/checkpoint").get_data(as_text=True)
     assert note.parse_checkpoint(note.verify_note(served, note.parse_vkey(vkey))).size == 1
+
+
+@pytest.mark.slow
+def test_0018_an_existing_paper_starts_its_log_with_its_feed_from_the_beginning(client, runner, desk, app):
+    """Genesis: a paper with pieces on air (and a revision and a pull) before 0018 logs its whole
+    feed from the first change, which since 0012 begins with one `aired` change per piece on air."""
+    from flask_migrate import downgrade, upgrade
+
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    with app.app_context():
+        db.session.remove()
+        downgrade(revision="0016")
+    try:
+        ids = [file(client, admin, f"Before {n}") for n in range(3)]
+        for piece in ids:
+            client.put(f"/api/v1/stories/{piece}/air", headers=auth(admin))
+        client.patch(f"/api/v1/stories/{ids[0]}", json={"dek": "Revised before."}, headers=auth(admin))
+        client.delete(f"/api/v1/stories/{ids[2]}/air", headers=auth(admin))
+    finally:
+        with app.app_context():
+            db.session.remove()
+            upgrade()
+    worker(runner)
+    got = [(e["seq"], e["event"], e["piece"]) for e in logged(client)]
+    assert got == [(1, "aired", ids[0]), (2, "aired", ids[1]), (3, "aired", ids[2]), (4, "revised", ids[0]),
+                   (5, "unaired", ids[2])]
