@@ -66,7 +66,11 @@ def checkpoint() -> None:
 @click.option("--grace", default=300.0, show_default=True,
               help="Seconds a public change may wait for the log before a mismatch is a failure.")
 @click.option("--workers", default=8, show_default=True, help="Requests in flight at once.")
-def verify(base: str, host: str | None, state_file: Path | None, grace: float, workers: int) -> None:
+@click.option("--sample", type=click.IntRange(min=0), default=None,
+              help="Recompute the hash of only this many full public answers: every piece changed since the "
+                   "last run (--state), then a random choice of the others. Default: every piece on air.")
+def verify(base: str, host: str | None, state_file: Path | None, grace: float, workers: int,
+           sample: int | None) -> None:
     """Monitor a paper's transparency log over HTTP: the checkpoint's signature, every tile and
     entry, consistency with the checkpoint of the last run (`--state`), and every piece on air
     against its newest entry and its recomputed content hash. Exits 1 naming each problem."""
@@ -79,7 +83,8 @@ def verify(base: str, host: str | None, state_file: Path | None, grace: float, w
             raise click.ClickException(f"{state_file}: not a state file ({exc})") from None
     try:
         client = monitor.Client(base, host)
-        report = monitor.verify(client, state=state, grace=grace, workers=workers, progress=click.echo)
+        report = monitor.verify(client, state=state, grace=grace, workers=workers, sample=sample,
+                                progress=click.echo)
     except (ValueError, monitor.FetchError, KeyError) as exc:
         raise click.ClickException(f"cannot read the log: {exc}") from None
     if report.state is not None and state_file is not None:
@@ -92,8 +97,8 @@ def verify(base: str, host: str | None, state_file: Path | None, grace: float, w
     if report.cosigned_by:
         click.echo(f"cosigned by: {', '.join(report.cosigned_by)}")
     if report.ok:
-        click.echo(f"OK: {report.origin} size {report.size}, {report.tiles} tiles, {report.pieces} pieces on air, "
-                   f"{client.requests} requests in {seconds:.1f}s")
+        click.echo(f"OK: {report.origin} size {report.size}, {report.tiles} tiles, {report.pieces} pieces on air "
+                   f"({report.recomputed} recomputed), {client.requests} requests in {seconds:.1f}s")
         return
     for problem in report.problems:
         click.echo(f"FAIL: {problem}", err=True)

@@ -315,7 +315,7 @@ def test_the_monitor_passes_an_honest_paper_and_proves_each_run_consistent(clien
     state = tmp_path / "state.json"
     first = monitor(runner, live, state)
     assert first.exit_code == 0, first.output
-    assert "OK: demo.localhost/log size 9" in first.output and "6 pieces on air" in first.output
+    assert "OK: demo.localhost/log size 9" in first.output and "6 pieces on air (6 recomputed)" in first.output
     assert json.loads(state.read_text())["size"] == 9
     more = file(client, admin, "Another one")
     client.put(f"/api/v1/stories/{more}/air", headers=auth(admin))
@@ -328,6 +328,8 @@ def test_the_monitor_passes_an_honest_paper_and_proves_each_run_consistent(clien
     third = monitor(runner, live, state)
     assert third.exit_code == 0, third.output
     assert f"pending (newer than the checkpoint, in the change feed): piece {more}" in third.output
+    sampled = monitor(runner, live, state, "--sample", "0")  # nothing changed since the last run
+    assert sampled.exit_code == 0 and "7 pieces on air (0 recomputed)" in sampled.output
 
 
 @pytest.mark.slow

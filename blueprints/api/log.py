@@ -97,7 +97,7 @@ def story_log_proof(id: str):
     signature lines follow. Works for a piece taken off air too (its `unaired` entry).
     """
     public_log(g.paper)
-    piece_id = int(id) if id.isdigit() and len(id) <= 12 else db.session.scalar(
+    piece_id = int(id) if id.isascii() and id.isdigit() and len(id) <= 12 else db.session.scalar(
         select(Piece.id).where(Piece.paper_id == g.paper.id, Piece.slug == id))
     if piece_id is None:
         raise not_found()

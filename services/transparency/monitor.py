@@ -16,9 +16,10 @@ tile and entry bundle, and every piece on air, and checks:
 4. every entry is canonical paperdesk-log/1 JSON of this paper, and entries' `at` never go
    back in time (a backdated change cannot be appended late);
 5. every piece on air (`/api/v1/stories`, paged) is the newest entry for it (not unaired, same
-   rev), and its `content_hash` as served is that entry's and is the hash recomputed from the
-   public story answer (docs/PROOFS.md "From the public story to the hash basis"); and no piece
-   the log says is on air is missing from the paper.
+   rev), and no piece the log says is on air is missing from the paper; and each piece's full
+   public answer (every one, or with `sample` the pieces changed since the last run plus a
+   random choice of the others) hashes to its `content_hash` (docs/PROOFS.md "From the public
+   story to the hash basis"), which is its newest entry's.
 
 A mismatch explained by a newer change in the public change feed (`/api/v1/changes`) dated
 less than `grace` seconds ago is reported as pending, not as a failure: the log signs new
@@ -30,6 +31,7 @@ import base64
 import hashlib
 import http.client
 import json
+import random
 import threading
 import time
 import urllib.parse
@@ -114,6 +116,7 @@ class Report:
     size: int = 0
     old_size: int | None = None
     pieces: int = 0
+    recomputed: int = 0
     tiles: int = 0
     cosigned_by: list[str] = field(default_factory=list)
     state: dict | None = None
@@ -167,10 +170,13 @@ def _tile_reader(fetched: dict[tuple[int, int], bytes]) -> Callable[[int, int], 
 
 
 def verify(client: Client, *, state: dict | None, grace: float = 300.0, workers: int = 8,
-           now: datetime | None = None, progress: Callable[[str], None] = lambda m: None) -> Report:
+           sample: int | None = None, now: datetime | None = None,
+           progress: Callable[[str], None] = lambda m: None) -> Report:
     """One monitor run (see the module). `state` is what the previous run returned as
     `report.state` (None on a first run); the new one is in `report.state` when the log itself
-    verified (signature, tree, consistency)."""
+    verified (signature, tree, consistency). `sample`: recompute the hash of only that many
+    public answers (every piece changed since the last run, then a random choice of the
+    others); None: of every piece on air."""
     report = Report()
     now = now or datetime.now(timezone.utc)
     info = client.json("/api/v1/log")
@@ -264,14 +270,21 @@ def verify(client: Client, *, state: dict | None, grace: float = 300.0, workers:
             return report
         progress(f"consistency: size {old} -> {size} proved")
     for before, after in zip(logged, logged[1:], strict=False):
-        if after["at"] < before["at"]:
+        if _moment(after["at"]) < _moment(before["at"]):
             report.problems.append(f"entry {after['index']} (piece {after['piece']}) is dated {after['at']}, before "
                                    f"entry {before['index']} ({before['at']}): backdated")
     report.state = {"origin": info["origin"], "vkey": info["vkey"], "size": size,
                     "root": base64.b64encode(checkpoint.root).decode(), "checkpoint": served,
                     "checked_at": now.isoformat()}
-    _check_pieces(client, report, logged, paper, origin_url, grace, workers, now, progress)
+    # Without a previous run nothing counts as "changed since": a sample is random throughout.
+    changed_from = int(state["size"]) if state and state.get("size") is not None else size
+    _check_pieces(client, report, logged, paper, origin_url, grace, workers, now, progress, sample, changed_from)
     return report
+
+
+def _moment(text: str) -> datetime:
+    """An RFC 3339 UTC time as the log and the API write it (`...Z`, fractions optional)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def _check_cosignatures(report: Report, served: str, text: str, witnesses: list[dict]) -> None:
@@ -308,7 +321,7 @@ def _recent_changes(client: Client, since: datetime) -> dict[str, dict]:
     while path:
         body = client.json(path)
         for change in body["changes"]:
-            if change["at"] >= since.isoformat().replace("+00:00", "Z"):
+            if _moment(change["at"]) >= since:
                 newest[change["id"]] = change
         path = f"/api/v1/changes?limit=500&cursor={body['next_cursor']}" if body["changes"] and len(
             body["changes"]) == 500 else None
@@ -316,54 +329,73 @@ def _recent_changes(client: Client, since: datetime) -> dict[str, dict]:
 
 
 def _check_pieces(client: Client, report: Report, logged: list[dict], paper: str, origin_url: str,
-                  grace: float, workers: int, now: datetime, progress: Callable[[str], None]) -> None:
+                  grace: float, workers: int, now: datetime, progress: Callable[[str], None],
+                  sample: int | None, changed_from: int) -> None:
     newest: dict[str, dict] = {}
     for entry in logged:
         newest[entry["piece"]] = entry
     rows = _on_air(client)
     report.pieces = len(rows)
+    # Every piece on air against its newest entry, by revision (the list has it) ...
+    mismatches: list[tuple[str, str, dict]] = []  # (piece, problem, what is served: id, rev, content_hash?)
+    for row in rows:
+        entry = newest.get(row["id"])
+        served = {"id": row["id"], "rev": row["rev"]}
+        if entry is None:
+            mismatches.append((row["id"], f"piece {row['id']} ({row['slug']}) is on air but not in the log", served))
+        elif entry["event"] == "unaired":
+            mismatches.append((row["id"], f"piece {row['id']} ({row['slug']}) is on air but logged as unaired "
+                                          f"(entry {entry['index']})", served))
+        elif entry["rev"] != row["rev"]:
+            mismatches.append((row["id"], f"piece {row['id']} ({row['slug']}): served rev {row['rev']}, logged rev "
+                                          f"{entry['rev']} (entry {entry['index']})", served))
+    # ... and each full public answer (all of them, or the pieces changed since the last run and
+    # a random sample) against its content_hash, recomputed, and the newest entry's.
+    chosen = rows
+    if sample is not None and sample < len(rows):
+        changed = [r for r in rows if r["id"] in newest and newest[r["id"]]["index"] >= changed_from]
+        rest = [r for r in rows if not (r["id"] in newest and newest[r["id"]]["index"] >= changed_from)]
+        chosen = changed + random.SystemRandom().sample(rest, max(0, min(len(rest), sample - len(changed))))
+    report.recomputed = len(chosen)
 
-    def fetch(row):
+    def check(row) -> dict:
         try:
-            return row, client.json(f"/api/v1/stories/{row['id']}")
+            story = client.json(f"/api/v1/stories/{row['id']}")
         except FetchError as exc:
-            return row, exc
+            return {"id": row["id"], "slug": row["slug"], "error": str(exc)}
+        recomputed = sorted({content_hash(b) for b in basis_of(story, paper, origin_url)})
+        return {"id": story["id"], "slug": story["slug"], "rev": story["rev"],
+                "content_hash": story["content_hash"], "recomputed": recomputed}
 
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        stories = list(pool.map(fetch, rows))
-    mismatches: list[tuple[str, str, dict | None]] = []  # (piece, problem, served story)
-    for row, story in stories:
-        if isinstance(story, Exception):
-            mismatches.append((row["id"], f"piece {row['id']}: listed on air but {story}", None))
-            continue
-        entry = newest.get(story["id"])
-        recomputed = {content_hash(b) for b in basis_of(story, paper, origin_url)}
-        if story["content_hash"] not in recomputed:
-            report.problems.append(f"piece {story['id']} ({story['slug']}): its public answer hashes to "
-                                   f"{sorted(recomputed)[0]}, not its content_hash {story['content_hash']}: "
-                                   "changed behind its hash")
-        if entry is None:
-            mismatches.append((story["id"], f"piece {story['id']} ({story['slug']}) is on air but not in the log",
-                               story))
-        elif entry["event"] == "unaired":
-            mismatches.append((story["id"], f"piece {story['id']} ({story['slug']}) is on air but logged as unaired "
-                                            f"(entry {entry['index']})", story))
-        elif entry["content_hash"] != story["content_hash"] or entry["rev"] != story["rev"]:
-            mismatches.append((story["id"], f"piece {story['id']} ({story['slug']}): served rev {story['rev']} "
-                                            f"{story['content_hash']}, logged rev {entry['rev']} "
-                                            f"{entry['content_hash']} (entry {entry['index']})", story))
+        for story in pool.map(check, chosen):
+            if "error" in story:
+                report.problems.append(f"piece {story['id']} ({story['slug']}): listed on air but {story['error']}")
+                continue
+            if story["content_hash"] not in story["recomputed"]:
+                report.problems.append(f"piece {story['id']} ({story['slug']}): its public answer hashes to "
+                                       f"{story['recomputed'][0]}, not its content_hash {story['content_hash']}: "
+                                       "changed behind its hash")
+            entry = newest.get(story["id"])
+            if entry is not None and entry["event"] != "unaired" and entry["rev"] == story["rev"] \
+                    and entry["content_hash"] != story["content_hash"]:
+                mismatches.append((story["id"], f"piece {story['id']} ({story['slug']}): served rev {story['rev']} "
+                                                f"{story['content_hash']}, logged {entry['content_hash']} "
+                                                f"(entry {entry['index']})", story))
     listed = {row["id"] for row in rows}
     for piece, entry in newest.items():
         if entry["event"] != "unaired" and piece not in listed:
             mismatches.append((piece, f"piece {piece} is logged as on air (entry {entry['index']}) but the paper "
-                                      "does not serve it, and logged no unairing", None))
+                                      "does not serve it, and logged no unairing", {}))
     if mismatches:
         recent = _recent_changes(client, now - timedelta(seconds=grace))
-        for piece, problem, story in mismatches:
+        for piece, problem, served in mismatches:
             change = recent.get(piece)
-            explained = change is not None and (
-                (change["type"] == "unaired" and story is None)
-                or (story is not None and change["type"] != "unaired"
-                    and change["content_hash"] == story["content_hash"]))
+            if not served:
+                explained = change is not None and change["type"] == "unaired"
+            else:
+                explained = change is not None and change["type"] != "unaired" and change["rev"] == served["rev"] \
+                    and served.get("content_hash", change["content_hash"]) == change["content_hash"]
             (report.pending if explained else report.problems).append(problem)
-    progress(f"pieces: {len(rows)} on air checked against their newest entries")
+    progress(f"pieces: {len(rows)} on air checked against their newest entries, {len(chosen)} public answers "
+             "recomputed")
