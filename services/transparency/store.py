@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 
 from flask import current_app
 from nacl.signing import SigningKey
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import insert, select, update
 
 from extensions import db
 from models import LogCheckpoint, LogEntry, LogTileHash, Paper, PieceChange, TransparencyLog
@@ -256,8 +256,11 @@ def piece_proof(paper: Paper, piece_id: int, now: datetime, *, retry_after: int)
     checkpoint (which holds it), with the entry as `extra`. Raises NotFound when the piece has
     no public change (a draft, or no such piece), NotYetLogged (Retry-After `retry_after`
     seconds) when its newest public change is not in a signed checkpoint yet."""
-    newest_change = db.session.scalar(select(func.max(PieceChange.seq)).where(
-        PieceChange.paper_id == paper.id, PieceChange.piece_id == piece_id, PieceChange.at <= now))
+    # By piece id alone (its own index; a piece has a handful of changes): with the paper and
+    # the instant in the WHERE clause SQLite would walk the paper's whole feed instead.
+    changes = db.session.execute(select(PieceChange.paper_id, PieceChange.seq, PieceChange.at).where(
+        PieceChange.piece_id == piece_id)).all()
+    newest_change = max((c.seq for c in changes if c.paper_id == paper.id and c.at <= now), default=None)
     entry = db.session.execute(select(LogEntry.idx, LogEntry.seq, LogEntry.data).where(
         LogEntry.paper_id == paper.id, LogEntry.piece_id == piece_id)
         .order_by(LogEntry.idx.desc()).limit(1)).first()
