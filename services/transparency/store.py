@@ -27,7 +27,7 @@ from flask import current_app
 from nacl.signing import SigningKey
 from sqlalchemy import insert, select, update
 
-from extensions import db
+from extensions import cache, db
 from models import LogCheckpoint, LogEntry, LogTileHash, Paper, PieceChange, TransparencyLog
 from services.errors import DeskError, NotFound
 from services.newsroom import seeds
@@ -275,10 +275,30 @@ def piece_proof(paper: Paper, piece_id: int, now: datetime, *, retry_after: int)
         raise NotYetLogged(f"The piece's newest public change is not in a signed checkpoint yet; the log "
                            f"signs new entries within about {retry_after} seconds.",
                            headers={"Retry-After": str(retry_after)})
-    proof = merkle.inclusion_proof(entry.idx, checkpoint.size, Reader(paper.id).subtree)
     lines = [PROOF_HEADER, "extra " + base64.b64encode(bytes(entry.data)).decode(), f"index {entry.idx}",
-             *(base64.b64encode(h).decode() for h in proof)]
+             *_inclusion(paper.id, entry.idx, checkpoint.size, bytes(checkpoint.root))]
     return "\n".join(lines) + "\n\n" + served(checkpoint)
+
+
+def _inclusion(paper_id: int, index: int, size: int, root: bytes) -> list[str]:
+    """The base64 lines of the inclusion proof of entry `index` in the tree of `size` (root
+    `root`). A proof never changes once both exist, so it is kept in the app cache, keyed by the
+    root too (a paper made again under a reused id has another log); a cache outage only costs
+    the recomputation."""
+    key = f"tlog-inclusion:{paper_id}:{root.hex()}:{index}"
+    try:
+        kept = cache.get(key)
+    except Exception:  # noqa: BLE001 - a cache outage must never fail a request
+        kept = None
+    if kept is not None:
+        return kept
+    lines = [base64.b64encode(h).decode()
+             for h in merkle.inclusion_proof(index, size, Reader(paper_id).subtree)]
+    try:
+        cache.set(key, lines, timeout=24 * 3600)
+    except Exception:  # noqa: BLE001 - a cache outage must never fail a request
+        log.warning("inclusion proof cache write failed", exc_info=True)
+    return lines
 
 
 # ----------------------------------------------------------------------------- keys at rest
