@@ -258,7 +258,7 @@ def test_api_log_and_the_piece_proof(client, runner, desk):
             checkpoint = note.parse_checkpoint(note.verify_note(checkpoint_note, verifier))
             assert merkle.check_inclusion(merkle.leaf_hash(entry), index, checkpoint.size,
                                           [base64.b64decode(line) for line in lines[3:]], checkpoint.root)
-        for missing in (draft, "999999", "no-such-slug"):
+        for missing in (draft, "999999", "no-such-slug", "99999999999", "\u00b2", "%00"):
             answer = client.get(f"/api/v1/stories/{missing}/log-proof")
             assert answer.status_code == 404 and answer.mimetype == "application/problem+json"
         # Revised, not yet signed: 404 until the worker signs (it says when to try again).

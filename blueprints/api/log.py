@@ -13,7 +13,7 @@ from __future__ import annotations
 from flask import Response, current_app, g
 from sqlalchemy import select
 
-from blueprints.api.common import api_blueprint, not_found
+from blueprints.api.common import api_blueprint, checked_slug, not_found
 from extensions import db
 from models import Piece
 from models.clock import utcnow
@@ -27,6 +27,7 @@ bp = api_blueprint("log", __name__, "The paper's public transparency log of ever
                                     "(C2SP tlog-tiles), and per-piece inclusion proofs.")
 
 SHORT = "public, max-age=5"
+MAX_ID = 2**31 - 1  # ids are 32-bit integers: a larger number names no piece (and would not bind)
 PROOF_TYPE = "text/plain; charset=utf-8"
 PROOF_EXAMPLE = (
     "c2sp.org/tlog-proof@v1\n"
@@ -84,8 +85,8 @@ def log_index():
 @bp.route("/stories/<string(maxlength=200):id>/log-proof")
 @no_etag
 @bp.response(200, description="The proof (c2sp.org/tlog-proof@v1): the entry as `extra`, its index, "
-                              "the inclusion proof, then the checkpoint with its signatures.",
-             content_type="text/plain", example=PROOF_EXAMPLE)
+                              "the inclusion proof, then the checkpoint with its signatures.")
+@bp.doc(responses={200: {"content": {"text/plain": {"schema": {"type": "string"}, "example": PROOF_EXAMPLE}}}})
 @bp.alt_response(404, description="No piece with this id was ever public here (drafts are never logged), "
                                   "the paper is private, or the piece's newest change is not in a signed "
                                   "checkpoint yet (then `Retry-After` says when to try again).")
@@ -98,8 +99,8 @@ def story_log_proof(id: str):
     """
     public_log(g.paper)
     piece_id = int(id) if id.isascii() and id.isdigit() and len(id) <= 12 else db.session.scalar(
-        select(Piece.id).where(Piece.paper_id == g.paper.id, Piece.slug == id))
-    if piece_id is None:
+        select(Piece.id).where(Piece.paper_id == g.paper.id, Piece.slug == checked_slug(id, "piece")))
+    if piece_id is None or piece_id > MAX_ID:
         raise not_found()
     interval = int(current_app.config["LOG_CHECKPOINT_SECONDS"]) + 1
     text = store.piece_proof(g.paper, piece_id, utcnow(), retry_after=interval)
