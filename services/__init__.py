@@ -33,6 +33,10 @@
                    mail           SMTP or file outbox, connection pool
                    webhooks       signed webhook deliveries through an outbox
                    purge          CDN purge by surrogate key after commit
+      transparency/  the papers' public C2SP transparency logs (docs/PROOFS.md): RFC 6962
+                   merkle, signed notes and checkpoints, the entry format, tile paths, the log
+                   in the database (the change feed consumer, checkpoints, proofs), witnesses,
+                   and the `flask log verify` monitor
 
 The demo newsroom (`seed-demo`'s content) lives apart, in the top-level `demo` package.
 
@@ -44,5 +48,5 @@ version state. `current_app` (config, extensions, templates) is read only where 
 would be absurd (session event listeners, mail templates, token signing); those functions say
 so in their docstrings. Services flush; the request (web/commit.py) or the CLI command
 commits, except where a docstring says the function commits (crash safety in alerts and
-webhook deliveries).
+webhook deliveries; the transparency logs' checkpoints and witness submissions).
 """
