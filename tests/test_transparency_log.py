@@ -240,6 +240,7 @@ def test_api_log_and_the_piece_proof(client, runner, desk):
         worker(runner)
         info = client.get("/api/v1/log")
         assert info.status_code == 200 and info.headers["Cache-Control"] == "public, max-age=5"
+        assert client.get("/api/v1/log", headers={"If-None-Match": info.headers["ETag"]}).status_code == 304
         body = info.get_json()
         assert body == {"origin": "demo.localhost/log", "vkey": body["vkey"],
                         "checkpoint": "http://localhost/log/checkpoint", "prefix": "http://localhost/log",
@@ -249,6 +250,8 @@ def test_api_log_and_the_piece_proof(client, runner, desk):
         for piece, event in [(pieces[1], "aired"), (pieces[4], "unaired")]:
             proof = client.get(f"/api/v1/stories/{piece}/log-proof")
             assert proof.status_code == 200 and proof.content_type == "text/plain; charset=utf-8"
+            assert client.get(f"/api/v1/stories/{piece}/log-proof",
+                              headers={"If-None-Match": proof.headers["ETag"]}).status_code == 304
             head, checkpoint_note = proof.get_data(as_text=True).split("\n\n", 1)
             lines = head.split("\n")
             assert lines[0] == "c2sp.org/tlog-proof@v1" and lines[1].startswith("extra ")

@@ -10,7 +10,9 @@ ETag and response cache (`no_etag`) and say themselves how long they keep: a few
 """
 from __future__ import annotations
 
-from flask import Response, current_app, g
+import hashlib
+
+from flask import Response, current_app, g, jsonify, request
 from sqlalchemy import select
 
 from blueprints.api.common import api_blueprint, checked_slug, not_found
@@ -41,6 +43,18 @@ PROOF_EXAMPLE = (
     "sFodV/vSp5O8n9a8QpW6PRY97tfOSW5bsc2Xl/EQi08=\n"
     "\n"
     "\u2014 demo.example.org/log K1sONLxS0...\n")
+
+
+def validated(response: Response, cache_control: str) -> Response:
+    """`response` (a complete 200) with a strong ETag of its bytes and `cache_control`, or a
+    304 with the same headers when If-None-Match holds that ETag: these answers keep their own
+    validators (they are `no_etag`: they change when the log signs, not with the paper)."""
+    etag = hashlib.sha256(response.get_data()).hexdigest()[:32]
+    if request.if_none_match.contains_weak(etag):
+        response = Response(status=304)
+    response.set_etag(etag)
+    response.headers["Cache-Control"] = cache_control
+    return response
 
 
 def public_log(paper):
@@ -79,7 +93,7 @@ def log_index():
     body = {"origin": row.origin, "vkey": store.vkey_of(row), "checkpoint": here.absolute("/log/checkpoint"),
             "prefix": here.absolute("/log"), "size": row.signed_size, "entry_format": entries.FORMAT,
             "witnesses": _witnesses(), "proof": here.api("/stories/{id}/log-proof")}
-    return body, 200, {"Cache-Control": SHORT}
+    return validated(jsonify(body), SHORT)
 
 
 @bp.route("/stories/<string(maxlength=200):id>/log-proof")
@@ -104,6 +118,4 @@ def story_log_proof(id: str):
         raise not_found()
     interval = int(current_app.config["LOG_CHECKPOINT_SECONDS"]) + 1
     text = store.piece_proof(g.paper, piece_id, utcnow(), retry_after=interval)
-    response = Response(text, content_type=PROOF_TYPE)
-    response.headers["Cache-Control"] = SHORT
-    return response
+    return validated(Response(text, content_type=PROOF_TYPE), SHORT)
