@@ -653,3 +653,15 @@ def test_0018_an_existing_paper_starts_its_log_with_its_feed_from_the_beginning(
     got = [(e["seq"], e["event"], e["piece"]) for e in logged(client)]
     assert got == [(1, "aired", ids[0]), (2, "aired", ids[1]), (3, "aired", ids[2]), (4, "revised", ids[0]),
                    (5, "unaired", ids[2])]
+
+
+def test_the_cli_refuses_what_it_cannot_read_and_signs_nothing_twice(client, runner, desk, tmp_path):
+    desk.paper("demo")
+    unreachable = runner.invoke(args=["log", "verify", "--url", "http://127.0.0.1:9"])
+    assert unreachable.exit_code == 1 and "cannot read the log" in unreachable.output
+    assert runner.invoke(args=["log", "verify", "--url", "ftp://x"]).exit_code == 1
+    bad_state = tmp_path / "state.json"
+    bad_state.write_text("not json")
+    assert runner.invoke(args=["log", "verify", "--url", "http://127.0.0.1:9", "--state", str(bad_state)]).exit_code == 1
+    first, again = checkpoint_now(runner), checkpoint_now(runner)
+    assert "demo: demo.localhost/log size 0" in first and "signed" not in again
