@@ -27,6 +27,7 @@ from extensions import db
 from models import LogCheckpoint, LogEntry, Paper, Piece, TransparencyLog
 from services.transparency import entries, merkle, note, tiles
 from tests.fixtures.keys import auth
+from tests.fixtures.statements import statements
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=timezone.utc)
 ROOT = Path(__file__).resolve().parent.parent
@@ -178,6 +179,18 @@ def test_airing_revising_pulling_and_scheduling_append_the_right_entries(client,
             ("aired", later, "2026-11-20T13:00:00Z")]
         size = client.get("/api/v1/log").get_json()["size"]
         assert size == 5 and draft not in {e["piece"] for e in logged(client)}
+
+
+def test_airing_does_no_log_work_the_worker_does(client, desk):
+    """The issue's budget (appending costs the airing at most 10%): the request writes the change
+    feed's row as before and touches no log table; the worker derives the entry."""
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    piece = file(client, admin, "Harbour reopens")
+    with statements() as seen:
+        assert client.put(f"/api/v1/stories/{piece}/air", headers=auth(admin)).status_code == 200
+    assert any("piece_changes" in s for s in seen)
+    assert not [s for s in seen if "log_" in s or "transparency_logs" in s]
 
 
 def test_checkpoints_are_signed_notes_kept_one_per_size_and_served_with_their_validators(client, runner, desk):
@@ -662,6 +675,7 @@ def test_the_cli_refuses_what_it_cannot_read_and_signs_nothing_twice(client, run
     assert runner.invoke(args=["log", "verify", "--url", "ftp://x"]).exit_code == 1
     bad_state = tmp_path / "state.json"
     bad_state.write_text("not json")
-    assert runner.invoke(args=["log", "verify", "--url", "http://127.0.0.1:9", "--state", str(bad_state)]).exit_code == 1
+    stateful = runner.invoke(args=["log", "verify", "--url", "http://127.0.0.1:9", "--state", str(bad_state)])
+    assert stateful.exit_code == 1
     first, again = checkpoint_now(runner), checkpoint_now(runner)
     assert "demo: demo.localhost/log size 0" in first and "signed" not in again
