@@ -152,10 +152,12 @@ def load() -> dict:
         # same budget again bounds the final answers web/replay.py sends ahead of Flask.
         "RESPONSE_CACHE_LOCAL_BYTES": int(os.environ.get("RESPONSE_CACHE_LOCAL_BYTES",
                                                          str(16 << 20))),
-        # How long a worker trusts its own copy of a paper's version for 304s and stored answers
-        # (seconds; 0: ask the database on every request). Writes in the same worker are seen at
-        # once; writes by other workers within this time (tenancy.recent_paper).
-        "PAPER_SNAPSHOT_SECONDS": float(os.environ.get("PAPER_SNAPSHOT_SECONDS", "1")),
+        # Where the workers share the papers' generation (so no read lags an answered write) and,
+        # with RATELIMIT_STORAGE_URI memory://, the rate-limit counts (web/state.py): "auto" (the
+        # Redis of RATELIMIT_STORAGE_URI or CACHE_REDIS_URL, else a file the host's workers map),
+        # "host", a redis:// URL, or "off" (every public read asks the database for its paper).
+        "SHARED_STATE": os.environ.get("SHARED_STATE", "auto"),
+        "SHARED_STATE_TIMEOUT": float(os.environ.get("SHARED_STATE_TIMEOUT", "0.25")),  # seconds
         # How long a keyed write's answer is kept for a retry with the same Idempotency-Key
         # (seconds; web/idempotency.py). Older records are ignored and purged by later writes.
         "IDEMPOTENCY_TTL_SECONDS": int(os.environ.get("IDEMPOTENCY_TTL_SECONDS", str(24 * 3600))),

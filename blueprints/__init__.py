@@ -40,8 +40,12 @@ from blueprints.api import (
     subscribers,
     webhooks,
 )
+from web import policy
 
 API_BLUEPRINTS = [paper.bp, stories.bp, sections.bp, personas.bp, cast.bp, days.bp, front.bp,
                   search.bp, posts.bp, changes.bp, log.bp, subscribers.bp, webhooks.bp, embed.bp]
+# The /api/v1 tree is open to any origin (keyed answers lose CORS again: web/caching.py).
+for _bp in API_BLUEPRINTS[:-1]:
+    policy.blueprint(_bp, cors="any")
 PLAIN_BLUEPRINTS = [health.bp, media.bp, feeds.bp, site.bp, subscribe.bp, playground.bp, transparency.bp,
                     pages.bp]

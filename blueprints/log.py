@@ -7,11 +7,11 @@ transparency log"):
 
 Public papers only (a private paper or an unknown host: 404, as tenancy answers). These answers
 change when the worker signs, not when the paper's version moves, so they opt out of the
-paper's ETag and response cache (`no_etag`) and carry their own validators: the checkpoint a
+paper's ETag and response cache (`policy.route(cache=False)`) and carry their own validators: the checkpoint a
 few seconds' `max-age` and an ETag of its bytes; tiles and bundles never change once served
 (a partial tile's path names its width), so they are cacheable for a year. A tile past the
 newest checkpoint is a 404 (it may exist later). Entry bundles are sent gzipped to clients
-that accept it, as tlog-tiles recommends.
+that accept it, as tlog-tiles recommends. Any origin may read them (CORS `read`), like the feeds.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from blueprints.api.log import public_log
 from services.errors import NotFound
 from services.transparency import store, tiles
 from web import compression
-from web.caching import no_etag
+from web import policy
 from web.headers import header
 
 bp = Blueprint("transparency", __name__)
@@ -54,7 +54,7 @@ def _answer(body: bytes, content_type: str, cache_control: str, *, gzip_ok: bool
 
 
 @bp.route("/log/checkpoint")
-@no_etag
+@policy.route(cache=False, cors="read")
 def checkpoint():
     """The newest signed checkpoint (signed note), with the cosignatures witnesses returned."""
     public_log(g.paper)
@@ -65,7 +65,7 @@ def checkpoint():
 
 
 @bp.route("/log/tile/<path:path>")
-@no_etag
+@policy.route(cache=False, cors="read")
 def tile(path: str):
     """A tile or an entry bundle of the tree of the newest checkpoint (404 past it)."""
     row = public_log(g.paper)

@@ -15,7 +15,7 @@ from flask.cli import with_appcontext
 from commands.outbox import deliver_webhooks_due, drain_confirms, report_alerts, send_alerts_due
 from models.clock import utcnow
 from services.delivery import alerts, webhooks
-from services.rendering.links import PaperOrigins
+from services.links import PaperOrigins
 
 
 @click.command("send-alerts")

@@ -24,8 +24,8 @@ from flask.cli import with_appcontext
 
 from extensions import db
 from models.clock import utcnow
-from services.delivery import alerts, change_stream, content_hooks, mail, outbox, webhooks
-from services.rendering.links import PaperOrigins
+from services.delivery import alerts, change_stream, content_hooks, mail, outbox, subscriptions, webhooks
+from services.links import PaperOrigins
 from services.transparency import store as transparency_log
 from services.transparency import witness
 
@@ -74,7 +74,7 @@ def drain_confirms(should_stop=None) -> outbox.DrainReport:
     """One pass over the confirm mail that is due (ended early once `should_stop()` is true);
     prints `outbox: sent N, retrying R, failed F` when it did anything (`, skipped S` for
     messages no longer needed), and the first errors."""
-    report = outbox.drain(utcnow, should_stop=should_stop)
+    report = outbox.drain(utcnow, build=subscriptions.confirm_message, should_stop=should_stop)
     if report.sent or report.retrying or report.failed or report.skipped:
         click.echo(f"outbox: sent {report.sent}, retrying {report.retrying}, failed {report.failed}"
                    + (f", skipped {report.skipped}" if report.skipped else "")

@@ -66,7 +66,7 @@ def cached_app(make_app, desk):
     paper = desk.paper("demo")
     desk.piece(paper, "Old news from the first of the month", facts=1)
     admin = desk.key(paper, "admin")
-    return make_app(CACHE_TYPE="SimpleCache", PAPER_SNAPSHOT_SECONDS=86_400), admin
+    return make_app(CACHE_TYPE="SimpleCache"), admin
 
 
 def schedule(client, admin, at: str | None = AT.isoformat()):

@@ -6,7 +6,8 @@ blueprints/log.py; docs/PROOFS.md "The transparency log").
 
 Public; a private paper's log is not served (404, even with a key). Both answers change when the
 worker signs a checkpoint, not when the paper's version moves, so they opt out of the paper's
-ETag and response cache (`no_etag`) and say themselves how long they keep: a few seconds.
+ETag and response cache (`policy.route(cache=False)`) and carry their own ETag and
+Cache-Control: a few seconds.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from models.clock import utcnow
 from schemas.log import LogOut
 from services.errors import NotFound
 from services.transparency import entries, note, store, witness
-from web.caching import no_etag
+from web import policy
 from web.links import links
 
 bp = api_blueprint("log", __name__, "The paper's public transparency log of every piece's content hashes "
@@ -48,7 +49,7 @@ PROOF_EXAMPLE = (
 def validated(response: Response, cache_control: str) -> Response:
     """`response` (a complete 200) with a strong ETag of its bytes and `cache_control`, or a
     304 with the same headers when If-None-Match holds that ETag: these answers keep their own
-    validators (they are `no_etag`: they change when the log signs, not with the paper)."""
+    validators (not cached with the paper: they change when the log signs, not with the paper's version)."""
     etag = hashlib.sha256(response.get_data()).hexdigest()[:32]
     if request.if_none_match.contains_weak(etag):
         response = Response(status=304)
@@ -74,7 +75,7 @@ def _witnesses() -> list[dict]:
 
 
 @bp.route("/log")
-@no_etag
+@policy.route(cache=False)
 @bp.response(200, LogOut, headers={"Cache-Control": {
     "description": "`public, max-age=5`: the size moves whenever the log signs a checkpoint.",
     "schema": {"type": "string"}}})
@@ -97,7 +98,7 @@ def log_index():
 
 
 @bp.route("/stories/<string(maxlength=200):id>/log-proof")
-@no_etag
+@policy.route(cache=False)
 @bp.response(200, description="The proof (c2sp.org/tlog-proof@v1): the entry as `extra`, its index, "
                               "the inclusion proof, then the checkpoint with its signatures.")
 @bp.doc(responses={200: {"content": {"text/plain": {"schema": {"type": "string"}, "example": PROOF_EXAMPLE}}}})

@@ -25,13 +25,13 @@ from blueprints.api.common import API_PREFIX, OPTIONAL_SECURITY, api_blueprint, 
 from blueprints.api.permissions import keyed
 from extensions import db
 from models import DeskKey, Persona, SigningKey
+from schemas.apidoc import api
 from schemas.desk import ConfigOut, ConfigPatch
 from schemas.paper import PaperIndexOut, ReceiptKeysOut
 from schemas.proof import AgentOut
 from services.errors import Invalid
 from services.newsroom import desk
 from services.reading import front
-from web.apidoc import api
 from web.commit import transactional
 from web.links import links
 

@@ -33,7 +33,7 @@ from schemas.subscriber import (
 )
 from services.delivery import subscriptions, webhooks
 from services.errors import BadRequest, Invalid
-from web.caching import no_etag
+from web import policy
 from web.commit import transactional
 from web.links import links
 
@@ -94,8 +94,9 @@ def _post_view(name: str):
     view = bp.response(202, SubscribeAcceptedOut)(view)
     view = bp.arguments(SubscribeIn)(view)
     view = bp.doc(security=OPTIONAL_SECURITY)(view)
-    # The public subscribe limits (per client, per address) are counted by the pipeline
-    # (ratelimits.SUBSCRIBE_ENDPOINTS), before the paper lookup.
+    # The public subscribe limits (per client, per address) are counted by the pipeline,
+    # before the paper lookup.
+    view = policy.route(limit="subscribe")(view)
     view = json_body(bp)(view)
     return transactional(view)
 
@@ -133,7 +134,7 @@ def _reader(token: str):
 
 
 @bp.route("/subscribers/preferences", methods=["GET"])
-@no_etag
+@policy.route(cache=False)
 @bp.arguments(PreferencesTokenQuery(), location="query")
 @bp.response(200, PreferencesOut, example={
     "email": "reader@example.com", "cadence": "daily", "sections": ["World", "Science"], "cast": True,
@@ -151,7 +152,7 @@ def get_preferences(query):
 
 
 @bp.route("/subscribers/preferences", methods=["PATCH"])
-@no_etag
+@policy.route(cache=False, limit="link")
 @transactional
 @json_body(bp)
 @bp.arguments(PreferencesTokenQuery(), location="query")

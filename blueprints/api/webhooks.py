@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from flask import g
 
+from blueprints.api import paging
 from blueprints.api.common import api_blueprint, json_body
 from blueprints.api.permissions import keyed
 from models.clock import utcnow
@@ -29,6 +30,7 @@ from schemas.webhook import (
     WebhookOut,
 )
 from services.delivery import content_hooks
+from services.reading import cursors
 from web.commit import transactional
 from web.links import links
 
@@ -126,12 +128,12 @@ def list_deliveries(id: str, limit: int, cursor: str | None = None):
     attempts, the last response code and error, and when the next attempt is due. A malformed
     cursor is a 400."""
     endpoint = content_hooks.find_endpoint(g.paper, id)
-    rows, next_cursor = content_hooks.deliveries_page(endpoint, cursor=cursor, limit=limit)
-    headers = {}
-    if next_cursor:
-        page = links().api(f"/webhooks/{id}/deliveries?cursor={next_cursor}&limit={limit}")
-        headers["Link"] = f'<{page}>; rel="next"'
-    return {"deliveries": rows, "next_cursor": next_cursor}, 200, headers
+    after = paging.read("deliveries", {"endpoint": endpoint.public_id}, cursor, 1)
+    before = cursors.parse_id(after[0]) if after else None
+    rows, last = content_hooks.deliveries_page(endpoint, before=before, limit=limit)
+    body, headers = paging.answer({"deliveries": rows}, "deliveries", {"endpoint": endpoint.public_id},
+                                  None if last is None else [last])
+    return body, 200, headers
 
 
 @bp.route(ENDPOINT + "/deliveries/<string(maxlength=40):delivery_id>/redeliver", methods=["POST"])

@@ -37,7 +37,7 @@ from models import AlertDelivery, Paper, Subscriber
 from models.types import UTCDateTime
 from services.delivery import claims, mail, webhooks
 from services.delivery.alert_content import MAX_LOOKBACK, Composer, Content, alert_data, period_for
-from services.rendering.links import Links, PaperOrigins
+from services.links import Links, PaperOrigins
 
 CHUNK = 1000
 # How far behind the run's clock a window ends (ALERT_SETTLE_SECONDS). A piece's `on_air_at`

@@ -22,7 +22,6 @@ streak. A disabled endpoint gets no new messages and its pending ones are given 
 from __future__ import annotations
 
 import base64
-import binascii
 import functools
 import json
 import secrets
@@ -38,8 +37,8 @@ from extensions import db
 from models import CONTENT_EVENTS, PING_EVENT, ContentDelivery, Edition, Paper, Piece, PieceRevision, WebhookEndpoint
 from models.clock import rfc3339, utcnow
 from services.delivery import claims, webhooks
-from services.errors import BadRequest, Conflict, Invalid, NotFound
-from services.rendering.links import Links, PaperOrigins
+from services.errors import Conflict, Invalid, NotFound
+from services.links import Links, PaperOrigins
 
 # How long a message is retried, and how long an endpoint may fail before it is disabled.
 RETRY_WINDOW = timedelta(hours=24)
@@ -247,33 +246,18 @@ def status_of(row: ContentDelivery) -> str:
     return "delivered" if row.delivered_at else "failed" if row.failed_at else "pending"
 
 
-def _cursor(row_id: int) -> str:
-    return base64.urlsafe_b64encode(f"dlv:{row_id}".encode()).decode().rstrip("=")
-
-
-def _after(cursor: str) -> int:
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        kind, _, value = text.partition(":")
-        if kind != "dlv" or not value.isdigit():
-            raise ValueError(text)
-        return int(value)
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise BadRequest("The cursor is malformed; use `next_cursor` from the previous page.") from None
-
-
-def deliveries_page(endpoint: WebhookEndpoint, *, cursor: str | None, limit: int = PAGE
-                    ) -> tuple[list[ContentDelivery], str | None]:
-    """The endpoint's deliveries, newest first, `limit` at a time after `cursor` (an opaque
-    `next_cursor` from the page before); returns (rows, next_cursor or None at the end).
-    Raises BadRequest (400) for a malformed cursor."""
+def deliveries_page(endpoint: WebhookEndpoint, *, before: int | None, limit: int = PAGE
+                    ) -> tuple[list[ContentDelivery], int | None]:
+    """The endpoint's deliveries, newest first, `limit` at a time, those with an id below
+    `before` (None: from the newest); returns (rows, the last row's id when more follow, else
+    None). The view pages them with the one cursor format (blueprints/api/paging.py)."""
     query = select(ContentDelivery).where(ContentDelivery.endpoint_id == endpoint.id)
-    if cursor:
-        query = query.where(ContentDelivery.id < _after(cursor))
+    if before is not None:
+        query = query.where(ContentDelivery.id < before)
     rows = list(db.session.scalars(query.order_by(ContentDelivery.id.desc()).limit(limit + 1)))
     more = len(rows) > limit
     rows = rows[:limit]
-    return rows, (_cursor(rows[-1].id) if more and rows else None)
+    return rows, (rows[-1].id if more and rows else None)
 
 
 # ----------------------------------------------------------------------------- sending

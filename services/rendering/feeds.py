@@ -22,10 +22,10 @@ from sqlalchemy.orm import selectinload
 from extensions import db
 from models import Edition, Paper, Piece, Section
 from models.clock import rfc3339
+from services.links import Links
 from services.reading import stories
 from services.rendering import prose
 from services.rendering.embeds import masthead_entry
-from services.rendering.links import Links
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from services.rendering.xmltext import xml_safe
 
