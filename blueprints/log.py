@@ -22,8 +22,7 @@ from flask import Blueprint, Response, g, request
 from blueprints.api.log import public_log
 from services.errors import NotFound
 from services.transparency import store, tiles
-from web import compression
-from web import policy
+from web import compression, policy
 from web.headers import header
 
 bp = Blueprint("transparency", __name__)
