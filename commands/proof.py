@@ -27,6 +27,7 @@ from models.clock import utcnow
 from services.newsroom import provenance, seeds
 from services.reading import stories
 from services.transparency import store as transparency_log
+from services.transparency.sealing import LogKeyLocked
 
 
 def _paper(slug: str) -> Paper:
@@ -78,7 +79,7 @@ def rotate_secret(old_secret: str | None, old_secret_file: str | None) -> None:
         done = provenance.reseal_seeds(old_secret, current_app.config["SECRET_KEY"])
         # The transparency logs' keys are sealed the same way (services/transparency/store.py).
         logs = transparency_log.reseal(old_secret, current_app.config["SECRET_KEY"])
-    except seeds.SeedLocked as exc:
+    except (seeds.SeedLocked, LogKeyLocked) as exc:
         db.session.rollback()
         raise click.ClickException(str(exc)) from exc
     db.session.commit()

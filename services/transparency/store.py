@@ -15,7 +15,8 @@ table's key (paper, size) keep two workers from signing twice, and nothing is ev
 does not extend the previous checkpoint (`TreeRewritten`).
 
 Functions flush; the caller commits (the consumer's pass, the worker, the CLI). Needs an app
-context for SECRET_KEY (the log seeds open with it) and PAPER_DOMAIN (the origin).
+context for SECRET_KEY (the log seeds open with it: services/transparency/sealing.py) and
+PAPER_DOMAIN (the origin).
 """
 from __future__ import annotations
 
@@ -30,8 +31,7 @@ from sqlalchemy import insert, select, update
 from extensions import cache, db
 from models import LogCheckpoint, LogEntry, LogTileHash, Paper, PieceChange, TransparencyLog
 from services.errors import DeskError, NotFound
-from services.newsroom import seeds
-from services.transparency import entries, merkle, note, tiles
+from services.transparency import entries, merkle, note, sealing, tiles
 
 log = logging.getLogger("paperdesk.transparency")
 
@@ -76,7 +76,7 @@ def ensure_log(paper: Paper, now: datetime) -> TransparencyLog:
     origin = origin_for(paper)
     row = TransparencyLog(paper_id=paper.id, origin=origin,
                           public_key=base64.b64encode(bytes(key.verify_key)).decode(),
-                          private_seed=seeds.seal_seed(bytes(key), _secret()),
+                          private_seed=sealing.seal(bytes(key), _secret()),
                           size=0, signed_size=0, signed_at=now, created_at=now)
     db.session.add(row)
     text = note.checkpoint_text(origin, 0, merkle.EMPTY)
@@ -183,7 +183,7 @@ def sign(row: TransparencyLog, now: datetime) -> LogCheckpoint | None:
         raise TreeRewritten(f"{TreeRewritten.default_detail} (paper {row.paper_id}, size {old})")
     root = merkle.tree_hash(size, reader.subtree)
     text = note.checkpoint_text(row.origin, size, root)
-    seed = seeds.open_seed(row.private_seed, _secret(), kid=row.origin)
+    seed = sealing.unseal(row.private_seed, _secret(), origin=row.origin)
     # Compare-and-set: only the worker that moves signed_size from `old` signs this size.
     moved = db.session.execute(
         update(TransparencyLog).where(TransparencyLog.paper_id == row.paper_id,
@@ -309,33 +309,33 @@ def locked_logs(secret: str) -> list[str]:
     locked = []
     for row in db.session.scalars(select(TransparencyLog).order_by(TransparencyLog.paper_id)):
         try:
-            seeds.open_seed(row.private_seed, secret, kid=row.origin)
-        except seeds.SeedLocked:
+            sealing.unseal(row.private_seed, secret, origin=row.origin)
+        except sealing.LogKeyLocked:
             locked.append(row.origin)
     return locked
 
 
 def reseal(old_secret: str, new_secret: str) -> dict[str, list[str]]:
     """Seal every log seed under `new_secret` (see provenance.reseal_seeds): `{"resealed",
-    "kept"}` origins. Raises seeds.SeedLocked naming the logs whose seed opens under neither,
+    "kept"}` origins. Raises sealing.LogKeyLocked naming the logs whose seed opens under neither,
     before changing any row. Flushes."""
     plan, kept, lost = [], [], []
     for row in db.session.scalars(select(TransparencyLog).order_by(TransparencyLog.paper_id)):
         try:
-            seeds.open_seed(row.private_seed, new_secret, kid=row.origin)
+            sealing.unseal(row.private_seed, new_secret, origin=row.origin)
             kept.append(row.origin)
             continue
-        except seeds.SeedLocked:
+        except sealing.LogKeyLocked:
             pass
         try:
-            plan.append((row, seeds.open_seed(row.private_seed, old_secret, kid=row.origin)))
-        except seeds.SeedLocked:
+            plan.append((row, sealing.unseal(row.private_seed, old_secret, origin=row.origin)))
+        except sealing.LogKeyLocked:
             lost.append(row.origin)
     if lost:
-        raise seeds.SeedLocked(f"These transparency log keys open under neither the old nor the current "
+        raise sealing.LogKeyLocked(f"These transparency log keys open under neither the old nor the current "
                                f"SECRET_KEY: {', '.join(lost)}. Nothing was changed.")
     for row, seed in plan:
-        row.private_seed = seeds.seal_seed(seed, new_secret)
+        row.private_seed = sealing.seal(seed, new_secret)
     db.session.flush()
     return {"resealed": [row.origin for row, _ in plan], "kept": kept}
 
