@@ -225,6 +225,8 @@ def test_checkpoints_are_signed_notes_kept_one_per_size_and_served_with_their_va
         checkpoint = note.parse_checkpoint(note.verify_note(served.get_data(as_text=True), verifier))
         assert checkpoint.size == 4
         assert served.headers["Cache-Control"] == "public, max-age=5"
+        cross = client.get("/log/checkpoint", headers={"Origin": "https://monitor.example"})
+        assert cross.headers["Access-Control-Allow-Origin"] == "*"  # any site's script may verify it
         again = client.get("/log/checkpoint", headers={"If-None-Match": served.headers["ETag"]})
         assert again.status_code == 304 and again.headers["Cache-Control"] == "public, max-age=5"
         tile = client.get("/log/tile/0/000.p/4")
