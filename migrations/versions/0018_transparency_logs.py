@@ -1,7 +1,7 @@
 """transparency logs: every public change of a piece in a C2SP tlog-tiles Merkle tree per paper
 
 Revision ID: 0018
-Revises: 0016 (0017 once the PostgreSQL index revision lands: set down_revision then)
+Revises: 0017
 Create Date: 2026-11-27 03:00:00
 
 Five new tables (models/log.py). Nothing is backfilled here: the log is derived from the change
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0018'
-down_revision = '0016'
+down_revision = '0017'  # the PostgreSQL index revision; this branch was tested on '0016'
 branch_labels = None
 depends_on = None
 
