@@ -181,6 +181,12 @@ def load() -> dict:
         "PURGE_URL": os.environ.get("PURGE_URL", ""),
         "PURGE_HEADER": os.environ.get("PURGE_HEADER", ""),
         "PURGE_TIMEOUT": float(os.environ.get("PURGE_TIMEOUT", "5")),
+        # The transparency logs (docs/PROOFS.md): the worker signs a new checkpoint at most
+        # every LOG_CHECKPOINT_SECONDS; LOG_WITNESSES lists witnesses ("URL VKEY", comma
+        # separated) it submits each one to, waiting LOG_WITNESS_TIMEOUT seconds for each.
+        "LOG_CHECKPOINT_SECONDS": float(os.environ.get("LOG_CHECKPOINT_SECONDS", "10")),
+        "LOG_WITNESSES": os.environ.get("LOG_WITNESSES", ""),
+        "LOG_WITNESS_TIMEOUT": float(os.environ.get("LOG_WITNESS_TIMEOUT", "10")),
         # Number of proxies in front whose X-Forwarded-For/-Proto are trusted (werkzeug
         # ProxyFix); 0 = none, the only safe value when clients reach the app directly.
         "TRUSTED_PROXIES": int(os.environ.get("TRUSTED_PROXIES", "0")),

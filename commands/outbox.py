@@ -1,6 +1,8 @@
 """`drain-outbox`: the sender that runs beside the app. Each pass first hands the change feed's
 new public changes to its consumers (services/delivery/change_stream.py: content webhook
-messages, CDN purge; a scheduled airing at its instant), then sends
+messages, CDN purge, transparency log entries; a scheduled airing at its instant), signs the
+transparency logs' new checkpoints and submits them to the witnesses
+(services/transparency/store.py, witness.py), then sends
 what is due in the tables of things that leave the building: confirm mail
 (services/delivery/outbox.py), recorded alerts (services/delivery/alerts.py), subscriber webhook
 deliveries (services/delivery/webhooks.py) and site owners' content webhooks
@@ -26,6 +28,8 @@ from services.delivery import alerts, change_stream, content_hooks, mail, outbox
 from services.delivery.federation import deliveries as activitypub
 from services.delivery.federation import pings
 from services.links import PaperOrigins
+from services.transparency import store as transparency_log
+from services.transparency import witness
 
 PRUNE_EVERY = 3600  # seconds between prunes of old sent rows in the drain loop
 
@@ -41,6 +45,31 @@ def consume_changes(now: datetime) -> change_stream.Report:
     for failure in report.failed:
         click.echo(f"changes: consumer failed: {failure} (retried next pass)", err=True)
     return report
+
+
+def sign_checkpoints(now: datetime, *, interval: float | None = None) -> list[tuple[int, int]]:
+    """Sign the transparency logs' new checkpoints (at most every LOG_CHECKPOINT_SECONDS per
+    paper, or `interval`), then submit each public paper's newest one to the LOG_WITNESSES;
+    prints `log: paper P signed size N`, `log: witness W cosigned paper P size N` and the
+    failures. Returns the (paper id, size) pairs signed."""
+    config = current_app.config
+    signed, failed = transparency_log.sign_due(
+        now, config["LOG_CHECKPOINT_SECONDS"] if interval is None else interval)
+    for paper_id, size in signed:
+        click.echo(f"log: paper {paper_id} signed size {size}")
+    for failure in failed:
+        click.echo(f"log: no checkpoint for paper {failure}", err=True)
+    try:
+        witnesses = witness.parse_config(config["LOG_WITNESSES"])
+    except ValueError as exc:
+        click.echo(f"log: {exc}", err=True)
+        return signed
+    for outcome in witness.submit_all(witnesses, now, timeout=config["LOG_WITNESS_TIMEOUT"]):
+        if outcome.error:
+            click.echo(f"log: witness {outcome.witness} failed paper {outcome.paper_id}: {outcome.error}", err=True)
+        else:
+            click.echo(f"log: witness {outcome.witness} cosigned paper {outcome.paper_id} size {outcome.cosigned}")
+    return signed
 
 
 def drain_confirms(should_stop=None) -> outbox.DrainReport:
@@ -156,10 +185,12 @@ def prune_sent(now: datetime) -> int:
 
 
 def drain_once(should_stop=None) -> None:
-    """One pass of the drainer: the change feed's consumers, confirm mail, then alerts, then
-    subscriber webhooks, then content webhooks, then ActivityPub activities, then WebSub and
-    IndexNow pings, each printing only when it did something."""
+    """One pass of the drainer: the change feed's consumers, the transparency logs'
+    checkpoints, confirm mail, then alerts, then subscriber webhooks, then content webhooks,
+    then ActivityPub activities, then WebSub and IndexNow pings, each printing only when it did
+    something."""
     consume_changes(utcnow())
+    sign_checkpoints(utcnow())
     drain_confirms(should_stop)
     if should_stop is None or not should_stop():
         report_alerts(send_alerts_due(utcnow(), should_stop=should_stop))

@@ -4,6 +4,7 @@ from models.desk_key import KEY_KINDS, DeskKey, SigningKey
 from models.edition import Edition
 from models.federation import PAPER_ACTOR, PING_KINDS, ApDelivery, ApFollower, ApKey, PingDelivery
 from models.idempotency import IdempotencyKey
+from models.log import LogCheckpoint, LogEntry, LogTileHash, LogWitness, TransparencyLog
 from models.outbox import OUTBOX_KINDS, OutboxMessage
 from models.paper import Paper, Persona, Section
 from models.piece import CHANGE_TYPES, CitedFact, Piece, PieceChange, PieceRevision
@@ -29,6 +30,11 @@ __all__ = [
     "DeskKey",
     "Edition",
     "IdempotencyKey",
+    "LogCheckpoint",
+    "LogEntry",
+    "LogTileHash",
+    "LogWitness",
+    "TransparencyLog",
     "OUTBOX_KINDS",
     "OutboxMessage",
     "Paper",

@@ -89,6 +89,8 @@ def value_for(endpoint: str, name: str, data: PaperData) -> str:
         return "1"
     if name == "filename":
         return "css/paper.css"
+    if name == "path" and endpoint == "transparency.tile":
+        return "entries/000.p/1"  # the first entry bundle of a log with one entry
     if name == "name" and endpoint == "media.media_file":
         # A real stored file: captions are the smallest kind.
         return media.store(current_app.instance_path, b"WEBVTT\n", "vtt").removeprefix(media.MEDIA_PREFIX)
@@ -102,7 +104,7 @@ def path_for(rule, data: PaperData, overrides: dict | None = None) -> str:
     def fill(match: re.Match) -> str:
         name = match.group(1)
         value = overrides[name] if name in overrides else value_for(rule.endpoint, name, data)
-        return quote(str(value), safe="" if name != "filename" else "/")
+        return quote(str(value), safe="/" if name in ("filename", "path") else "")
 
     return _ARG.sub(fill, rule.rule)
 

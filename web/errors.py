@@ -24,7 +24,7 @@ log = logging.getLogger("paperdesk.errors")
 PROBLEM_MIME = "application/problem+json"
 # Paths whose answers are for programs, not people: they get problem+json.
 MACHINE_PREFIXES = ("/api/v1", "/oembed", "/rss.xml", "/feed.json", "/podcast.xml", "/front.json", "/llms.txt",
-                    "/sitemap", "/healthz", "/readyz", "/ap/", "/.well-known/", "/nodeinfo")
+                    "/sitemap", "/healthz", "/readyz", "/ap/", "/.well-known/", "/nodeinfo", "/log/")
 
 DETAILS = {
     400: "The request has a malformed value.",

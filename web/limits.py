@@ -24,7 +24,8 @@ store again. The pipeline (web/pipeline.py) calls `RateLimits.check` before the 
 refused request costs no database work, and `RateLimits.add_headers` after the view:
 `X-RateLimit-Limit`, `-Remaining` and `-Reset` (unix seconds) of the limit nearest to running
 out, on every counted answer. A 429 is a problem+json (the HTML error page on reader pages)
-with `Retry-After` in seconds; no other answer carries Retry-After but a 503.
+with `Retry-After` in seconds; no other answer carries Retry-After but a 503 and a 404 that
+says when to ask again (a piece's log proof before its checkpoint is signed).
 
 A store that fails (Redis down) never fails a request: the worker counts in its own memory,
 logs a warning, and tries the store again after STORE_RETRY_SECONDS. Redis calls time out
@@ -58,8 +59,9 @@ READ_METHODS = frozenset({"GET", "HEAD"})
 KEY_HEADERS = ("Authorization", "X-Desk-Key")
 # How long a worker counts in memory after the shared store failed before it asks it again.
 STORE_RETRY_SECONDS = 30.0
-# Statuses on which a Retry-After means something (RFC 9110 10.2.3, RFC 6585 4).
-RETRY_AFTER_STATUSES = (429, 503)
+# Statuses on which a Retry-After means something (RFC 9110 10.2.3, RFC 6585 4; a 404 of
+# something that will exist, as the log proof of a piece not yet in a signed checkpoint).
+RETRY_AFTER_STATUSES = (404, 429, 503)
 _EXTENSION = "paperdesk.ratelimits"
 # environ: the counts web/replay.py took for a request it then handed on (its limit was used up).
 COUNTED = "paperdesk.ratelimits.counted"

@@ -107,6 +107,7 @@ def paper_index():
             "subscribe": "POST " + links().api("/" + paper.subscribe_path),
             "openapi": links().api("/openapi.json"),
             "receipt_keys": links().api("/receipt-keys"),
+            "log": links().api("/log"),
         },
         "feeds": {
             "rss": links().absolute("/rss.xml"),
@@ -174,7 +175,8 @@ def receipt_keys():
         select(SigningKey).where(SigningKey.paper_id == g.paper.id).order_by(SigningKey.created_at)
     )
     return {"keys": [{"kid": r.kid, "alg": "Ed25519", "public_key": r.public_key,
-                      "created_at": r.created_at, "retired_at": r.retired_at} for r in rows]}
+                      "created_at": r.created_at, "retired_at": r.retired_at} for r in rows],
+            "log": links().api("/log")}
 
 
 # ----------------------------------------------------------------------------- config

@@ -36,6 +36,7 @@ from models import ChangeCursor, Paper, PieceChange
 from services.delivery import content_hooks, purge
 from services.delivery.federation import deliveries, pings
 from services.reading.changes import EPOCH
+from services.transparency import store as transparency_log
 
 log = logging.getLogger("paperdesk.change_stream")
 
@@ -62,6 +63,7 @@ CONSUMERS: tuple[Consumer, ...] = (
     Consumer("cdn-purge", purge.on_changes, after_commit=True),
     Consumer("activitypub", deliveries.on_changes),
     Consumer("pings", pings.on_changes),
+    Consumer(transparency_log.CONSUMER, transparency_log.on_changes),
 )
 
 
