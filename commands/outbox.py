@@ -6,7 +6,7 @@ transparency logs' new checkpoints and submits them to the witnesses
 what is due in the tables of things that leave the building: confirm mail
 (services/delivery/outbox.py), recorded alerts (services/delivery/alerts.py), subscriber webhook
 deliveries (services/delivery/webhooks.py) and site owners' content webhooks
-(services/delivery/content_hooks.py).
+(services/delivery/content_webhooks.py).
 Like send-alerts it commits per message, inside the services (commands/__init__.py says why).
 Any number of drainers and send-alerts runs may work at once: they share the rows by leases
 (services/delivery/claims.py), never by a lock."""
@@ -24,7 +24,7 @@ from flask.cli import with_appcontext
 
 from extensions import db
 from models.clock import utcnow
-from services.delivery import alerts, change_stream, content_hooks, mail, outbox, subscriptions, webhooks
+from services.delivery import alerts, change_stream, content_webhooks, mail, outbox, subscriptions, webhooks
 from services.delivery.federation import deliveries as activitypub
 from services.delivery.federation import pings
 from services.links import PaperOrigins
@@ -124,7 +124,7 @@ def report_alerts(report: alerts.SendReport, seconds: float | None = None) -> No
 
 
 def _deliver_hooks_due(label: str, service, now: datetime, *, quiet: bool):
-    """Post the deliveries of `service` (services.delivery.webhooks or .content_hooks: both have
+    """Post the deliveries of `service` (services.delivery.webhooks or .content_webhooks: both have
     `deliver_due(now, allow_private=, concurrency=, budget=)` and `pending_count()`) that are due,
     with the app's WEBHOOK_* settings; prints `{label}: delivered N, failed M, pending P` (only
     when something was tried, if `quiet`) and `, disabled D` when the report counts endpoints
@@ -149,12 +149,12 @@ def deliver_webhooks_due(now: datetime, *, quiet: bool = False) -> webhooks.Deli
     return _deliver_hooks_due("webhooks", webhooks, now, quiet=quiet)
 
 
-def deliver_content_hooks_due(now: datetime, *, quiet: bool = False) -> content_hooks.Report:
+def deliver_content_webhooks_due(now: datetime, *, quiet: bool = False) -> content_webhooks.Report:
     """Post the content webhook messages that are due (WEBHOOK_ALLOW_PRIVATE,
     WEBHOOK_CONCURRENCY, WEBHOOK_RUN_SECONDS as for subscriber webhooks); prints `content
     webhooks: delivered N, failed M, pending P` (only when something was tried, if `quiet`)
     and `, disabled D` when endpoints were disabled."""
-    return _deliver_hooks_due("content webhooks", content_hooks, now, quiet=quiet)
+    return _deliver_hooks_due("content webhooks", content_webhooks, now, quiet=quiet)
 
 
 def deliver_activities_due(now: datetime, *, quiet: bool = False) -> activitypub.Report:
@@ -176,7 +176,7 @@ def prune_sent(now: datetime) -> int:
     days = current_app.config["OUTBOX_RETENTION_DAYS"]
     if days <= 0:
         return 0
-    pruned = (outbox.prune(now - timedelta(days=days)) + content_hooks.prune(now - timedelta(days=days))
+    pruned = (outbox.prune(now - timedelta(days=days)) + content_webhooks.prune(now - timedelta(days=days))
               + activitypub.prune(now - timedelta(days=days)) + pings.prune(now - timedelta(days=days)))
     db.session.commit()
     if pruned:
@@ -197,7 +197,7 @@ def drain_once(should_stop=None) -> None:
     if should_stop is None or not should_stop():
         deliver_webhooks_due(utcnow(), quiet=True)
     if should_stop is None or not should_stop():
-        deliver_content_hooks_due(utcnow(), quiet=True)
+        deliver_content_webhooks_due(utcnow(), quiet=True)
     if should_stop is None or not should_stop():
         deliver_activities_due(utcnow(), quiet=True)
     if should_stop is None or not should_stop():

@@ -415,10 +415,10 @@ def test_a_cancelled_scheduled_airing_sends_nothing(client, runner, desk, paper,
 
 def test_a_consumer_that_fails_on_one_paper_retries_it_and_serves_the_others(app, client, runner, desk, paper,
                                                                               admin, receiver, monkeypatch):
-    from services.delivery import change_stream, content_hooks
+    from services.delivery import change_stream, content_webhooks
 
     hook = register(client, admin, receiver.url + "/h", ["piece.aired"])
-    real = content_hooks.on_changes
+    real = content_webhooks.on_changes
     failing = {"left": 1}
 
     def flaky(row_paper, changes, now):

@@ -33,7 +33,7 @@ from sqlalchemy import and_, or_, select, update
 
 from extensions import db
 from models import ChangeCursor, Paper, PieceChange
-from services.delivery import content_hooks, purge
+from services.delivery import content_webhooks, purge
 from services.delivery.federation import deliveries, pings
 from services.reading.changes import EPOCH
 from services.transparency import store as transparency_log
@@ -59,7 +59,7 @@ class Consumer:
 # Every consumer, in the order a pass runs them. A consumer added to a running deployment starts
 # at the beginning of each paper's feed unless its migration places its cursors.
 CONSUMERS: tuple[Consumer, ...] = (
-    Consumer("content-webhooks", content_hooks.on_changes),
+    Consumer("content-webhooks", content_webhooks.on_changes),
     Consumer("cdn-purge", purge.on_changes, after_commit=True),
     Consumer("activitypub", deliveries.on_changes),
     Consumer("pings", pings.on_changes),

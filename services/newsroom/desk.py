@@ -15,7 +15,7 @@ from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import DeskKey, Edition, Paper, Persona, Section
-from services.delivery import content_hooks
+from services.delivery import content_webhooks
 from services.errors import Conflict
 from services.newsroom.filing import slugify
 from services.reading.front import public_config
@@ -193,5 +193,5 @@ def publish_edition(paper: Paper, fields: dict, now: datetime) -> Edition:
     db.session.add(edition)
     paper.bump()
     _flush(f"the edition of {day.isoformat()}")
-    content_hooks.edition_published(paper, edition, now=now)
+    content_webhooks.edition_published(paper, edition, now=now)
     return edition
