@@ -75,6 +75,11 @@ def tag_piece(piece) -> None:
     request_state.current().surrogate_keys.append(f"piece-{piece.id}")
 
 
+def route_cache_control() -> str:
+    """The Cache-Control of the current route's public answers (its policy's, or the default)."""
+    return policy.of(current_app, request.endpoint).cache_control or PUBLIC_CACHE_CONTROL
+
+
 def _route_caches() -> bool:
     """The matched route's policy lets its public answers be tagged, stored and replayed."""
     endpoint = request.endpoint
@@ -167,7 +172,7 @@ def _not_modified():
     _mark_for_replay(state)
     response = Response(status=304)
     response.set_etag(etag, weak=form == "weak")
-    response.headers["Cache-Control"] = PUBLIC_CACHE_CONTROL
+    response.headers["Cache-Control"] = route_cache_control()
     response.headers["Vary"] = "Authorization, X-Desk-Key, Accept-Encoding"
     return response
 
@@ -299,7 +304,7 @@ def decorate(response: Response) -> Response:
         if "etag" not in present:
             added.append(("ETag", f'"{current_etag()}"'))
         if "cache-control" not in present:
-            added.append(("Cache-Control", PUBLIC_CACHE_CONTROL))
+            added.append(("Cache-Control", route_cache_control()))
         if "vary" in present:
             response.vary.update(["Authorization", "X-Desk-Key"])
         else:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import gzip
 
-from flask import Response
+from flask import Response, current_app, has_request_context, request
 from werkzeug.datastructures import Accept
 from werkzeug.http import parse_accept_header
 
-from web import request_state
+from web import policy, request_state
 from web.headers import header
 from web.steps import replays
 
@@ -45,7 +45,14 @@ def compressible(response: Response) -> bool:
             content_type = value
         elif lowered == "content-encoding":
             encoded = True
-    return not encoded and content_type.split(";", 1)[0].strip().lower() in COMPRESSIBLE
+    if encoded:
+        return False
+    return content_type.split(";", 1)[0].strip().lower() in COMPRESSIBLE or _route_compresses()
+
+
+def _route_compresses() -> bool:
+    # A route may ask for gzip whatever its content type (a log's entry bundles: octet-stream).
+    return has_request_context() and policy.of(current_app, request.endpoint).compress
 
 
 def _vary_on_encoding(response: Response) -> None:

@@ -21,7 +21,10 @@ subscribe and e-mailed-link limits for POST/PATCH; `none`: never counted), `cors
 any origin, any method; `read`: any origin, GET/HEAD/OPTIONS), `desk_keys` (the route reads
 desk keys from `Authorization` and `X-Desk-Key`; False where `Authorization` means something
 else, such as an ActivityPub inbox's HTTP signature: the headers are then neither checked nor
-looked up, and the request is public).
+looked up, and the request is public), `cache_control` (the Cache-Control of its public
+answers and their 304s instead of caching.PUBLIC_CACHE_CONTROL: a transparency log's checkpoint
+a few seconds, its tiles a year), `compress` (gzip its answers for clients that accept it
+whatever their content type, as for a log's entry bundles).
 """
 from __future__ import annotations
 
@@ -47,6 +50,8 @@ class RoutePolicy:
     limit: str = "request"
     cors: str | None = None
     desk_keys: bool = True
+    cache_control: str | None = None
+    compress: bool = False
 
     def __post_init__(self):
         if self.limit not in LIMITS:

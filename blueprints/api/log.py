@@ -4,16 +4,14 @@ blueprints/log.py; docs/PROOFS.md "The transparency log").
     GET /api/v1/log                        origin, vkey, checkpoint and tile prefix URLs, size
     GET /api/v1/stories/{id}/log-proof     the piece's newest entry, proved (c2sp.org/tlog-proof@v1)
 
-Public; a private paper's log is not served (404, even with a key). Both answers change when the
-worker signs a checkpoint, not when the paper's version moves, so they opt out of the paper's
-ETag and response cache (`policy.route(cache=False)`) and carry their own ETag and
-Cache-Control: a few seconds.
+Public; a private paper's log is not served (404, even with a key). Public answers like any
+other (the paper's ETag, the response cache, the replay): signing a checkpoint moves the
+paper's version, so none outlives the checkpoint it shows; their route policy keeps them in
+caches a few seconds.
 """
 from __future__ import annotations
 
-import hashlib
-
-from flask import Response, current_app, g, jsonify, request
+from flask import Response, current_app, g, jsonify
 from sqlalchemy import select
 
 from blueprints.api.common import api_blueprint, checked_slug, not_found
@@ -46,18 +44,6 @@ PROOF_EXAMPLE = (
     "\u2014 demo.example.org/log K1sONLxS0...\n")
 
 
-def validated(response: Response, cache_control: str) -> Response:
-    """`response` (a complete 200) with a strong ETag of its bytes and `cache_control`, or a
-    304 with the same headers when If-None-Match holds that ETag: these answers keep their own
-    validators (not cached with the paper: they change when the log signs, not with the paper's version)."""
-    etag = hashlib.sha256(response.get_data()).hexdigest()[:32]
-    if request.if_none_match.contains_weak(etag):
-        response = Response(status=304)
-    response.set_etag(etag)
-    response.headers["Cache-Control"] = cache_control
-    return response
-
-
 def public_log(paper):
     """The paper's log when it is served: a public paper whose log exists; else NotFound."""
     row = store.get_log(paper.id) if paper.is_public else None
@@ -75,7 +61,7 @@ def _witnesses() -> list[dict]:
 
 
 @bp.route("/log")
-@policy.route(cache=False)
+@policy.route(cache_control=SHORT)
 @bp.response(200, LogOut, headers={"Cache-Control": {
     "description": "`public, max-age=5`: the size moves whenever the log signs a checkpoint.",
     "schema": {"type": "string"}}})
@@ -94,11 +80,11 @@ def log_index():
     body = {"origin": row.origin, "vkey": store.vkey_of(row), "checkpoint": here.absolute("/log/checkpoint"),
             "prefix": here.absolute("/log"), "size": row.signed_size, "entry_format": entries.FORMAT,
             "witnesses": _witnesses(), "proof": here.api("/stories/{id}/log-proof")}
-    return validated(jsonify(body), SHORT)
+    return jsonify(body)
 
 
 @bp.route("/stories/<string(maxlength=200):id>/log-proof")
-@policy.route(cache=False)
+@policy.route(cache_control=SHORT)
 @bp.response(200, description="The proof (c2sp.org/tlog-proof@v1): the entry as `extra`, its index, "
                               "the inclusion proof, then the checkpoint with its signatures.")
 @bp.doc(responses={200: {"content": {"text/plain": {"schema": {"type": "string"}, "example": PROOF_EXAMPLE}}}})
@@ -119,4 +105,4 @@ def story_log_proof(id: str):
         raise not_found()
     interval = int(current_app.config["LOG_CHECKPOINT_SECONDS"]) + 1
     text = store.piece_proof(g.paper, piece_id, utcnow(), retry_after=interval)
-    return validated(Response(text, content_type=PROOF_TYPE), SHORT)
+    return Response(text, content_type=PROOF_TYPE)

@@ -194,9 +194,19 @@ def sign(row: TransparencyLog, now: datetime) -> LogCheckpoint | None:
     checkpoint = LogCheckpoint(paper_id=row.paper_id, size=size, root=root, cosignatures="", signed_at=now,
                                note=note.signed_note(text, [note.sign_line(text, row.origin, seed)]))
     db.session.add(checkpoint)
+    served_changed(row.paper_id)
     db.session.flush()
     db.session.refresh(row)
     return checkpoint
+
+
+def served_changed(paper_id: int) -> None:
+    """What the paper's log serves changed (a new checkpoint, a cosignature): move the paper's
+    version, so every cached and replayed answer of the paper (the checkpoint, tiles, proofs)
+    is made again, on every worker and host (web/state.py's generation moves with it)."""
+    paper = db.session.get(Paper, paper_id)
+    if paper is not None:
+        paper.bump()
 
 
 def papers_without_log() -> list[int]:

@@ -155,6 +155,7 @@ def submit(witness: Witness, paper_id: int, now: datetime, *, timeout: float) ->
     # One line per witness per checkpoint: a newer cosignature by the same key replaces the old.
     others = [line for line in kept if not line.startswith(f"{note.DASH} {witness.name} ")]
     row.cosignatures = "".join(sorted(others) + lines)
+    store.served_changed(row.paper_id)
     state = db.session.get(LogWitness, (paper_id, witness.name))
     state.size, state.failures, state.next_attempt_at, state.last_error = target, 0, None, None
     db.session.commit()
