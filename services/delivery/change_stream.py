@@ -35,6 +35,7 @@ from extensions import db
 from models import ChangeCursor, Paper, PieceChange
 from services.delivery import content_webhooks, purge
 from services.delivery.federation import deliveries, pings
+from services.reading import changes as changes_feed
 from services.reading.changes import EPOCH
 from services.transparency import store as transparency_log
 
@@ -136,6 +137,7 @@ def run(consumer: Consumer, now: datetime, *, batch: int = BATCH) -> tuple[int, 
         if cursor is None:
             continue
         try:
+            changes_feed.settle_writes(paper_id)
             changes = _due(cursor, now, batch)
             paper = db.session.get(Paper, paper_id)
             if changes and paper is not None and not consumer.after_commit:

@@ -48,14 +48,33 @@ def legacy_position(paper: Paper, text: str) -> tuple[datetime, int] | None:
         return None
 
 
+def settle_writes(paper_id: int) -> None:
+    """Wait for the paper's writes in flight, and hold off new ones (until the transaction
+    ends; on PostgreSQL in autocommit, until the statement returns). A change takes its `at`
+    after the writers' lock (filing.lock_paper) but commits later: without this, a scheduled
+    airing whose instant has passed (committed long ago, with a later `at`) could carry a
+    reader's cursor past a change not yet committed, which that reader would then never see.
+    Call before reading changes up to an instant taken before the call. PostgreSQL: a share
+    lock on the paper's row (writers hold it for update); SQLite: the write lock (BEGIN
+    IMMEDIATE)."""
+    connection = db.session.connection()
+    if connection.dialect.name == "sqlite":
+        if not connection.connection.dbapi_connection.in_transaction:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        return
+    db.session.execute(select(Paper.id).where(Paper.id == paper_id).with_for_update(read=True))
+
+
 def page(paper: Paper, after: tuple[datetime, int] | None, limit: int) -> tuple[list[dict], tuple, bool]:
     """At most `limit` changes after position `after` ((`at`, `seq`); from the beginning when
     None), in feed order: `([{"seq", "type", "id", "rev", "content_hash", "at"}], last, more)`.
     `id` is the piece id as text, `at` aware UTC, `content_hash` None on an `unaired` tombstone.
     `last` is never None: the position after the last change listed (or `after` itself, or the
     beginning, when none is), to poll again from; `more` is True when further changes are
-    listable now. One statement."""
+    listable now. Two statements: `settle_writes`, then the page."""
     after_at, after_seq = after or (EPOCH, 0)
+    visibility.request_now()  # the instant the page is judged at, fixed before the writers settle
+    settle_writes(paper.id)
     rows = db.session.execute(_PAGE, {"paper_id": paper.id, "after_at": after_at, "after_seq": after_seq,
                                       "limit": limit + 1}).all()
     more = len(rows) > limit
