@@ -49,20 +49,21 @@ def legacy_position(paper: Paper, text: str) -> tuple[datetime, int] | None:
 
 
 def settle_writes(paper_id: int) -> None:
-    """Wait for the paper's writes in flight, and hold off new ones (until the transaction
-    ends; on PostgreSQL in autocommit, until the statement returns). A change takes its `at`
-    after the writers' lock (filing.lock_paper) but commits later: without this, a scheduled
-    airing whose instant has passed (committed long ago, with a later `at`) could carry a
-    reader's cursor past a change not yet committed, which that reader would then never see.
-    Call before reading changes up to an instant taken before the call. PostgreSQL: a share
-    lock on the paper's row (writers hold it for update); SQLite: the write lock (BEGIN
-    IMMEDIATE)."""
-    connection = db.session.connection()
-    if connection.dialect.name == "sqlite":
-        if not connection.connection.dbapi_connection.in_transaction:
+    """Wait until the paper's writes in flight have committed: a barrier, taken and released
+    on a connection of its own, so nothing is held after it. A change takes its `at` after the
+    writers' lock (filing.lock_paper) but commits later: without this, a scheduled airing whose
+    instant has passed (committed long ago, with a later `at`) could carry a reader's cursor
+    past a change not yet committed, which that reader would then never see. A writer that
+    starts after the barrier takes an `at` later than any instant taken before it, so: take the
+    instant, call this, then read the changes up to that instant. PostgreSQL: a share lock on
+    the paper's row (writers hold it for update); SQLite: the write lock (BEGIN IMMEDIATE)."""
+    with db.engine.connect() as connection:
+        if connection.dialect.name == "sqlite":
             connection.exec_driver_sql("BEGIN IMMEDIATE")
-        return
-    db.session.execute(select(Paper.id).where(Paper.id == paper_id).with_for_update(read=True))
+            connection.exec_driver_sql("ROLLBACK")
+        else:
+            connection.execute(select(Paper.id).where(Paper.id == paper_id).with_for_update(read=True))
+            connection.rollback()
 
 
 def page(paper: Paper, after: tuple[datetime, int] | None, limit: int) -> tuple[list[dict], tuple, bool]:
