@@ -19,11 +19,13 @@ def list_sections(paper: Paper, limit: int | None = None, after: list | None = N
     With `limit`, at most that many after the keyset position `after` (`[position, id]`; None:
     from the first), and `last` the position of the last row when more follow, else None.
     One aggregate query: sections LEFT JOIN on-air pieces, GROUP BY section."""
-    # section_id, not id: PostgreSQL then counts from ix_pieces_section_air alone.
+    # section_id, not id: PostgreSQL then counts from ix_pieces_section_air alone; the paper in
+    # the join too, as that index leads with it (a section's pieces are its paper's anyway).
     count = func.count(Piece.section_id)
     query = (
         select(Section.name, Section.slug, Section.description, count.label("count"), Section.position, Section.id)
-        .outerjoin(Piece, and_(Piece.section_id == Section.id, stories.on_air_clause()))
+        .outerjoin(Piece, and_(Piece.paper_id == Section.paper_id, Piece.section_id == Section.id,
+                               stories.on_air_clause()))
         .where(Section.paper_id == paper.id, Section.active.is_(True))
         .group_by(Section.id, Section.name, Section.slug, Section.description, Section.position)
         .order_by(Section.position, Section.id)

@@ -206,12 +206,14 @@ def list_masthead(paper: Paper) -> list[dict]:
     """Active personas in masthead order (position, then id), each `{"name", "slug", "title",
     "beat", "bio", "pieces"}` where pieces counts their pieces on air. One aggregate query."""
     # persona_id, not id: each persona's count then reads ix_pieces_persona_air alone (an
-    # index-only scan of its range) instead of every piece of the paper.
+    # index-only scan of its range; the paper in the join, as the index leads with it) instead
+    # of every piece of the paper.
     count = func.count(Piece.persona_id)
     query = (
         select(Persona.name, Persona.slug, Persona.title, Persona.beat, Persona.bio,
                count.label("pieces"))
-        .outerjoin(Piece, and_(Piece.persona_id == Persona.id, visibility.on_air()))
+        .outerjoin(Piece, and_(Piece.paper_id == Persona.paper_id, Piece.persona_id == Persona.id,
+                               visibility.on_air()))
         .where(Persona.paper_id == paper.id, Persona.active.is_(True))
         .group_by(Persona.id, Persona.name, Persona.slug, Persona.title, Persona.beat,
                   Persona.bio, Persona.position)
