@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from sqlalchemy import Select, and_, bindparam, case, or_, select
+from sqlalchemy import Select, and_, bindparam, case, or_, select, union_all
 from sqlalchemy.orm import joinedload
 
 from extensions import db
@@ -140,6 +140,8 @@ def _after(column, ascending: bool):
 def _page_statement(core: bool, status: str, one_persona: bool, by_section: bool, by_persona: bool,
                     after_phase: int | None, ascending: bool = False, since: bool = False,
                     by_day: bool = False) -> Select:
+    if core and status == "all" and not ascending:
+        return _both_lanes_statement(one_persona, by_section, by_persona, after_phase, since, by_day)
     if core:
         query = (select(*ROW_COLUMNS, Piece.filed_at).join(Section, Section.id == Piece.section_id)
                  .join(Persona, Persona.id == Piece.persona_id))
@@ -177,6 +179,43 @@ def _page_statement(core: bool, status: str, one_persona: bool, by_section: bool
         sort_at = case((Piece.on_air.is_(True), Piece.on_air_at), else_=Piece.filed_at)
         order = (Piece.on_air.desc(), sort_at.desc(), Piece.id.desc())
     return query.order_by(*order).limit(bindparam("limit"))
+
+
+def _both_lanes_statement(one_persona: bool, by_section: bool, by_persona: bool, after_phase: int | None,
+                          since: bool, by_day: bool) -> Select:
+    """The `all` lane as two index-ordered lanes: the page's first rows on air (newest
+    `on_air_at` first, ix_pieces_paper_air) and the first drafts (newest `filed_at` first,
+    ix_pieces_paper_filed), each cut at the page's size, then merged in the `all` order. Ordering
+    the paper by `on_air DESC, CASE ... DESC, id DESC` in one statement matches no index: it
+    sorted every piece of the paper (110 ms at 100 000 pieces on PostgreSQL); this reads at most
+    twice the page and sorts only that. Same rows and columns as the one-statement form."""
+    def lane(aired: bool):
+        at = Piece.on_air_at if aired else Piece.filed_at
+        query = (select(*ROW_COLUMNS, Piece.filed_at, at.label("sort_at"))
+                 .join(Section, Section.id == Piece.section_id).join(Persona, Persona.id == Piece.persona_id)
+                 .where(Piece.paper_id == bindparam("paper_id"), Piece.on_air.is_(aired)))
+        if one_persona:
+            query = _one_persona(query)
+        if by_section:
+            query = query.where(Piece.section_id == bindparam("section_id"))
+        if by_persona:
+            query = query.where(Piece.persona_id == bindparam("by_persona_id"))
+        if since:
+            query = query.where(Piece.on_air_at > bindparam("since"))
+        if by_day:
+            query = query.where(Piece.on_air_day == bindparam("day"))
+        if after_phase == (1 if aired else 0):
+            query = query.where(_after(at, False))
+        # Wrapped: SQLite refuses ORDER BY and LIMIT on a bare member of a compound select.
+        return select(query.order_by(at.desc(), Piece.id.desc()).limit(bindparam("limit")).subquery())
+
+    # After a draft, no piece on air is left to list.
+    lanes = [lane(False)] if after_phase == 0 else [lane(True), lane(False)]
+    both = union_all(*lanes).subquery() if len(lanes) > 1 else lanes[0].subquery()
+    columns = [both.c[name] for name in ("id", "slug", "headline", "dek", "section", "byline", "rev",
+                                         "on_air_at", "on_air", "filed_at")]
+    return (select(*columns).order_by(both.c.on_air.desc(), both.c.sort_at.desc(), both.c.id.desc())
+            .limit(bindparam("limit")))
 
 
 def page(paper: Paper, limit: int, scope: PageFilter, after: list | None = None, *, core: bool = True,
