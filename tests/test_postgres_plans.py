@@ -27,6 +27,7 @@ from models import Piece
 from services.reading import changes, cursors
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
+from tests.fixtures.statements import statements
 
 PIECES = {"postgresql": 100_000, "sqlite": 5_000}
 # "A few dozen": a page of 15 reads its 16 rows (one more tells whether a next page follows); the
@@ -173,6 +174,15 @@ def test_every_list_page_reads_about_its_rows_in_index_order(app, client, runner
                 check_postgres(url, statement, parameters, may_sort)
             else:
                 check_sqlite(url, statement, parameters, may_sort)
+
+    # Lists of counts (each section's, day's, persona's pieces on air) must count the paper; they
+    # do it once per paper version in a worker, then page from memory without reading a piece.
+    for url in ("/api/v1/sections?limit=2", "/api/v1/days?limit=15", "/api/v1/masthead"):
+        first = client.get(url).get_json()
+        with statements() as seen:
+            again = client.get(url)
+        assert again.get_json() == first
+        assert not [s for s in seen if re.search(r"\bpieces\b", s)], (url, seen)
 
 
 def test_a_killed_backend_costs_no_request_and_a_live_one_no_ping(app, desk, make_app):

@@ -204,7 +204,14 @@ def list_editions(paper: Paper) -> list[Edition]:
 
 def list_masthead(paper: Paper) -> list[dict]:
     """Active personas in masthead order (position, then id), each `{"name", "slug", "title",
-    "beat", "bio", "pieces"}` where pieces counts their pieces on air. One aggregate query."""
+    "beat", "bio", "pieces"}` where pieces counts their pieces on air. One aggregate query on
+    the first read of a paper version in each worker, none after (services/reading/memo.py:
+    the counts grow with the archive)."""
+    return [dict(row) for row in memo.per_version("masthead", memo.paper_state(paper),
+                                                  lambda: _count_masthead(paper))]
+
+
+def _count_masthead(paper: Paper) -> list[dict]:
     # persona_id, not id: each persona's count then reads ix_pieces_persona_air alone (an
     # index-only scan of its range; the paper in the join, as the index leads with it) instead
     # of every piece of the paper.
