@@ -19,6 +19,7 @@ import re
 from datetime import timedelta
 
 import pytest
+from psycopg import sql as psycopg_sql
 from sqlalchemy import event, select, text
 
 import config
@@ -98,16 +99,43 @@ def nodes(plan: dict):
         yield from nodes(child)
 
 
-def postgres_plan(statement: str, parameters: dict) -> dict:
+def postgres_plan(statement: str, parameters: dict, *, generic: bool = False) -> dict:
+    """The executed plan of `statement` with `parameters`: the plan for these values, or with
+    `generic` the plan PostgreSQL keeps for a prepared statement once it plans it for any
+    values (what a worker's connection runs after a few executions, config.py
+    DB_PREPARE_THRESHOLD)."""
     with db.engine.connect() as conn:
-        return conn.exec_driver_sql("EXPLAIN (ANALYZE, FORMAT JSON) " + statement,
-                                    parameters).scalar()[0]["Plan"]
+        if not generic:
+            return conn.exec_driver_sql("EXPLAIN (ANALYZE, FORMAT JSON) " + statement,
+                                        parameters).scalar()[0]["Plan"]
+        names: list[str] = []
+
+        def dollar(match) -> str:
+            if match.group(1) not in names:
+                names.append(match.group(1))
+            return f"${names.index(match.group(1)) + 1}"
+
+        raw = conn.connection.driver_connection
+        raw.execute("PREPARE plan_probe AS " + re.sub(r"%\((\w+)\)s", dollar, statement))
+        try:
+            raw.execute("SET plan_cache_mode = force_generic_plan")
+            values = psycopg_sql.SQL(", ").join(psycopg_sql.Literal(parameters[name]) for name in names)
+            return raw.execute(psycopg_sql.SQL("EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE plan_probe ({})")
+                               .format(values)).fetchone()[0][0]["Plan"]
+        finally:
+            raw.execute("RESET plan_cache_mode")
+            raw.execute("DEALLOCATE plan_probe")
 
 
 def check_postgres(url: str, statement: str, parameters: dict, may_sort: int = 0) -> None:
     """No sort (but of at most `may_sort` rows), at most MAX_ROWS_READ rows read (twice that
-    when two lanes are merged)."""
-    plan = postgres_plan(statement, parameters)
+    when two lanes are merged): in the plan for the request's values and in the generic plan."""
+    for generic in (False, True):
+        check_plan(f"{url} ({'generic' if generic else 'custom'} plan)", statement,
+                   postgres_plan(statement, parameters, generic=generic), may_sort)
+
+
+def check_plan(url: str, statement: str, plan: dict, may_sort: int) -> None:
     shown = f"{url}: {statement}\n{plan}"
     sorted_rows = [sum(c["Actual Rows"] * c["Actual Loops"] for c in n.get("Plans", ()))
                    for n in nodes(plan) if "Sort" in n["Node Type"]]

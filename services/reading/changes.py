@@ -20,7 +20,7 @@ from sqlalchemy import and_, bindparam, or_, select
 
 from extensions import db
 from models import Paper, PieceChange
-from services.reading import visibility
+from services.reading import stories, visibility
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _PREFIX = "chg1"
@@ -36,7 +36,7 @@ _PAGE = (select(PieceChange.seq, PieceChange.type, PieceChange.piece_id, PieceCh
                 or_(PieceChange.at > bindparam("after_at"),
                     and_(PieceChange.at == bindparam("after_at"), PieceChange.seq > bindparam("after_seq"))))
          .order_by(PieceChange.at, PieceChange.seq)
-         .limit(bindparam("limit")))
+         .limit(stories.limit_param()))
 
 
 def legacy_position(paper: Paper, text: str) -> tuple[datetime, int] | None:

@@ -83,7 +83,7 @@ def _rail_ids(count: int):
         top = (select(Piece.id)
                .where(Piece.paper_id == bindparam("paper_id"), Piece.section_id == bindparam(f"s{n}"),
                       visibility.on_air())
-               .order_by(Piece.on_air_at.desc(), Piece.id.desc()).limit(bindparam("size")).subquery())
+               .order_by(Piece.on_air_at.desc(), Piece.id.desc()).limit(stories.limit_param("size")).subquery())
         parts.append(select(top.c.id))  # wrapped: SQLite refuses LIMIT in a bare compound member
     return union_all(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from sqlalchemy import Select, and_, bindparam, case, or_, select, union_all
+from sqlalchemy import Integer, Select, and_, bindparam, case, or_, select, union_all
 from sqlalchemy.orm import joinedload
 
 from extensions import db
@@ -23,6 +23,17 @@ MAX_ID = 2**31 - 1  # pieces.id is an INTEGER column
 def clamp(value: int, low: int, high: int) -> int:
     """`value` forced into [low, high]."""
     return max(low, min(high, value))
+
+
+def limit_param(name: str = "limit"):
+    """The bound parameter of a list's LIMIT, for statements built once: bound at each
+    execution but written into the SQL text (SQLAlchemy's `literal_execute`), so a statement
+    text is one (shape, page size). Why: PostgreSQL plans a prepared statement generically
+    (once per connection) only when the generic plan does not look dearer than the
+    parameters' own, and a `LIMIT $n` it cannot see looks dearer, so every execution was
+    planned anew (0.2-0.3 ms a list, more than running it); with the size in the text the
+    generic plan, the same index scan, is taken (docs/PERFORMANCE.md "PostgreSQL")."""
+    return bindparam(name, type_=Integer(), literal_execute=True)
 
 
 def rows_query(paper: Paper, *, include_drafts: bool = False) -> Select:
@@ -60,7 +71,7 @@ def _rows_query(of_paper, include_drafts: bool, one_persona: bool = False) -> Se
 
 # `/stories` is the hottest list: its statement is built once (see _find_statement).
 _LATEST = {(drafts, one): _rows_query(Piece.paper_id == bindparam("paper_id"), drafts, one)
-           .limit(bindparam("limit")) for drafts in (True, False) for one in (True, False)}
+           .limit(limit_param()) for drafts in (True, False) for one in (True, False)}
 
 
 def latest(paper: Paper, limit: int, *, include_drafts: bool = False,
@@ -170,7 +181,7 @@ def _page_statement(core: bool, status: str, one_persona: bool, by_section: bool
     elif after_phase == 0:
         query = query.where(Piece.on_air.is_(False), _after(Piece.filed_at, False))
     if ascending:  # /posts?since=T: oldest first, on air only
-        return query.order_by(Piece.on_air_at.asc(), Piece.id.asc()).limit(bindparam("limit"))
+        return query.order_by(Piece.on_air_at.asc(), Piece.id.asc()).limit(limit_param())
     if status == "on_air":
         order = (Piece.on_air_at.desc(), Piece.id.desc())
     elif status == "draft":
@@ -178,7 +189,7 @@ def _page_statement(core: bool, status: str, one_persona: bool, by_section: bool
     else:
         sort_at = case((Piece.on_air.is_(True), Piece.on_air_at), else_=Piece.filed_at)
         order = (Piece.on_air.desc(), sort_at.desc(), Piece.id.desc())
-    return query.order_by(*order).limit(bindparam("limit"))
+    return query.order_by(*order).limit(limit_param())
 
 
 def _both_lanes_statement(one_persona: bool, by_section: bool, by_persona: bool, after_phase: int | None,
@@ -207,7 +218,7 @@ def _both_lanes_statement(one_persona: bool, by_section: bool, by_persona: bool,
         if after_phase == (1 if aired else 0):
             query = query.where(_after(at, False))
         # Wrapped: SQLite refuses ORDER BY and LIMIT on a bare member of a compound select.
-        return select(query.order_by(at.desc(), Piece.id.desc()).limit(bindparam("limit")).subquery())
+        return select(query.order_by(at.desc(), Piece.id.desc()).limit(limit_param()).subquery())
 
     # After a draft, no piece on air is left to list.
     lanes = [lane(False)] if after_phase == 0 else [lane(True), lane(False)]
@@ -215,7 +226,7 @@ def _both_lanes_statement(one_persona: bool, by_section: bool, by_persona: bool,
     columns = [both.c[name] for name in ("id", "slug", "headline", "dek", "section", "byline", "rev",
                                          "on_air_at", "on_air", "filed_at")]
     return (select(*columns).order_by(both.c.on_air.desc(), both.c.sort_at.desc(), both.c.id.desc())
-            .limit(bindparam("limit")))
+            .limit(limit_param()))
 
 
 def page(paper: Paper, limit: int, scope: PageFilter, after: list | None = None, *, core: bool = True,
