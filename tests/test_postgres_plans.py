@@ -224,7 +224,7 @@ def test_a_killed_backend_costs_no_request_and_a_live_one_no_ping(app, desk, mak
     desk.piece(paper, "On air")
     options = config.postgres_engine_options()
     assert options["pool_pre_ping"] is False and options["connect_args"]["prepare_threshold"] == 1
-    worker = make_app(SQLALCHEMY_ENGINE_OPTIONS=options, CACHE_TYPE="NullCache", PAPER_SNAPSHOT_SECONDS=0)
+    worker = make_app(SQLALCHEMY_ENGINE_OPTIONS=options, CACHE_TYPE="NullCache")
     client = worker.test_client()
     for _ in range(3):
         assert client.get("/api/v1/stories?limit=15").status_code == 200

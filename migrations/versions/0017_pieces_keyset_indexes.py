@@ -1,7 +1,7 @@
 """pieces: every list in index order (the keyset's `id` in the indexes; persona and draft lists)
 
 Revision ID: 0017
-Revises: 0015
+Revises: 0016
 Create Date: 2026-11-27 02:00:00
 
 Every list of pieces is paged by a keyset, newest first: `(on_air_at, id)` for pieces on air,
@@ -32,7 +32,7 @@ from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = '0017'
-down_revision = '0015'
+down_revision = '0016'
 branch_labels = None
 depends_on = None
 
