@@ -95,11 +95,13 @@ def connection_alive(dbapi_connection) -> bool:
 
     if dbapi_connection.closed or pgconn.status != pq.ConnStatus.OK:
         return False
+    # poll, not select: select refuses descriptors above 1023.
+    poller = select.poll()
     try:
-        readable, _, _ = select.select([pgconn.socket], [], [], 0)
+        poller.register(pgconn.socket, select.POLLIN | select.POLLPRI)
+        return not poller.poll(0)
     except (OSError, ValueError):  # the socket is gone already
         return False
-    return not readable
 
 
 @functools.cache
