@@ -25,7 +25,7 @@ from sqlalchemy import event, select, text
 import config
 from extensions import db
 from models import Piece
-from services.reading import changes, cursors
+from services.reading import cursors
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.fixtures.statements import statements
@@ -189,7 +189,8 @@ def test_every_list_page_reads_about_its_rows_in_index_order(app, client, runner
     deep_cursor = cursors.encode(app.config["SECRET_KEY"], "stories", paper.id,
                                  {"status": "on_air", "section": None, "persona": None, "drafts_of": None},
                                  [1, cursors.moment(deep_at), deep_id])
-    change_cursor = changes.encode_cursor(paper, deep_at, 100 + deep_id)
+    change_cursor = cursors.encode(app.config["SECRET_KEY"], "changes", paper.id, {},
+                                   [cursors.moment(deep_at), 100 + deep_id])
     day = (T0 - timedelta(days=100)).date().isoformat()
     since = (T0 - timedelta(days=30)).isoformat().replace("+00:00", "Z")
 
