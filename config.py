@@ -4,7 +4,9 @@ docs/API.md "config" names the variables; README "Configuration" documents them.
 """
 from __future__ import annotations
 
+import functools
 import os
+import select
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -45,6 +47,83 @@ def sqlite_file(database_url: str, instance_path: str | Path) -> Path | None:
     return path if path.is_absolute() else Path(instance_path) / path
 
 
+def postgres_engine_options() -> dict:
+    """SQLAlchemy engine options for PostgreSQL (psycopg 3), from the environment
+    (docs/DEPLOYING.md "The database"):
+
+    - a pool per gunicorn worker (sync workers serve one request at a time, so a small pool is
+      plenty; workers x (size + overflow) must stay under the server's max_connections),
+      connections recycled after `DB_POOL_RECYCLE` seconds (1800);
+    - no ping per checkout (`DB_POOL_PRE_PING`, off): a `SELECT 1` round trip before every
+      request's first statement cost as much as the statement itself. `LivePool` instead drops,
+      at checkout and without a round trip, a connection whose server side is gone (a restart,
+      `pg_terminate_backend`, an idle timeout): its socket has something to read or is closed;
+    - server-side prepared statements (`DB_PREPARE_THRESHOLD`, 1: from a statement's second
+      execution on a connection; empty: never, for pgbouncer in transaction mode before 1.21):
+      every hot read is one statement text built once, so each connection parses it once;
+    - `DB_STATEMENT_TIMEOUT_MS`: a runaway query is cancelled by the server before gunicorn
+      kills the worker."""
+    connect_args: dict = {}
+    threshold = os.environ.get("DB_PREPARE_THRESHOLD", "1").strip()
+    connect_args["prepare_threshold"] = int(threshold) if threshold else None
+    statement_timeout = os.environ.get("DB_STATEMENT_TIMEOUT_MS", "")
+    if statement_timeout:
+        connect_args["options"] = f"-c statement_timeout={int(statement_timeout)}"
+    return {
+        "poolclass": live_pool(),
+        "pool_pre_ping": _flag("DB_POOL_PRE_PING", False),
+        "pool_size": int(os.environ.get("DB_POOL_SIZE", "5")),
+        "max_overflow": int(os.environ.get("DB_MAX_OVERFLOW", "5")),
+        "pool_timeout": int(os.environ.get("DB_POOL_TIMEOUT", "10")),
+        "pool_recycle": int(os.environ.get("DB_POOL_RECYCLE", "1800")),
+        "connect_args": connect_args,
+    }
+
+
+def connection_alive(dbapi_connection) -> bool:
+    """Whether a pooled, idle psycopg connection can still be used, judged without a round
+    trip: psycopg has not seen it close, and its socket has nothing to read. An idle
+    connection is sent nothing by a live server; a server that ends the session (restart,
+    `pg_terminate_backend`, `idle_session_timeout`) sends its FATAL message and closes, which
+    makes the socket readable. True for other drivers (nothing to look at). A connection lost
+    without a word (a cable cut) still passes: its first statement fails, the request is
+    answered 503 (web/errors.py) and SQLAlchemy recycles the pool's older connections."""
+    pgconn = getattr(dbapi_connection, "pgconn", None)
+    if pgconn is None:
+        return True
+    from psycopg import pq
+
+    if dbapi_connection.closed or pgconn.status != pq.ConnStatus.OK:
+        return False
+    # poll, not select: select refuses descriptors above 1023.
+    poller = select.poll()
+    try:
+        poller.register(pgconn.socket, select.POLLIN | select.POLLPRI)
+        return not poller.poll(0)
+    except (OSError, ValueError):  # the socket is gone already
+        return False
+
+
+@functools.cache
+def live_pool() -> type:
+    """SQLAlchemy's QueuePool, but a checkout of a connection `connection_alive` refuses raises
+    DisconnectionError, on which the pool discards it and checks out another (a new connection
+    when none is left): a restarted or killed server costs no request an error, and a live one
+    costs no ping."""
+    from sqlalchemy import event, exc
+    from sqlalchemy.pool import QueuePool
+
+    class LivePool(QueuePool):
+        """QueuePool that drops dead connections at checkout (config.connection_alive)."""
+
+    @event.listens_for(LivePool, "checkout")
+    def _refuse_dead(dbapi_connection, connection_record, connection_proxy) -> None:
+        if not connection_alive(dbapi_connection):
+            raise exc.DisconnectionError("the server closed this pooled connection")
+
+    return LivePool
+
+
 def load() -> dict:
     """Return the configuration mapping for `create_app`.
 
@@ -54,21 +133,7 @@ def load() -> dict:
     database_url = _database_url(instance)
     engine_options: dict = {}
     if database_url.startswith("postgresql"):
-        # A server restart must not fail the next request on each pooled connection. (A SQLite
-        # file cannot go away under a connection, so it skips the ping's round trip.)
-        engine_options["pool_pre_ping"] = _flag("DB_POOL_PRE_PING", True)
-        # Per gunicorn worker (sync workers serve one request at a time, so a small pool is
-        # plenty); workers x (size + overflow) must stay under the server's max_connections.
-        engine_options.update(
-            pool_size=int(os.environ.get("DB_POOL_SIZE", "5")),
-            max_overflow=int(os.environ.get("DB_MAX_OVERFLOW", "5")),
-            pool_timeout=int(os.environ.get("DB_POOL_TIMEOUT", "10")),
-            pool_recycle=1800,
-        )
-        statement_timeout = os.environ.get("DB_STATEMENT_TIMEOUT_MS", "")
-        if statement_timeout:
-            # A runaway query is cancelled by the server before gunicorn kills the worker.
-            engine_options["connect_args"] = {"options": f"-c statement_timeout={int(statement_timeout)}"}
+        engine_options.update(postgres_engine_options())
     return {
         "INSTANCE_PATH": str(instance),
         # Empty: a secret generated once into the instance folder (security.secret_key); a

@@ -7,15 +7,17 @@ archive; worker memory.
 library's `http` package for every script run from this directory.)
 
 For each backend (a fresh SQLite file; and a fresh PostgreSQL database at BENCH_DATABASE_URL,
-default postgresql://postgres@127.0.0.1:5432/paperdesk_bench, created and dropped here):
+default postgresql://postgres@127.0.0.1:5432/paperdesk_bench, created and dropped here; both by
+default, and a PostgreSQL server that does not answer stops the run rather than leave its lane
+out: `--backends sqlite` runs SQLite alone):
 
 1. bench/scale.py: 1 000 and 10 000 pieces, cold: list, front and search latency, one
    request at a time (wrk -t1 -c1: the time a request takes, not the time it queues).
    (A PostgreSQL database that existed before the run, or that BENCH_DATABASE_URL names, is
    left behind empty; one the run created under the default name is dropped.)
-2. `flask seed-demo --pieces 100000 --subscribers 100000` (timed), then the statistics
-   docs/DEPLOYING.md asks for after a bulk load (SQLite `ANALYZE`; PostgreSQL `VACUUM
-   ANALYZE`, what autovacuum would soon do).
+2. `flask seed-demo --pieces 100000 --subscribers 100000` (timed; it ends with `flask
+   analyze-db`'s statistics refresh, as docs/DEPLOYING.md asks after a bulk load), then the
+   same statistics once more (SQLite `ANALYZE`; PostgreSQL `VACUUM ANALYZE`).
 3. gunicorn as in production (gunicorn.conf.py, 2 workers, rate limiter on, Redis for the
    limiter and the cache when BENCH_REDIS_URL, default redis://127.0.0.1:6379/14, answers),
    twice: cold (CACHE_TYPE=NullCache) and warm (the response cache primed). Beside it, two
@@ -215,8 +217,10 @@ def main() -> int:
     backends = [b for b in args.backends.split(",") if b]
     notes = []
     if "postgresql" in backends and not harness.postgres_reachable(pg):
-        notes.append(f"PostgreSQL at {pg} was unreachable: skipped.")
-        backends.remove("postgresql")
+        # Both lanes are the point of the run (PostgreSQL is the production database): a lane
+        # silently missing would leave the tables without their comparison.
+        raise SystemExit(f"PostgreSQL at {pg} is unreachable: start it, set BENCH_DATABASE_URL, "
+                         "or run SQLite alone with HTTP_BENCH_ARGS='--backends sqlite'.")
     # A database that was there before the run, or that BENCH_DATABASE_URL names (bench/alerts.py
     # runs next on it, in `make bench`), is left there, empty; one made here is dropped.
     args.pg_existed = "postgresql" in backends and (

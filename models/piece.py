@@ -31,11 +31,25 @@ class Piece(db.Model):
     of `on_air_at`, kept as a column so the archive is an indexed GROUP BY."""
 
     __tablename__ = "pieces"
+    # Every list is read in the order of one of these indexes, so a page of N reads about N
+    # index entries and sorts nothing (docs/PERFORMANCE.md "Lists in index order"; migration
+    # 0017; tests/test_postgres_plans.py). Each leads with the equality columns of its lists
+    # (the paper, its section or persona, `on_air` of the visibility rule), then the keyset
+    # order: `on_air_at, id` for pieces on air, `filed_at, id` for drafts. `id` is spelled out
+    # for PostgreSQL (SQLite appends the rowid to every index anyway), so ties on the instant
+    # come out in keyset order too. Ascending columns serve `ORDER BY ... DESC, id DESC` by a
+    # backward scan on both databases; DESC columns would only make the newest-first walk
+    # forward and the oldest-first one (`/posts?since=`) backward. The section and persona
+    # indexes lead with `paper_id` too: PostgreSQL prices an index scan by the physical
+    # correlation of its first column, and a section id cycling through the table made it walk
+    # the whole paper's index filtering on the section instead (3 rows read per row listed).
     __table_args__ = (
         UniqueConstraint("paper_id", "slug"),
-        Index("ix_pieces_paper_air", "paper_id", "on_air", "on_air_at"),
-        Index("ix_pieces_paper_air_day", "paper_id", "on_air", "on_air_day", "on_air_at"),
-        Index("ix_pieces_section_air", "section_id", "on_air", "on_air_at"),
+        Index("ix_pieces_paper_air", "paper_id", "on_air", "on_air_at", "id"),
+        Index("ix_pieces_paper_air_day", "paper_id", "on_air", "on_air_day", "on_air_at", "id"),
+        Index("ix_pieces_section_air", "paper_id", "section_id", "on_air", "on_air_at", "id"),
+        Index("ix_pieces_persona_air", "paper_id", "persona_id", "on_air", "on_air_at", "id"),
+        Index("ix_pieces_paper_filed", "paper_id", "on_air", "filed_at", "id"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -20,18 +20,23 @@ from sqlalchemy import and_, bindparam, or_, select
 
 from extensions import db
 from models import Paper, PieceChange
-from services.reading import visibility
+from services.reading import stories, visibility
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _PREFIX = "chg1"
 
+# In the order of ix_piece_changes_paper_at_seq (paper_id, at, seq), so a page of N reads N
+# index entries however deep the cursor. The plain `at >= after_at` repeats what the OR says so
+# that it bounds the index range: without it a poller near the end of a long feed would walk
+# every change since the first.
 _PAGE = (select(PieceChange.seq, PieceChange.type, PieceChange.piece_id, PieceChange.rev,
                 PieceChange.content_hash, PieceChange.at)
          .where(PieceChange.paper_id == bindparam("paper_id"), PieceChange.at <= visibility.AIR_NOW,
+                PieceChange.at >= bindparam("after_at"),
                 or_(PieceChange.at > bindparam("after_at"),
                     and_(PieceChange.at == bindparam("after_at"), PieceChange.seq > bindparam("after_seq"))))
          .order_by(PieceChange.at, PieceChange.seq)
-         .limit(bindparam("limit")))
+         .limit(stories.limit_param()))
 
 
 def legacy_position(paper: Paper, text: str) -> tuple[datetime, int] | None:

@@ -54,6 +54,21 @@ class NavSection(NamedTuple):
     name: str
 
 
+class RailSection(NamedTuple):
+    """An active section as the front's rails need it."""
+
+    id: int
+    name: str
+    slug: str
+
+
+def rail_sections(paper: Paper, version_state: str | None) -> list[RailSection]:
+    """`active_sections` for the front's rails, kept per paper version in this worker like
+    `nav_sections`: a cold front then costs one round trip to the database (the rails), not two."""
+    return memo.per_version("rail_sections", version_state,
+                            lambda: [RailSection(s.id, s.name, s.slug) for s in active_sections(paper)])
+
+
 def nav_sections(paper: Paper, version_state: str | None) -> list[NavSection]:
     """`active_sections` as the nav needs them, kept per paper version in this worker
     (services/reading/memo.py: `version_state` as `newsroom` takes it; None asks afresh)."""
@@ -61,7 +76,8 @@ def nav_sections(paper: Paper, version_state: str | None) -> list[NavSection]:
                             lambda: [NavSection(s.slug, s.name) for s in active_sections(paper)])
 
 
-def rail_pieces(paper: Paper, sections: list[Section], size: int = RAIL_SIZE) -> dict[int, list[Piece]]:
+def rail_pieces(paper: Paper, sections: list[Section] | list[RailSection],
+                size: int = RAIL_SIZE) -> dict[int, list[Piece]]:
     """Up to `size` newest pieces on air per section, newest first: `{section_id: [Piece]}`,
     section and persona loaded. One statement: a UNION ALL of per-section `LIMIT size`
     subqueries, each an index range scan on ix_pieces_section_air, so its cost follows the rail
@@ -83,7 +99,7 @@ def _rail_ids(count: int):
         top = (select(Piece.id)
                .where(Piece.paper_id == bindparam("paper_id"), Piece.section_id == bindparam(f"s{n}"),
                       visibility.on_air())
-               .order_by(Piece.on_air_at.desc(), Piece.id.desc()).limit(bindparam("size")).subquery())
+               .order_by(Piece.on_air_at.desc(), Piece.id.desc()).limit(stories.limit_param("size")).subquery())
         parts.append(select(top.c.id))  # wrapped: SQLite refuses LIMIT in a bare compound member
     return union_all(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
 
@@ -114,7 +130,7 @@ def _rail_statement(built: dict, build, count: int):
     return statement
 
 
-def _rail_params(paper: Paper, sections: list[Section], size: int) -> dict:
+def _rail_params(paper: Paper, sections: list[Section] | list[RailSection], size: int) -> dict:
     return {"paper_id": paper.id, "size": size, **{f"s{n}": s.id for n, s in enumerate(sections)}}
 
 
@@ -122,7 +138,7 @@ _RAIL_PIECES: dict[int, object] = {}
 _RAIL_ROWS: dict[int, object] = {}
 
 
-def rail_rows(paper: Paper, sections: list[Section], size: int = RAIL_SIZE) -> dict[int, list]:
+def rail_rows(paper: Paper, sections: list[Section] | list[RailSection], size: int = RAIL_SIZE) -> dict[int, list]:
     """`rail_pieces` as Core rows of stories.ROW_COLUMNS (plus `section_id`), for the wire:
     `{section_id: [row]}`, newest first, one statement."""
     rails: dict[int, list] = {section.id: [] for section in sections}
@@ -172,11 +188,11 @@ def build_front(paper: Paper, version_state: str | None, *, links: Links, rows: 
     order, at most six newest pieces on air each; the lead and top stories as `choose_lead`
     picks them out of those rails (the rails still hold them); `home` is `links.home()`. Served
     by `GET /api/v1/front` and `/front.json` alike. Three SQL statements whatever the paper's
-    size (two when the newsroom counts are memoised for `version_state`), one more when the
-    editor has chosen a lead. With `rows`, the stories are Core rows of stories.ROW_COLUMNS
-    instead of Pieces (the chosen lead a row of STORY_COLUMNS; schemas/front.py `front_wire`
-    shapes them)."""
-    sections = active_sections(paper)
+    size (one, the rails, when the sections and the newsroom counts are memoised for
+    `version_state`), one more when the editor has chosen a lead. With `rows`, the stories are
+    Core rows of stories.ROW_COLUMNS instead of Pieces (the chosen lead a row of STORY_COLUMNS;
+    schemas/front.py `front_wire` shapes them)."""
+    sections = rail_sections(paper, version_state)
     rails = rail_rows(paper, sections) if rows else rail_pieces(paper, sections)
     document = {
         "paper": {
@@ -204,12 +220,23 @@ def list_editions(paper: Paper) -> list[Edition]:
 
 def list_masthead(paper: Paper) -> list[dict]:
     """Active personas in masthead order (position, then id), each `{"name", "slug", "title",
-    "beat", "bio", "pieces"}` where pieces counts their pieces on air. One aggregate query."""
-    count = func.count(Piece.id)
+    "beat", "bio", "pieces"}` where pieces counts their pieces on air. One aggregate query on
+    the first read of a paper version in each worker, none after (services/reading/memo.py:
+    the counts grow with the archive)."""
+    return [dict(row) for row in memo.per_version("masthead", memo.paper_state(paper),
+                                                  lambda: _count_masthead(paper))]
+
+
+def _count_masthead(paper: Paper) -> list[dict]:
+    # persona_id, not id: each persona's count then reads ix_pieces_persona_air alone (an
+    # index-only scan of its range; the paper in the join, as the index leads with it) instead
+    # of every piece of the paper.
+    count = func.count(Piece.persona_id)
     query = (
         select(Persona.name, Persona.slug, Persona.title, Persona.beat, Persona.bio,
                count.label("pieces"))
-        .outerjoin(Piece, and_(Piece.persona_id == Persona.id, visibility.on_air()))
+        .outerjoin(Piece, and_(Piece.paper_id == Persona.paper_id, Piece.persona_id == Persona.id,
+                               visibility.on_air()))
         .where(Persona.paper_id == paper.id, Persona.active.is_(True))
         .group_by(Persona.id, Persona.name, Persona.slug, Persona.title, Persona.beat,
                   Persona.bio, Persona.position)

@@ -41,6 +41,20 @@ def per_version(name: str, state: str | None, compute: Callable[[], T]) -> T:
     return value
 
 
+def paper_state(paper, now=None) -> str:
+    """The version state of a loaded Paper row, as web/caching.py `paper_state` writes it for
+    the request's paper: `{id}.{version}.{birth}` (birth: creation time, hex seconds), then
+    `.a{n}` once `n` > 0 of its scheduled instants have come by `now` (aware UTC; default the
+    request's instant, services/reading/visibility.py). Whatever is on air, and so every count
+    of pieces, is a function of it."""
+    from services.reading import visibility  # visibility imports models; memo stays a leaf
+
+    birth = int(paper.created_at.timestamp()) if paper.created_at else 0
+    state = f"{paper.id}.{paper.version}.{birth:x}"
+    aired = visibility.passed(paper.air_schedule, now)
+    return f"{state}.a{aired}" if aired else state
+
+
 @event.listens_for(Session, "after_commit")
 def _forget(session: Session) -> None:
     # Any commit may have moved a paper's version (Paper.bump) or its visibility.

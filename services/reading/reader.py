@@ -95,7 +95,7 @@ def related_pieces(paper: Paper, piece: Piece, limit: int = RELATED_SIZE) -> lis
 # Built once (building it cost as much as running it; docs/PERFORMANCE.md).
 _RELATED = (stories.rows_query_for(bindparam("paper_id"))
             .where(Piece.section_id == bindparam("section_id"), Piece.id != bindparam("piece_id"))
-            .limit(bindparam("limit")))
+            .limit(stories.limit_param()))
 
 
 def day_pieces(paper: Paper, day: date, page: int = 1, size: int = DAY_PAGE_SIZE) -> Page:
