@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = '0018'
-down_revision = '0016'
+down_revision = '0017'
 branch_labels = None
 depends_on = None
 
