@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import click
 from flask import current_app
@@ -78,6 +79,45 @@ def drain_confirms(should_stop=None) -> outbox.DrainReport:
     return report
 
 
+# Where `make run` writes the PUBLIC_BASE_URL it serves under (`flask run-info`), in the
+# instance folder, so a later `flask send-alerts` in another shell builds the same links.
+RECORDED_BASE_URL = "public_base_url"
+
+
+def alert_origins() -> PaperOrigins:
+    """Each paper's origin for links built outside a request (alerts): PUBLIC_BASE_URL, else
+    the one `make run` recorded in the instance folder (RECORDED_BASE_URL), else, only in
+    development (`FLASK_DEBUG`, or tests), PAPER_DOMAIN with PUBLIC_URL_SCHEME and
+    PUBLIC_PORT. Raises click.ClickException, naming the setting, when there is no base URL
+    outside development (its links would be `http://localhost/...`, which reach nothing) or
+    the recorded one is not usable."""
+    config = dict(current_app.config)
+    if not str(config.get("PUBLIC_BASE_URL") or "").strip():
+        recorded = Path(current_app.instance_path) / RECORDED_BASE_URL
+        if recorded.is_file():
+            config["PUBLIC_BASE_URL"] = recorded.read_text(encoding="utf-8").strip()
+    if not str(config.get("PUBLIC_BASE_URL") or "").strip() and not (current_app.debug or current_app.testing):
+        raise click.ClickException(
+            "PUBLIC_BASE_URL is not set: alert links would lead to "
+            f"{config['PUBLIC_URL_SCHEME']}://{config['PAPER_DOMAIN']}/..., not to this server. Set it to the "
+            "origin readers reach the paper on (e.g. PUBLIC_BASE_URL=https://papers.example.com), or run "
+            "`make alerts` beside `make run`. Nothing was planned or marked sent.")
+    try:
+        return PaperOrigins.from_config(config)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def plan_instant_alerts(seen: dict | None = None) -> alerts.PlanReport:
+    """Plan the instant alerts due now (services/delivery/alerts.py `plan_instant`), with
+    `seen` carried between passes; prints `planned: N instant alert(s)` when it recorded any.
+    Raises click.ClickException when alert links have no origin (`alert_origins`)."""
+    report = alerts.plan_instant(utcnow, origins=alert_origins(), seen=seen)
+    if report.recorded:
+        click.echo(f"planned: {report.recorded} instant alert(s)")
+    return report
+
+
 def send_alerts_due(now: datetime, *, connections: int | None = None,
                     progress: Callable[[int], None] | None = None,
                     should_stop: Callable[[], bool] | None = None) -> alerts.SendReport:
@@ -93,7 +133,7 @@ def send_alerts_due(now: datetime, *, connections: int | None = None,
         raise click.ClickException(str(exc)) from exc
     policy = alerts.FailurePolicy(bounce_limit=config["ALERT_BOUNCE_LIMIT"], max_attempts=config["ALERT_MAX_ATTEMPTS"])
     return alerts.send_recorded(
-        now, None, progress, origins=PaperOrigins.from_config(config),
+        now, None, progress, origins=alert_origins(),
         connections=connections or config["ALERT_CONNECTIONS"],
         open_mailer=lambda: mail.open_mailer(config, timeout=timeout), policy=policy, clock=utcnow,
         lease=timedelta(seconds=config["ALERT_LEASE_SECONDS"]), smtp_timeout=timeout, should_stop=should_stop)
@@ -162,17 +202,32 @@ def prune_sent(now: datetime) -> int:
     return pruned
 
 
-def drain_once(should_stop=None) -> None:
-    """One pass of the drainer: scheduled pieces that aired, confirm mail, then alerts, then
-    subscriber webhooks, then content webhooks, each printing only when it did something."""
+def drain_once(should_stop=None, seen: dict | None = None, with_alerts: bool = True) -> None:
+    """One pass of the drainer: scheduled pieces that aired, confirm mail, then instant alerts
+    planned (`seen`: see `alerts.plan_instant`) and due alerts sent (unless `with_alerts` is
+    False), then subscriber webhooks, then content webhooks, each printing only when it did
+    something."""
     announce_aired(utcnow())
     drain_confirms(should_stop)
-    if should_stop is None or not should_stop():
+    if with_alerts and (should_stop is None or not should_stop()):
+        plan_instant_alerts(seen)
+    if with_alerts and (should_stop is None or not should_stop()):
         report_alerts(send_alerts_due(utcnow(), should_stop=should_stop))
     if should_stop is None or not should_stop():
         deliver_webhooks_due(utcnow(), quiet=True)
     if should_stop is None or not should_stop():
         deliver_content_hooks_due(utcnow(), quiet=True)
+
+
+def _alerts_usable() -> bool:
+    """Whether alerts can be planned and sent here (`alert_origins` has an origin); when not,
+    says why once, and the drainer goes on with confirm mail and webhooks."""
+    try:
+        alert_origins()
+    except click.ClickException as exc:
+        click.echo(f"drain-outbox: alerts are not planned or sent: {exc.message}", err=True)
+        return False
+    return True
 
 
 @click.command("drain-outbox")
@@ -187,9 +242,10 @@ def drain_outbox(once: bool) -> None:
     Without `--once`, polls every OUTBOX_POLL_SECONDS until SIGTERM or SIGINT, then finishes
     the messages in hand and exits 0. Several drainers may run at once, on any hosts with
     PostgreSQL (on SQLite, on the database's host): they share the rows, none is sent twice."""
+    with_alerts = _alerts_usable()
     if once:
         prune_sent(utcnow())
-        drain_once()
+        drain_once(with_alerts=with_alerts)
         # What is left for the next pass (backing off, or due after this one): ops' queue depth.
         click.echo(f"outbox: pending {outbox.pending_count()}, alerts pending {alerts.unsent_count(utcnow())}")
         return
@@ -202,13 +258,14 @@ def drain_outbox(once: bool) -> None:
     poll = current_app.config["OUTBOX_POLL_SECONDS"]
     click.echo(f"drain-outbox: polling every {poll:g}s")
     pruned_at = None
+    seen: dict = {}  # papers' instant-alert marks between passes (alerts.plan_instant)
     try:
         while not stop.is_set():
             try:
                 if pruned_at is None or time.monotonic() - pruned_at >= PRUNE_EVERY:
                     pruned_at = time.monotonic()
                     prune_sent(utcnow())
-                drain_once(stop.is_set)
+                drain_once(stop.is_set, seen, with_alerts)
             except Exception as exc:  # noqa: BLE001 - a database outage must not end the loop
                 current_app.logger.exception("drain-outbox pass failed")
                 click.echo(f"outbox error: {type(exc).__name__}: {exc}", err=True)
