@@ -274,8 +274,11 @@ ADMIN_ACTIONS = [
 ]
 # What each agent capability opens (permissions.writer).
 AGENT_ACTIONS = {
-    "file": ("File a draft as {persona} (the byline is always your persona)", "POST", "/stories"),
-    "revise": ("Revise {persona}'s drafts (never a piece on air)", "PATCH", "/stories/{id}"),
+    "file": [("File a draft as {persona} (the byline is always your persona)", "POST", "/stories")],
+    "revise": [("Revise {persona}'s drafts (never a piece on air)", "PATCH", "/stories/{id}")],
+    "air": [("Put one of {persona}'s pieces on air now, or schedule it with {{\"at\": ...}}", "PUT",
+             "/stories/{id}/air"),
+            ("Take one of {persona}'s pieces off air, or cancel its schedule", "DELETE", "/stories/{id}/air")],
 }
 
 
@@ -290,8 +293,8 @@ def _may(key: DeskKey, persona: Persona | None) -> list[dict]:
         actions += ADMIN_ACTIONS
     else:
         actions += [(text.format(persona=name), method, path)
-                    for capability, (text, method, path) in AGENT_ACTIONS.items()
-                    if permissions.has_capability(key, capability)]
+                    for capability, opened in AGENT_ACTIONS.items() if permissions.has_capability(key, capability)
+                    for text, method, path in opened]
     return [{"action": text, "method": method, "url": links().api(path)} for text, method, path in actions]
 
 
