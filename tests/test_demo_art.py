@@ -167,8 +167,9 @@ def test_poster_only_edition_page_shows_poster_and_transcript_no_player(client, 
     transcript = tree.xpath("//section[@class='transcript']//p/text()")
     assert transcript[0].startswith("Good evening.") and len(transcript) >= 4
     (ld,) = [json.loads(s) for s in tree.xpath("//script[@type='application/ld+json']/text()")]
-    assert ld["@type"] == "VideoObject" and ld["name"] == edition["title"]
-    assert ld["thumbnailUrl"] == [edition["poster_url"]] and ld["uploadDate"] == edition["published_at"]
+    # No video, so no VideoObject: the poster and the transcript as a CreativeWork.
+    assert ld["@type"] == "CreativeWork" and ld["name"] == edition["title"]
+    assert ld["image"] == [edition["poster_url"]] and ld["datePublished"] == edition["published_at"]
     assert ld["transcript"] == edition["transcript"] and "contentUrl" not in ld
     # The podcast has nothing to enclose for a poster-only edition, so it leaves it out.
     assert etree.fromstring(client.get("/podcast.xml").data).findall("channel/item") == []

@@ -1,0 +1,93 @@
+"""Conventions outside tools rely on, read back the way those tools read them: robots.txt through
+Python's urllib.robotparser, WebVTT cue text escaped, `<video crossorigin>` when captions are
+linked, JSON-LD and Open Graph on persona, masthead and day pages, and a VideoObject only
+where there is a video."""
+from __future__ import annotations
+
+import json
+from datetime import date
+from urllib.robotparser import RobotFileParser
+
+from lxml import html
+
+from services.rendering.art import captions_vtt
+from tests.fixtures.newsroom import T0
+
+
+def _head(client, path: str):
+    response = client.get(path)
+    assert response.status_code == 200, path
+    tree = html.fromstring(response.data)
+    [script] = tree.xpath("//script[@type='application/ld+json']")
+    og = {m.get("property"): m.get("content") for m in tree.xpath("//meta[starts-with(@property, 'og:')]")}
+    return json.loads(script.text), og, tree
+
+
+def test_robotparser_reads_robots_txt_as_meant(client, desk):
+    desk.paper("demo")
+    parser = RobotFileParser()
+    parser.parse(client.get("/robots.txt").get_data(as_text=True).splitlines())
+    for path in ("/subscribe/confirm?token=x", "/subscribe/unsubscribe", "/subscribe/preferences?token=y"):
+        assert not parser.can_fetch("Googlebot", f"http://localhost{path}"), path
+    for path in ("/", "/stories/some-story", "/sections/world", "/rss.xml", "/sitemap.xml"):
+        assert parser.can_fetch("Googlebot", f"http://localhost{path}"), path
+    assert parser.site_maps() == ["http://localhost/sitemap.xml", "http://localhost/sitemap-news.xml"]
+
+
+def test_webvtt_cue_text_is_escaped():
+    vtt = captions_vtt(["Rates & prices <rise> --> again"]).decode()
+    cue = vtt.split("\n")[4]
+    assert cue == "Rates &amp; prices &lt;rise&gt; \u2192 again"
+
+
+def test_persona_masthead_and_day_pages_carry_json_ld_and_open_graph(client, desk):
+    paper = desk.paper("demo")
+    piece = desk.piece(paper, "Rates rise again", byline="Ada Quill")
+    slug = desk.persona(paper, "Ada Quill").slug
+    ld, og, _ = _head(client, f"/masthead/{slug}")
+    assert ld["@type"] == "ProfilePage" and ld["mainEntity"]["@type"] == "Person"
+    assert ld["mainEntity"]["name"] == "Ada Quill" and "AI persona" in ld["mainEntity"]["description"]
+    assert ld["hasPart"]["itemListElement"][0]["url"] == f"http://localhost/stories/{piece.slug}"
+    assert og["og:type"] == "profile" and og["og:url"] == f"http://localhost/masthead/{slug}"
+    assert "AI persona" in og["og:description"]
+
+    ld, og, _ = _head(client, "/masthead")
+    assert ld["@type"] == "CollectionPage"
+    entries = {e["item"]["url"]: e["item"] for e in ld["mainEntity"]["itemListElement"]}
+    assert f"http://localhost/masthead/{slug}" in entries
+    assert all("AI persona" in person["description"] for person in entries.values())
+    assert og["og:url"] == "http://localhost/masthead"
+
+    day = T0.date().isoformat()
+    ld, og, _ = _head(client, f"/days/{day}")
+    assert ld["@type"] == "CollectionPage" and ld["datePublished"] == day
+    assert [i["url"] for i in ld["mainEntity"]["itemListElement"]] == [f"http://localhost/stories/{piece.slug}"]
+    assert og["og:url"] == f"http://localhost/days/{day}" and og["og:type"] == "website"
+
+
+def test_a_video_object_only_with_a_video_and_crossorigin_when_captions_are_linked(client, desk):
+    paper = desk.paper("demo")
+    desk.edition(paper, date(2026, 11, 1))
+    with_captions = desk.edition(paper, date(2026, 11, 2))
+    poster_only = desk.edition(paper, date(2026, 11, 3))
+    from extensions import db
+
+    with_captions.captions_url = "https://cdn.example.com/demo/2026-11-02.vtt"
+    poster_only.video_url = None
+    db.session.commit()
+
+    ld, og, tree = _head(client, "/cast/2026-11-01")
+    assert ld["@type"] == "VideoObject" and ld["contentUrl"].endswith(".mp4")
+    [video] = tree.xpath("//video")
+    assert video.get("crossorigin") is None  # no track: nothing needs CORS mode
+
+    ld, og, tree = _head(client, "/cast/2026-11-02")
+    [video] = tree.xpath("//video")
+    assert video.get("crossorigin") == "anonymous"
+    assert tree.xpath("//track/@src") == ["https://cdn.example.com/demo/2026-11-02.vtt"]
+    player = html.fromstring(client.get("/cast/2026-11-02?embed=1").data)
+    assert player.xpath("//video/@crossorigin") == ["anonymous"]
+
+    ld, og, tree = _head(client, "/cast/2026-11-03")
+    assert ld["@type"] == "CreativeWork" and "contentUrl" not in ld and tree.xpath("//video") == []
+    assert og["og:type"] == "website"
