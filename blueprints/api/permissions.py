@@ -231,10 +231,13 @@ def check_subscriber_batch(key: DeskKey) -> None:
 
 
 def check_public_subscribe(body: dict) -> None:
-    """A public subscribe may not send the admin-only fields. Raises Invalid naming them."""
+    """A public subscribe may not send the admin batch's fields: such a body is the admin batch
+    (`SubscribeBatchIn`), which needs an admin key. Raises Unauthorized (401) naming them."""
     extra = [name for name in ADMIN_SUBSCRIBE_FIELDS if name in body]
     if extra:
-        raise Invalid(errors={name: ["Only with an admin key."] for name in extra})
+        names = " and ".join(f"`{name}`" for name in extra)
+        raise Unauthorized(f"{names} {'is' if len(extra) == 1 else 'are'} for the admin batch: send an admin "
+                           "key, or subscribe one address with `email` and no key.")
 
 
 def sees_subscriber_rows(key: DeskKey) -> bool:
