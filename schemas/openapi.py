@@ -110,10 +110,11 @@ INFO_DESCRIPTION = (
     "host. Errors are RFC 9457 problem+json.\n\n"
     "Auth: the public lane needs no credential; the keyed lane takes a desk key as "
     "`Authorization: Bearer desk_...` or `X-Desk-Key: desk_...`. Every operation states its "
-    "`security`: routes that need a key list the two schemes; every other route lists the empty "
-    "requirement `{}` first and then the two schemes, meaning the key is optional (a private "
-    "paper answers only to its own keys, and drafts show only with one). A key that is sent is "
-    "always checked: a malformed, unknown or revoked one is a 401, another paper's a 403.")
+    "`security`: routes that need a key list the two schemes; every other route has `security: []` "
+    "(callable without a credential) and lists the two schemes in `x-optional-security`: a key "
+    "may still be sent (a private paper answers only to its own keys, and drafts show only with "
+    "one). A key that is sent is always checked: a malformed, unknown or revoked one is a 401, "
+    "another paper's a 403.")
 
 
 def operation_id(blueprint: str, endpoint: str, method: str | None, taken: set[str]) -> str:
@@ -163,8 +164,22 @@ def finish(spec: dict) -> dict:
                 _finish_operation(operation, machine, components,
                                   has_path_params=bool(path_params) or any(
                                       p.get("in") == "path" for p in operation.get("parameters", [])))
+                _optional_key(operation)
     _drop_unused_components(doc)
     return doc
+
+
+def _optional_key(operation: dict) -> None:
+    """A route whose key is optional (`security` lists the anonymous requirement `{}`) is
+    written `security: []`, which every tool reads as "callable without a credential" (the
+    stock openapi-python-client reads any non-empty list as "a key is required" and ignores
+    `{}`), with the schemes a key may still be sent by in `x-optional-security`. Runs after
+    the operation is finished, so its 401/403 answers and, on writes, `Idempotency-Key` are
+    documented as for any route that takes a key."""
+    security = operation.get("security", [])
+    if {} in security:
+        operation["security"] = []
+        operation["x-optional-security"] = [requirement for requirement in security if requirement]
 
 
 def _drop_unused_components(doc: dict) -> None:

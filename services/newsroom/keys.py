@@ -121,12 +121,26 @@ def touch(row: DeskKey, now: datetime) -> bool:
         return False
     try:
         with db.engine.begin() as conn:
-            written = conn.execute(update(DeskKey).where(
-                DeskKey.id == row.id,
-                or_(DeskKey.last_used_at.is_(None), DeskKey.last_used_at <= now - TOUCH_EVERY))
-                .values(last_used_at=now)).rowcount == 1
+            # Never wait for a lock on the request's way in: a writer holding the database
+            # (SQLite) or the key's row (PostgreSQL) means this use goes unrecorded, and the
+            # next one records it.
+            if conn.dialect.name == "sqlite":
+                waited = conn.exec_driver_sql("PRAGMA busy_timeout").scalar()
+                conn.exec_driver_sql("PRAGMA busy_timeout = 0")
+            else:
+                waited = None
+                conn.exec_driver_sql("SET LOCAL lock_timeout = '50ms'")
+            try:
+                written = conn.execute(update(DeskKey).where(
+                    DeskKey.id == row.id,
+                    or_(DeskKey.last_used_at.is_(None), DeskKey.last_used_at <= now - TOUCH_EVERY))
+                    .values(last_used_at=now)).rowcount == 1
+            finally:
+                if waited is not None:
+                    conn.exec_driver_sql(f"PRAGMA busy_timeout = {int(waited)}")
     except SQLAlchemyError:
-        log.warning("recording a desk key's last use failed", exc_info=True)
+        # Expected while a writer holds the lock: the next use records it.
+        log.info("a desk key's last use was not recorded (database busy)", exc_info=True)
         return False
     # What the row shows from now on in this session (GET /config lists keys' last use), without
     # marking it changed: the session must not write it again.
