@@ -91,3 +91,36 @@ def test_a_video_object_only_with_a_video_and_crossorigin_when_captions_are_link
     ld, og, tree = _head(client, "/cast/2026-11-03")
     assert ld["@type"] == "CreativeWork" and "contentUrl" not in ld and tree.xpath("//video") == []
     assert og["og:type"] == "website"
+
+
+def test_openapi_examples_come_from_the_demo_world_not_placeholders(client, desk):
+    """No example value in the document is just its field's name (`"home": "home"`); section
+    names and the nameplate are the demo paper's."""
+    desk.paper("demo")
+    doc = client.get("/api/v1/openapi.json").get_json()
+    placeholders = set()
+
+    def walk(value, name=None):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, key)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item, name)
+        elif isinstance(value, str) and name and value.replace(" ", "_") == name:
+            placeholders.add(name)
+
+    examples = []
+    for item in doc["paths"].values():
+        for operation in item.values():
+            if not isinstance(operation, dict):
+                continue
+            bodies = [operation.get("requestBody", {}), *operation.get("responses", {}).values()]
+            examples += [media["example"] for body in bodies for media in body.get("content", {}).values()
+                         if "example" in media]
+    for example in examples:
+        walk(example)
+    assert placeholders == set()
+    text = json.dumps(examples)
+    assert "Economy" not in text and "The Demo Desk" in text
+    assert "https://demo.example.org/api/v1/stories" in text
