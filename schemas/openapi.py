@@ -51,7 +51,8 @@ DESCRIPTIONS = {
     "403": "The key belongs to another paper, or is below the level this route needs.",
     "404": "No paper is served on this host (or a private paper without its key).",
     "404-path": "No paper on this host, or nothing by that name on this paper.",
-    "413": "The request body is larger than 64 KiB.",
+    "413": ("The request body is larger than 64 KiB (65,536 bytes), whatever its fields allow (a long "
+            "`transcript` or `prose`): refused before it is read, nothing written."),
     "415": "The request body is not JSON (send Content-Type: application/json).",
     "414": ("The request line is longer than 8190 bytes: refused by the HTTP server in front of "
             "the app (gunicorn.conf.py), with its own HTML page."),
