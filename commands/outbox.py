@@ -202,14 +202,15 @@ def prune_sent(now: datetime) -> int:
     return pruned
 
 
-def drain_once(should_stop=None, seen: dict | None = None, with_alerts: bool = True) -> None:
+def drain_once(should_stop=None, seen: dict | None = None, with_alerts: bool = True,
+               plan_instant: bool = True) -> None:
     """One pass of the drainer: scheduled pieces that aired, confirm mail, then instant alerts
-    planned (`seen`: see `alerts.plan_instant`) and due alerts sent (unless `with_alerts` is
-    False), then subscriber webhooks, then content webhooks, each printing only when it did
-    something."""
+    planned (when `plan_instant`; `seen`: see `alerts.plan_instant`) and due alerts sent (unless
+    `with_alerts` is False), then subscriber webhooks, then content webhooks, each printing only
+    when it did something."""
     announce_aired(utcnow())
     drain_confirms(should_stop)
-    if with_alerts and (should_stop is None or not should_stop()):
+    if with_alerts and plan_instant and (should_stop is None or not should_stop()):
         plan_instant_alerts(seen)
     if with_alerts and (should_stop is None or not should_stop()):
         report_alerts(send_alerts_due(utcnow(), should_stop=should_stop))
@@ -232,20 +233,25 @@ def _alerts_usable() -> bool:
 
 @click.command("drain-outbox")
 @click.option("--once", is_flag=True, help="Send what is due now, then exit.")
+@click.option("--plan-instant", is_flag=True,
+              help="With --once: plan the instant alerts of what aired first, as every pass of the loop does.")
 @with_appcontext
-def drain_outbox(once: bool) -> None:
+def drain_outbox(once: bool, plan_instant: bool) -> None:
     """Send what is due: confirm emails (each SMTP connect or read bounded by
     OUTBOX_SMTP_TIMEOUT seconds; given up after OUTBOX_MAX_ATTEMPTS), recorded alerts
     (ALERT_CONNECTIONS connections, ALERT_SMTP_TIMEOUT), subscriber webhook deliveries and
     content webhook messages (Standard Webhooks, retried for 24 hours).
 
-    Without `--once`, polls every OUTBOX_POLL_SECONDS until SIGTERM or SIGINT, then finishes
+    Without `--once`, polls every OUTBOX_POLL_SECONDS until SIGTERM or SIGINT, each pass first
+    planning the instant alerts of what aired since the last (docs/ALERTS.md "Instant alerts";
+    `--once` does that only with `--plan-instant`: a one-off send of what is due, as benchmarks
+    and catch-up runs use it, plans nothing new), then finishes
     the messages in hand and exits 0. Several drainers may run at once, on any hosts with
     PostgreSQL (on SQLite, on the database's host): they share the rows, none is sent twice."""
     with_alerts = _alerts_usable()
     if once:
         prune_sent(utcnow())
-        drain_once(with_alerts=with_alerts)
+        drain_once(with_alerts=with_alerts, plan_instant=plan_instant)
         # What is left for the next pass (backing off, or due after this one): ops' queue depth.
         click.echo(f"outbox: pending {outbox.pending_count()}, alerts pending {alerts.unsent_count(utcnow())}")
         return

@@ -27,7 +27,7 @@ def _air(client, admin, piece_id):
 
 
 def _drain(runner):
-    result = runner.invoke(args=["drain-outbox", "--once"])
+    result = runner.invoke(args=["drain-outbox", "--once", "--plan-instant"])  # one pass of the loop
     assert result.exit_code == 0, result.output
     return result.output
 
