@@ -87,6 +87,9 @@ def test_keys_create_help_and_agent_cockpit_name_every_capability(client, runner
     key = _cli_key(runner, "--kind", "agent", "--persona", "Ada Quill", "--capability", "air")
     cockpit = client.get("/api/v1/agent", headers=auth(key)).get_json()
     assert cockpit["capability"] == ["air"]
+    # Every capability there is, named with what it opens: an agent learns what to ask for.
+    assert set(cockpit["agent_capabilities"]) == {"file", "revise", "air"}
+    assert "/stories/{id}/air" in cockpit["agent_capabilities"]["air"]
     may = {(m["method"], m["url"]) for m in cockpit["may"]}
     assert ("PUT", "http://localhost/api/v1/stories/{id}/air") in may
     assert ("DELETE", "http://localhost/api/v1/stories/{id}/air") in may

@@ -30,6 +30,7 @@ from schemas.paper import PaperIndexOut, ReceiptKeysOut
 from schemas.proof import AgentOut
 from services.errors import Invalid
 from services.newsroom import desk
+from services.newsroom.keys import AGENT_CAPABILITIES
 from services.reading import front
 from web.apidoc import api
 from web.commit import transactional
@@ -313,8 +314,9 @@ def help_desk(paper) -> str:
 def agent_check():
     """Cockpit self-check: reaching it means the key is active and scoped to this paper
 
-    Names the key (kind, prefix, label), the persona an agent key files as, its capabilities,
-    and `may`: every action the key may take here, each with its method and absolute URL.
+    Names the key (kind, prefix, label), the persona an agent key files as, its capabilities
+    and every capability an agent key can have (`agent_capabilities`), and `may`: every action
+    the key may take here, each with its method and absolute URL.
     """
     key, paper = g.key, g.paper
     persona = permissions.persona_of(key)
@@ -324,6 +326,7 @@ def agent_check():
         "avatar": links().avatar(persona.slug) if persona else None,
         "persona": persona,
         "capability": permissions.capabilities(key),
+        "agent_capabilities": dict(AGENT_CAPABILITIES),
         "may": _may(key, persona),
         "guide": links().absolute("/api"),
         "search_help": help_desk(paper),
