@@ -1,6 +1,6 @@
 """The README's examples, pasted in order after a fresh seed: every `sh` block of "The API by
-example" (but the content-webhooks one, which leaves a receiver listening on a fixed port) run
-by bash against a real server on the seeded demo paper, with the `flask` commands in them on the
+example" (the content-webhooks one included: its receiver listens on port 8765 and is stopped at
+the block's end) run by bash against a real server on the seeded demo paper, with the `flask` commands in them on the
 same database. Nothing may answer 5xx, every value the examples compute must name something that
 exists (a slug, a day, search hits, posts of the last week), the agent key must file, air and
 pull, the proof must verify, and nothing may be left in the working folder."""
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SKIPPED = ("### Content webhooks",)
+SKIPPED: tuple[str, ...] = ()
 # Run after the README's own lines: what the values it computed lead to.
 EPILOGUE = r"""
 j() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
