@@ -150,3 +150,22 @@ def test_the_base_url_make_run_records_reaches_later_commands(client, desk, smtp
         assert f"http://127.0.0.1:5123/stories/{story.slug}" in body_text(alert)
     finally:
         recorded.unlink(missing_ok=True)
+
+
+def test_a_piece_dated_the_very_instant_a_pass_plans_is_planned_by_the_next_pass(client, desk, runner, smtp):
+    """Windows are half-open: a pass whose window ends at the instant a piece aired leaves it
+    out; the next pass, a second later with nothing else new, must still plan it (not wait for
+    cron's catch-up)."""
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    with time_machine.travel(T, tick=False) as clock:
+        join(client, smtp, "now@example.com", cadence="instant")
+        draft = desk.piece(paper, "Lock gates reopen", on_air_at=None)
+        clock.move_to(T + timedelta(minutes=5))
+        _air(client, admin, draft.id)
+        _drain(runner)  # the same instant: its window ends where the piece begins
+        assert alerts_to(smtp, "now@example.com") == []
+        clock.shift(timedelta(seconds=1))
+        _drain(runner)
+        [alert] = alerts_to(smtp, "now@example.com")
+        assert alert["Subject"] == "Lock gates reopen"

@@ -193,7 +193,10 @@ def plan_instant(clock: Callable[[], datetime], *, origins: PaperOrigins,
         planned = plan_alerts(end, origins=origins, settle=timedelta(0), cadence="instant", paper_id=paper_id)
         report.recorded += planned.recorded
         report.skipped += planned.skipped
-        seen[paper_id] = mark
+        # Remembered only when this window reached past everything the mark names: a piece dated
+        # exactly `end` (half-open windows leave it out) is planned by the next pass, not skipped.
+        if all(moment is None or moment < end for moment in mark):
+            seen[paper_id] = mark
     return report
 
 
