@@ -71,7 +71,7 @@ def natural_height(piece: Piece, width: int, *, nameplate: str) -> int:
     headline_lines = min(3, max(1, math.ceil(len(piece.headline) * 10.5 / text_width)))
     disclosure_lines = math.ceil(len(disclosure(piece.persona.name, nameplate)) * 6.6 / text_width)
     # padding + nameplate + headline + byline + disclosure, each with its line height.
-    return picture_height + 24 + 22 + headline_lines * 25 + 22 + disclosure_lines * 17 + 16
+    return picture_height + 24 + 22 + headline_lines * 25 + 24 + disclosure_lines * 17 + 16
 
 
 def card_size(piece: Piece, maxwidth: int | None, maxheight: int | None, *,
