@@ -11,6 +11,7 @@ import json
 import re
 from collections import defaultdict
 from urllib.parse import urljoin, urlsplit
+from urllib.request import urlopen
 
 import lxml.html
 import pytest
@@ -292,4 +293,35 @@ def test_demo_pages_in_a_browser_load_only_from_the_papers_host(browser, live, r
         assert broken == [], (path, broken)
     assert hosts(seen["requests"]) == {own}
     assert failed == [] and seen["errors"] == []
+    context.close()
+
+
+@pytest.mark.browser
+def test_chromium_plays_every_demo_edition_with_its_captions(browser, live, runner):
+    """Each demo edition's page in Chromium: the `<video>` loads its metadata (a duration as long
+    as the captions), decodes its first frame, and the captions track has its cues."""
+    assert runner.invoke(args=["seed-demo", "--subscribers", "0"]).exit_code == 0
+    editions = json.loads(urlopen(f"{live}/api/v1/cast").read())["editions"]
+    context = browser.new_context()
+    page = context.new_page()
+    seen = watch(page)
+    for edition in editions:
+        page.goto(f"{live}/cast/{edition['day']}")
+        state = page.evaluate("""() => new Promise((done, fail) => {
+            const video = document.querySelector('video');
+            const track = video.textTracks[0];
+            track.mode = 'hidden';
+            const finish = () => done({duration: video.duration, width: video.videoWidth,
+                                       cues: track.cues ? track.cues.length : 0,
+                                       error: video.error && video.error.code});
+            video.addEventListener('error', () => fail(new Error('video error ' + video.error.code)));
+            video.preload = 'auto';
+            video.addEventListener('loadeddata', () => setTimeout(finish, 300), {once: true});
+            video.load();
+        })""")
+        cues = urlopen(edition["captions"]).read().decode().count(" --> ")
+        assert state["error"] is None and state["width"] == 640
+        assert round(state["duration"]) == edition["duration_seconds"] == cues * 4
+        assert state["cues"] == cues
+    assert hosts(seen["requests"]) == hosts([live]) and seen["errors"] == []
     context.close()
