@@ -147,6 +147,11 @@ def test_the_public_and_admin_bodies_are_two_schemas_in_the_document(client, des
     answer = client.post("/api/v1/subscribers", json={"emails": ["a@example.com", "b@example.com"]},
                          headers={"Authorization": f"Bearer {admin}"})
     assert answer.status_code == 202 and len(answer.get_json()["subscribers"]) == 2
+    # A body that is neither of the two (one `email` beside the batch's fields) is refused.
+    for mixed in ({"email": "c@example.com", "emails": ["d@example.com"]},
+                  {"email": "c@example.com", "webhook": "https://hooks.example.com/x"}):
+        refused = client.post("/api/v1/subscribers", json=mixed, headers={"Authorization": f"Bearer {admin}"})
+        assert refused.status_code == 422 and set(refused.get_json()["errors"]) == set(mixed) - {"email"}
 
 
 def test_non_json_is_415(client, desk):

@@ -65,6 +65,11 @@ def _create(body: dict):
 
 
 def _create_batch(body: dict):
+    # One of the two documented bodies: `SubscribeBatchIn`, or `SubscribeIn`'s one `email`
+    # (a batch of one); never a mix of them.
+    if "email" in body and ("emails" in body or "webhook" in body):
+        mixed = [name for name in ("emails", "webhook") if name in body]
+        raise Invalid(errors={name: ["Not with `email`: send the batch as `emails`."] for name in mixed})
     emails = body.get("emails") or ([body["email"]] if "email" in body else None)
     if not emails:
         raise Invalid(errors={"emails": ["Missing data for required field."]})
