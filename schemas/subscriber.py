@@ -9,6 +9,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 
 from models import CADENCES
 from schemas.common import Timestamp
+from schemas.desk import StrictBool
 from services.delivery.subscriptions import normalize_email
 
 MAX_EMAILS = 20
@@ -43,7 +44,7 @@ class _Preferences(Schema):
                            metadata={"description": "Names of the paper's sections (as in `category`); "
                                                     "default: every section, including ones added later. "
                                                     "An unknown name is a 422."})
-    cast = fields.Boolean(load_default=True, metadata={"description": "Include the video edition; default true."})
+    cast = StrictBool(load_default=True, metadata={"description": "Include the video edition; default true."})
 
 
 class SubscribeIn(_Preferences):
@@ -159,8 +160,8 @@ class PreferencesPatch(Schema):
                                "description": "Names of the paper's sections; null (or every one of them): "
                                               "every section, those added later too. An unknown name is a 422.",
                                "example": ["World", "Science"]})
-    cast = fields.Boolean(metadata={"description": "Include the video edition.", "example": False})
-    paused = fields.Boolean(metadata={
+    cast = StrictBool(metadata={"description": "Include the video edition.", "example": False})
+    paused = StrictBool(metadata={
         "description": "`true` without `paused_until`: pause until resumed; `false`: resume now. "
                        "`false` with a `paused_until` time is a 422.",
         "example": True})
