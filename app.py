@@ -16,9 +16,9 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 import config
 from extensions import cache, db, migrate
+from schemas.apidoc import api
 from services.delivery import purge
 from web import errors, pipeline, replay, request_log, security, static_assets
-from web.apidoc import api
 from web.jsonio import OrjsonProvider
 
 
@@ -66,7 +66,7 @@ def check_sender_settings(settings) -> None:
     """Refuse to start on a PUBLIC_BASE_URL or MAIL_FROM that mail could not use: a bad one
     would only show later as dead links or refused mail. Raises ValueError with the reason."""
     from services.delivery.subscriptions import parse_mail_from
-    from services.rendering.links import PaperOrigins
+    from services.links import PaperOrigins
 
     PaperOrigins.from_config(settings)
     parse_mail_from(settings.get("MAIL_FROM", ""))

@@ -123,6 +123,19 @@ def load() -> dict:
         # starting them; what is left is due for the next run (services/delivery/webhooks.py).
         "WEBHOOK_CONCURRENCY": int(os.environ.get("WEBHOOK_CONCURRENCY", "4")),
         "WEBHOOK_RUN_SECONDS": float(os.environ.get("WEBHOOK_RUN_SECONDS", "120")),
+        # ActivityPub (docs/FEDERATION.md): off turns every /ap/ and .well-known route into a 404
+        # and the outbox consumer into a no-op; the seconds an inbox POST may spend fetching
+        # the sender's key (the one outside call on a request path), and the attempts an
+        # activity gets before it is given up (backoff as for webhooks: 1 min doubling, 6 h cap).
+        "ACTIVITYPUB_ENABLED": _flag("ACTIVITYPUB_ENABLED", True),
+        "ACTIVITYPUB_KEY_FETCH_SECONDS": float(os.environ.get("ACTIVITYPUB_KEY_FETCH_SECONDS", "3")),
+        "ACTIVITYPUB_MAX_ATTEMPTS": int(os.environ.get("ACTIVITYPUB_MAX_ATTEMPTS", "10")),
+        # Reach beyond the fediverse (docs/FEDERATION.md "WebSub and IndexNow"), both off when
+        # empty: a WebSub hub (`https://pubsubhubbub.appspot.com/`) named in the feeds and pinged
+        # when they change, and an IndexNow endpoint (`https://api.indexnow.org/indexnow`) sent
+        # the URLs of aired, revised and pulled pieces.
+        "WEBSUB_HUB": os.environ.get("WEBSUB_HUB", "").strip(),
+        "INDEXNOW_ENDPOINT": os.environ.get("INDEXNOW_ENDPOINT", "").strip(),
         # Public subscribe (docs/API.md "rate limits"): per client IP, and per address.
         "SUBSCRIBE_RATELIMIT": os.environ.get("SUBSCRIBE_RATELIMIT", "5/minute;20/hour"),
         "SUBSCRIBE_ADDRESS_RATELIMIT": os.environ.get("SUBSCRIBE_ADDRESS_RATELIMIT", "3/hour;10/day"),
@@ -152,10 +165,12 @@ def load() -> dict:
         # same budget again bounds the final answers web/replay.py sends ahead of Flask.
         "RESPONSE_CACHE_LOCAL_BYTES": int(os.environ.get("RESPONSE_CACHE_LOCAL_BYTES",
                                                          str(16 << 20))),
-        # How long a worker trusts its own copy of a paper's version for 304s and stored answers
-        # (seconds; 0: ask the database on every request). Writes in the same worker are seen at
-        # once; writes by other workers within this time (tenancy.recent_paper).
-        "PAPER_SNAPSHOT_SECONDS": float(os.environ.get("PAPER_SNAPSHOT_SECONDS", "1")),
+        # Where the workers share the papers' generation (so no read lags an answered write) and,
+        # with RATELIMIT_STORAGE_URI memory://, the rate-limit counts (web/state.py): "auto" (the
+        # Redis of RATELIMIT_STORAGE_URI or CACHE_REDIS_URL, else a file the host's workers map),
+        # "host", a redis:// URL, or "off" (every public read asks the database for its paper).
+        "SHARED_STATE": os.environ.get("SHARED_STATE", "auto"),
+        "SHARED_STATE_TIMEOUT": float(os.environ.get("SHARED_STATE_TIMEOUT", "0.25")),  # seconds
         # How long a keyed write's answer is kept for a retry with the same Idempotency-Key
         # (seconds; web/idempotency.py). Older records are ignored and purged by later writes.
         "IDEMPOTENCY_TTL_SECONDS": int(os.environ.get("IDEMPOTENCY_TTL_SECONDS", str(24 * 3600))),
@@ -166,6 +181,12 @@ def load() -> dict:
         "PURGE_URL": os.environ.get("PURGE_URL", ""),
         "PURGE_HEADER": os.environ.get("PURGE_HEADER", ""),
         "PURGE_TIMEOUT": float(os.environ.get("PURGE_TIMEOUT", "5")),
+        # The transparency logs (docs/PROOFS.md): the worker signs a new checkpoint at most
+        # every LOG_CHECKPOINT_SECONDS; LOG_WITNESSES lists witnesses ("URL VKEY", comma
+        # separated) it submits each one to, waiting LOG_WITNESS_TIMEOUT seconds for each.
+        "LOG_CHECKPOINT_SECONDS": float(os.environ.get("LOG_CHECKPOINT_SECONDS", "10")),
+        "LOG_WITNESSES": os.environ.get("LOG_WITNESSES", ""),
+        "LOG_WITNESS_TIMEOUT": float(os.environ.get("LOG_WITNESS_TIMEOUT", "10")),
         # Number of proxies in front whose X-Forwarded-For/-Proto are trusted (werkzeug
         # ProxyFix); 0 = none, the only safe value when clients reach the app directly.
         "TRUSTED_PROXIES": int(os.environ.get("TRUSTED_PROXIES", "0")),

@@ -1,7 +1,7 @@
 """Flask extensions, created without an app so models and services import them freely.
 
 A leaf: it imports nothing of the app's (tests/test_layers.py), so any module may import it.
-The OpenAPI `api` (flask-smorest) lives in web/apidoc.py."""
+The OpenAPI `api` (flask-smorest) lives in schemas/apidoc.py."""
 from __future__ import annotations
 
 from flask_caching import Cache

@@ -12,7 +12,7 @@ from schemas.embed import OEmbedOut, OEmbedQuery
 from services.reading import stories
 from services.rendering import embeds
 from services.rendering.prose import disclosure
-from web import caching, security
+from web import caching, policy, security
 from web.links import links
 
 bp = Blueprint("embed", __name__, description="Embeddable story cards and oEmbed.")
@@ -57,6 +57,7 @@ def card(id: str):
 
 
 @bp.route("/oembed")
+@policy.route(cors="read")  # a site owner's page asks it from the browser
 @bp.doc(operationId="getOembed")
 @bp.arguments(OEmbedQuery(), location="query", as_kwargs=True)
 @bp.response(200, OEmbedOut)

@@ -5,7 +5,7 @@
 Public GETs only: tenancy answers a private paper's feeds with 404, and http_cache gives each
 answer the paper's ETag (304 on a match, before any piece is loaded). Built documents are kept in
 the app cache under the paper's version, so a write makes them stale at once. Any origin may
-read every one of them from a browser (pipeline.CORS_RESOURCES).
+read every one of them from a browser (the blueprint's policy: web/policy.py).
 """
 from __future__ import annotations
 
@@ -20,10 +20,11 @@ from models import clock
 from schemas.front import front_wire
 from services.reading import front
 from services.rendering import art, feeds, sitemaps
-from web import caching
+from web import caching, policy
 from web.links import links
 
-bp = Blueprint("feeds", __name__)
+# Any origin may read every feed from a browser (a feed reader or an agent in a page).
+bp = policy.blueprint(Blueprint("feeds", __name__), cors="read")
 
 RSS_TYPE = "application/rss+xml; charset=utf-8"
 # JSON Feed 1.1's own media type; JSON is UTF-8 by definition, so no charset parameter.
@@ -59,7 +60,8 @@ def _max_urls() -> int:
 @bp.route("/rss.xml")
 def rss():
     """RSS 2.0 of the 50 newest pieces on air (full prose, cited facts, disclosed personas)."""
-    return Response(_cached(lambda: feeds.build_rss(g.paper, links=links())), content_type=RSS_TYPE)
+    hub = current_app.config.get("WEBSUB_HUB") or None  # WebSub: the hub readers may subscribe at
+    return Response(_cached(lambda: feeds.build_rss(g.paper, links=links(), hub=hub)), content_type=RSS_TYPE)
 
 
 @bp.route("/feed.json")
@@ -72,7 +74,7 @@ def json_feed():
         icon=here.absolute(url_for("static", filename="img/icon-512.png")),
         favicon=here.absolute(url_for("static", filename="img/apple-touch-icon.png")),
         # The extension is documented with the API; the guide is where a reader finds it.
-        about=here.absolute("/api")))
+        about=here.absolute("/api"), hub=current_app.config.get("WEBSUB_HUB") or None))
     return Response(body, content_type=JSON_FEED_TYPE)
 
 

@@ -5,8 +5,10 @@ from flask import Blueprint, jsonify
 from sqlalchemy import text
 
 from extensions import db
+from web import policy
 
-bp = Blueprint("health", __name__)
+# Load balancers ask the process, not a paper: no Host lookup, never counted, never stored.
+bp = policy.blueprint(Blueprint("health", __name__), paper=False, cache=False, limit="none")
 
 
 @bp.route("/healthz")

@@ -49,7 +49,9 @@ def share_card(slug: str):
     # Read whole (tens of KiB) rather than streamed: no open file outlives the request.
     response = Response(path.read_bytes(), mimetype="image/png")
     response.set_etag(media.card_key(g.paper, piece))
-    response.headers["Cache-Control"] = LONG_CACHE
+    # Like every public answer: a corrected headline reaches caches within a minute, and a
+    # revalidation is a 304 on the card's key (it names the piece's content hash).
+    response.headers["Cache-Control"] = caching.PUBLIC_CACHE_CONTROL
     response.headers["X-Content-Type-Options"] = "nosniff"
     return response.make_conditional(request)
 

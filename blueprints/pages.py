@@ -23,7 +23,7 @@ from models.clock import rfc3339
 from services.reading import archive, front, lookups, reader, search, stories
 from services.rendering import embeds, prose
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
-from web import caching, security
+from web import caching, policy, security
 from web.links import links
 
 bp = Blueprint("pages", __name__)
@@ -265,7 +265,7 @@ def news_article(piece, story_url: str, image: str) -> dict:
 
 
 @bp.route("/sections/<string:slug>")
-@caching.query_params("page")
+@policy.route(query=("page",))
 def section(slug: str):
     """A section's page: its pieces on air, newest first, SECTION_PAGE_SIZE a page."""
     found = lookups.find_section(g.paper, slug, active_only=True)
@@ -283,7 +283,7 @@ def days():
 
 
 @bp.route("/days/<string:day>")
-@caching.query_params("page")
+@policy.route(query=("page",))
 def day(day: str):
     """A back issue: the pieces that went on air on a UTC day, newest first, DAY_PAGE_SIZE a
     page, each page grouped by section in the paper's order."""
@@ -300,7 +300,7 @@ def day(day: str):
 
 
 @bp.route("/search")
-@caching.query_params("q", "page")
+@policy.route(query=("q", "page"))
 def search_page():
     """Search: `?q=` matched as `GET /api/v1/search` matches it (the same rule for `q`, the
     same index), newest first, SEARCH_PAGE_SIZE a page. No `q` (or an empty one) shows the
@@ -332,7 +332,7 @@ def cast():
 
 
 @bp.route("/cast/<string:day>")
-@caching.query_params("embed")
+@policy.route(query=("embed",))
 def edition(day: str):
     """A video edition's page; `?embed=1` gives the bare, frameable player."""
     when = lookups.parse_day(day)
@@ -399,7 +399,7 @@ def masthead():
 
 
 @bp.route("/masthead/<string:slug>")
-@caching.query_params("page")
+@policy.route(query=("page",))
 def persona(slug: str):
     """A persona's page: who they are (a declared AI persona) and their pieces on air, newest
     first, PERSONA_PAGE_SIZE a page. A persona retired from the masthead keeps a page while

@@ -23,7 +23,7 @@ from flask import Blueprint, abort, current_app, g, render_template, request
 from services.reading import stories
 from services.rendering import embeds
 from services.rendering.embeds import DEFAULT_WIDTH, MAX_WIDTH, MIN_WIDTH
-from web import caching
+from web import policy
 from web.links import links
 
 bp = Blueprint("playground", __name__)
@@ -69,7 +69,7 @@ def _width() -> int:
 
 
 @bp.get("/api")
-@caching.query_params("story", "maxwidth")
+@policy.route(query=("story", "maxwidth"))
 def playground():
     """The playground: pick a story, see its card, copy the snippet; try each public endpoint."""
     choices = stories.latest(g.paper, STORY_CHOICES)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, send_from_directory
 
+from web import policy
 from web.links import links
 
 bp = Blueprint("site", __name__)
@@ -35,6 +36,7 @@ def robots_txt():
 
 
 @bp.route("/favicon.ico")
+@policy.route(limit="none")  # browsers ask on every page: an asset, not a read
 def favicon():
     """The icon browsers fetch without being told (static/img/favicon.ico, 16-48 px)."""
     return send_from_directory(current_app.static_folder, "img/favicon.ico",

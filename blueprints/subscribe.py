@@ -19,7 +19,7 @@ from schemas.subscriber import SubscribeIn
 from services.delivery import subscriptions
 from services.delivery.alert_content import period_words
 from services.errors import Invalid
-from web.caching import no_etag
+from web import policy
 from web.commit import transactional
 from web.links import links
 
@@ -58,6 +58,7 @@ def landing():
 
 
 @bp.post("/subscribe")
+@policy.route(limit="subscribe")
 @transactional
 def subscribe_form():
     """The form's POST (no JavaScript needed): the same rules and answer as the public API."""
@@ -98,7 +99,7 @@ def _invalid():
 
 
 @bp.get("/subscribe/confirm")
-@no_etag
+@policy.route(cache=False)
 def confirm_page():
     """The confirm link's page: a button; a GET never confirms (mail scanners prefetch links)."""
     row = subscriptions.read_token("confirm", _token(), g.paper)
@@ -109,7 +110,7 @@ def confirm_page():
 
 
 @bp.post("/subscribe/confirm")
-@no_etag
+@policy.route(cache=False, limit="link")
 @transactional
 def confirm():
     """Confirm the address named by the signed token."""
@@ -121,7 +122,7 @@ def confirm():
 
 
 @bp.get("/subscribe/unsubscribe")
-@no_etag
+@policy.route(cache=False)
 def unsubscribe_page():
     """The unsubscribe link's page: a button; a GET never unsubscribes."""
     row = subscriptions.read_token("unsubscribe", _token(), g.paper)
@@ -132,7 +133,7 @@ def unsubscribe_page():
 
 
 @bp.post("/subscribe/unsubscribe")
-@no_etag
+@policy.route(cache=False, limit="link")
 @transactional
 def unsubscribe():
     """Unsubscribe: the page's button, or the RFC 8058 one-click POST
@@ -166,7 +167,7 @@ def _preferences(row, token: str, *, form: dict | None = None, errors: dict | No
 
 
 @bp.get("/subscribe/preferences")
-@no_etag
+@policy.route(cache=False)
 def preferences_page():
     """The "Manage your alerts" page: the reader's choices in a form. A GET changes nothing
     (mail scanners open every link); an invalid, expired or foreign token gets the expired-link
@@ -178,7 +179,7 @@ def preferences_page():
 
 
 @bp.post("/subscribe/preferences")
-@no_etag
+@policy.route(cache=False, limit="link")
 @transactional
 def save_preferences():
     """The form's POST (no JavaScript needed; the token in the hidden field is the credential,

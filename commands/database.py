@@ -12,6 +12,7 @@ from flask_migrate import upgrade
 
 import config
 from services.newsroom import provenance
+from services.transparency import store as transparency_log
 
 
 def migrate_to_head() -> None:
@@ -42,6 +43,12 @@ def init_db() -> None:
             f"({', '.join(locked)}): filing would fail. Restore the SECRET_KEY they were sealed "
             "with, or run `flask rotate-secret --old-secret-file OLD`; if the old secret is lost, "
             "`flask rotate-receipt-key --paper SLUG` retires the key (docs/DEPLOYING.md).")
+    locked = transparency_log.locked_logs(current_app.config["SECRET_KEY"])
+    if locked:
+        raise click.ClickException(
+            f"{len(locked)} transparency log key(s) do not open with this SECRET_KEY ({', '.join(locked)}): "
+            "no checkpoint could be signed. Restore the SECRET_KEY they were sealed with, or run "
+            "`flask rotate-secret --old-secret-file OLD`.")
 
 
 @click.command("openapi")

@@ -1,9 +1,12 @@
-"""`drain-outbox`: the sender that runs beside the app. Each pass first announces the scheduled
-pieces that aired since the last pass (CDN purge of their surrogate keys, once each), then sends
+"""`drain-outbox`: the sender that runs beside the app. Each pass first hands the change feed's
+new public changes to its consumers (services/delivery/change_stream.py: content webhook
+messages, CDN purge, transparency log entries; a scheduled airing at its instant), signs the
+transparency logs' new checkpoints and submits them to the witnesses
+(services/transparency/store.py, witness.py), then sends
 what is due in the tables of things that leave the building: confirm mail
 (services/delivery/outbox.py), recorded alerts (services/delivery/alerts.py), subscriber webhook
 deliveries (services/delivery/webhooks.py) and site owners' content webhooks
-(services/delivery/content_hooks.py).
+(services/delivery/content_webhooks.py).
 Like send-alerts it commits per message, inside the services (commands/__init__.py says why).
 Any number of drainers and send-alerts runs may work at once: they share the rows by leases
 (services/delivery/claims.py), never by a lock."""
@@ -19,57 +22,63 @@ from pathlib import Path
 import click
 from flask import current_app
 from flask.cli import with_appcontext
-from sqlalchemy import select, update
 
 from extensions import db
-from models import Piece
 from models.clock import utcnow
-from services.delivery import alerts, content_hooks, mail, outbox, purge, webhooks
-from services.rendering.links import PaperOrigins
+from services.delivery import alerts, change_stream, content_webhooks, mail, outbox, subscriptions, webhooks
+from services.delivery.federation import deliveries as activitypub
+from services.delivery.federation import pings
+from services.links import PaperOrigins
+from services.newsroom import filing
+from services.transparency import store as transparency_log
+from services.transparency import witness
 
 PRUNE_EVERY = 3600  # seconds between prunes of old sent rows in the drain loop
-ANNOUNCE_BATCH = 500  # scheduled pieces announced per pass at most; the next pass takes the rest
 
 
-def announce_aired(now: datetime) -> list[int]:
-    """Announce the scheduled pieces whose instant has come by `now` and that no pass announced
-    yet (`on_air`, `on_air_at <= now`, `announced_at` NULL; pieces aired at once are announced
-    by their write): set `announced_at` and, when PURGE_URL is set, purge their surrogate keys
-    (`paper-<id> piece-<id>`, services/delivery/purge.py) once. Their visibility needs no such
-    step (services/reading/visibility.py); a CDN holding answers needs to hear of it.
+def consume_changes(now: datetime) -> change_stream.Report:
+    """Hand the change feed's new public changes to each consumer (content webhook messages,
+    CDN purge: services/delivery/change_stream.py); prints `changes: N handled by <consumer>`
+    for each that handled any, and the failures."""
+    report = change_stream.run_all(now)
+    for name, handled in report.handled.items():
+        if handled:
+            click.echo(f"changes: {handled} handled by {name}")
+    for failure in report.failed:
+        click.echo(f"changes: consumer failed: {failure} (retried next pass)", err=True)
+    return report
 
-    Each piece is claimed by a conditional UPDATE committed on its own, so of several drainers
-    exactly one announces it. Returns the ids this pass announced; prints `announced: N
-    scheduled piece(s) aired` when any."""
-    due = db.session.execute(
-        select(Piece.id, Piece.paper_id)
-        .where(Piece.on_air.is_(True), Piece.announced_at.is_(None), Piece.on_air_at <= now)
-        .order_by(Piece.on_air_at, Piece.id).limit(ANNOUNCE_BATCH)).all()
-    db.session.rollback()
-    announced, papers = [], set()
-    for piece_id, paper_id in due:
-        claimed = db.session.execute(
-            update(Piece).where(Piece.id == piece_id, Piece.announced_at.is_(None), Piece.on_air.is_(True),
-                                Piece.on_air_at <= now).values(announced_at=now))
-        db.session.commit()
-        if claimed.rowcount == 1:
-            announced.append(piece_id)
-            papers.add(paper_id)
+
+def sign_checkpoints(now: datetime, *, interval: float | None = None) -> list[tuple[int, int]]:
+    """Sign the transparency logs' new checkpoints (at most every LOG_CHECKPOINT_SECONDS per
+    paper, or `interval`), then submit each public paper's newest one to the LOG_WITNESSES;
+    prints `log: paper P signed size N`, `log: witness W cosigned paper P size N` and the
+    failures. Returns the (paper id, size) pairs signed."""
     config = current_app.config
-    if announced and config.get("PURGE_URL"):
-        keys = [f"paper-{p}" for p in sorted(papers)] + [f"piece-{p}" for p in sorted(announced)]
-        purge.sender.submit(config["PURGE_URL"], keys, config.get("PURGE_HEADER", ""),
-                            float(config.get("PURGE_TIMEOUT", 5)))
-    if announced:
-        click.echo(f"announced: {len(announced)} scheduled piece(s) aired")
-    return announced
+    signed, failed = transparency_log.sign_due(
+        now, config["LOG_CHECKPOINT_SECONDS"] if interval is None else interval)
+    for paper_id, size in signed:
+        click.echo(f"log: paper {paper_id} signed size {size}")
+    for failure in failed:
+        click.echo(f"log: no checkpoint for paper {failure}", err=True)
+    try:
+        witnesses = witness.parse_config(config["LOG_WITNESSES"])
+    except ValueError as exc:
+        click.echo(f"log: {exc}", err=True)
+        return signed
+    for outcome in witness.submit_all(witnesses, now, timeout=config["LOG_WITNESS_TIMEOUT"]):
+        if outcome.error:
+            click.echo(f"log: witness {outcome.witness} failed paper {outcome.paper_id}: {outcome.error}", err=True)
+        else:
+            click.echo(f"log: witness {outcome.witness} cosigned paper {outcome.paper_id} size {outcome.cosigned}")
+    return signed
 
 
 def drain_confirms(should_stop=None) -> outbox.DrainReport:
     """One pass over the confirm mail that is due (ended early once `should_stop()` is true);
     prints `outbox: sent N, retrying R, failed F` when it did anything (`, skipped S` for
     messages no longer needed), and the first errors."""
-    report = outbox.drain(utcnow, should_stop=should_stop)
+    report = outbox.drain(utcnow, build=subscriptions.confirm_message, should_stop=should_stop)
     if report.sent or report.retrying or report.failed or report.skipped:
         click.echo(f"outbox: sent {report.sent}, retrying {report.retrying}, failed {report.failed}"
                    + (f", skipped {report.skipped}" if report.skipped else "")
@@ -112,7 +121,7 @@ def plan_instant_alerts(seen: dict | None = None) -> alerts.PlanReport:
     """Plan the instant alerts due now (services/delivery/alerts.py `plan_instant`), with
     `seen` carried between passes; prints `planned: N instant alert(s)` when it recorded any.
     Raises click.ClickException when alert links have no origin (`alert_origins`)."""
-    report = alerts.plan_instant(utcnow, origins=alert_origins(), seen=seen)
+    report = alerts.plan_instant(utcnow, origins=alert_origins(), lock_paper=filing.lock_paper, seen=seen)
     if report.recorded:
         click.echo(f"planned: {report.recorded} instant alert(s)")
     return report
@@ -156,7 +165,7 @@ def report_alerts(report: alerts.SendReport, seconds: float | None = None) -> No
 
 
 def _deliver_hooks_due(label: str, service, now: datetime, *, quiet: bool):
-    """Post the deliveries of `service` (services.delivery.webhooks or .content_hooks: both have
+    """Post the deliveries of `service` (services.delivery.webhooks or .content_webhooks: both have
     `deliver_due(now, allow_private=, concurrency=, budget=)` and `pending_count()`) that are due,
     with the app's WEBHOOK_* settings; prints `{label}: delivered N, failed M, pending P` (only
     when something was tried, if `quiet`) and `, disabled D` when the report counts endpoints
@@ -181,12 +190,25 @@ def deliver_webhooks_due(now: datetime, *, quiet: bool = False) -> webhooks.Deli
     return _deliver_hooks_due("webhooks", webhooks, now, quiet=quiet)
 
 
-def deliver_content_hooks_due(now: datetime, *, quiet: bool = False) -> content_hooks.Report:
+def deliver_content_webhooks_due(now: datetime, *, quiet: bool = False) -> content_webhooks.Report:
     """Post the content webhook messages that are due (WEBHOOK_ALLOW_PRIVATE,
     WEBHOOK_CONCURRENCY, WEBHOOK_RUN_SECONDS as for subscriber webhooks); prints `content
     webhooks: delivered N, failed M, pending P` (only when something was tried, if `quiet`)
     and `, disabled D` when endpoints were disabled."""
-    return _deliver_hooks_due("content webhooks", content_hooks, now, quiet=quiet)
+    return _deliver_hooks_due("content webhooks", content_webhooks, now, quiet=quiet)
+
+
+def deliver_activities_due(now: datetime, *, quiet: bool = False) -> activitypub.Report:
+    """Post the ActivityPub activities that are due, signed (services/delivery/federation/deliveries.py;
+    WEBHOOK_ALLOW_PRIVATE, WEBHOOK_CONCURRENCY, WEBHOOK_RUN_SECONDS as for webhooks); prints
+    `activitypub: delivered N, failed M, pending P` (only when something was tried, if `quiet`)."""
+    return _deliver_hooks_due("activitypub", activitypub, now, quiet=quiet)
+
+
+def deliver_pings_due(now: datetime, *, quiet: bool = False) -> pings.Report:
+    """Post the WebSub and IndexNow pings that are due (services/delivery/federation/pings.py); prints
+    `pings: delivered N, failed M, pending P` (only when something was tried, if `quiet`)."""
+    return _deliver_hooks_due("pings", pings, now, quiet=quiet)
 
 
 def prune_sent(now: datetime) -> int:
@@ -195,7 +217,8 @@ def prune_sent(now: datetime) -> int:
     days = current_app.config["OUTBOX_RETENTION_DAYS"]
     if days <= 0:
         return 0
-    pruned = outbox.prune(now - timedelta(days=days)) + content_hooks.prune(now - timedelta(days=days))
+    pruned = (outbox.prune(now - timedelta(days=days)) + content_webhooks.prune(now - timedelta(days=days))
+              + activitypub.prune(now - timedelta(days=days)) + pings.prune(now - timedelta(days=days)))
     db.session.commit()
     if pruned:
         click.echo(f"outbox: pruned {pruned} sent or given-up row(s) older than {days} days")
@@ -204,11 +227,13 @@ def prune_sent(now: datetime) -> int:
 
 def drain_once(should_stop=None, seen: dict | None = None, with_alerts: bool = True,
                plan_instant: bool = True) -> None:
-    """One pass of the drainer: scheduled pieces that aired, confirm mail, then instant alerts
-    planned (when `plan_instant`; `seen`: see `alerts.plan_instant`) and due alerts sent (unless
-    `with_alerts` is False), then subscriber webhooks, then content webhooks, each printing only
-    when it did something."""
-    announce_aired(utcnow())
+    """One pass of the drainer: the change feed's consumers, the transparency logs'
+    checkpoints, confirm mail, then instant alerts planned (when `plan_instant`; `seen`: see
+    `alerts.plan_instant`) and due alerts sent (unless `with_alerts` is False), then subscriber
+    webhooks, then content webhooks, then ActivityPub activities, then WebSub and IndexNow
+    pings, each printing only when it did something."""
+    consume_changes(utcnow())
+    sign_checkpoints(utcnow())
     drain_confirms(should_stop)
     if with_alerts and plan_instant and (should_stop is None or not should_stop()):
         plan_instant_alerts(seen)
@@ -217,7 +242,11 @@ def drain_once(should_stop=None, seen: dict | None = None, with_alerts: bool = T
     if should_stop is None or not should_stop():
         deliver_webhooks_due(utcnow(), quiet=True)
     if should_stop is None or not should_stop():
-        deliver_content_hooks_due(utcnow(), quiet=True)
+        deliver_content_webhooks_due(utcnow(), quiet=True)
+    if should_stop is None or not should_stop():
+        deliver_activities_due(utcnow(), quiet=True)
+    if should_stop is None or not should_stop():
+        deliver_pings_due(utcnow(), quiet=True)
 
 
 def _alerts_usable() -> bool:

@@ -26,6 +26,8 @@ from models import Paper, SigningKey
 from models.clock import utcnow
 from services.newsroom import provenance, seeds
 from services.reading import stories
+from services.transparency import store as transparency_log
+from services.transparency.sealing import LogKeyLocked
 
 
 def _paper(slug: str) -> Paper:
@@ -67,14 +69,17 @@ def rotate_secret(old_secret: str | None, old_secret_file: str | None) -> None:
     SECRET_KEY changed. Seeds sealed under the old secret (or still in the clear) are sealed
     afresh; seeds that open already are kept. An active key's seed that opens under neither
     stops the command with exit 1 and nothing changed (a retired one is left, with a warning).
-    The receipt keys themselves (kid, public key) never change."""
+    The receipt keys themselves (kid, public key) never change; nor do the transparency logs'
+    keys, resealed the same way."""
     if old_secret_file:
         old_secret = Path(old_secret_file).read_text(encoding="utf-8").strip()
     if not old_secret:
         raise click.UsageError("give the old secret: --old-secret-file PATH, OLD_SECRET_KEY or --old-secret")
     try:
         done = provenance.reseal_seeds(old_secret, current_app.config["SECRET_KEY"])
-    except seeds.SeedLocked as exc:
+        # The transparency logs' keys are sealed the same way (services/transparency/store.py).
+        logs = transparency_log.reseal(old_secret, current_app.config["SECRET_KEY"])
+    except (seeds.SeedLocked, LogKeyLocked) as exc:
         db.session.rollback()
         raise click.ClickException(str(exc)) from exc
     db.session.commit()
@@ -82,8 +87,10 @@ def rotate_secret(old_secret: str | None, old_secret_file: str | None) -> None:
         click.echo(f"resealed {kid}")
     for kid in done["unreadable"]:
         click.echo(f"left {kid} as it is: retired, and sealed under neither secret", err=True)
-    click.echo(f"{len(done['resealed'])} seed(s) resealed under the current SECRET_KEY, "
-               f"{len(done['kept'])} already sealed under it.")
+    for origin in logs["resealed"]:
+        click.echo(f"resealed the log key of {origin}")
+    click.echo(f"{len(done['resealed']) + len(logs['resealed'])} seed(s) resealed under the current SECRET_KEY, "
+               f"{len(done['kept']) + len(logs['kept'])} already sealed under it.")
 
 
 def _fetch(source: str, desk_key: str | None = None) -> dict:

@@ -250,7 +250,7 @@ def _batches(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
             "prose": draft.prose, "image": image, "rev": 1, "content_hash": sealed["content_hash"],
             "on_air": on_air, "on_air_at": on_air_at,
             "on_air_day": on_air_at.date() if on_air_at else None, "filed_at": filed_at,
-            "updated_at": on_air_at or filed_at, "filed_by_key_id": None, "announced_at": on_air_at})
+            "updated_at": on_air_at or filed_at, "filed_by_key_id": None})
         for n, fact in enumerate(draft.cited_facts, start=1):
             facts.append({"id": fact_id, "piece_id": piece_id, "n": n,
                           **{name: fact[name] for name in filing.FACT_FIELDS}})

@@ -28,9 +28,7 @@ class Piece(db.Model):
     """A story. Public only while `on_air` and once `on_air_at` (UTC) has come: a piece put on
     air with a future `on_air_at` is scheduled, and airs at that instant with no job to run
     (services/reading/visibility.py is the one public predicate). `on_air_day` is the UTC date
-    of `on_air_at`, kept as a column so the archive is an indexed GROUP BY. `announced_at` is
-    when the piece's airing was announced (CDN purge): at once for a piece aired now, by
-    `flask drain-outbox` for a scheduled one once its instant has passed; None until then."""
+    of `on_air_at`, kept as a column so the archive is an indexed GROUP BY."""
 
     __tablename__ = "pieces"
     __table_args__ = (
@@ -57,7 +55,6 @@ class Piece(db.Model):
     filed_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     filed_by_key_id: Mapped[int | None] = mapped_column(ForeignKey("desk_keys.id"))
-    announced_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     section: Mapped[Section] = relationship(lazy="raise_on_sql")
     persona: Mapped[Persona] = relationship(lazy="raise_on_sql")

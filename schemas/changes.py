@@ -6,13 +6,17 @@ from marshmallow import Schema, fields, validate
 from models import CHANGE_TYPES
 from schemas.common import Timestamp
 
+# A next_cursor as the feed hands it out (opaque, signed: blueprints/api/paging.py).
+CHANGES_CURSOR_EXAMPLE = ("eyJwIjoxLCJmIjp7fSwiayI6WyIyMDI2LTExLTI0VDA5OjA1OjAwLjAwMDAwMCswMDowMCIsNDJdfQ"
+                          ".q1Xo3v5C8mJzVv0W2aS8dKf0nQk")
+
 
 class ChangesQuery(Schema):
     cursor = fields.String(
         validate=validate.Length(min=1, max=200),
         metadata={"description": "Opaque: the `next_cursor` of an earlier answer from this paper. "
                                  "Absent: from the first change. Malformed, or another paper's: 400.",
-                  "example": "Y2hnMToxOjE3OTM5NjAwMDAwMDAwMDA6NDI"})
+                  "example": CHANGES_CURSOR_EXAMPLE})
     limit = fields.Integer(
         load_default=100,
         metadata={"description": "How many changes at most; any integer is accepted and clamped to 1-500.",
@@ -45,4 +49,4 @@ class ChangeListOut(Schema):
     next_cursor = fields.String(required=True, metadata={
         "description": "Never null: poll again from here (an empty page keeps the same position). "
                        "`Link: rel=\"next\"` is sent only when more changes are listable now.",
-        "example": "Y2hnMToxOjE3OTM5NjAwMDAwMDAwMDA6NDM"})
+        "example": CHANGES_CURSOR_EXAMPLE})

@@ -27,6 +27,31 @@ class Timestamp(fields.DateTime):
         return None if value is None else rfc3339(value)
 
 
+class Written(Schema):
+    """A schema that documents a wire shape whose one writer is `write(obj) -> dict`: its fields
+    say what the OpenAPI document promises, and dumping through it (a view's `@bp.response`, a
+    `fields.Nested`) calls the writer, so the shape is built in one place whatever the object
+    (an ORM row or a Core row). tests/test_fast_paths.py holds the writer's keys to the fields."""
+
+    def write(self, obj) -> dict:
+        raise NotImplementedError
+
+    def dump(self, obj, *, many: bool | None = None):
+        many = self.many if many is None else bool(many)
+        return [self.write(item) for item in obj] if many else self.write(obj)
+
+
+def text(**kwargs) -> fields.String:
+    """A required string of a Written schema (its writer fills it)."""
+    return fields.String(required=True, **kwargs)
+
+
+def url(**kwargs) -> fields.String:
+    """A required absolute URL of a Written schema, documented as a string of format uri."""
+    metadata = {"format": "uri", **kwargs.pop("metadata", {})}
+    return fields.String(required=True, metadata=metadata, **kwargs)
+
+
 def computed_text(fn, **kwargs) -> fields.Function:
     """A required string computed from the object (`fn(obj) -> str`), documented as a string."""
     metadata = {"type": "string", **kwargs.pop("metadata", {})}

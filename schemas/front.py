@@ -8,11 +8,12 @@ from datetime import datetime, timezone
 from marshmallow import Schema, ValidationError, fields, validate
 
 from models.clock import rfc3339
-from schemas.common import Timestamp, computed_url
+from schemas.common import Timestamp, Written, computed_url
+from schemas.common import url as url_field
 from schemas.desk import EditionMediaOut
-from schemas.story import CURSOR_EXAMPLE, StoryRowOut, cursor_param, story_row_wire
+from schemas.story import CURSOR_EXAMPLE, StoryRowOut, as_row, cursor_param, story_row_wire
+from services.links import Links
 from services.reading import visibility
-from services.rendering.links import Links
 from web.links import links
 
 POSTS_LIMIT_MAX = 100
@@ -59,14 +60,14 @@ class NewsroomOut(Schema):
 class RailOut(Schema):
     section = fields.String(required=True, metadata={"description": "The section name."})
     slug = fields.String(required=True)
-    url = computed_url(lambda rail: links().section_page(rail["slug"]),
-                          metadata={"description": "Absolute URL of the section's page."})
+    url = url_field(metadata={"description": "Absolute URL of the section's page."})
     stories = fields.List(fields.Nested(StoryRowOut), required=True,
                           metadata={"description": "Up to six newest pieces on air in this section, newest first."})
 
 
-class FrontOut(Schema):
-    """Also served verbatim at `/front.json`."""
+class FrontOut(Written):
+    """Also served verbatim at `/front.json`. Written by `front_wire` (below) from
+    `front.build_front(..., rows=True)`."""
 
     paper = fields.Nested(FrontPaperOut, required=True)
     newsroom = fields.Nested(NewsroomOut, required=True)
@@ -84,6 +85,9 @@ class FrontOut(Schema):
         "description": "Up to four newest pieces on air in active sections after the lead (the "
                        "lead left out), newest first, whatever their section. They also appear "
                        "in their sections' rails."})
+
+    def write(self, obj) -> dict:
+        return front_wire(obj, links())
 
 
 # --- the cast -----------------------------------------------------------------------------
@@ -197,8 +201,8 @@ class MastheadOut(Schema):
 
 
 def front_wire(document: dict, links: Links) -> dict:
-    """FrontOut's dump of `front.build_front(..., rows=True)` (rails of Core rows), built
-    directly: the same keys, order and values (tests/test_fast_paths.py)."""
+    """The front's one writer (FrontOut documents it): `front.build_front(..., rows=True)`
+    (rails of Core rows) on the wire, with absolute URLs under `links`."""
     paper, counts = document["paper"], document["newsroom"]
     now = visibility.request_now()  # once for every row
     latest_on_air, latest_edition = counts["latest_on_air_at"], counts["latest_edition"]
@@ -213,9 +217,9 @@ def front_wire(document: dict, links: Links) -> dict:
                      "latest_edition": None if latest_edition is None else latest_edition.isoformat(),
                      "declared_ai": True},
         "rails": [{"section": rail["section"], "slug": rail["slug"], "url": links.section_page(rail["slug"]),
-                   "stories": [story_row_wire(row, links, now) for row in rail["stories"]]}
+                   "stories": [story_row_wire(as_row(row), links, now) for row in rail["stories"]]}
                   for rail in document["rails"]],
-        "lead": None if document["lead"] is None else story_row_wire(document["lead"], links, now),
+        "lead": None if document["lead"] is None else story_row_wire(as_row(document["lead"]), links, now),
         "lead_chosen": document["lead_chosen"],
-        "top_stories": [story_row_wire(row, links, now) for row in document["top_stories"]],
+        "top_stories": [story_row_wire(as_row(row), links, now) for row in document["top_stories"]],
     }

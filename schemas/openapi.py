@@ -327,7 +327,7 @@ STRING_EXAMPLES = {
         ("stories", "stories"), ("story", "stories/{id}"), ("sections", "sections"), ("days", "days"),
         ("search", "search?q="), ("front", "front"), ("cast", "cast"), ("posts", "posts"),
         ("masthead", "masthead"), ("openapi", "openapi.json"), ("receipt_keys", "receipt-keys"),
-        ("keys_url", "receipt-keys"), ("index", ""), ("path", "stories/{id}"))},
+        ("keys_url", "receipt-keys"), ("index", ""), ("path", "stories/{id}"), ("log", "log"))},
     "subscribe": f"POST {_SITE}/api/v1/subscribers",
     **{name: f"{_SITE}/{path}" for name, path in (
         ("rss", "rss.xml"), ("podcast", "podcast.xml"), ("front_json", "front.json"), ("llms", "llms.txt"),

@@ -20,6 +20,8 @@ class EndpointsOut(Schema):
     subscribe = fields.String(required=True, metadata={"description": "`POST ` followed by the URL."})
     openapi = fields.String(required=True)
     receipt_keys = fields.String(required=True, metadata={"description": "The paper's public Ed25519 receipt keys."})
+    log = fields.String(required=True, metadata={
+        "description": "The paper's public transparency log of every piece's content hashes (C2SP tlog-tiles)."})
 
 
 class FeedsOut(Schema):
@@ -81,3 +83,7 @@ class ReceiptKeyOut(Schema):
 
 class ReceiptKeysOut(Schema):
     keys = fields.List(fields.Nested(ReceiptKeyOut), required=True)
+    log = fields.String(required=True, metadata={
+        "description": "The paper's transparency log (`/api/v1/log`): every public change of a piece, with its "
+                       "content hash, in a signed append-only log anyone can audit.",
+        "example": "https://demo.example.org/api/v1/log"})

@@ -2,44 +2,50 @@
 `Piece` rows with `section` and `persona` loaded."""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from flask import g
 from marshmallow import Schema, fields, validate
 
+from models import Piece
 from models.clock import rfc3339
-from schemas.common import Timestamp, computed_text, computed_url
+from schemas.common import Timestamp, Written, text
+from schemas.common import url as url_field
+from services.links import Links
 from services.reading import visibility
-from services.rendering.links import Links
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from web.links import links
 
 
-class StoryRowOut(Schema):
-    """One entry of a story list."""
+class StoryRowOut(Written):
+    """One entry of a story list. Written by `story_row_wire` (below), from an ORM `Piece`
+    (section and persona loaded) or a Core row of services/reading/stories.py ROW_COLUMNS."""
 
-    id = computed_text(lambda p: str(p.id), metadata={"description": "Use on `/api/v1/stories/{id}`."})
+    id = text(metadata={"description": "Use on `/api/v1/stories/{id}`."})
     slug = fields.String(required=True, metadata={"description": "Also accepted on `/api/v1/stories/{id}`."})
     headline = fields.String(required=True)
     dek = fields.String(required=True, metadata={"description": "The standfirst."})
-    section = computed_text(lambda p: p.section.name, metadata={"description": "The section name."})
-    byline = computed_text(lambda p: p.persona.name,
-                           metadata={"description": "A declared AI persona (see `disclosure` on the full story)."})
+    section = text(metadata={"description": "The section name."})
+    byline = text(metadata={"description": "A declared AI persona (see `disclosure` on the full story)."})
     digital_source_type = fields.Constant(DIGITAL_SOURCE_TYPE, required=True, metadata={
         "description": "The byline's AI disclosure for machines: the IPTC digital source type "
                        "`trainedAlgorithmicMedia` (written by an AI system), always this value.",
         "example": DIGITAL_SOURCE_TYPE})
     rev = fields.Integer(required=True, metadata={"description": "Revision number, 1 for the first filing."})
-    url = computed_url(lambda p: links().story_page(p.slug),
-                       metadata={"description": "Absolute URL of the story's page."})
+    url = url_field(metadata={"description": "Absolute URL of the story's page."})
     on_air_at = Timestamp(required=True, allow_none=True,
                           metadata={"description": "When the piece went on air (RFC 3339, UTC); null for a draft."})
     on_air = fields.Boolean(required=True, metadata={
         "description": "Always true on the public lane; false marks a draft (keyed lane)."})
-    air_at = fields.Function(
-        lambda p: _air_at(p), required=True, allow_none=True,
-        metadata={"type": "string", "format": "date-time", "example": "2026-11-25T07:00:00Z",
+    air_at = fields.String(
+        required=True, allow_none=True,
+        metadata={"format": "date-time", "example": "2026-11-25T07:00:00Z",
                   "description": "Keyed lane: the instant a scheduled piece airs (RFC 3339, UTC); null "
                                  "when the piece is not scheduled (a draft, or already public). Always "
                                  "null on the public lane, which never shows a scheduled piece."})
+
+    def write(self, obj) -> dict:
+        return story_row_wire(as_row(obj), links())
 
 
 def _air_at(piece, now=None) -> str | None:
@@ -59,25 +65,27 @@ class PersonaRefOut(Schema):
     name = fields.String(required=True)
     slug = fields.String(required=True)
     title = fields.String(required=True)
-    avatar = computed_url(lambda p: links().avatar(p.slug))
+    avatar = url_field()
     declared_ai = fields.Constant(True, required=True, metadata={"description": "Always true."})
 
 
 class StoryOut(StoryRowOut):
-    """The full story: the row plus prose, cited facts and the persona disclosure."""
+    """The full story: the row plus prose, cited facts and the persona disclosure. Written by
+    `story_wire` (below), from an ORM `Piece` or a Core row of STORY_COLUMNS with its facts."""
 
     prose = fields.String(required=True, metadata={
         "description": "Markdown with `[^N]` markers. Render them as footnotes; never strip them."})
     cited_facts = fields.List(fields.Nested(CitedFactOut), required=True)
-    category = computed_text(lambda p: p.section.name, metadata={"description": "Equal to `section`."})
+    category = text(metadata={"description": "Equal to `section`."})
     image = fields.String(required=True, allow_none=True, metadata={"description": "The story's art (URL) or null."})
     persona = fields.Nested(PersonaRefOut, required=True)
-    disclosure = computed_text(
-        lambda p: disclosure(p.persona.name, g.paper.nameplate),
-        metadata={"description": "States that the byline is an AI persona. Clients must show it."},
-    )
+    disclosure = text(metadata={"description": "States that the byline is an AI persona. Clients must show it."})
     content_hash = fields.String(required=True, metadata={
         "description": "`sha256:` + hex; the proof is at `/api/v1/stories/{id}/proof` (keyed)."})
+
+    def write(self, obj) -> dict:
+        facts = sorted(obj.cited_facts, key=lambda fact: fact.n)
+        return story_wire(as_row(obj), facts, links(), g.paper.nameplate)
 
 
 # A page's cursor as the API shows it (opaque; blueprints/api/paging.py makes them).
@@ -120,11 +128,40 @@ class StoriesQuery(Schema):
                        "`all` with one (the keyed list has always shown drafts).", "example": "draft"})
 
 
-# --- the same wire shapes, straight from Core rows -------------------------------------------
-# services/reading/stories.py `page` (`latest_rows`) and `find_row` feed these; they must give exactly
-# what StoryRowOut and StoryOut dump (same keys, same order, same values), which
-# tests/test_fast_paths.py checks on every lane and both databases. The schemas stay the
-# documented contract (OpenAPI) and the shape of every other answer.
+# --- the one writer of each story shape --------------------------------------------------------
+# StoryRowOut and StoryOut document these shapes (OpenAPI) and dump through them; the reading
+# paths (services/reading/stories.py `page`, `find_row`) hand them Core rows directly, and the
+# writes hand ORM pieces through the schemas (`as_row`). tests/test_fast_paths.py holds the keys
+# each writer makes to the fields its schema documents.
+
+class StoryRow(NamedTuple):
+    """An ORM piece in the shape of a Core row of STORY_COLUMNS (ROW_COLUMNS first)."""
+
+    id: int
+    slug: str
+    headline: str
+    dek: str
+    section: str
+    byline: str
+    rev: int
+    on_air_at: object
+    on_air: bool
+    prose: str
+    image: str | None
+    content_hash: str
+    persona_slug: str
+    persona_title: str
+
+
+def as_row(obj):
+    """`obj` as the story writers read it: a Core row as it is, an ORM `Piece` (its section and
+    persona loaded) as a StoryRow."""
+    if not isinstance(obj, Piece):
+        return obj
+    return StoryRow(obj.id, obj.slug, obj.headline, obj.dek, obj.section.name, obj.persona.name, obj.rev,
+                    obj.on_air_at, obj.on_air, obj.prose, obj.image, obj.content_hash, obj.persona.slug,
+                    obj.persona.title)
+
 
 def story_row_wire(row, links: Links, now=None) -> dict:
     """StoryRowOut's dump of a row of `stories.ROW_COLUMNS`. `now` (aware UTC): the request's

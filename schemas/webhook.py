@@ -1,5 +1,5 @@
 """Content webhook bodies and answers (docs/API.md "Content webhooks"). The URL's target is
-checked in services/delivery/content_hooks.py (it resolves the host)."""
+checked in services/delivery/content_webhooks.py (it resolves the host)."""
 from __future__ import annotations
 
 from marshmallow import RAISE, Schema, fields, validate

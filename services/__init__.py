@@ -33,6 +33,18 @@
                    mail           SMTP or file outbox, connection pool
                    webhooks       signed webhook deliveries through an outbox
                    purge          CDN purge by surrogate key after commit
+                   federation/    the paper and its personas in the fediverse (docs/FEDERATION.md):
+                     keys           the paper's RSA key (sealed), its Ed25519 key as a Multikey
+                     documents      WebFinger, NodeInfo, actors, Articles with proofs, activities
+                     httpsig        draft-cavage HTTP signatures and Digest, both ways
+                     remote         the bounded fetch of a sender's key (inbox POSTs)
+                     inbox          Follow, Undo, Delete; everything else ignored
+                     deliveries     the change feed's `activitypub` consumer and its signed sender
+                     pings          the `pings` consumer: WebSub hub and IndexNow
+      transparency/  the papers' public C2SP transparency logs (docs/PROOFS.md): RFC 6962
+                   merkle, signed notes and checkpoints, the entry format, tile paths, the log
+                   in the database (the change feed consumer, checkpoints, proofs), witnesses,
+                   and the `flask log verify` monitor
 
 The demo newsroom (`seed-demo`'s content) lives apart, in the top-level `demo` package.
 
@@ -44,5 +56,5 @@ version state. `current_app` (config, extensions, templates) is read only where 
 would be absurd (session event listeners, mail templates, token signing); those functions say
 so in their docstrings. Services flush; the request (web/commit.py) or the CLI command
 commits, except where a docstring says the function commits (crash safety in alerts and
-webhook deliveries).
+webhook deliveries; the transparency logs' checkpoints and witness submissions).
 """

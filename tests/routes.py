@@ -22,6 +22,10 @@ SLUG_KIND = {
     "pages.persona": "persona_slug",
     "sections.update_section": "section_slug",
     "personas.update_persona": "persona_slug",
+    "activitypub.persona_actor": "persona_slug",
+    "activitypub.persona_inbox": "persona_slug",
+    "activitypub.persona_outbox": "persona_slug",
+    "activitypub.persona_followers": "persona_slug",
 }
 _ARG = re.compile(r"<(?:[^:<>]+:)?([^<>]+)>")
 
@@ -77,12 +81,16 @@ def value_for(endpoint: str, name: str, data: PaperData) -> str:
         return getattr(data, SLUG_KIND[endpoint])
     if name == "day":
         return data.edition_day if endpoint == "pages.edition" else data.day
+    if name == "key" and endpoint == "activitypub.indexnow_key":
+        return "0" * 32
     if name == "delivery_id":
         return "dlv_0"
     if name == "n":
         return "1"
     if name == "filename":
         return "css/paper.css"
+    if name == "path" and endpoint == "transparency.tile":
+        return "entries/000.p/1"  # the first entry bundle of a log with one entry
     if name == "name" and endpoint == "media.media_file":
         # A real stored file: captions are the smallest kind.
         return media.store(current_app.instance_path, b"WEBVTT\n", "vtt").removeprefix(media.MEDIA_PREFIX)
@@ -96,7 +104,7 @@ def path_for(rule, data: PaperData, overrides: dict | None = None) -> str:
     def fill(match: re.Match) -> str:
         name = match.group(1)
         value = overrides[name] if name in overrides else value_for(rule.endpoint, name, data)
-        return quote(str(value), safe="" if name != "filename" else "/")
+        return quote(str(value), safe="/" if name in ("filename", "path") else "")
 
     return _ARG.sub(fill, rule.rule)
 
@@ -116,6 +124,9 @@ def queries_for(endpoint: str, data: PaperData) -> list[dict]:
         "subscribe.unsubscribe_page": [{"token": data.unsubscribe_token}],
         "subscribe.preferences_page": [{"token": data.preferences_token}],
         "subscribers.get_preferences": [{"token": data.preferences_token}],
+        "activitypub.webfinger": [{"resource": f"acct:{data.persona_slug}@{data.host}"}],
+        "activitypub.paper_outbox": [{}, {"page": 1}],
+        "activitypub.persona_outbox": [{}, {"page": 1}],
     }.get(endpoint, [{}])
 
 

@@ -169,7 +169,7 @@ def test_a_refused_message_does_not_poison_the_batch(client, desk, runner, smtp)
 
 def test_a_run_killed_mid_batch_is_completed_without_duplicates(client, desk, runner, smtp, app):
     from services.delivery import alerts, mail
-    from services.rendering.links import PaperOrigins
+    from services.links import PaperOrigins
 
     paper = desk.paper("demo")
     with time_machine.travel(T, tick=False) as clock:
@@ -302,7 +302,7 @@ def test_ctrl_c_with_several_connections_records_what_is_in_flight(client, desk,
     from extensions import db
     from models import AlertDelivery
     from services.delivery import alerts, mail
-    from services.rendering.links import PaperOrigins
+    from services.links import PaperOrigins
 
     paper = desk.paper("demo")
     with time_machine.travel(T, tick=False) as clock:

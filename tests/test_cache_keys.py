@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from extensions import cache
-from web import caching
+from web import policy
 
 ROOT = Path(__file__).resolve().parent.parent
-# Read only by views that are never stored (`no_etag`: the e-mailed confirm and unsubscribe
+# Read only by views that are never stored (policy `cache=False`: the e-mailed confirm and unsubscribe
 # links), so they need no declaration.
 NEVER_STORED = {"token"}
 
@@ -22,8 +22,7 @@ def cached(make_app, desk):
     paper = desk.paper("demo")
     for n in range(3):
         desk.piece(paper, f"Piece {n}")
-    return make_app(CACHE_TYPE="SimpleCache", RESPONSE_CACHE_LOCAL_BYTES=0,
-                    PAPER_SNAPSHOT_SECONDS=0)
+    return make_app(CACHE_TYPE="SimpleCache", RESPONSE_CACHE_LOCAL_BYTES=0)
 
 
 def stored(app) -> int:
@@ -48,11 +47,10 @@ def test_declared_parameters_still_tell_answers_apart(cached):
     assert client.get("/api/v1/stories?junk=2&limit=1").get_json() == one
     assert stored(cached) == 2
     # A plain view's declared parameter (the frameable player) keys its own answer.
-    assert caching.declared_params(cached.view_functions["pages.edition"]) == {"embed"}
-    assert caching.declared_params(cached.view_functions["stories.list_stories"]) == {
+    assert policy.of(cached, "pages.edition").query == {"embed"}
+    assert policy.of(cached, "stories.list_stories").query == {
         "limit", "cursor", "section", "persona", "status"}
-    assert caching.declared_params(cached.view_functions["embed.oembed"]) >= {
-        "url", "format", "maxwidth", "maxheight"}
+    assert policy.of(cached, "embed.oembed").query >= {"url", "format", "maxwidth", "maxheight"}
 
 
 def _args_read(tree: ast.AST) -> set[str]:
@@ -72,8 +70,8 @@ def _args_read(tree: ast.AST) -> set[str]:
 
 def test_every_query_parameter_a_view_reads_is_declared(app):
     declared = set()
-    for view in app.view_functions.values():
-        declared |= caching.declared_params(view)
+    for endpoint in app.view_functions:
+        declared |= policy.of(app, endpoint).query or set()
     for path in sorted((ROOT / "blueprints").rglob("*.py")):
         read = _args_read(ast.parse(path.read_text()))
         assert read - declared - NEVER_STORED == set(), path

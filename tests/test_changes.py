@@ -143,3 +143,21 @@ def file_on(client, admin, host: str) -> str:
     filed = client.post("/api/v1/stories", json=filing("Elsewhere"), headers={**auth(admin), "Host": host})
     assert filed.status_code == 201, filed.get_json()
     return filed.get_json()["id"]
+
+
+def test_a_cursor_of_the_feeds_first_format_still_polls_on(client, desk):
+    # Mirrors stored `chg1:` cursors before the one cursor format; they keep working for a release.
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    with time_machine.travel(NOW, tick=False):
+        ids = [file(client, admin, f"Story {n}") for n in range(3)]
+        for piece_id in ids:
+            client.put(f"/api/v1/stories/{piece_id}/air", headers=auth(admin))
+        first = feed(client, limit=10)["changes"]
+        at = datetime.fromisoformat(first[0]["at"].replace("Z", "+00:00"))
+        micros = (at - datetime(1970, 1, 1, tzinfo=timezone.utc)) // timedelta(microseconds=1)
+        legacy = base64.urlsafe_b64encode(f"chg1:{paper.id}:{micros}:{first[0]['seq']}".encode()).decode().rstrip("=")
+        after = client.get(f"/api/v1/changes?cursor={legacy}")
+    assert after.status_code == 200
+    assert [c["seq"] for c in after.get_json()["changes"]] == [c["seq"] for c in first[1:]]
+    assert not after.get_json()["next_cursor"].startswith("Y2hnMT")  # answered in the one format

@@ -58,7 +58,7 @@ def test_small_answers_and_refusing_clients_get_identity(client, desk):
 
 def test_a_warm_hit_is_served_compressed_from_the_cache(make_app, desk):
     _newsroom(desk)
-    app = make_app(PAPER_SNAPSHOT_SECONDS=60)
+    app = make_app()
     client = app.test_client()
     first = client.get("/api/v1/stories?limit=50", headers=GZIP)
     with statements(app) as seen:

@@ -399,22 +399,42 @@ def test_a_deleted_endpoint_gets_nothing(client, runner, desk, paper, admin, rec
     assert receiver.requests == []
 
 
-def test_cancel_for_piece_withdraws_a_scheduled_aired_message(app, client, runner, desk, paper, admin, receiver):
-    from extensions import db
-    from services.delivery import content_hooks
+def test_a_cancelled_scheduled_airing_sends_nothing(client, runner, desk, paper, admin, receiver):
+    hook = register(client, admin, receiver.url + "/h", ["piece.aired", "piece.unaired"])
+    with time_machine.travel(T, tick=False) as clock:
+        piece = desk.piece(paper, "Later", on_air_at=None)
+        assert client.put(f"/api/v1/stories/{piece.id}/air", headers=auth(admin),
+                          json={"at": "2026-11-20T09:00:00Z"}).status_code == 200
+        drain(runner)
+        assert client.delete(f"/api/v1/stories/{piece.id}/air", headers=auth(admin)).status_code in (200, 204)
+        clock.move_to(T + timedelta(hours=2))
+        drain(runner)
+    log = client.get(f"/api/v1/webhooks/{hook['id']}/deliveries", headers=auth(admin)).get_json()
+    assert log["deliveries"] == [] and receiver.requests == []
+
+
+def test_a_consumer_that_fails_on_one_paper_retries_it_and_serves_the_others(app, client, runner, desk, paper,
+                                                                              admin, receiver, monkeypatch):
+    from services.delivery import change_stream, content_webhooks
 
     hook = register(client, admin, receiver.url + "/h", ["piece.aired"])
+    real = content_webhooks.on_changes
+    failing = {"left": 1}
+
+    def flaky(row_paper, changes, now):
+        if failing["left"]:
+            failing["left"] -= 1
+            raise RuntimeError("a bad row")
+        return real(row_paper, changes, now)
+
+    monkeypatch.setattr(change_stream, "CONSUMERS", (change_stream.Consumer("content-webhooks", flaky),))
     with time_machine.travel(T, tick=False):
-        piece = desk.piece(paper, "Later", on_air_at=None)
-        with app.app_context():
-            from models import Paper, Piece
-            row_paper, row_piece = db.session.get(Paper, paper.id), db.session.get(Piece, piece.id)
-            content_hooks.piece_aired(row_paper, row_piece, now=T, deliver_at=T + timedelta(hours=1))
-            db.session.commit()
-            assert content_hooks.cancel_for_piece(row_paper, piece.id, now=T) == 1
-            db.session.commit()
-    log = client.get(f"/api/v1/webhooks/{hook['id']}/deliveries", headers=auth(admin)).get_json()
-    assert log["deliveries"] == []
+        desk.piece(paper, "Aired once")
+        assert "consumer failed: content-webhooks/" in runner.invoke(args=["drain-outbox", "--once"]).output
+        assert receiver.requests == []
+        drain(runner)
+        [payload] = [verified(hook["secret"], r) for r in receiver.requests]
+    assert payload["type"] == "piece.aired" and payload["data"]["headline"] == "Aired once"
 
 
 def test_old_rows_are_pruned(client, runner, admin, receiver, app):

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from app import create_app
-from services.rendering.links import PaperOrigins
+from services.links import PaperOrigins
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 NEEDED = ("SECRET_KEY", "DATABASE_URL", "PAPER_DOMAIN", "PUBLIC_URL_SCHEME", "PUBLIC_BASE_URL", "MAIL_FROM",

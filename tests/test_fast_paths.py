@@ -1,11 +1,12 @@
-"""The fast paths give exactly the schemas' JSON: `/api/v1/stories`, `/api/v1/stories/{id}`,
-`/api/v1/front` and `/front.json` build their answers from Core rows (services/reading/stories.py
-`page`, `find_row`, services/reading/front.py `rail_rows`; schemas/story.py
-`story_row_wire`, `story_wire`, schemas/front.py `front_wire`) rather than dumping ORM objects
-through marshmallow. Each answer here is compared byte for byte with what StoryListOut,
-StoryOut and FrontOut dump from the ORM objects of the same request, on the public lane and
-the keyed one (drafts), on each database, for first pages and for every page of a walk;
-`digital_source_type` (the byline's IPTC disclosure) included."""
+"""One writer per wire shape: `/api/v1/stories`, `/api/v1/stories/{id}`, `/api/v1/front` and
+`/front.json` read Core rows (services/reading/stories.py `page`, `find_row`,
+services/reading/front.py `rail_rows`), the writes hand ORM pieces to the schemas; both go
+through the one writer each schema documents (schemas/story.py `story_row_wire`, `story_wire`,
+schemas/front.py `front_wire`). Here: the writer's keys are the schema's fields, in order; and
+each answer equals, byte for byte, the schema's dump of the ORM objects of the same request (the
+two reading paths agree), on the public lane and the keyed one (drafts), on each database, for
+first pages and every page of a walk; `digital_source_type` (the byline's IPTC disclosure)
+included."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -133,3 +134,29 @@ def test_the_front_equals_the_schema_dump(app, client, desk, newsroom, path):
     assert [len(rail["stories"]) for rail in answer.get_json()["rails"]] == [4, 3]
     assert {row["digital_source_type"] for rail in answer.get_json()["rails"] for row in rail["stories"]} == {
         DIGITAL_SOURCE_TYPE}
+
+
+def test_each_writer_makes_exactly_the_fields_its_schema_documents(app, client, newsroom):
+    from schemas.story import StoryRowOut
+
+    paper, key = newsroom
+    story = client.get("/api/v1/stories?limit=1").get_json()["stories"][0]
+    assert list(story) == list(StoryRowOut().fields)
+    full = client.get(f"/api/v1/stories/{story['id']}").get_json()
+    assert list(full) == list(StoryOut().fields)
+    assert list(client.get("/api/v1/front").get_json()) == list(FrontOut().fields)
+
+
+def test_a_write_answers_in_the_shape_a_read_does(client, desk, newsroom):
+    paper, _ = newsroom
+    admin = auth(desk.key(paper, "admin"))
+    body = {"headline": "Harbour reopens", "dek": "Ships return.", "section": "World", "byline": "Ada",
+            "prose": "The harbour reopened[^1].",
+            "cited_facts": [{"statement": "It reopened", "source": "Port Authority", "instrument": "Notice",
+                             "claim_key": "port-1"}]}
+    filed = client.post("/api/v1/stories", json=body, headers=admin)
+    assert filed.status_code == 201
+    aired = client.put(f"/api/v1/stories/{filed.get_json()['id']}/air", headers=admin)
+    assert aired.status_code == 200
+    read = client.get(f"/api/v1/stories/{filed.get_json()['id']}", headers=admin)
+    assert aired.data == read.data  # an ORM piece (the write) and a Core row (the read), one writer

@@ -19,10 +19,7 @@ workers revise one piece at once.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import socket
-import subprocess
 import sys
 import threading
 import time
@@ -46,7 +43,7 @@ from models import Piece, PieceRevision, Subscriber, WebhookDelivery
 from services.delivery import webhooks
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import Desk
-from tests.fixtures.servers import free_port
+from tests.fixtures.servers import free_port, gunicorn
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -322,39 +319,13 @@ def served(app, tmp_path):
         piece_id = desk.piece(paper, "One piece, many hands").id
         admin = desk.key(paper, "admin")
         db.session.remove()
-    env = {k: v for k, v in os.environ.items() if k not in ("FLASK_APP",)}
-    env.update(DATABASE_URL=url.replace("postgresql+psycopg://", "postgresql://"),
+    env = dict(DATABASE_URL=url.replace("postgresql+psycopg://", "postgresql://"),
                INSTANCE_PATH=str(instance), RATELIMIT_ENABLED="0", CACHE_TYPE="NullCache",
-               LOG_REQUESTS="0", PYTHONUNBUFFERED="1", GUNICORN_MAX_REQUESTS="0")
-    port = free_port()
-    server = subprocess.Popen(
-        [str(BIN / "gunicorn"), "--config", str(ROOT / "gunicorn.conf.py"), "--workers", "2",
-         "--bind", f"127.0.0.1:{port}", "--timeout", "60"],
-        cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE, text=True, start_new_session=True)
-    log: list[str] = []
-    drain = None
+               LOG_REQUESTS="0")
     try:
-        # Requests may be sent once gunicorn listens: they wait in the backlog for a worker.
-        for line in server.stderr:
-            log.append(line)
-            if "Listening at" in line:
-                break
-        else:
-            raise AssertionError("gunicorn did not start:\n" + "".join(log[-40:]))
-        drain = threading.Thread(target=lambda: log.extend(server.stderr), daemon=True)
-        drain.start()
-        yield f"http://127.0.0.1:{port}", piece_id, admin, owner, log
+        with gunicorn(env, workers=2) as (base, log):
+            yield base, piece_id, admin, owner, log
     finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
-        if drain is not None:
-            drain.join(timeout=10)
-        server.stderr.close()
         with owner.app_context():
             db.session.remove()
             db.engine.dispose()

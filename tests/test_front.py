@@ -9,9 +9,9 @@ from flask import g
 from extensions import db
 from models import Persona
 from schemas.front import FrontConfigOut, FrontOut
+from services.links import Links
 from services.newsroom import filing
 from services.reading import front
-from services.rendering.links import Links
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.fixtures.statements import statements

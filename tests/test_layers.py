@@ -91,7 +91,7 @@ def test_models_import_no_services_schemas_or_blueprints():
     ("import flask as f\nf.g.paper", ["line 2: flask.g"]),
     # Allowed: the app's config and templates, the services' own packages, relative imports.
     ("from flask import current_app, render_template", []),
-    ("from services.rendering.links import Links\nfrom models import Paper", []),
+    ("from services.links import Links\nfrom models import Paper", []),
     ("from . import stories\nfrom ..rendering import links", []),
     ("import flask_smorest\nimport schemas_extra", []),
 ])
@@ -104,3 +104,122 @@ def test_the_scanner_sees_a_violation_in_a_whole_module():
              '    from flask import request\n    return request.host\n'
     assert violations(source, WEB_LAYER, request_globals=True) == ["line 6: flask.request"]
     assert violations("from blueprints.pages import bp", {"blueprints"}) == ["line 1: blueprints.pages"]
+
+
+# ----------------------------------------------------------------------------- the import graph
+
+PACKAGES = ("app", "wsgi", "config", "extensions", "blueprints", "commands", "demo", "models",
+            "schemas", "services", "web")
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every project module (dotted name) -> the project modules it imports, at any depth of
+    its source (an import inside a function counts), read with `ast`."""
+    paths = {}
+    for path in ROOT.rglob("*.py"):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        if parts[0] not in PACKAGES:
+            continue
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        paths[name] = path
+
+    def resolve(name: str) -> str | None:
+        while name and name not in paths:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for name, path in paths.items():
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                targets.update(resolve(alias.name) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets.update(resolve(f"{node.module}.{alias.name}") for alias in node.names)
+        graph[name] = {target for target in targets if target and target != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan), each sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in graph.get(node, ()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                other = stack.pop()
+                on_stack.discard(other)
+                component.append(other)
+                if other == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def package_of(module: str) -> str:
+    """The package a module belongs to for the package graph: `services.reading`, `web`, ..."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] in ("services", "blueprints") and len(parts) > 2 else parts[0]
+
+
+def test_no_module_imports_itself_through_others():
+    assert cycles(import_graph()) == []
+
+
+def test_no_package_imports_itself_through_others():
+    graph = import_graph()
+    packages: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        packages.setdefault(package_of(module), set()).update(
+            package_of(target) for target in targets if package_of(target) != package_of(module))
+    assert cycles(packages) == []
+
+
+def test_services_reach_no_web_module_even_through_others():
+    graph = import_graph()
+    reached, todo = set(), [m for m in graph if m.startswith(("services", "demo"))]
+    while todo:
+        module = todo.pop()
+        for target in graph[module]:
+            if target not in reached:
+                reached.add(target)
+                todo.append(target)
+    assert sorted(m for m in reached if m.split(".")[0] in WEB_LAYER) == []
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_every_module_imports_from_the_installed_package(tmp_path):
+    # Outside the repository root: only what pyproject.toml installs is importable.
+    import subprocess
+    import sys
+
+    names = sorted(name for name in import_graph() if name not in ("wsgi",))
+    script = f"import importlib\nfor name in {names!r}:\n    importlib.import_module(name)\nprint('ok')"
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_at_most_six_python_files_at_the_root():
+    assert sorted(path.name for path in ROOT.glob("*.py")) == ["app.py", "config.py", "extensions.py",
+                                                               "gunicorn.conf.py", "wsgi.py"]

@@ -1,4 +1,4 @@
-"""Absolute URLs: `Links` (services/rendering/links.py), the request's Links (links.py) and
+"""Absolute URLs: `Links` (services/links.py), the request's Links (links.py) and
 each paper's canonical origin for `send-alerts` (`PaperOrigins`), which must name a paper
 exactly as a request on that origin names it (the alerts' links are the pages' own)."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from flask import Flask, request
 
-from services.rendering.links import Links, PaperOrigins, host_name
+from services.links import Links, PaperOrigins, host_name
 from web import links
 
 

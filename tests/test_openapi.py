@@ -274,7 +274,7 @@ def test_every_operation_has_a_unique_operation_id_a_summary_and_a_description(d
 
 
 def test_operation_ids_are_stable_across_builds(app, doc):
-    from web.apidoc import api
+    from schemas.apidoc import api
     rebuilt = {(p, m): o["operationId"] for p, m, o, _ in operations(api.document())}
     assert rebuilt == {(p, m): o["operationId"] for p, m, o, _ in operations(doc)}
 

@@ -20,7 +20,7 @@ from sqlalchemy import select
 from extensions import db
 from models import OutboxMessage, Subscriber
 from models.clock import utcnow
-from services.delivery import outbox
+from services.delivery import outbox, subscriptions
 from tests.fixtures.servers import body_text
 from tests.fixtures.statements import statements
 
@@ -180,7 +180,7 @@ def test_two_drainers_on_postgresql_never_send_one_message_twice(client, desk, a
     def drainer():
         with app.app_context():  # its own session, its own connection
             start.wait()
-            reports.append(outbox.drain(utcnow))
+            reports.append(outbox.drain(utcnow, build=subscriptions.confirm_message))
 
     threads = [threading.Thread(target=drainer) for _ in range(2)]
     for thread in threads:
@@ -226,7 +226,7 @@ def test_a_drainer_asked_to_stop_gives_back_what_it_has_not_sent(client, desk, s
     for n in range(3):
         assert client.post("/api/v1/subscribers", json={"email": f"r{n}@example.com"}).status_code == 202
     # SIGTERM arrives while the first message is being sent: the pass ends after it.
-    report = outbox.drain(utcnow, should_stop=lambda: len(smtp.received) >= 1)
+    report = outbox.drain(utcnow, build=subscriptions.confirm_message, should_stop=lambda: len(smtp.received) >= 1)
     assert (report.sent, report.retrying, report.failed) == (1, 0, 0)
     rows = _rows()
     assert [row.sent_at is not None for row in rows] == [True, False, False]

@@ -24,11 +24,11 @@ ROOT = Path(__file__).resolve().parent.parent
 
 EXPECTED_BEFORE = [
     "web.request_log.start_request",
+    "web.security.refuse_malformed_host",
     "web.security.refuse_nul_in_path",
     "web.security.refuse_large_bodies",
     "web.tenancy.refuse_malformed_key",
     "web.limits.check_limits",
-    "web.caching.begin",
     "web.caching.answer_from_recent_paper",
     "web.tenancy.load_paper",
     "web.caching.answer_not_modified",
@@ -213,9 +213,14 @@ def test_keyed_writes_carry_the_default_per_route_limit(production, paper, desk,
         assert batch.headers["X-RateLimit-Limit"] == "600"
 
 
-def test_every_limited_endpoint_exists(production):
-    from web import limits
+def test_the_limit_classes_are_the_routes_own(production):
+    from web import policy
 
-    endpoints = {rule.endpoint for rule in production.url_map.iter_rules()}
-    named = limits.SUBSCRIBE_ENDPOINTS | limits.LINK_ENDPOINTS | limits.EXEMPT_ENDPOINTS
-    assert named <= endpoints, named - endpoints
+    classes = {}
+    for rule in production.url_map.iter_rules():
+        classes.setdefault(policy.of(production, rule.endpoint).limit, set()).add(rule.endpoint)
+    assert classes["subscribe"] == {"subscribers.create_subscribers", "subscribers.subscribe",
+                                    "subscribe.subscribe_form"}
+    assert classes["link"] == {"subscribe.confirm", "subscribe.unsubscribe", "subscribe.save_preferences",
+                               "subscribers.update_preferences"}
+    assert classes["none"] == {"static", "site.favicon", "health.healthz", "health.readyz"}

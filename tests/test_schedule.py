@@ -66,7 +66,7 @@ def cached_app(make_app, desk):
     paper = desk.paper("demo")
     desk.piece(paper, "Old news from the first of the month", facts=1)
     admin = desk.key(paper, "admin")
-    return make_app(CACHE_TYPE="SimpleCache", PAPER_SNAPSHOT_SECONDS=86_400), admin
+    return make_app(CACHE_TYPE="SimpleCache"), admin
 
 
 def schedule(client, admin, at: str | None = AT.isoformat()):
@@ -180,16 +180,16 @@ def test_drain_outbox_purges_the_cdn_once_after_a_scheduled_piece_airs(make_app,
         piece_id, _ = schedule(client, admin)
         assert purge.sender.wait_idle(timeout=5)
         assert purges(receiver) == []  # scheduling changed no public answer
-        assert "announced" not in runner.invoke(args=["drain-outbox", "--once"]).output
+        assert "cdn-purge" not in runner.invoke(args=["drain-outbox", "--once"]).output
         assert purge.sender.wait_idle(timeout=5)
         assert purges(receiver) == []
 
         clock.move_to(AT + timedelta(seconds=30))
         result = runner.invoke(args=["drain-outbox", "--once"])
-        assert result.exit_code == 0 and "announced: 1 scheduled piece(s) aired" in result.output, result.output
+        assert result.exit_code == 0 and "changes: 1 handled by cdn-purge" in result.output, result.output
         assert purge.sender.wait_idle(timeout=5)
         assert purges(receiver) == [{"surrogate_keys": [f"paper-{paper.id}", f"piece-{piece_id}"]}]
-        assert "announced" not in runner.invoke(args=["drain-outbox", "--once"]).output
+        assert "cdn-purge" not in runner.invoke(args=["drain-outbox", "--once"]).output
         assert purge.sender.wait_idle(timeout=5)
         assert len(purges(receiver)) == 1
 

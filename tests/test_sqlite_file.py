@@ -19,7 +19,7 @@ def own_file(app, make_app, runner, tmp_path):
         pytest.skip("a SQLite file")
     path = tmp_path / "data" / "paper.db"
     built = make_app(SQLALCHEMY_DATABASE_URI=f"sqlite:///{path}", CACHE_TYPE="NullCache",
-                     CACHE_NO_NULL_WARNING=True, PAPER_SNAPSHOT_SECONDS=0)
+                     CACHE_NO_NULL_WARNING=True)
     return built, path
 
 

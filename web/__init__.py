@@ -21,7 +21,6 @@ A map, in the order a request meets it (docs/ARCHITECTURE.md "The request path")
     links.py          the request's absolute-URL builder
     web/static_assets.py  /static with long-lived, fingerprinted URLs
     web/jsonio.py         orjson as Flask's JSON provider
-    apidoc.py         flask-smorest's Api: the OpenAPI document's machinery
 
 Services never import this package (tests/test_layers.py).
 """

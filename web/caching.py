@@ -26,23 +26,25 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
 from urllib.parse import urlencode
 
 from flask import Response, current_app, g, has_request_context, request
 from flask.globals import request_ctx
+from werkzeug.http import parse_etags
 
 from extensions import cache
 from models.clock import utcnow
 from services.reading import visibility
-from web import compression, tenancy
+from web import compression, policy, request_state, tenancy
 from web.headers import has_any, header
+from web.steps import replays
 
 # Bump when the wire format changes, so clients holding old ETags refetch after a deploy.
 FORMAT_SALT = "f1"
-PUBLIC_CACHE_CONTROL = "public, max-age=60, stale-while-revalidate=300"
+# A pull or a correction reaches every standards-following cache within a minute with no CDN
+# purge (30 s fresh, then at most 30 s served stale while revalidating); revalidation is a cheap
+# 304 (the paper's ETag).
+PUBLIC_CACHE_CONTROL = "public, max-age=30, stale-while-revalidate=30"
 KEY_HEADERS = ("Authorization", "X-Desk-Key")
 # Headers a view sets to manage caching itself: such an answer is not stored (news sitemap).
 _SELF_MANAGED = ("ETag", "Cache-Control", "Vary", "Set-Cookie", "Last-Modified", "Expires")
@@ -57,38 +59,38 @@ def request_now():
     (`begin` forgets it), the clock itself outside a request."""
     if not has_request_context():
         return utcnow()
-    now = g.get("air_now")
+    state = request_state.current()
+    now = state.now
     if now is None:
-        now = g.air_now = utcnow()
+        now = state.now = utcnow()
     return now
 
 
 visibility.use_clock(request_now)
 
 
-def no_etag(view):
-    """Mark a view whose GET answer is personal or one-off (confirm links): no ETag, no 304, and
-    never stored by the response cache."""
-    view.no_etag = True
-    return view
-
-
 def tag_piece(piece) -> None:
     """Give the current answer the surrogate key `piece-<id>` besides `paper-<id>`, so a CDN
     purge of that piece reaches it. Call from views that answer for one piece."""
-    g.surrogate_keys.append(f"piece-{piece.id}")
+    request_state.current().surrogate_keys.append(f"piece-{piece.id}")
 
 
-def _view_function():
-    return current_app.view_functions.get(request.endpoint) if request.endpoint else None
+def route_cache_control() -> str:
+    """The Cache-Control of the current route's public answers (its policy's, or the default)."""
+    return policy.of(current_app, request.endpoint).cache_control or PUBLIC_CACHE_CONTROL
+
+
+def _route_caches() -> bool:
+    """The matched route's policy lets its public answers be tagged, stored and replayed."""
+    endpoint = request.endpoint
+    return endpoint is not None and policy.of(current_app, endpoint).cache
 
 
 def _cacheable() -> bool:
-    """A public GET/HEAD of a paper, by a view that allows ETags."""
+    """A public GET/HEAD of a paper, by a route whose policy caches."""
     if request.method not in ("GET", "HEAD") or g.get("key") is not None or "paper" not in g:
         return False
-    view = _view_function()
-    return view is not None and not getattr(view, "no_etag", False)
+    return _route_caches()
 
 
 def paper_state() -> str:
@@ -117,99 +119,79 @@ def current_etag() -> str:
 def surrogate_keys() -> str:
     """The Surrogate-Key header value of the current public answer: `paper-<id>` then any
     piece keys (space-separated, as Fastly and Varnish xkey read it)."""
-    return " ".join([f"paper-{g.paper_snapshot.id}", *dict.fromkeys(g.surrogate_keys)])
+    return " ".join([f"paper-{g.paper_snapshot.id}", *dict.fromkeys(request_state.current().surrogate_keys)])
 
 
-def begin() -> None:
-    """Pipeline step, ahead of tenancy: this request's cache state starts empty (a test that
-    holds an app context open sees one `g` across requests)."""
-    state = g._get_current_object()
-    state.public_get, state.response_cache_key, state.response_cache_hit = False, None, False
-    state.air_now = None  # visibility.request_now fixes it at its first use
-    state.surrogate_keys = []
-    state.response_cache_missed = None
-    state.not_modified_checked = None
-
-
+@replays(None)  # the replay is this step's answer, kept
 def answer_from_recent_paper():
     """Pipeline step, ahead of tenancy: a public GET of a paper this worker resolved less than
     PAPER_SNAPSHOT_SECONDS ago (tenancy.recent_paper) is answered 304 or from the response
     cache without asking the database for the paper. Anything else (a miss, a key, a private
     or unknown paper, a view without ETags) goes on to tenancy and the view as usual."""
     req = request._get_current_object()
-    if req.method not in ("GET", "HEAD") or req.endpoint in tenancy.UNSCOPED or has_any(KEY_HEADERS):
+    if req.method not in ("GET", "HEAD") or has_any(KEY_HEADERS) or req.endpoint is None:
         return None
-    view = _view_function()
-    if view is None or getattr(view, "no_etag", False):
+    route = policy.of(current_app, req.endpoint)
+    if not route.paper or not route.cache:
         return None
     snap = tenancy.recent_paper(request.host)
     if snap is None or not snap.is_public:
         return None
-    g.paper_snapshot, g.public_get = snap, True
+    state = request_state.current()
+    g.paper_snapshot, state.public_get = snap, True
     response = _not_modified() or answer_from_cache()
     if response is None:
-        g.public_get = False
+        state.public_get = False
         del g.paper_snapshot
     return response
 
 
+@replays(None)  # a kept 304 is this step's answer; not_modified_tag judges both
 def answer_not_modified():
     """Pipeline step, after tenancy: a public GET whose If-None-Match holds the current ETag gets 304 at once."""
-    g.public_get = _cacheable()
-    if not g.public_get:
+    state = request_state.current()
+    state.public_get = _cacheable()
+    if not state.public_get:
         return None
     return _not_modified()
 
 
 def _not_modified():
     state = paper_state()
-    if g.get("not_modified_checked") == state:
+    request = request_state.current()
+    if request.not_modified_checked == state:
         return None  # answer_from_recent_paper asked already, for the same state
-    g.not_modified_checked = state
-    if header("If-None-Match") is None:
+    request.not_modified_checked = state
+    held = header("If-None-Match")
+    if held is None:
         return None
     etag = f"{state}.{FORMAT_SALT}"
-    if request.if_none_match.contains_weak(etag):
-        _mark_for_replay(state)
-        response = Response(status=304)
-        # The tag the client holds: weak for a gzip answer (web/compression.py), else strong.
-        response.set_etag(etag, weak=request.if_none_match.is_weak(etag) and not request.if_none_match.contains(etag))
-        response.headers["Cache-Control"] = PUBLIC_CACHE_CONTROL
-        response.headers["Vary"] = "Authorization, X-Desk-Key, Accept-Encoding"
-        return response
-    return None
+    form = not_modified_tag(held, etag)
+    if form is None:
+        return None
+    _mark_for_replay(state)
+    response = Response(status=304)
+    response.set_etag(etag, weak=form == "weak")
+    response.headers["Cache-Control"] = route_cache_control()
+    response.headers["Vary"] = "Authorization, X-Desk-Key, Accept-Encoding"
+    return response
 
 
-def query_params(*names: str):
-    """Declare the query parameters a plain (non-API) view reads, e.g.
-    `@http_cache.query_params("embed")`. Only declared parameters are part of a stored
-    answer's key; an API view's are read from its flask-smorest query schema."""
-
-    def mark(view):
-        view.query_params = frozenset(names)
-        return view
-
-    return mark
-
-
-def declared_params(view) -> frozenset[str]:
-    """The query parameter names `view` reads: those of its flask-smorest query schema
-    (field names, or their `data_key`), or those given to `query_params`; else none."""
-    names = set(getattr(view, "query_params", ()))
-    for argument in getattr(view, "_apidoc", {}).get("arguments", {}).get("parameters", []):
-        if argument.get("in") == "query":
-            schema = argument["schema"]
-            fields = (schema() if isinstance(schema, type) else schema).fields
-            names.update(field.data_key or name for name, field in fields.items())
-    return frozenset(names)
+def not_modified_tag(if_none_match: str, etag: str) -> str | None:
+    """Whether an `If-None-Match` header value holds `etag` (an opaque tag, unquoted) under
+    the weak comparison (RFC 9110 13.1.2): None when it does not (the full answer is due), else
+    the form a 304 answers with, the one the client holds: `weak` when it holds only `W/"etag"`
+    (what a gzip answer carries, web/compression.py), else `strong`. The pipeline's 304 and the
+    replay's choice of a kept 304 both ask this."""
+    tags = parse_etags(if_none_match)
+    if not tags.contains_weak(etag):
+        return None
+    return "weak" if tags.is_weak(etag) and not tags.contains(etag) else "strong"
 
 
-def _declared_for_endpoint() -> frozenset[str]:
-    known = current_app.extensions.setdefault("paperdesk.query_params", {})
-    names = known.get(request.endpoint)
-    if names is None:
-        names = known[request.endpoint] = declared_params(_view_function())
-    return names
+def declared_for_endpoint() -> frozenset[str]:
+    """The query parameters the current request's route reads (its policy's `query`)."""
+    return policy.of(current_app, request.endpoint).query or frozenset()
 
 
 def response_cache_key() -> str:
@@ -217,7 +199,7 @@ def response_cache_key() -> str:
     host, path and the query parameters the route declares, names sorted (values of one name
     keep their order). Parameters a route does not read change nothing in its answer, so they
     are left out of the key: `?junk=N` cannot make new entries."""
-    declared = _declared_for_endpoint()
+    declared = declared_for_endpoint()
     args = sorted(((name, value) for name, value in request.args.items(multi=True)
                    if name in declared), key=lambda item: item[0])
     raw = "\n".join([request.scheme, request.host.lower(), request.path, urlencode(args)])
@@ -239,90 +221,33 @@ def _cache_off() -> bool:
 def _response_cacheable() -> bool:
     if _cache_off():
         return False  # every cache off: not even the key is worth computing
-    return g.get("public_get") and not has_any(KEY_HEADERS)
+    return request_state.current().public_get and not has_any(KEY_HEADERS)
 
 
+@replays(None)  # the kept answer is the stored one
 def answer_from_cache():
     """Pipeline step (after the 304 check): a stored answer for this public GET, if any.
     A cache that fails (Redis down) is logged and skipped: the request is served fresh."""
     if not _response_cacheable():
         return None
-    key = g.response_cache_key = response_cache_key()
-    if key == g.response_cache_missed:  # answer_from_recent_paper asked already
+    state = request_state.current()
+    key = state.cache_key = response_cache_key()
+    if key == state.cache_missed:  # answer_from_recent_paper asked already
         return None
-    local = _local_answers()
-    entry = local.get(key) if local is not None else None
+    try:
+        entry = cache.get(key)
+    except Exception:  # noqa: BLE001 - a cache outage must never fail a request
+        log.warning("response cache read failed", exc_info=True)
+        return None
     if entry is None:
-        try:
-            entry = cache.get(key)
-        except Exception:  # noqa: BLE001 - a cache outage must never fail a request
-            log.warning("response cache read failed", exc_info=True)
-            return None
-        if entry is None:
-            g.response_cache_missed = key
-            return None
-        if local is not None:
-            local.put(key, entry)
+        state.cache_missed = key
+        return None
     status, headers, body, *rest = entry  # entries stored before gzip had three fields
-    g.response_cache_hit = True
+    state.cache_hit = True
     _mark_for_replay(paper_state())
     if rest and rest[0] is not None:
-        g.gzip_body = rest[0]  # compression.compress sends it to a client that accepts gzip
+        state.gzip_body = rest[0]  # compression.compress sends it to a client that accepts gzip
     return current_app.response_class(body, status=status, headers=headers)
-
-
-class LocalAnswers:
-    """A worker's own least-recently-used store of public answers, in front of the shared
-    response cache, holding at most `capacity` bytes of bodies (`cost(entry)`: by default the
-    bodies of a response-cache entry; web/replay.py keeps its own kind). Entries are `(status, headers,
-    body)` under the same version-bearing keys as the shared cache, so none is ever stale; old
-    versions' entries simply age out."""
-
-    def __init__(self, capacity: int, cost: Callable[[tuple], int] | None = None):
-        self.capacity, self.size = capacity, 0
-        self._cost = cost or _cost
-        self._entries: OrderedDict[str, tuple] = OrderedDict()
-        self._lock = threading.Lock()  # gunicorn may run threaded workers
-
-    def get(self, key) -> tuple | None:
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
-            return entry
-
-    def put(self, key, entry: tuple) -> None:
-        _cost = self._cost
-        cost = _cost(entry)
-        if cost > self.capacity:
-            return
-        with self._lock:
-            old = self._entries.pop(key, None)
-            self.size -= _cost(old) if old else 0
-            self._entries[key] = entry
-            self.size += cost
-            while self.size > self.capacity:
-                _, dropped = self._entries.popitem(last=False)
-                self.size -= _cost(dropped)
-
-
-def _cost(entry: tuple) -> int:
-    """Bytes of an entry's bodies: identity, and gzip when stored."""
-    return len(entry[2]) + sum(len(extra) for extra in entry[3:] if extra is not None)
-
-
-def _local_answers() -> LocalAnswers | None:
-    """The app's LocalAnswers, or None when RESPONSE_CACHE_LOCAL_BYTES is 0 or the cache is
-    NullCache (every cache off)."""
-    local = current_app.extensions.get("paperdesk.local_answers")
-    if local is None:
-        capacity = current_app.config["RESPONSE_CACHE_LOCAL_BYTES"]
-        if capacity <= 0 or _cache_off():
-            local = False
-        else:
-            local = LocalAnswers(capacity)
-        current_app.extensions["paperdesk.local_answers"] = local
-    return local or None
 
 
 def _storable(response: Response) -> bool:
@@ -338,13 +263,15 @@ def _storable(response: Response) -> bool:
     return length is not None and length <= current_app.config["RESPONSE_CACHE_MAX_BYTES"]
 
 
+@replays(None)  # its Surrogate-Key is kept with the answer
 def store_answer(response: Response) -> Response:
     """Pipeline step, first after the view (it sees the view's own answer): give a
     public answer its Surrogate-Key and store a fresh 200 in the response cache."""
-    if not g.get("public_get") or response.status_code == 304 or g.response_cache_hit:
+    state = request_state.current()
+    if not state.public_get or response.status_code == 304 or state.cache_hit:
         return response
     response.headers["Surrogate-Key"] = surrogate_keys()
-    key = g.response_cache_key
+    key = state.cache_key
     if key is not None and _storable(response):
         headers = [(k, v) for k, v in response.headers.items() if k != "Content-Length"]
         body = response.get_data()
@@ -352,9 +279,6 @@ def store_answer(response: Response) -> Response:
         gzipped = compression.gzip_bytes(body) if compression.compressible(response) else None
         entry = (response.status_code, headers, body, gzipped)
         _mark_for_replay(paper_state())
-        local = _local_answers()
-        if local is not None:
-            local.put(key, entry)
         try:
             cache.set(key, entry)
         except Exception:  # noqa: BLE001 - a cache outage must never fail a request
@@ -362,6 +286,7 @@ def store_answer(response: Response) -> Response:
     return response
 
 
+@replays(None)  # ETag, Cache-Control and Vary are kept with the answer
 def decorate(response: Response) -> Response:
     """Pipeline step, after CORS: cache headers on public GETs; keyed answers private and without CORS."""
     if g.get("key") is not None:
@@ -370,7 +295,7 @@ def decorate(response: Response) -> Response:
             del response.headers[name]
         response.headers.pop("Surrogate-Key", None)
         return response
-    if response.status_code == 200 and g.get("public_get"):
+    if response.status_code == 200 and request_state.current().public_get:
         # One pass over the headers, then one extend (a werkzeug lookup of a missing header
         # raises and catches an exception): ETag, Cache-Control, Vary, in that order.
         headers = response.headers
@@ -379,7 +304,7 @@ def decorate(response: Response) -> Response:
         if "etag" not in present:
             added.append(("ETag", f'"{current_etag()}"'))
         if "cache-control" not in present:
-            added.append(("Cache-Control", PUBLIC_CACHE_CONTROL))
+            added.append(("Cache-Control", route_cache_control()))
         if "vary" in present:
             response.vary.update(["Authorization", "X-Desk-Key"])
         else:

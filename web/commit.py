@@ -51,6 +51,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 from extensions import db
 from services.errors import Unavailable
 from web import idempotency
+from web.steps import replays
 
 log = logging.getLogger("paperdesk.transaction")
 
@@ -124,6 +125,7 @@ def _roll_back() -> None:
         log.warning("rollback failed", exc_info=True)
 
 
+@replays(None)  # the replay opens no database session
 def end_session(exc: BaseException | None) -> None:
     """Pipeline teardown (app context), in place of flask-sqlalchemy's own: remove the session.
 

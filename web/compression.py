@@ -8,17 +8,19 @@ not share a strong validator, and `If-None-Match` compares weakly, so either tag
 shared cache keeps the two apart.
 
 The response cache stores the gzip body beside the identity body (http_cache.store_answer), so
-a warm hit costs no compression: `compress` finds it in `g.gzip_body`.
+a warm hit costs no compression: `compress` finds it on the request state (`gzip_body`).
 """
 from __future__ import annotations
 
 import gzip
 
-from flask import Response, g
+from flask import Response, current_app, has_request_context, request
 from werkzeug.datastructures import Accept
 from werkzeug.http import parse_accept_header
 
+from web import policy, request_state
 from web.headers import header
+from web.steps import replays
 
 MIN_BYTES = 1024
 LEVEL = 6
@@ -43,7 +45,14 @@ def compressible(response: Response) -> bool:
             content_type = value
         elif lowered == "content-encoding":
             encoded = True
-    return not encoded and content_type.split(";", 1)[0].strip().lower() in COMPRESSIBLE
+    if encoded:
+        return False
+    return content_type.split(";", 1)[0].strip().lower() in COMPRESSIBLE or _route_compresses()
+
+
+def _route_compresses() -> bool:
+    # A route may ask for gzip whatever its content type (a log's entry bundles: octet-stream).
+    return has_request_context() and policy.of(current_app, request.endpoint).compress
 
 
 def _vary_on_encoding(response: Response) -> None:
@@ -81,11 +90,13 @@ def gzip_accepted(accept_encoding: str | None) -> bool:
     return accepts
 
 
+@replays(None)  # the kept answer is the compressed one (its key holds Accept-Encoding)
 def compress(response: Response) -> Response:
     """Pipeline step, after the ETag is set: gzip a compressible answer of MIN_BYTES or more
     for a client that accepts it (the cached gzip body when the answer came from the response
     cache); `Vary: Accept-Encoding` on every compressible answer."""
-    precompressed = g.pop("gzip_body", None)
+    state = request_state.current()
+    precompressed, state.gzip_body = state.gzip_body, None
     if not compressible(response):
         return response
     _vary_on_encoding(response)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 
 from flask import Flask, Response, current_app, g, json, render_template, request
+from flask.globals import request_ctx
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError, SQLAlchemyError
 from werkzeug.exceptions import BadRequest, Conflict, HTTPException, InternalServerError, ServiceUnavailable
 from werkzeug.http import HTTP_STATUS_CODES
@@ -23,7 +24,7 @@ log = logging.getLogger("paperdesk.errors")
 PROBLEM_MIME = "application/problem+json"
 # Paths whose answers are for programs, not people: they get problem+json.
 MACHINE_PREFIXES = ("/api/v1", "/oembed", "/rss.xml", "/feed.json", "/podcast.xml", "/front.json", "/llms.txt",
-                    "/sitemap", "/healthz", "/readyz")
+                    "/sitemap", "/healthz", "/readyz", "/ap/", "/.well-known/", "/nodeinfo", "/log/")
 
 DETAILS = {
     400: "The request has a malformed value.",
@@ -130,7 +131,8 @@ def answer(status: int, detail: str | None = None, *, errors: dict | None = None
     """The error answer of the current request: problem+json on machine routes (`errors` per
     field, when given), the HTML error page of the same status elsewhere. Never stored."""
     headers = headers or {}
-    if wants_problem():
+    if wants_problem() or request_ctx.url_adapter is None:
+        # No URL adapter (a Host werkzeug could not bind): the page could not build its links.
         return problem(status, detail, errors=errors, headers=headers)
     title = HTTP_STATUS_CODES.get(status, "Error")
     html = render_template("error.html", status=status, title=title,

@@ -2,8 +2,9 @@
 
 Every limit counts per client address (`request.remote_addr`: the peer, or the address ProxyFix
 takes from X-Forwarded-For when TRUSTED_PROXIES says how many proxies to trust) in the store
-named by RATELIMIT_STORAGE_URI: `memory://` in development, Redis in production, so every
-gunicorn worker and every host shares one count.
+named by RATELIMIT_STORAGE_URI: Redis in production, so every gunicorn worker and every host
+shares one count; `memory://` (the embedded default) counts in the host's shared file
+(web/state.py), so the host's workers share one count.
 
 | requests                                           | limit (config name, default)                  |
 |----------------------------------------------------|-----------------------------------------------|
@@ -23,7 +24,8 @@ store again. The pipeline (web/pipeline.py) calls `RateLimits.check` before the 
 refused request costs no database work, and `RateLimits.add_headers` after the view:
 `X-RateLimit-Limit`, `-Remaining` and `-Reset` (unix seconds) of the limit nearest to running
 out, on every counted answer. A 429 is a problem+json (the HTML error page on reader pages)
-with `Retry-After` in seconds; no other answer carries Retry-After but a 503.
+with `Retry-After` in seconds; no other answer carries Retry-After but a 503 and a 404 that
+says when to ask again (a piece's log proof before its checkpoint is signed).
 
 A store that fails (Redis down) never fails a request: the worker counts in its own memory,
 logs a warning, and tries the store again after STORE_RETRY_SECONDS. Redis calls time out
@@ -42,28 +44,24 @@ import time
 from dataclasses import dataclass
 
 from email_validator import EmailNotValidError
-from flask import Flask, Request, Response, current_app, g, request
+from flask import Flask, Request, Response, current_app, request
 from limits import RateLimitItem, parse_many
-from limits.storage import MemoryStorage, Storage, storage_from_string
+from limits.storage import MemoryStorage, RedisStorage, Storage, storage_from_string
 from werkzeug.exceptions import TooManyRequests
 
 from services.delivery.subscriptions import normalize_email
+from web import policy, request_state, state
+from web.steps import HAND_ON, Replayed, replays
 
 log = logging.getLogger("paperdesk.ratelimits")
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 KEY_HEADERS = ("Authorization", "X-Desk-Key")
-# Endpoints that answer load balancers and serve assets: never counted.
-EXEMPT_ENDPOINTS = frozenset({"static", "site.favicon", "health.healthz", "health.readyz"})
-# The public subscribe routes (API and the landing page's form) and the e-mailed links' POSTs.
-SUBSCRIBE_ENDPOINTS = frozenset({"subscribers.create_subscribers", "subscribers.subscribe",
-                                 "subscribe.subscribe_form"})
-LINK_ENDPOINTS = frozenset({"subscribe.confirm", "subscribe.unsubscribe", "subscribe.save_preferences",
-                            "subscribers.update_preferences"})
 # How long a worker counts in memory after the shared store failed before it asks it again.
 STORE_RETRY_SECONDS = 30.0
-# Statuses on which a Retry-After means something (RFC 9110 10.2.3, RFC 6585 4).
-RETRY_AFTER_STATUSES = (429, 503)
+# Statuses on which a Retry-After means something (RFC 9110 10.2.3, RFC 6585 4; a 404 of
+# something that will exist, as the log proof of a piece not yet in a signed checkpoint).
+RETRY_AFTER_STATUSES = (404, 429, 503)
 _EXTENSION = "paperdesk.ratelimits"
 # environ: the counts web/replay.py took for a request it then handed on (its limit was used up).
 COUNTED = "paperdesk.ratelimits.counted"
@@ -127,7 +125,7 @@ class RateLimits:
     `add_headers(response)` puts the X-RateLimit headers on the answer.
     """
 
-    def __init__(self, config: dict):
+    def __init__(self, config: dict, host_counters=None):
         self.enabled = bool(config.get("RATELIMIT_ENABLED", True))
         self.prefix = config.get("RATELIMIT_KEY_PREFIX") or "paperdesk"
         self.uri = config.get("RATELIMIT_STORAGE_URI") or "memory://"
@@ -138,7 +136,8 @@ class RateLimits:
         self.address = parse_many(config.get("SUBSCRIBE_ADDRESS_RATELIMIT", "3/hour;10/day"))
         self.links = parse_many(config.get("SUBSCRIBE_LINK_RATELIMIT", "20/minute;200/hour"))
         self.default = parse_many(config.get("RATELIMIT_DEFAULT", "600 per minute"))
-        self._store: Storage | None = None
+        # memory:// is the host's shared counters (web/state.py) when the app has them.
+        self._store: Storage | None = host_counters if self.uri.startswith("memory://") else None
         self._fallback: MemoryStorage | None = None  # made on the store's first failure
         self._store_failed_at: float | None = None
         self._lock = threading.Lock()
@@ -148,20 +147,26 @@ class RateLimits:
         """The app's RateLimits, made from its config on first use."""
         limits = app.extensions.get(_EXTENSION)
         if limits is None:
-            limits = app.extensions[_EXTENSION] = cls(app.config)
+            shared = state.for_app(app)
+            counters = shared.counters() if shared.kind != "off" else None
+            limits = app.extensions[_EXTENSION] = cls(app.config, counters)
         return limits
 
     # ------------------------------------------------------------------ which limits apply
 
     def applicable(self, req: Request) -> list[Limit]:
-        """Every limit that counts `req` (the module's table), in no particular order."""
+        """Every limit that counts `req` (the module's table; each route's class is its
+        policy's `limit`, web/policy.py), in no particular order."""
         endpoint = req.endpoint
-        if not self.enabled or endpoint is None or endpoint in EXEMPT_ENDPOINTS:
+        if not self.enabled or endpoint is None:
+            return []
+        kind = policy.of(current_app, endpoint).limit
+        if kind == "none":
             return []
         client = client_address()
         if req.method in READ_METHODS:
             return self.read_limits(client)
-        if endpoint in SUBSCRIBE_ENDPOINTS and req.method == "POST":
+        if kind == "subscribe" and req.method == "POST":
             if _presents_key(req):
                 return [Limit(f"route:{endpoint}", item, client) for item in self.default]
             found = [Limit("subscribe-client", item, client) for item in self.subscribe]
@@ -169,7 +174,7 @@ class RateLimits:
             if address is not None:
                 found += [Limit("subscribe-address", item, address) for item in self.address]
             return found
-        if endpoint in LINK_ENDPOINTS and req.method in ("POST", "PATCH"):
+        if kind == "link" and req.method in ("POST", "PATCH"):
             return [Limit("subscribe-link", item, client) for item in self.links]
         return [Limit(f"route:{endpoint}", item, client) for item in self.default]
 
@@ -206,13 +211,18 @@ class RateLimits:
         used = store.incr(key, int(math.ceil(reset_at - now)) + 1)
         return Count(limit, limit.item.amount - used, int(reset_at))
 
-    def count(self, limits: list[Limit]) -> list[Count]:
+    def count(self, limits: list[Limit], environ: dict | None = None, shared=None) -> list[Count]:
         """Count one request against each of `limits`; falls back to this worker's memory when
         the shared store fails (and with RATELIMIT_IN_MEMORY_FALLBACK_ENABLED off, counts
-        nothing rather than fail the request)."""
+        nothing rather than fail the request). With the request's WSGI `environ` and the app's
+        web/state.SharedState `shared` living in the same Redis, the deployment's generation
+        travels in the same round trip (one pipeline) and is kept in `environ` for the request."""
         now = time.time()
         store = self._storage()
         try:
+            if (environ is not None and shared is not None and state.GENERATION not in environ
+                    and isinstance(store, RedisStorage) and shared.shares_redis_with(self.uri)):
+                return self._count_with_generation(store, limits, now, environ, shared)
             return [self._count(store, limit, now) for limit in limits]
         except Exception:  # noqa: BLE001 - a limiter outage must never become a site outage
             if store is self._fallback:
@@ -224,21 +234,46 @@ class RateLimits:
                 return []
             return [self._count(self._memory(), limit, now) for limit in limits]
 
+    def _count_with_generation(self, store: RedisStorage, limits: list[Limit], now: float, environ: dict,
+                               shared) -> list[Count]:
+        pipe = store.storage.pipeline(transaction=False)
+        windows = []
+        for limit in limits:
+            period = limit.item.get_expiry()
+            window = int(now // period)
+            reset_at = (window + 1) * period
+            key = f"{self.prefix}/{limit.scope}/{limit.item.amount}/{period}/{window}/{limit.who}"
+            # The limits library's own counting script (INCR, and EXPIRE on the first hit).
+            store.lua_incr_expire(keys=[store.prefixed_key(key)], args=[int(math.ceil(reset_at - now)) + 1, 1],
+                                  client=pipe)
+            windows.append((limit, reset_at))
+        pipe.get(shared.key)
+        try:
+            *used, generation = pipe.execute()
+        except Exception:
+            shared.failed()  # no generation from this round trip: none to trust
+            environ[state.GENERATION] = None
+            raise
+        environ[state.GENERATION] = shared.accept(generation)
+        return [Count(limit, limit.item.amount - int(n), int(reset_at))
+                for (limit, reset_at), n in zip(windows, used, strict=True)]
+
     def check(self) -> None:
         """Pipeline step (before the paper lookup): count the current request; raise 429 with
-        Retry-After when a limit is used up. Leaves the tightest count on `g.rate_limit` for
+        Retry-After when a limit is used up. Leaves the tightest count on the request state for
         `add_headers`."""
-        g.rate_limit = None
+        current = request_state.current()
+        current.rate_limit = None
         limits = self.applicable(request)
         if not limits:
             return
         # web/replay.py counted this request already when it found its limit used up.
         counts = request.environ.pop(COUNTED, None)
         if counts is None:
-            counts = self.count(limits)
+            counts = self.count(limits, request.environ, state.for_app(current_app))
         if not counts:
             return
-        g.rate_limit = tightest = tightest_of(counts)
+        current.rate_limit = tightest = tightest_of(counts)
         if tightest.exceeded:
             exceeded = [c for c in counts if c.exceeded]
             # The client may retry once every used-up window has reset.
@@ -247,7 +282,7 @@ class RateLimits:
             item = tightest.limit.item
             error = TooManyRequests(description=str(item))  # "300 per 1 minute"
             error.data = {"headers": {"Retry-After": str(retry_after)}}
-            g.rate_limit = Count(tightest.limit, -1, reset_at)
+            current.rate_limit = Count(tightest.limit, -1, reset_at)
             log.info("rate limit %s (%s) used up by %s on %s", item, tightest.limit.scope,
                      tightest.limit.who, request.endpoint)
             raise error
@@ -256,7 +291,7 @@ class RateLimits:
     def add_headers(response: Response) -> Response:
         """Pipeline step (after): the X-RateLimit headers of the tightest limit counted, and
         no Retry-After but on 429 and 503."""
-        counted = g.get("rate_limit")
+        counted = request_state.current().rate_limit
         if counted is not None:
             for name, value in limit_headers(counted):
                 response.headers[name] = value
@@ -279,11 +314,36 @@ def limit_headers(counted: Count) -> list[tuple[str, str]]:
             ("X-RateLimit-Reset", str(counted.reset_at))]
 
 
+def _replay_count(replayed: Replayed):
+    """A kept answer sent again counts as the read it is; a used-up limit is handed on to the
+    pipeline, which answers the 429 from this same count (COUNTED) without counting again."""
+    rate = RateLimits.for_app(replayed.app)
+    if not replayed.counted or not rate.enabled:
+        return None
+    counts = rate.count(rate.read_limits(replayed.environ.get("REMOTE_ADDR") or "127.0.0.1"),
+                        replayed.environ, state.for_app(replayed.app))
+    # Kept for the pipeline in case the replay hands the request on after all.
+    replayed.environ[COUNTED] = counts
+    if counts:
+        tightest = tightest_of(counts)
+        if tightest.exceeded:
+            return HAND_ON
+        replayed.rate_limit = tightest
+    return None
+
+
+def _replay_headers(replayed: Replayed, headers: list) -> None:
+    if replayed.rate_limit is not None:
+        headers += limit_headers(replayed.rate_limit)
+
+
+@replays(_replay_count)
 def check_limits() -> None:
     """before_request step: `RateLimits.check` for the current app."""
     RateLimits.for_app(current_app).check()
 
 
+@replays(_replay_headers, per_request=("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"))
 def add_limit_headers(response: Response) -> Response:
     """after_request step: `RateLimits.add_headers`."""
     return RateLimits.add_headers(response)

@@ -7,14 +7,15 @@ their own (flask-cors) hand it over here, and `install` puts it in its place in 
 Before the view, in this order (a step that answers or raises ends the list there; the
 after-steps still run on whatever answer results, an error page included):
 
- 1. request id and clock        request_log.start_request
- 2. NUL in the path -> 404      security.refuse_nul_in_path
- 3. body over 64 KiB -> 413     security.refuse_large_bodies
- 4. malformed key -> 401        tenancy.refuse_malformed_key
- 5. rate limits -> 429          limits.check_limits
-    (1-5 touch no database: the cheap refusals come before any paper is looked up)
- 6. fresh cache state           caching.begin
- 7. 304 / stored answer from this worker's recent copy of the paper, no database
+ 1. request id and clock (a fresh request state)  request_log.start_request
+ 2. malformed Host -> 400      security.refuse_malformed_host
+ 3. NUL in the path -> 404      security.refuse_nul_in_path
+ 4. body over 64 KiB -> 413     security.refuse_large_bodies
+ 5. malformed key -> 401        tenancy.refuse_malformed_key
+ 6. rate limits -> 429          limits.check_limits
+    (1-6 touch no database: the cheap refusals come before any paper is looked up)
+ 7. 304 / stored answer from this worker's snapshot of the paper (current while the shared
+    generation stands, web/state.py), no database
                                 caching.answer_from_recent_paper
  8. Host -> paper, key -> 404/401/403
                                 tenancy.load_paper
@@ -25,7 +26,7 @@ After the view (or the error handler), in this order:
 
  1. store a fresh public 200, Surrogate-Key     caching.store_answer
  2. security headers (CSP, framing, nosniff)    security.add_headers
- 3. CORS on the API, oEmbed and the feeds      pipeline.cors (flask-cors's own step)
+ 3. CORS where the route's policy opens it     pipeline.cors (flask-cors's own step)
  4. ETag and Cache-Control; keyed answers private, CORS stripped
                                                 caching.decorate
  5. gzip over 1 KB when accepted (weak ETag), Vary: Accept-Encoding
@@ -43,10 +44,12 @@ A stored answer (step 7 or 10 before) is a response like any other: it passes ev
 after-step, so a hit carries the same headers a miss does (the store in step 1 skips it).
 
 Ahead of all of this, outside Flask, web/replay.py sends again a public answer this worker has
-made before (a stored 200 or a 304, marked by http_cache with the paper state it holds) while
-that state stands: it counts the rate limit (handing a used-up one on to step 5 with its count),
-makes the request id and the log line, and adds nothing else, so its headers are the ones the
-steps above made (tests/test_replay.py).
+made before (a stored 200 or a 304, marked by web/caching.py with the paper state it holds)
+while that state stands. Each step above declares (web/steps.py `replays`) what it does for an
+answer sent again: the replay runs those parts in this order (the request id, the rate count,
+which hands a used-up limit on to step 6, the rate-limit headers, the log line) and nothing
+else, so its headers are the ones the steps above made (tests/test_replay.py). What a step keeps
+for a later one lives on the typed request state (web/request_state.py).
 """
 from __future__ import annotations
 
@@ -56,31 +59,16 @@ from flask import Flask, request
 
 from extensions import cors as flask_cors
 from extensions import db
-from web import caching, commit, compression, limits, request_log, security, tenancy
-
-# Paths that any origin may read from a browser: the API, oEmbed and every feed (a web feed
-# reader or an AI agent in a page fetches them cross-origin; a preflight hears that a feed is
-# only read). Literal paths match exactly; the sitemap pattern is a regular expression
-# (flask-cors compiles a pattern with regex characters).
-_READ_ONLY = {"origins": "*", "methods": ["GET", "HEAD", "OPTIONS"]}
-CORS_RESOURCES = {
-    r"/api/v1*": {"origins": "*"},
-    r"/oembed": _READ_ONLY,
-    r"/front.json": _READ_ONLY,
-    r"/feed.json": _READ_ONLY,
-    r"/rss.xml": _READ_ONLY,
-    r"/podcast.xml": _READ_ONLY,
-    r"/llms.txt": _READ_ONLY,
-    r"^/sitemap(-news|-[0-9]+)?\.xml$": _READ_ONLY,
-}
+from web import caching, commit, compression, limits, policy, request_log, security, tenancy
+from web.steps import declared, replays
 
 BEFORE: tuple[Callable, ...] = (
     request_log.start_request,
+    security.refuse_malformed_host,
     security.refuse_nul_in_path,
     security.refuse_large_bodies,
     tenancy.refuse_malformed_key,
     limits.check_limits,
-    caching.begin,
     caching.answer_from_recent_paper,
     tenancy.load_paper,
     caching.answer_not_modified,
@@ -96,13 +84,14 @@ TEARDOWN_APPCONTEXT: tuple[Callable, ...] = (
 
 
 def _cors_step(app: Flask) -> Callable:
-    """flask-cors's after-request function for CORS_RESOURCES, taken from where its `init_app`
+    """flask-cors's after-request function for the routes whose policy has `cors`
+    (policy.cors_resources), taken from where its `init_app`
     put it. `intercept_exceptions=False`: error answers pass through the after-steps anyway."""
     hooks = app.after_request_funcs.setdefault(None, [])
     before = list(hooks)
     flask_cors.init_app(
         app,
-        resources=CORS_RESOURCES,
+        resources=policy.cors_resources(app),
         allow_headers=["Content-Type", "If-None-Match"],
         expose_headers=["ETag", "Retry-After", "Location"],
         max_age=600,
@@ -121,8 +110,9 @@ def _cors_step(app: Flask) -> Callable:
     # origin): learnt once per route and Origin, then added without matching eight patterns.
     learnt: dict[tuple, list] = {}
 
+    @replays(None)  # the CORS headers are kept with the answer (it never varies by Origin)
     def cors(response):
-        """Pipeline step: flask-cors's headers on the paths in CORS_RESOURCES."""
+        """Pipeline step: flask-cors's headers on the routes whose policy opens them."""
         req = request._get_current_object()
         rule = req.url_rule
         if req.method == "OPTIONS" or rule is None:
@@ -162,7 +152,17 @@ class Steps:
     in `ensure_sync`, which costs more than most steps)."""
 
     def __init__(self, before: tuple, after: tuple, teardown: tuple):
+        undeclared = [f"{step.__module__}.{step.__name__}" for step in (*before, *after, *teardown)
+                      if not declared(step)]
+        if undeclared:
+            raise RuntimeError(f"steps that do not say what they do for an answer sent again "
+                               f"(web/steps.py replays): {undeclared}")
         self.before, self.after, self.teardown = before, after, teardown
+        # What web/replay.py runs for an answer sent again, in the pipeline's order, and the
+        # answer headers made anew for each request (never kept).
+        self.replay_before = tuple(step.replay for step in before if step.replay is not None)
+        self.replay_after = tuple(step.replay for step in after if step.replay is not None)
+        self.per_request = frozenset(name.lower() for step in after for name in step.per_request)
 
     def run_before(self):
         """Each before-step in order; the first that answers ends the list (Flask's rule)."""

@@ -1,69 +1,96 @@
 """Replay: a worker answers a public GET it has answered before without building a Flask request.
 
-The pipeline (web/pipeline.py) serves a stored public answer in a fraction of a cold one's time, but
-every hit still pays for what Flask and the after-steps cost: a request context, URL matching,
-a `Response`, ten header edits, the log record. For a public read of a paper whose version this
-worker knows (tenancy's snapshot, younger than PAPER_SNAPSHOT_SECONDS) nothing of that can
-change the answer, so this WSGI middleware, ahead of Flask, keeps each final answer the
-pipeline produced (status, every header, body) and sends it again while the paper's state is
-the same:
+The pipeline (web/pipeline.py) serves a stored public answer in a fraction of a cold one's time,
+but every hit still pays for what Flask and the after-steps cost: a request context, URL
+matching, a `Response`, ten header edits. So this WSGI middleware, ahead of Flask, keeps each
+final answer the pipeline marked as public (web/caching.py sets REPLAY_MARK with the paper state
+the answer holds) and sends it again while that state stands. It holds no copy of any step's
+knowledge:
 
-- **What is kept.** Public 200 answers the response cache stored or served, and the pipeline's
-  304s, marked by web/caching.py (REPLAY_MARK in the WSGI environ) with the paper state they were made for. Kept per
-  scheme, Host, method, script root, path, raw query, and the request headers that select a
-  representation: gzip accepted or not (web/compression.py), whether an `Origin` came, and for a
-  304 whether the client's tag was weak. Nothing else in a public read's request reaches its
-  answer (no cookies, no content negotiation on `Accept`).
-- **When it is sent.** A GET or HEAD without a body and without a key header (`Authorization`,
-  `X-Desk-Key`), on a host whose paper this worker looked at less than PAPER_SNAPSHOT_SECONDS
-  ago and is public, whose state (version, birth, scheduled instants passed: http_cache
-  `paper_state`) equals the answer's. A write in this worker forgets the snapshot at once;
-  one in another worker or process is seen within PAPER_SNAPSHOT_SECONDS, as for every 304
-  and stored answer (http_cache.answer_from_recent_paper).
-- **What is still done per request.** The rate limit (one count in the shared store, as in
-  limits.py; a used-up limit goes on to Flask, which answers 429 from the same count
-  without counting again), the X-RateLimit headers, the request id and the request log line
-  (request_log.log_request): a replayed answer's headers are the pipeline's, byte for byte,
-  but for those. An `If-None-Match` holding the current tag gets the pipeline's 304.
+- **The representation key is the answer's own `Vary`** (as Django's cache learns its key): per
+  method, scheme, Host, script root, path and raw query, the request headers the answer's `Vary`
+  names (the key headers, Accept-Encoding) are part of the key, with the values this request
+  sent. A keyed request never matches a kept public answer (its Authorization or X-Desk-Key is
+  in the key, and public answers are kept only without one).
+- **A 304 is judged by caching.not_modified_tag**, the pipeline's own rule, against the kept
+  200's `ETag`; the pipeline's 304 for that tag form is kept and sent again.
+- **What happens per request is the steps' own** (web/steps.py): each step declares what it
+  does for an answer sent again; the replay runs those parts in the pipeline's order (the
+  request id, the rate count, which may hand a used-up limit on to the pipeline's 429, the
+  rate-limit headers, the log line) and strips the headers the steps make per request.
+- **When**: a GET or HEAD without a body, on a host whose paper this worker holds a snapshot
+  of, under the deployment's current generation (web/tenancy.py, web/state.py: never after a
+  write, on any worker or host, has been answered), whose state (version, birth, scheduled
+  instants passed) equals the kept answer's.
 
 Off when every cache is off (`CACHE_TYPE=NullCache`) or RESPONSE_CACHE_LOCAL_BYTES is 0; bounded
-by RESPONSE_CACHE_LOCAL_BYTES of bodies (least recently used first out). tests/test_replay.py
+by RESPONSE_CACHE_LOCAL_BYTES of bodies (least recently used first out): the one store of
+kept answers in a worker (the response cache behind it is the shared one). tests/test_replay.py
 proves a replay equal to the pipeline's answer for every kind of public URL.
 """
 from __future__ import annotations
 
-import logging
-import time
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from typing import NamedTuple
 
 from flask import Flask
-from werkzeug.http import parse_etags
-from werkzeug.wsgi import get_path_info
+from werkzeug.http import unquote_etag
 
-from web import compression, limits, request_log, tenancy
-from web.caching import FORMAT_SALT, LocalAnswers, state_of
-from web.caching import REPLAY_MARK as MARK
+from web import caching, tenancy
+from web.caching import REPLAY_MARK, state_of
+from web.headers import environ_name
+from web.steps import HAND_ON, Replayed
 
 STATS = "paperdesk.replay.stats"
-# Headers that are the request's own, not the answer's: never kept, made again per request.
-PER_REQUEST = frozenset({"x-request-id", "x-ratelimit-limit", "x-ratelimit-remaining",
-                         "x-ratelimit-reset"})
-_KEY_HEADERS = ("HTTP_AUTHORIZATION", "HTTP_X_DESK_KEY")
 _ENTRY_OVERHEAD = 512  # bytes counted per entry besides its body (headers, key)
-log = logging.getLogger("paperdesk.replay")
+_SNAPSHOT = "paperdesk.replay.snapshot"  # environ: the snapshot a kept answer was found under
 
 
 class Kept(NamedTuple):
-    """One final answer: the paper `state` it holds, WSGI `status` line, `headers` (without
-    PER_REQUEST ones), `body` (empty for a 304 or a HEAD), the paper's `slug` (log line) and whether it is
-    `counted` against the rate limits."""
+    """One final answer: the paper `state` it holds, WSGI `status` line, `headers` (without the
+    steps' per-request ones), `body` (empty for a 304 or a HEAD), the paper's `slug` (log line),
+    whether it is `counted` against the rate limits, and its strong `etag` (unquoted; None
+    without one)."""
 
     state: str
     status: str
     headers: list
     body: bytes
     slug: str
-    counted: bool  # the pipeline counted it against the read limit (exempt routes are not)
+    counted: bool
+    etag: str | None
+
+
+class LocalAnswers:
+    """A least-recently-used store of at most `capacity` bytes (`cost(entry)` each), safe for
+    threaded workers."""
+
+    def __init__(self, capacity: int, cost: Callable[[Kept], int]):
+        self.capacity, self.size, self._cost = capacity, 0, cost
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key):
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return entry
+
+    def put(self, key, entry) -> None:
+        cost = self._cost(entry)
+        if cost > self.capacity:
+            return
+        with self._lock:
+            old = self._entries.pop(key, None)
+            self.size -= self._cost(old) if old else 0
+            self._entries[key] = entry
+            self.size += cost
+            while self.size > self.capacity:
+                _, dropped = self._entries.popitem(last=False)
+                self.size -= self._cost(dropped)
 
 
 def _cost(entry: Kept) -> int:
@@ -72,80 +99,73 @@ def _cost(entry: Kept) -> int:
 
 class Replay:
     """WSGI middleware around `app.wsgi_app` (see the module). `stats` counts `replayed`,
-    `kept` and `refused` (a used-up rate limit handed to Flask) answers of this worker."""
+    `kept`, `refused` (a used-up rate limit handed to the pipeline) and `stale` (a kept answer
+    found out of date by the generation: handed to the pipeline) answers of this worker."""
 
     def __init__(self, app: Flask, wsgi_app):
         self.app, self.wsgi_app = app, wsgi_app
         capacity = app.config["RESPONSE_CACHE_LOCAL_BYTES"]
         off = app.config["CACHE_TYPE"] in ("NullCache", "null") or capacity <= 0
-        self.kept = None if off else LocalAnswers(capacity, cost=_cost)
-        self.stats = app.extensions[STATS] = {"replayed": 0, "kept": 0, "refused": 0}
+        self.kept = None if off else LocalAnswers(capacity, _cost)
+        self.vary: dict[tuple, tuple] = {}  # URL key -> the environ names its answers vary on
+        self.steps = app.extensions["pipeline"]
+        self.stats = app.extensions[STATS] = {"replayed": 0, "kept": 0, "refused": 0, "stale": 0}
+        app.extensions["paperdesk.replay"] = self
 
     def __call__(self, environ, start_response):
         if self.kept is None or not _eligible(environ):
             return self.wsgi_app(environ, start_response)
-        started = time.perf_counter()
-        key, state = self._key(environ)
-        if state is not None:
-            entry = self.kept.get(key)
-            if entry is not None and entry.state == state:
-                answered = self._send(environ, start_response, entry, started)
+        url = _url_key(environ)
+        varies = self.vary.get(url)
+        key = url + tuple(environ.get(name) for name in varies) if varies is not None else None
+        if key is not None:
+            entry = self._find(environ, key)
+            if entry is not None:
+                answered = self._send(environ, start_response, entry)
                 if answered is not None:
                     return answered
-        return self._keep(environ, start_response, key)
+        return self._keep(environ, start_response, url)
 
-    # ------------------------------------------------------------------ the key
+    # ------------------------------------------------------------------ finding a kept answer
 
-    def _key(self, environ: dict) -> tuple[tuple, str | None]:
-        """The kept answer's key for this request, and the paper state it would have to hold
-        (None when this worker has no recent snapshot of a public paper on the host)."""
-        host = environ.get("HTTP_HOST", "")
-        snap = tenancy.recent_snapshot(self.app, host)
-        state = state_of(snap) if snap is not None and snap.is_public else None
-        variant = "identity"
-        tags = environ.get("HTTP_IF_NONE_MATCH")
-        if tags and state is not None:
-            etags, etag = parse_etags(tags), f"{state}.{FORMAT_SALT}"
-            if etags.contains_weak(etag):
-                variant = "304-weak" if etags.is_weak(etag) and not etags.contains(etag) else "304"
-        if variant == "identity" and compression.gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING")):
-            variant = "gzip"
-        key = (environ.get("wsgi.url_scheme"), host.lower(), environ["REQUEST_METHOD"],
-               environ.get("SCRIPT_NAME", ""), environ.get("PATH_INFO", ""),
-               environ.get("QUERY_STRING", ""), variant, "HTTP_ORIGIN" in environ)
-        return key, state
+    def _find(self, environ: dict, key: tuple) -> Kept | None:
+        full = self.kept.get(key)
+        if full is None:
+            return None
+        # Whether the snapshot is current is asked after the rate count (`_send`): on Redis the
+        # generation travels in the count's round trip.
+        snap = tenancy.kept_snapshot(self.app, environ.get("HTTP_HOST", ""))
+        if snap is None or not snap.is_public or full.state != state_of(snap):
+            return None
+        environ[_SNAPSHOT] = snap
+        held = environ.get("HTTP_IF_NONE_MATCH")
+        if held and full.etag is not None:
+            form = caching.not_modified_tag(held, full.etag)
+            if form is not None:
+                return self.kept.get(key + ("304", form))
+        return full
 
-    # ------------------------------------------------------------------ sending a kept answer
+    # ------------------------------------------------------------------ sending one
 
-    def _send(self, environ, start_response, entry: Kept, started: float):
-        rate = limits.RateLimits.for_app(self.app)
-        tightest = None
-        if entry.counted and rate.enabled:
-            counts = rate.count(rate.read_limits(environ.get("REMOTE_ADDR") or "127.0.0.1"))
-            if counts:
-                tightest = limits.tightest_of(counts)
-                if tightest.exceeded:
-                    # Flask answers the 429 (problem+json or the HTML page) from this count.
-                    environ[limits.COUNTED] = counts
-                    self.stats["refused"] += 1
-                    return None
-        request_id = request_log.request_id_from(environ.get("HTTP_X_REQUEST_ID"))
+    def _send(self, environ, start_response, entry: Kept):
+        replayed = Replayed(self.app, environ, int(entry.status[:3]), entry.slug, entry.counted)
+        for part in self.steps.replay_before:
+            if part(replayed) == HAND_ON:
+                self.stats["refused"] += 1
+                return None
+        if not tenancy.is_current(self.app, environ.pop(_SNAPSHOT), environ):
+            self.stats["stale"] += 1  # a write was answered since: the pipeline answers afresh
+            return None
         headers = list(entry.headers)
-        if tightest is not None:
-            headers += limits.limit_headers(tightest)
-        headers.append((request_log.REQUEST_ID_HEADER, request_id))
+        for part in self.steps.replay_after:
+            part(replayed, headers)
         start_response(entry.status, headers)
         self.stats["replayed"] += 1
-        request_log.log_request(
-            request_id=request_id, method=environ["REQUEST_METHOD"],
-            path="/" + get_path_info(environ).lstrip("/"),  # request.path's spelling
-            query=environ.get("QUERY_STRING", ""), status=int(entry.status[:3]),
-            started=started, paper=entry.slug, remote_addr=environ.get("REMOTE_ADDR"))
         return [entry.body]
 
     # ------------------------------------------------------------------ keeping a new one
 
-    def _keep(self, environ, start_response, key: tuple):
+    def _keep(self, environ, start_response, url: tuple):
         seen = {}
 
         def capture(status, headers, exc_info=None):
@@ -153,7 +173,7 @@ class Replay:
             return start_response(status, headers, exc_info)
 
         answer = self.wsgi_app(environ, capture)
-        marked = environ.get(MARK)
+        marked = environ.get(REPLAY_MARK)
         status = seen.get("status", "")
         if marked is None or not status.startswith(("200", "304")):
             return answer
@@ -163,26 +183,43 @@ class Replay:
             if hasattr(answer, "close"):
                 answer.close()
         state, slug = marked
-        if key[6].startswith("304") != status.startswith("304"):
-            return [body]  # the tag the key expected was not the one the pipeline judged
-        headers = [(name, value) for name, value in seen["headers"]
-                   if name.lower() not in PER_REQUEST]
+        per_request = self.steps.per_request
+        headers = [(name, value) for name, value in seen["headers"] if name.lower() not in per_request]
+        found = {name.lower(): value for name, value in seen["headers"]}
+        varies = tuple(environ_name(name.strip()) for name in found.get("vary", "").split(",") if name.strip())
+        etag = unquote_etag(found["etag"])[0] if "etag" in found else None
         counted = any(name.lower() == "x-ratelimit-limit" for name, _ in seen["headers"])
-        self.kept.put(key, Kept(state, status, headers, body, slug, counted))
+        entry = Kept(state, status, headers, body, slug, counted, etag)
+        if status.startswith("304"):
+            # Filed under the representation the client's tag names, in the form it holds.
+            full_varies = self.vary.get(url)
+            held = environ.get("HTTP_IF_NONE_MATCH")
+            form = caching.not_modified_tag(held, etag) if held and etag else None
+            if full_varies is None or form is None:
+                return [body]
+            self.kept.put(url + tuple(environ.get(name) for name in full_varies) + ("304", form), entry)
+        else:
+            self.vary[url] = varies
+            self.kept.put(url + tuple(environ.get(name) for name in varies), entry)
         self.stats["kept"] += 1
         return [body]
 
 
+def _url_key(environ: dict) -> tuple:
+    return (environ.get("wsgi.url_scheme"), environ.get("HTTP_HOST", ""), environ["REQUEST_METHOD"],
+            environ.get("SCRIPT_NAME", ""), environ.get("PATH_INFO", ""), environ.get("QUERY_STRING", ""))
+
+
 def _eligible(environ: dict) -> bool:
-    """A public read: GET or HEAD, no body, no key header, a Host."""
+    """A read: GET or HEAD, no body, a Host."""
     if environ.get("REQUEST_METHOD") not in ("GET", "HEAD") or "HTTP_HOST" not in environ:
         return False
-    if environ.get("CONTENT_LENGTH") not in (None, "", "0") or "HTTP_TRANSFER_ENCODING" in environ:
-        return False
-    return not any(name in environ for name in _KEY_HEADERS)
+    return environ.get("CONTENT_LENGTH") in (None, "", "0") and "HTTP_TRANSFER_ENCODING" not in environ
 
 
 def install(app: Flask) -> None:
     """Put the replay middleware around `app.wsgi_app` (inside ProxyFix, which create_app adds
-    after, so the client address and scheme it sees are the ones the pipeline sees)."""
+    after, so the client address and scheme it sees are the ones the pipeline sees). Call after
+    web/pipeline.py's `install`: the replay runs the parts its steps declared."""
     app.wsgi_app = Replay(app, app.wsgi_app)
+

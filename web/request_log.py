@@ -19,11 +19,15 @@ import re
 import secrets
 import sys
 import time
+from urllib.parse import unquote_plus
 
 import orjson
 from flask import Flask, Response, g, has_request_context, request
+from werkzeug.wsgi import get_path_info
 
+from web import request_state
 from web.headers import header
+from web.steps import Replayed, replays
 
 REQUEST_ID_HEADER = "X-Request-ID"
 # Accept what proxies and tracers send (uuids, hex, base64url, dotted ids), nothing that could
@@ -45,8 +49,8 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        if has_request_context() and "request_id" in g:
-            entry["request_id"] = g.request_id  # any record written while a request runs
+        if has_request_context() and request_state.started():
+            entry["request_id"] = request_state.current().request_id  # any record written while a request runs
         for name, value in vars(record).items():
             if name not in _STANDARD and not name.startswith("_"):
                 entry[name] = value
@@ -98,32 +102,74 @@ def request_id_from(header: str | None) -> str:
     return _ids.next()
 
 
+def _replay_start(replayed: Replayed) -> None:
+    replayed.request_id = request_id_from(replayed.environ.get("HTTP_X_REQUEST_ID"))
+    replayed.started = time.perf_counter()
+
+
+def _replay_finish(replayed: Replayed, headers: list) -> None:
+    headers.append((REQUEST_ID_HEADER, replayed.request_id))
+    environ = replayed.environ
+    log_request(request_id=replayed.request_id, method=environ["REQUEST_METHOD"],
+                path="/" + get_path_info(environ).lstrip("/"),  # request.path's spelling
+                query=environ.get("QUERY_STRING", ""), status=replayed.status,
+                started=replayed.started, paper=replayed.slug, remote_addr=environ.get("REMOTE_ADDR"))
+
+
+@replays(_replay_start)
 def start_request() -> None:
     """Pipeline step, first before the view: the request id and the clock."""
-    g.request_id = request_id_from(header(REQUEST_ID_HEADER))
-    g.request_started = time.perf_counter()
+    state = request_state.begin()
+    state.request_id = request_id_from(header(REQUEST_ID_HEADER))
+    state.started = time.perf_counter()
 
 
+@replays(_replay_finish, per_request=(REQUEST_ID_HEADER,))
 def finish_request(response: Response) -> Response:
     """Pipeline step, last after the view: echo the id, log the request line."""
     # The objects behind the proxies, once: each use of `g` or `request` is a context lookup.
-    state, req = g._get_current_object(), request._get_current_object()
-    if "request_id" not in state:  # a request that failed before any before_request hook ran
+    req = request._get_current_object()
+    if not request_state.started():  # a request that failed before any before_request hook ran
         start_request()
+    state = request_state.current()
     response.headers[REQUEST_ID_HEADER] = state.request_id
-    paper = state.get("paper_snapshot")  # set for every request answered for a paper
+    paper = g.get("paper_snapshot")  # set for every request answered for a paper
     log_request(request_id=state.request_id, method=req.method, path=req.path,
                 query=req.query_string.decode("latin-1"), status=response.status_code,
-                started=state.request_started, paper=paper.slug if paper is not None else None,
+                started=state.started, paper=paper.slug if paper is not None else None,
                 remote_addr=req.remote_addr)
     return response
+
+
+# Query parameters whose values are credentials or personal data: a reader's confirm or
+# preferences `token` holds a working credential and, inside it, the reader's address.
+SECRET_PARAMS = frozenset({"token", "key", "secret", "password", "signature", "sig", "email",
+                           "access_token", "api_key", "code"})
+REDACTED = "[redacted]"
+
+
+def redact_query(query: str) -> str:
+    """`query` (a raw query string) with the value of every parameter named in SECRET_PARAMS
+    (case-insensitive, percent-encoded names decoded) replaced by `[redacted]`; other bytes as
+    sent. Secrets never reach a log line."""
+    if not query or "=" not in query:
+        return query
+    parts = []
+    for part in query.split("&"):
+        name, sep, _ = part.partition("=")
+        if sep and unquote_plus(name).strip().lower() in SECRET_PARAMS:
+            part = f"{name}={REDACTED}"
+        parts.append(part)
+    return "&".join(parts)
 
 
 def log_request(*, request_id: str, method: str, path: str, query: str, status: int,
                 started: float, paper: str | None, remote_addr: str | None) -> None:
     """The request line (INFO on `paperdesk.request`, when enabled): `started` is the
-    `time.perf_counter()` reading the request began at; the rest are its fields as logged."""
+    `time.perf_counter()` reading the request began at; the rest are its fields as logged, the
+    query with its secrets redacted (`redact_query`)."""
     if log.isEnabledFor(logging.INFO):
+        query = redact_query(query)
         # makeRecord + handle is log.info without its walk up the stack for the caller's file
         # and line (no format here prints them), a fifth of the line's cost.
         log.handle(log.makeRecord(log.name, logging.INFO, "", 0, "%s %s %s",

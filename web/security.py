@@ -19,9 +19,10 @@ import secrets
 from pathlib import Path
 
 from flask import Response, current_app, request
-from werkzeug.exceptions import NotFound, RequestEntityTooLarge
+from werkzeug.exceptions import BadRequest, NotFound, RequestEntityTooLarge
 
 from web.headers import header
+from web.steps import replays
 
 PAGE_CSP = ("default-src 'self'; img-src 'self' https: data:; media-src 'self' https:; "
             "style-src 'self'; script-src 'self'; object-src 'none'; base-uri 'self'; "
@@ -88,6 +89,7 @@ def allow_framing(response: Response, kind: str) -> Response:
     return response
 
 
+@replays(None)  # the headers are kept with the answer
 def add_headers(response: Response) -> Response:
     """Pipeline step (after the view, on every answer): the headers above. A policy the view set
     is kept; unless it is one of the frameable ones, framing is still denied. A 304 gets no policy
@@ -131,6 +133,7 @@ def add_headers(response: Response) -> Response:
     return response
 
 
+@replays(None)  # the replay takes no request with a body
 def refuse_large_bodies() -> None:
     """Pipeline step (before the paper lookup): 413 for a body larger than MAX_CONTENT_LENGTH (64 KiB) on any route,
     whether or not its view reads the body.
@@ -154,9 +157,31 @@ def refuse_large_bodies() -> None:
             raise RequestEntityTooLarge()  # a stream that did not raise at its cap
 
 
+@replays(None)  # a path it refuses never made an answer to keep
 def refuse_nul_in_path() -> None:
     """Pipeline step (first refusal): a path holding a NUL (`%00`) names nothing here (and PostgreSQL cannot
     compare text holding one): 404 before any view looks it up."""
     if "\x00" in request.path:
         raise NotFound()
 
+
+
+# A host name as DNS spells it (RFC 1123 labels of 1-63 letters, digits, hyphens, underscores,
+# at most 253 characters), or an IPv6 literal in brackets, with an optional port.
+_LABEL = r"(?!-)[a-z0-9_-]{1,63}(?<!-)"
+_HOST = re.compile(rf"(?:{_LABEL}(?:\.{_LABEL})*\.?|\[[0-9a-f:.]+\])(?::[0-9]{{1,5}})?", re.IGNORECASE)
+
+
+def host_is_valid(raw_host: str) -> bool:
+    """True when `raw_host` (a Host header) is a well-formed host name or IPv6 literal, with an
+    optional port: `demo..papers.test`, `.papers.test` and a 64-character label are not."""
+    return len(raw_host) <= 260 and _HOST.fullmatch(raw_host) is not None
+
+
+@replays(None)  # a Host it refuses never made an answer to keep
+def refuse_malformed_host() -> None:
+    """Pipeline step (first of all): a Host that cannot name any host is a 400, before any
+    route, paper or URL is built from it (werkzeug binds no URL adapter to one, so a page
+    could not even link its stylesheet)."""
+    if not host_is_valid(request.host):
+        raise BadRequest(description="The Host header is not a valid host name.")

@@ -8,7 +8,6 @@ a valid key for it opens it.
 from __future__ import annotations
 
 import logging
-import time
 from typing import NamedTuple
 
 from flask import abort, current_app, g, request
@@ -19,16 +18,16 @@ from sqlalchemy.orm import make_transient_to_detached
 from extensions import db
 from models import Paper
 from services.errors import DeskError, Unauthorized
+from services.links import host_name
 from services.newsroom import keys
 from services.reading import memo
-from services.rendering.links import host_name
+from web import policy, request_state, state
 from web.headers import has_any, header
+from web.steps import replays
 
 log = logging.getLogger("paperdesk.tenancy")
 
 NO_PAPER = "No paper is served on this host."
-# Endpoints that answer for the process, not for a paper.
-UNSCOPED = {"static", "health.healthz", "health.readyz"}
 
 
 # Built once: every request runs one of these, and building the expression costs more than
@@ -60,25 +59,26 @@ def paper_for_host(raw_host: str) -> Paper | None:
 
 class PaperSnapshot(NamedTuple):
     """What a 304 or a stored answer needs of a request's paper: its `id`, `slug`, `state`
-    (`{id}.{version}.{birth}`, see http_cache.paper_state), whether it `is_public`, and when
-    it was `taken` (time.time(), seconds: the wall clock, so tests can move it)."""
+    (`{id}.{version}.{birth}`, see caching.paper_state), whether it `is_public`, and the
+    deployment's generation `gen` it was read under (web/state.py; None: not to be kept)."""
 
     id: int
     slug: str
     state: str
     is_public: bool
-    taken: float
+    gen: int | None
     paper: Paper | None = None  # the row itself, detached: what a view reads of the paper
     # Paper.air_schedule: the instants scheduled pieces air at (http_cache.paper_state).
     air_schedule: tuple = ()
 
 
-def snapshot_of(paper: Paper, *, keep_row: bool = False) -> PaperSnapshot:
-    """The snapshot of a loaded paper, as of now; with `keep_row`, holding the row itself for
-    later requests to merge into their sessions (only rows no write has touched)."""
+def snapshot_of(paper: Paper, gen: int | None, *, keep_row: bool = False) -> PaperSnapshot:
+    """The snapshot of a loaded paper, read from the database under generation `gen` (read
+    before the row was); with `keep_row`, holding the row itself for later requests to merge
+    into their sessions (only rows no write has touched)."""
     birth = int(paper.created_at.timestamp()) if paper.created_at else 0
     return PaperSnapshot(paper.id, paper.slug, f"{paper.id}.{paper.version}.{birth:x}",
-                         paper.is_public, time.time(), _detached_copy(paper) if keep_row else None,
+                         paper.is_public, gen, _detached_copy(paper) if keep_row else None,
                          tuple(paper.air_schedule or ()))
 
 
@@ -95,28 +95,32 @@ def _snapshots() -> dict[str, PaperSnapshot]:
 
 
 def recent_paper(raw_host: str) -> PaperSnapshot | None:
-    """This process's snapshot of the paper on `raw_host` if it is younger than
-    PAPER_SNAPSHOT_SECONDS, else None (so a 304 or a stored answer needs no database round trip). A
-    write committed in this process forgets every snapshot at once; one made by another process
-    (worker, CLI) is seen within PAPER_SNAPSHOT_SECONDS, well inside the `max-age=60` every public
-    answer already allows."""
-    return recent_snapshot(current_app, raw_host)
+    """This worker's snapshot of the paper on `raw_host` while the deployment's generation is
+    the one it was read under, else None. A snapshot answers 304s and stored answers with no
+    database round trip, and is never stale: any commit that changed a paper, in any worker or
+    host, moved the generation before its writer was answered (web/state.py)."""
+    return recent_snapshot(current_app, raw_host, request.environ)
 
 
-def recent_snapshot(app, raw_host: str) -> PaperSnapshot | None:
-    """`recent_paper` for `app`, outside a request (web/replay.py asks before Flask builds one)."""
-    ttl = app.config["PAPER_SNAPSHOT_SECONDS"]
-    if ttl <= 0:
-        return None
-    snap = app.extensions.get("paperdesk.paper_snapshots", {}).get(host_name(raw_host))
-    # A wall clock set back must not make a snapshot young again.
-    if snap is None or not 0 <= time.time() - snap.taken < ttl:
-        return None
-    return snap
+def recent_snapshot(app, raw_host: str, environ: dict) -> PaperSnapshot | None:
+    """`recent_paper` for `app` and a WSGI `environ`, outside a request."""
+    snap = kept_snapshot(app, raw_host)
+    return snap if snap is not None and is_current(app, snap, environ) else None
+
+
+def kept_snapshot(app, raw_host: str) -> PaperSnapshot | None:
+    """This worker's snapshot of the paper on `raw_host`, current or not (see `is_current`)."""
+    return app.extensions.get("paperdesk.paper_snapshots", {}).get(host_name(raw_host))
+
+
+def is_current(app, snap: PaperSnapshot, environ: dict) -> bool:
+    """True when `snap` was read under the generation the request (`environ`) reads."""
+    gen = state.generation_for(app, environ)
+    return gen is not None and snap.gen == gen
 
 
 def _remember(snap: PaperSnapshot) -> None:
-    if current_app.config["PAPER_SNAPSHOT_SECONDS"] > 0:
+    if snap.gen is not None:
         snapshots = _snapshots()
         if len(snapshots) > 4096:  # hosts are the papers' own, but a client chooses Host
             snapshots.clear()
@@ -126,33 +130,44 @@ def _remember(snap: PaperSnapshot) -> None:
 memo.FORGET_ON_COMMIT.append("paperdesk.paper_snapshots")  # one listener for both
 
 
+def _for_a_paper() -> bool:
+    return policy.of(current_app, request.endpoint).paper
+
+
+def _reads_desk_keys() -> bool:
+    return policy.of(current_app, request.endpoint).desk_keys
+
+
 def _keyless_read() -> bool:
     if request.method not in ("GET", "HEAD"):
         return False
     return not has_any(("Authorization", "X-Desk-Key"))
 
 
+@replays(None)  # keyed requests never match a kept answer (Vary: Authorization, X-Desk-Key)
 def refuse_malformed_key() -> None:
     """Pipeline step, before the rate limits and the paper lookup: a key header that cannot be
     a desk key (an `Authorization` that is not `Bearer desk_...`, an `X-Desk-Key` of the wrong
     shape) is a 401 with `WWW-Authenticate`, without a database query. A well-formed key is
-    looked up by `load_paper`. Routes that answer for the process (UNSCOPED) ignore keys."""
-    if request.endpoint in UNSCOPED:
+    looked up by `load_paper`. Routes that answer for the process (policy `paper=False`)
+    ignore keys."""
+    if not _for_a_paper() or not _reads_desk_keys():
         return
     plain = keys.presented_key(header("Authorization"), header("X-Desk-Key"))
     if plain is not None and not keys.well_formed(plain):
         raise Unauthorized("The desk key is malformed.")  # with WWW-Authenticate
 
 
+@replays(None)  # the kept answer holds the paper state it was made for
 def load_paper() -> None:
     """Pipeline step: set `g.paper` and `g.key`, or refuse. No paper on the host: 404. A key
     that is unknown, revoked or another paper's: 401/403 on a public paper, and on a private
     one the same 404 as an unknown host, as is no key at all."""
     g.key = None
-    g.pop("read_autocommit", None)
+    request_state.current().read_autocommit = False
     g.pop("paper", None)  # a test holding an app context open reuses one `g` across requests
     g.pop("paper_snapshot", None)
-    if request.endpoint in UNSCOPED:
+    if not _for_a_paper():
         return
     keyless_read = _keyless_read()
     if keyless_read and db.engine.dialect.name == "postgresql" and not db.session().in_transaction():
@@ -161,18 +176,20 @@ def load_paper() -> None:
         # (two of the three a cached answer costs). Writes and keyed requests keep theirs. (A
         # session already in a transaction: a test holding one app context across requests.)
         db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-        g.read_autocommit = True
+        request_state.current().read_autocommit = True
     recent = recent_paper(request.host) if keyless_read else None
     if recent is not None and recent.paper is not None and recent.is_public:
-        # The row this worker read less than PAPER_SNAPSHOT_SECONDS ago, without a query.
+        # The row this worker read under the current generation, without a query.
         g.paper, g.paper_snapshot = db.session.merge(recent.paper, load=False), recent
         return
+    gen = state.generation_for(current_app, request.environ) if keyless_read else None  # before the row
     paper = paper_for_host(request.host)
     if paper is None:
         abort(404, description=NO_PAPER)
     try:
-        g.key = keys.authenticate(paper, authorization=header("Authorization"),
-                                  x_desk_key=header("X-Desk-Key"))
+        if _reads_desk_keys():
+            g.key = keys.authenticate(paper, authorization=header("Authorization"),
+                                      x_desk_key=header("X-Desk-Key"))
     except DeskError:
         # An unknown, revoked or other paper's key: on a private paper, the answer must be the
         # unknown host's, or it would tell that a paper lives here.
@@ -183,16 +200,19 @@ def load_paper() -> None:
         # Set g.paper only once visible: error pages must not show a private paper's name.
         abort(404, description=NO_PAPER)
     g.paper = paper
-    g.paper_snapshot = snapshot_of(paper, keep_row=keyless_read)
+    g.paper_snapshot = snapshot_of(paper, gen, keep_row=keyless_read)
     if keyless_read:
         _remember(g.paper_snapshot)
 
 
+@replays(None)  # the replay opens no database session
 def end_read(exc: BaseException | None) -> None:
     """Pipeline teardown: give back the autocommit connection of a public read, so nothing
     else runs on it (in production the session ends with the request anyway; a test that holds
     one app context across requests keeps its session, and must not write in autocommit)."""
-    if g.pop("read_autocommit", False):
+    state = request_state.current()
+    if state.read_autocommit:
+        state.read_autocommit = False
         try:
             db.session.rollback()  # no round trip: autocommit has no transaction to end
         except Exception:  # noqa: BLE001 - a teardown must not raise (web/pipeline.py); the answer is built

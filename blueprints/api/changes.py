@@ -7,15 +7,13 @@ A mirror starts without a cursor, applies each change in order (`aired`/`revised
 """
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 from flask import g, jsonify
 
+from blueprints.api import paging
 from blueprints.api.common import api_blueprint
 from models.clock import rfc3339
-from schemas.changes import ChangeListOut, ChangesQuery
-from services.reading import changes, stories
-from web.links import links
+from schemas.changes import CHANGES_CURSOR_EXAMPLE, ChangeListOut, ChangesQuery
+from services.reading import changes, cursors, stories
 
 bp = api_blueprint("changes", __name__, "The change feed: every public change of the paper's pieces, "
                                         "in order, so a mirror can stay exactly in sync.")
@@ -32,7 +30,7 @@ LINK = {"Link": {"description": '`<{next page URL}>; rel="next"`, only when more
                  "at": "2026-11-24T09:00:00Z"},
                 {"seq": 42, "type": "unaired", "id": "12", "rev": 3, "content_hash": None,
                  "at": "2026-11-24T09:05:00Z"}],
-    "next_cursor": "Y2hnMToxOjE3OTM5NjAwMDAwMDAwMDA6NDI"})
+    "next_cursor": CHANGES_CURSOR_EXAMPLE})
 @bp.alt_response(400, description="The cursor is malformed or belongs to another paper.")
 def list_changes(limit: int, cursor: str | None = None):
     """Every public change of the paper's pieces, oldest first: aired, revised, unaired
@@ -43,10 +41,13 @@ def list_changes(limit: int, cursor: str | None = None):
     are listable now. `limit` is clamped to 1-500 (default 100).
     """
     limit = stories.clamp(limit, 1, 500)
-    rows, next_cursor, more = changes.page(g.paper, cursor, limit)
-    body = {"changes": [{**row, "at": rfc3339(row["at"])} for row in rows], "next_cursor": next_cursor}
+    after = changes.legacy_position(g.paper, cursor) if cursor else None
+    if after is None and cursor:
+        at, seq = paging.read("changes", {}, cursor, 2)
+        after = (cursors.parse_moment(at), cursors.parse_id(seq))
+    rows, last, more = changes.page(g.paper, after, limit)
+    body, headers = paging.answer({"changes": [{**row, "at": rfc3339(row["at"])} for row in rows]},
+                                  "changes", {}, list(last), more=more)
     response = jsonify(body)
-    if more:
-        url = links().api("/changes") + "?" + urlencode({"cursor": next_cursor, "limit": limit})
-        response.headers["Link"] = f'<{url}>; rel="next"'
+    response.headers.extend(headers)
     return response

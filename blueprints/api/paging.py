@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 from flask import current_app, g, request
 
 from services.reading import cursors
+from web import caching
 from web.links import links
 
 LINK = {"Link": {
@@ -33,17 +34,25 @@ def read(list_name: str, filters: dict, text: str | None, size: int) -> list | N
     return cursors.decode(current_app.config["SECRET_KEY"], list_name, g.paper.id, filters, text, size)
 
 
-def answer(body: dict, list_name: str, filters: dict, last: list | None) -> tuple[dict, dict]:
-    """`(body with next_cursor, headers)`: `last` is the keyset position of the page's last row
-    when more rows follow (None on the last page); the headers then hold the `Link` to the next
-    page, the request's own query with `cursor` replaced."""
-    if last is None:
-        body["next_cursor"] = None
-        return body, {}
-    token = cursors.encode(current_app.config["SECRET_KEY"], list_name, g.paper.id, filters,
-                           [_wire(value) for value in last])
+def answer(body: dict, list_name: str, filters: dict, last: list | None, *,
+           more: bool | None = None) -> tuple[dict, dict]:
+    """`(body with next_cursor, headers)`: `last` is the keyset position to go on from (the
+    page's last row), None on the last page of a list that ends; `more` (default: whether `last`
+    is given) says whether a next page is listable now (a feed polled again from its cursor has a
+    `last` on every page, and `more` only when further rows wait). The headers hold the `Link`
+    to the next page when `more`: the request's query parameters that the route declares (web/caching.declared_params,
+    the ones its cached answer is keyed by), with `cursor` replaced. Parameters the route does not
+    read never reach the link: a cached answer's `Link` must not carry what the first client
+    that filled the cache happened to send."""
+    more = last is not None if more is None else more
+    token = None if last is None else cursors.encode(
+        current_app.config["SECRET_KEY"], list_name, g.paper.id, filters, [_wire(value) for value in last])
     body["next_cursor"] = token
-    query = [(name, value) for name, value in request.args.items(multi=True) if name != "cursor"]
+    if not more or token is None:
+        return body, {}
+    declared = caching.declared_for_endpoint()
+    query = [(name, value) for name, value in request.args.items(multi=True)
+             if name != "cursor" and name in declared]
     query.append(("cursor", token))
     url = links().absolute(request.path) + "?" + urlencode(query)
     return body, {"Link": f'<{url}>; rel="next"'}

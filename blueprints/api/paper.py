@@ -25,6 +25,7 @@ from blueprints.api.common import API_PREFIX, OPTIONAL_SECURITY, api_blueprint, 
 from blueprints.api.permissions import keyed
 from extensions import db
 from models import DeskKey, Persona, SigningKey
+from schemas.apidoc import api
 from schemas.desk import ConfigOut, ConfigPatch
 from schemas.paper import PaperIndexOut, ReceiptKeysOut
 from schemas.proof import AgentOut
@@ -32,7 +33,6 @@ from services.errors import Invalid
 from services.newsroom import desk
 from services.newsroom.keys import AGENT_CAPABILITIES
 from services.reading import front
-from web.apidoc import api
 from web.commit import transactional
 from web.links import links
 
@@ -108,6 +108,7 @@ def paper_index():
             "subscribe": "POST " + links().api("/" + paper.subscribe_path),
             "openapi": links().api("/openapi.json"),
             "receipt_keys": links().api("/receipt-keys"),
+            "log": links().api("/log"),
         },
         "feeds": {
             "rss": links().absolute("/rss.xml"),
@@ -175,7 +176,8 @@ def receipt_keys():
         select(SigningKey).where(SigningKey.paper_id == g.paper.id).order_by(SigningKey.created_at)
     )
     return {"keys": [{"kid": r.kid, "alg": "Ed25519", "public_key": r.public_key,
-                      "created_at": r.created_at, "retired_at": r.retired_at} for r in rows]}
+                      "created_at": r.created_at, "retired_at": r.retired_at} for r in rows],
+            "log": links().api("/log")}
 
 
 # ----------------------------------------------------------------------------- config

@@ -35,7 +35,7 @@ from schemas.subscriber import (
 )
 from services.delivery import subscriptions, webhooks
 from services.errors import BadRequest, Invalid
-from web.caching import no_etag
+from web import policy
 from web.commit import transactional
 from web.links import links
 
@@ -121,8 +121,9 @@ def _post_view(name: str):
     view = bp.alt_response(422, description="The body failed validation (`errors` names each field).")(view)
     view = bp.response(202, SubscribeAcceptedOut)(view)
     view = bp.doc(security=OPTIONAL_SECURITY, requestBody=REQUEST_BODY)(view)
-    # The public subscribe limits (per client, per address) are counted by the pipeline
-    # (ratelimits.SUBSCRIBE_ENDPOINTS), before the paper lookup.
+    # The public subscribe limits (per client, per address) are counted by the pipeline,
+    # before the paper lookup.
+    view = policy.route(limit="subscribe")(view)
     view = json_body(bp)(view)
     return transactional(view)
 
@@ -160,7 +161,7 @@ def _reader(token: str):
 
 
 @bp.route("/subscribers/preferences", methods=["GET"])
-@no_etag
+@policy.route(cache=False)
 @bp.arguments(PreferencesTokenQuery(), location="query")
 @bp.response(200, PreferencesOut, example={
     "email": "reader@example.com", "cadence": "daily", "sections": ["World", "Science"], "cast": True,
@@ -178,7 +179,7 @@ def get_preferences(query):
 
 
 @bp.route("/subscribers/preferences", methods=["PATCH"])
-@no_etag
+@policy.route(cache=False, limit="link")
 @transactional
 @json_body(bp)
 @bp.arguments(PreferencesTokenQuery(), location="query")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from flask import g
 
+from blueprints.api import paging
 from blueprints.api.common import api_blueprint, json_body
 from blueprints.api.permissions import keyed
 from models.clock import utcnow
@@ -28,7 +29,8 @@ from schemas.webhook import (
     WebhookListOut,
     WebhookOut,
 )
-from services.delivery import content_hooks
+from services.delivery import content_webhooks
+from services.reading import cursors
 from web.commit import transactional
 from web.links import links
 
@@ -54,7 +56,7 @@ def create_webhook(body: dict):
     `{url, events}` -> 201 with the endpoint and its `whsec_` signing secret. The URL must be
     https and resolve to public addresses (422 otherwise); events are `piece.aired`,
     `piece.revised`, `piece.unaired` and `edition.published` (an unknown one: 422)."""
-    endpoint = content_hooks.create_endpoint(g.paper, body["url"], body["events"], now=utcnow())
+    endpoint = content_webhooks.create_endpoint(g.paper, body["url"], body["events"], now=utcnow())
     return endpoint, 201, {"Location": links().api(f"/webhooks/{endpoint.public_id}")}
 
 
@@ -68,7 +70,7 @@ def list_webhooks():
     of failed deliveries, `disabled_at` and `disabled_reason`. The secret is shown only in the
     creation answer.
     """
-    return {"webhooks": content_hooks.endpoints(g.paper)}
+    return {"webhooks": content_webhooks.endpoints(g.paper)}
 
 
 @bp.route(ENDPOINT)
@@ -82,7 +84,7 @@ def get_webhook(id: str):
     `disabled_reason` carries the last error. A disabled endpoint gets no new messages; register
     it again once the receiver is fixed.
     """
-    return content_hooks.find_endpoint(g.paper, id)
+    return content_webhooks.find_endpoint(g.paper, id)
 
 
 @bp.route(ENDPOINT, methods=["DELETE"])
@@ -95,7 +97,7 @@ def delete_webhook(id: str):
 
     Nothing more is sent to it, pending messages included. 204 without a body.
     """
-    content_hooks.delete_endpoint(content_hooks.find_endpoint(g.paper, id))
+    content_webhooks.delete_endpoint(content_webhooks.find_endpoint(g.paper, id))
     return None
 
 
@@ -109,7 +111,7 @@ def ping_webhook(id: str):
     """Queue a `webhook.ping` test message to an endpoint (admin)
 
     202: the outbox worker posts it within seconds; follow it in the delivery log."""
-    row = content_hooks.ping(content_hooks.find_endpoint(g.paper, id), now=utcnow())
+    row = content_webhooks.ping(content_webhooks.find_endpoint(g.paper, id), now=utcnow())
     return {"id": row.delivery_id, "message_id": row.message_id, "status": "pending"}, 202
 
 
@@ -125,13 +127,13 @@ def list_deliveries(id: str, limit: int, cursor: str | None = None):
     Each delivery: its message id (`webhook-id`), event, status (pending, delivered, failed),
     attempts, the last response code and error, and when the next attempt is due. A malformed
     cursor is a 400."""
-    endpoint = content_hooks.find_endpoint(g.paper, id)
-    rows, next_cursor = content_hooks.deliveries_page(endpoint, cursor=cursor, limit=limit)
-    headers = {}
-    if next_cursor:
-        page = links().api(f"/webhooks/{id}/deliveries?cursor={next_cursor}&limit={limit}")
-        headers["Link"] = f'<{page}>; rel="next"'
-    return {"deliveries": rows, "next_cursor": next_cursor}, 200, headers
+    endpoint = content_webhooks.find_endpoint(g.paper, id)
+    after = paging.read("deliveries", {"endpoint": endpoint.public_id}, cursor, 1)
+    before = cursors.parse_id(after[0]) if after else None
+    rows, last = content_webhooks.deliveries_page(endpoint, before=before, limit=limit)
+    body, headers = paging.answer({"deliveries": rows}, "deliveries", {"endpoint": endpoint.public_id},
+                                  None if last is None else [last])
+    return body, 200, headers
 
 
 @bp.route(ENDPOINT + "/deliveries/<string(maxlength=40):delivery_id>/redeliver", methods=["POST"])
@@ -147,5 +149,5 @@ def redeliver(id: str, delivery_id: str):
     `webhook-id` processes it once; signed afresh with a new `webhook-timestamp`. 202: the
     outbox worker posts it within seconds. A disabled endpoint: 409.
     """
-    row = content_hooks.redeliver(content_hooks.find_endpoint(g.paper, id), delivery_id, now=utcnow())
+    row = content_webhooks.redeliver(content_webhooks.find_endpoint(g.paper, id), delivery_id, now=utcnow())
     return {"id": row.delivery_id, "message_id": row.message_id, "status": "pending"}, 202

@@ -3,7 +3,7 @@ payload and template context), and its email, rendered once per distinct alert
 (docs/ALERTS.md). Used by services/delivery/alerts.py, which plans and sends.
 
 Alerts are made outside any request: their absolute URLs are under each paper's canonical
-origin (`PaperOrigins.links(paper)`, services/rendering/links.py), the ones its pages use.
+origin (`PaperOrigins.links(paper)`, services/links.py), the ones its pages use.
 
 `Content` reads each paper's recent pieces once per run and answers every window from memory;
 `Composer` renders `templates/mail/alert.*` once per distinct (paper, pieces, editions,
@@ -24,7 +24,7 @@ from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
 from models.clock import rfc3339
 from services.delivery import mail, subscriptions
-from services.rendering.links import Links, PaperOrigins
+from services.links import Links, PaperOrigins
 
 # A window never reaches further back than this (a reader who was silent for months gets the
 # recent news, not the whole archive).

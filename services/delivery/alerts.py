@@ -37,8 +37,7 @@ from models import AlertDelivery, Edition, Paper, PieceChange, Subscriber
 from models.types import UTCDateTime
 from services.delivery import claims, mail, webhooks
 from services.delivery.alert_content import MAX_LOOKBACK, Composer, Content, alert_data, period_for
-from services.newsroom import filing
-from services.rendering.links import Links, PaperOrigins
+from services.links import Links, PaperOrigins
 
 CHUNK = 1000
 # How far behind the run's clock a window ends (ALERT_SETTLE_SECONDS). A piece's `on_air_at`
@@ -154,7 +153,7 @@ def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SET
     return report
 
 
-def plan_instant(clock: Callable[[], datetime], *, origins: PaperOrigins,
+def plan_instant(clock: Callable[[], datetime], *, origins: PaperOrigins, lock_paper: Callable[[Paper], None],
                  seen: dict[int, tuple] | None = None) -> PlanReport:
     """Record the due window of every confirmed `instant` subscriber, ending at this instant
     rather than ALERT_SETTLE_SECONDS ago: what `drain-outbox` runs every pass, so an instant
@@ -167,7 +166,9 @@ def plan_instant(clock: Callable[[], datetime], *, origins: PaperOrigins,
     has committed by then, every later one takes a time after it. A scheduled piece is
     committed long before its instant. Each piece therefore falls in exactly one window; a
     second planner (another drainer, or cron's `send-alerts`) ends its windows elsewhere, and
-    the chain of windows (unique per subscriber and window start) stays single.
+    the chain of windows (unique per subscriber and window start) stays single. `lock_paper`
+    is that lock (`services.newsroom.filing.lock_paper`, handed in: newsroom imports delivery,
+    never the other way).
 
     `seen` (kept by the caller between passes, paper id -> what was last planned through):
     a paper whose newest listed change and newest edition are the same as at its last
@@ -187,7 +188,7 @@ def plan_instant(clock: Callable[[], datetime], *, origins: PaperOrigins,
         if mark == (None, None) or seen.get(paper_id) == mark:
             continue
         paper = db.session.get(Paper, paper_id)
-        filing.lock_paper(paper)
+        lock_paper(paper)
         end = clock()
         db.session.rollback()  # the lock's only use was to wait for writes in flight
         planned = plan_alerts(end, origins=origins, settle=timedelta(0), cadence="instant", paper_id=paper_id)

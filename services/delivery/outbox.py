@@ -15,15 +15,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from email.message import EmailMessage
 
 from flask import current_app
 from sqlalchemy import Boolean, and_, delete, func, literal, or_, select, update
 from sqlalchemy import insert as sql_insert
 
 from extensions import db
-from models import OutboxMessage, Paper, Subscriber, WebhookDelivery
+from models import OutboxMessage, Subscriber, WebhookDelivery
 from services.delivery import claims, mail
-from services.rendering.links import Links
+from services.links import Links
 
 log = logging.getLogger("paperdesk.outbox")
 
@@ -94,24 +95,6 @@ class NotNeeded(Exception):
     """The message has no reason to go any more (the address confirmed or left)."""
 
 
-def _build(row: OutboxMessage):
-    from services.delivery import subscriptions  # subscriptions imports this module
-
-    if row.kind != "confirm":
-        raise Unbuildable(f"unknown kind {row.kind!r}")
-    subscriber = db.session.get(Subscriber, row.subscriber_id) if row.subscriber_id else None
-    paper = db.session.get(Paper, row.paper_id)
-    if subscriber is None or paper is None:
-        raise Unbuildable("the subscriber or the paper is gone")
-    if subscriber.confirmed_at is not None or subscriber.unsubscribed_at is not None:
-        raise NotNeeded("not sent: the address confirmed or unsubscribed meanwhile")
-    try:
-        links = Links((row.payload or {})["origin"])
-    except (KeyError, TypeError) as exc:
-        raise Unbuildable("no origin in the payload") from exc
-    return subscriptions.compose_confirmation(paper, subscriber, row.created_at, links=links)
-
-
 def _record(row_id: int, now: datetime, error: Exception | None, max_attempts: int) -> str:
     row = db.session.get(OutboxMessage, row_id)
     row.claimed_until = None
@@ -137,10 +120,13 @@ def _record(row_id: int, now: datetime, error: Exception | None, max_attempts: i
     return outcome
 
 
-def drain(now: Callable[[], datetime], *, open_mailer: Callable[[], mail.Mailer] | None = None,
+def drain(now: Callable[[], datetime], *, build: Callable[[OutboxMessage], EmailMessage],
+          open_mailer: Callable[[], mail.Mailer] | None = None,
           max_attempts: int | None = None, deadline: float | None = None,
           should_stop: Callable[[], bool] | None = None) -> DrainReport:
-    """Send every outbox row due at `now()` (called per batch), oldest first, until none is due,
+    """Send every outbox row due at `now()` (called per batch), oldest first, each made a message
+    by `build(row)` (raising Unbuildable or NotNeeded when it cannot or need not go; for the
+    `confirm` kind, subscriptions.confirm_message), until none is due,
     the SMTP server cannot be reached (`stopped`; the row that found it so is retried later,
     the others stay due), `time.monotonic()` passes `deadline` (seconds), or `should_stop()`
     turns true (a drainer asked to stop finishes the message in hand and gives the rest of its
@@ -178,7 +164,7 @@ def drain(now: Callable[[], datetime], *, open_mailer: Callable[[], mail.Mailer]
                 row = db.session.get(OutboxMessage, row_id)
                 error: Exception | None = None
                 try:
-                    message = _build(row)
+                    message = build(row)
                     if mailer is None:
                         mailer = open_mailer()
                     mailer.send(message)

@@ -20,11 +20,11 @@ by the request: the writer's answer does not wait for the CDN. A failed POST (ne
 MAX_PENDING purges wait, further ones are dropped with a warning (the ETag still changes, so
 clients revalidating through the CDN see the new version once `max-age` runs out).
 
-Writes are watched through SQLAlchemy session events, so every path that changes a piece (the
-API, the CLI, a future worker) fires the hook without calling it; rolled-back work fires nothing.
-Bulk inserts (`seed-demo`) bypass the ORM unit of work and fire nothing. The listeners read
-PURGE_URL, PURGE_HEADER and PURGE_TIMEOUT from `current_app.config` (a session event has no
-caller to pass them); outside an app context they do nothing.
+The keys are derived from the change feed, the one record of a public change, by `flask
+drain-outbox` (services/delivery/change_stream.py, consumer `cdn-purge`): within one worker
+pass (OUTBOX_POLL_SECONDS) of the change becoming public, a scheduled airing at its instant,
+whatever wrote it (the API, the CLI); rolled-back work wrote no change and purges nothing. The
+keys of one pass and paper go in one POST.
 """
 from __future__ import annotations
 
@@ -36,21 +36,14 @@ import threading
 import urllib.error
 import urllib.request
 
-from flask import Flask, current_app, has_app_context
-from sqlalchemy import event, inspect
-from sqlalchemy.orm import Session
+from flask import Flask, current_app
 
 from models import Piece
-from services.reading import visibility
 
 log = logging.getLogger("paperdesk.purge")
 
 MAX_PENDING = 1000
 RETRY_DELAYS = (1.0, 4.0)
-# Fields of a piece that public answers show: changing one while on air changes those answers.
-PUBLISHED = ("headline", "dek", "prose", "image", "slug", "section_id", "persona_id", "rev",
-             "on_air_at")
-_PENDING_KEY = "paperdesk.purge_keys"
 
 
 def surrogate_keys(piece: Piece) -> list[str]:
@@ -58,59 +51,14 @@ def surrogate_keys(piece: Piece) -> list[str]:
     return [f"paper-{piece.paper_id}", f"piece-{piece.id}"]
 
 
-def _before(attr):
-    history = attr.history
-    values = history.deleted or history.unchanged
-    return values[0] if values else None
-
-
-def _changes_public_answers(piece: Piece, *, new: bool = False, deleted: bool = False) -> bool:
-    # "Public" is services/reading/visibility.py's predicate: a piece scheduled for later is
-    # on no public answer, so scheduling or cancelling it purges nothing; `flask drain-outbox`
-    # purges once its instant has come (commands/outbox.py announce_aired).
-    now = visibility.request_now()
-    if new or deleted:
-        return visibility.is_public(piece, now)
-    attrs = inspect(piece).attrs
-    is_public = visibility.is_public(piece, now)
-    if attrs.on_air.history.has_changes() or attrs.on_air_at.history.has_changes():
-        was = _before(attrs.on_air) and (_before(attrs.on_air_at) or now) <= now
-        if bool(was) != is_public:
-            return True  # went public, or left
-    return is_public and any(attrs[name].history.has_changes() for name in PUBLISHED)
-
-
-def _collect(session: Session, flush_context) -> None:
-    """after_flush: note the keys of pieces whose public face this flush changed."""
-    if not has_app_context() or not current_app.config.get("PURGE_URL"):
-        return
-    keys = session.info.setdefault(_PENDING_KEY, set())
-    for kind, objects in (("new", session.new), ("dirty", session.dirty), ("deleted", session.deleted)):
-        for obj in objects:
-            if isinstance(obj, Piece) and _changes_public_answers(
-                    obj, new=kind == "new", deleted=kind == "deleted"):
-                keys.update(surrogate_keys(obj))
-
-
-def _fire(session: Session) -> None:
-    """after_commit: hand the collected keys to the sender."""
-    keys = session.info.pop(_PENDING_KEY, None)
-    if not keys or not has_app_context():
-        return
+def on_changes(paper, changes: list, now) -> None:
+    """change_stream consumer (after commit): hand `paper-<id>` and the changed pieces'
+    `piece-<id>` keys to the sender when PURGE_URL is set. Never blocks: the sender posts them."""
     config = current_app.config
-    if config.get("PURGE_URL"):
-        sender.submit(config["PURGE_URL"], sorted(keys, key=_order), config.get("PURGE_HEADER", ""),
-                      float(config.get("PURGE_TIMEOUT", 5)))
-
-
-def _order(key: str) -> tuple:
-    kind, _, number = key.partition("-")
-    return (kind != "paper", kind, int(number) if number.isdigit() else 0)
-
-
-def _forget(session: Session, *args) -> None:
-    """after_rollback: nothing rolled back is purged."""
-    session.info.pop(_PENDING_KEY, None)
+    if not config.get("PURGE_URL"):
+        return
+    keys = [f"paper-{paper.id}", *dict.fromkeys(f"piece-{change.piece_id}" for change in changes)]
+    sender.submit(config["PURGE_URL"], keys, config.get("PURGE_HEADER", ""), float(config.get("PURGE_TIMEOUT", 5)))
 
 
 def post_keys(url: str, keys: list[str], header: str = "", timeout: float = 5.0) -> int:
@@ -199,10 +147,11 @@ sender = Sender()
 
 
 def init_app(app: Flask) -> None:
-    """Watch every SQLAlchemy session of the process (once), so commits fire the hook."""
-    if not event.contains(Session, "after_flush", _collect):
-        event.listen(Session, "after_flush", _collect)
-        event.listen(Session, "after_commit", _fire)
-        event.listen(Session, "after_rollback", _forget)
-        # A CLI command exits right after its commit: give its purges a moment to leave.
+    """Give a CLI process's purges a moment to leave before it exits (once per process)."""
+    global _exit_wait
+    if not _exit_wait:
+        _exit_wait = True
         atexit.register(lambda: sender.wait_idle(timeout=10))
+
+
+_exit_wait = False

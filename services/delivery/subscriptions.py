@@ -25,10 +25,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.attributes import set_committed_value
 
 from extensions import db
-from models import PAUSED_INDEFINITELY, Paper, Section, Subscriber
+from models import PAUSED_INDEFINITELY, OutboxMessage, Paper, Section, Subscriber
 from services.delivery import mail, outbox, webhooks
 from services.errors import Invalid
-from services.rendering.links import Links
+from services.links import Links
 
 log = logging.getLogger("paperdesk.subscriptions")
 
@@ -316,6 +316,25 @@ def send_confirmation(paper: Paper, row: Subscriber, now: datetime, *, links: Li
         set_committed_value(row, "confirm_sent_at", now)
         outbox.enqueue_confirm(paper.id, row.id, now, links=links)
     return claimed
+
+
+def confirm_message(row: OutboxMessage):
+    """The confirm email an outbox row (kind `confirm`) stands for, for `outbox.drain`. Raises
+    outbox.Unbuildable (unknown kind, subscriber or paper gone, no origin) or outbox.NotNeeded
+    (the address confirmed or unsubscribed since)."""
+    if row.kind != "confirm":
+        raise outbox.Unbuildable(f"unknown kind {row.kind!r}")
+    subscriber = db.session.get(Subscriber, row.subscriber_id) if row.subscriber_id else None
+    paper = db.session.get(Paper, row.paper_id)
+    if subscriber is None or paper is None:
+        raise outbox.Unbuildable("the subscriber or the paper is gone")
+    if subscriber.confirmed_at is not None or subscriber.unsubscribed_at is not None:
+        raise outbox.NotNeeded("not sent: the address confirmed or unsubscribed meanwhile")
+    try:
+        links = Links((row.payload or {})["origin"])
+    except (KeyError, TypeError) as exc:
+        raise outbox.Unbuildable("no origin in the payload") from exc
+    return compose_confirmation(paper, subscriber, row.created_at, links=links)
 
 
 def compose_confirmation(paper: Paper, row: Subscriber, now: datetime, *, links: Links):

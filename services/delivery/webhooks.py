@@ -371,7 +371,7 @@ def run_concurrently(claim: Callable[[set[int]], object | None], send: Callable[
                      record: Callable[[object, Attempt], None], *, concurrency: int, budget: float,
                      limit: int | None = None) -> bool:
     """The delivery loop shared by subscriber webhooks and content webhooks
-    (services/delivery/content_hooks.py): `claim(tried)` takes the next due job not in `tried`
+    (services/delivery/content_webhooks.py): `claim(tried)` takes the next due job not in `tried`
     (a set of row ids; it needs an `id`) or None; `send(job, timeout)` runs in a worker thread,
     up to `concurrency` at once, with `timeout` seconds (TIMEOUT_SECONDS, cut to what is left
     of the budget, at least MIN_TIMEOUT_SECONDS); `record(job, attempt)` runs in the caller's

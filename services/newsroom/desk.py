@@ -16,7 +16,7 @@ from sqlalchemy.orm import joinedload
 from extensions import db
 from models import DeskKey, Edition, Paper, Persona, Section
 from models.clock import utcnow
-from services.delivery import content_hooks
+from services.delivery import content_webhooks
 from services.errors import Conflict
 from services.newsroom.filing import lock_paper, slugify
 from services.reading.front import public_config
@@ -200,5 +200,5 @@ def publish_edition(paper: Paper, fields: dict, now: datetime) -> Edition:
     db.session.add(edition)
     paper.bump()
     _flush(f"the edition of {day.isoformat()}")
-    content_hooks.edition_published(paper, edition, now=now)
+    content_webhooks.edition_published(paper, edition, now=now)
     return edition

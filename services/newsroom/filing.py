@@ -20,7 +20,6 @@ from sqlalchemy import inspect as sa_inspect
 
 from extensions import db
 from models import CitedFact, Paper, Persona, Piece, PieceChange, PieceRevision, Section, SigningKey
-from services.delivery import content_hooks
 from services.errors import Invalid
 from services.newsroom import provenance
 
@@ -235,8 +234,6 @@ def _record(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: dateti
             db.session.execute(PieceChange.__table__.update().where(
                 PieceChange.piece_id == piece.id, PieceChange.type == "aired", PieceChange.at > now,
             ).values(rev=rev, content_hash=sealed["content_hash"]))
-            # Likewise its `piece.aired` content webhooks, written when it was scheduled.
-            content_hooks.refresh_scheduled_aired(paper, piece, now=now)
     paper.bump()
     db.session.flush()
     return revision
@@ -290,25 +287,17 @@ def _add_change(paper: Paper, piece: Piece, kind: str, at: datetime) -> PieceCha
     seq = (db.session.scalar(select(func.max(PieceChange.seq)).where(PieceChange.paper_id == paper.id)) or 0) + 1
     change = PieceChange(paper_id=paper.id, seq=seq, piece_id=piece.id, type=kind, rev=piece.rev,
                          content_hash=None if kind == "unaired" else piece.content_hash, at=at)
+    # The one record of the change: content webhooks, CDN purge and every other consumer derive
+    # their work from it in the worker (services/delivery/change_stream.py).
     db.session.add(change)
-    # Content webhooks hear of exactly the changes the feed lists, due when the feed shows them
-    # (a scheduled airing: its instant), written in this same transaction.
-    if kind == "aired":
-        content_hooks.piece_aired(paper, piece, now=at)
-    elif kind == "revised":
-        content_hooks.piece_revised(paper, piece, now=at)
-    else:
-        content_hooks.piece_unaired(paper, piece, now=at)
     return change
 
 
 def _cancel_pending(paper: Paper, piece: Piece, now: datetime) -> None:
-    # A scheduled airing's change is dated in the future and no poller has listed it: a
-    # cancellation removes it rather than adding a tombstone for something never public, and
-    # withdraws its content webhooks, not yet due.
+    # A scheduled airing's change is dated in the future and no poller or consumer has listed
+    # it: a cancellation removes it rather than adding a tombstone for something never public.
     db.session.execute(delete(PieceChange).where(
         PieceChange.piece_id == piece.id, PieceChange.type == "aired", PieceChange.at > now))
-    content_hooks.cancel_for_piece(paper, piece.id, now=now)
 
 
 def refresh_schedule(paper: Paper, now: datetime) -> None:
@@ -341,9 +330,6 @@ def put_on_air(paper: Paper, piece: Piece, now: datetime, at: datetime | None = 
     if is_scheduled(piece, now):
         _cancel_pending(paper, piece, now)
     piece.on_air, piece.on_air_at, piece.on_air_day = True, when, when.date()
-    # A piece aired now is announced by this write (CDN purge on commit); a scheduled one by
-    # `flask drain-outbox` once its instant has passed (commands/outbox.py).
-    piece.announced_at = now if when == now else None
     piece.updated_at = now
     _add_change(paper, piece, "aired", when)
     paper.bump()

@@ -20,12 +20,10 @@ from sqlalchemy import and_, bindparam, or_, select
 
 from extensions import db
 from models import Paper, PieceChange
-from services.errors import BadRequest
 from services.reading import visibility
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _PREFIX = "chg1"
-BAD_CURSOR = "The cursor is malformed or belongs to another paper; start without one."
 
 _PAGE = (select(PieceChange.seq, PieceChange.type, PieceChange.piece_id, PieceChange.rev,
                 PieceChange.content_hash, PieceChange.at)
@@ -36,43 +34,52 @@ _PAGE = (select(PieceChange.seq, PieceChange.type, PieceChange.piece_id, PieceCh
          .limit(bindparam("limit")))
 
 
-def encode_cursor(paper: Paper, at: datetime, seq: int) -> str:
-    """The opaque cursor naming the position just after change (`at`, `seq`) of `paper`
-    (`at` aware): URL-safe base64 of `chg1:{paper id}:{microseconds since the epoch}:{seq}`."""
-    micros = (at - EPOCH) // timedelta(microseconds=1)
-    raw = f"{_PREFIX}:{paper.id}:{micros}:{seq}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(paper: Paper, cursor: str) -> tuple[datetime, int]:
-    """(`at`, `seq`) of a cursor made by `encode_cursor` for this paper. Raises BadRequest
-    (400) for anything else: not base64, another shape, or another paper's cursor."""
+def legacy_position(paper: Paper, text: str) -> tuple[datetime, int] | None:
+    """(`at`, `seq`) of a cursor in the feed's first format (`chg1:` base64), which mirrors may
+    hold from before the one cursor format (blueprints/api/paging.py); None when `text` is not
+    one for this paper. Kept for a release so stored cursors keep working; docs/API.md."""
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)).decode("ascii")
         prefix, paper_id, micros, seq = raw.split(":")
         if prefix != _PREFIX or int(paper_id) != paper.id or int(micros) < 0 or int(seq) < 0:
-            raise ValueError(raw)
+            return None
         return EPOCH + timedelta(microseconds=int(micros)), int(seq)
     except (ValueError, UnicodeError, binascii.Error, OverflowError):
-        raise BadRequest(BAD_CURSOR) from None
+        return None
 
 
-def page(paper: Paper, cursor: str | None, limit: int) -> tuple[list[dict], str, bool]:
-    """At most `limit` changes after `cursor` (from the beginning when None), in feed order:
-    `([{"seq", "type", "id", "rev", "content_hash", "at"}], next_cursor, more)`. `id` is the
-    piece id as text, `at` aware UTC, `content_hash` None on an `unaired` tombstone.
-    `next_cursor` is never None: the position after the last change listed (or `cursor` itself,
-    or the beginning, when none is), to poll again from; `more` is True when further changes
-    are listable now. Raises BadRequest for a bad cursor. One statement."""
-    after_at, after_seq = decode_cursor(paper, cursor) if cursor else (EPOCH, 0)
+def settle_writes(paper_id: int) -> None:
+    """Wait for the paper's writes in flight, and hold off new ones (until the transaction
+    ends; on PostgreSQL in autocommit, until the statement returns). A change takes its `at`
+    after the writers' lock (filing.lock_paper) but commits later: without this, a scheduled
+    airing whose instant has passed (committed long ago, with a later `at`) could carry a
+    reader's cursor past a change not yet committed, which that reader would then never see.
+    Call before reading changes up to an instant taken before the call. PostgreSQL: a share
+    lock on the paper's row (writers hold it for update); SQLite: the write lock (BEGIN
+    IMMEDIATE)."""
+    connection = db.session.connection()
+    if connection.dialect.name == "sqlite":
+        if not connection.connection.dbapi_connection.in_transaction:
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        return
+    db.session.execute(select(Paper.id).where(Paper.id == paper_id).with_for_update(read=True))
+
+
+def page(paper: Paper, after: tuple[datetime, int] | None, limit: int) -> tuple[list[dict], tuple, bool]:
+    """At most `limit` changes after position `after` ((`at`, `seq`); from the beginning when
+    None), in feed order: `([{"seq", "type", "id", "rev", "content_hash", "at"}], last, more)`.
+    `id` is the piece id as text, `at` aware UTC, `content_hash` None on an `unaired` tombstone.
+    `last` is never None: the position after the last change listed (or `after` itself, or the
+    beginning, when none is), to poll again from; `more` is True when further changes are
+    listable now. Two statements: `settle_writes`, then the page."""
+    after_at, after_seq = after or (EPOCH, 0)
+    visibility.request_now()  # the instant the page is judged at, fixed before the writers settle
+    settle_writes(paper.id)
     rows = db.session.execute(_PAGE, {"paper_id": paper.id, "after_at": after_at, "after_seq": after_seq,
                                       "limit": limit + 1}).all()
     more = len(rows) > limit
     rows = rows[:limit]
     changes = [{"seq": row.seq, "type": row.type, "id": str(row.piece_id), "rev": row.rev,
                 "content_hash": row.content_hash, "at": row.at} for row in rows]
-    if rows:
-        next_cursor = encode_cursor(paper, rows[-1].at, rows[-1].seq)
-    else:
-        next_cursor = cursor or encode_cursor(paper, after_at, after_seq)
-    return changes, next_cursor, more
+    last = (rows[-1].at, rows[-1].seq) if rows else (after_at, after_seq)
+    return changes, last, more

@@ -15,8 +15,8 @@ from sqlalchemy.orm import joinedload
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
 from services.errors import Invalid
+from services.links import Links
 from services.reading import memo, stories, visibility
-from services.rendering.links import Links
 
 RAIL_SIZE = 6
 # The config keys shown publicly, each one a public surface already reads: the rest of the

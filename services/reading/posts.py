@@ -9,8 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from models import Paper, Piece
+from services.links import Links
 from services.reading import stories
-from services.rendering.links import Links
 
 MAX_CHARS = 280
 SEPARATOR = "\n\n"

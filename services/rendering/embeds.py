@@ -15,8 +15,8 @@ from xml.etree import ElementTree
 from markupsafe import Markup, escape
 
 from models import Edition, Paper, Piece
+from services.links import Links
 from services.reading import stories
-from services.rendering.links import Links
 from services.rendering.media import CARD_SIZE as SHARE_CARD_SIZE
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from services.rendering.xmltext import xml_safe

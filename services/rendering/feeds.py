@@ -22,10 +22,10 @@ from sqlalchemy.orm import selectinload
 from extensions import db
 from models import Edition, Paper, Piece, Section
 from models.clock import rfc3339
+from services.links import Links
 from services.reading import stories
 from services.rendering import prose
 from services.rendering.embeds import masthead_entry
-from services.rendering.links import Links
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from services.rendering.xmltext import xml_safe
 
@@ -110,7 +110,23 @@ def _channel(paper: Paper, *, title: str, self_path: str, built: datetime, links
     return fg
 
 
-def build_rss(paper: Paper, *, links: Links) -> bytes:
+def _with_hub(rss: bytes, hub: str) -> bytes:
+    """`rss` with `<atom:link rel="hub" href="{hub}"/>` after the channel's self link (WebSub:
+    feedgen writes only the self link of an RSS channel)."""
+    from lxml import etree
+
+    root = etree.fromstring(rss)
+    channel = root.find("channel")
+    link = etree.Element("{http://www.w3.org/2005/Atom}link", href=hub, rel="hub")
+    selflink = channel.find("{http://www.w3.org/2005/Atom}link")
+    if selflink is not None:
+        selflink.addnext(link)
+    else:
+        channel.insert(0, link)
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8")
+
+
+def build_rss(paper: Paper, *, links: Links, hub: str | None = None) -> bytes:
     """`/rss.xml`: RSS 2.0 of the 50 newest pieces on air, newest first. Each item has title,
     link and permalink guid (the story page), pubDate (on_air_at), description (the dek),
     content:encoded (byline with disclosure, prose with `[^N]` markers, cited facts),
@@ -118,7 +134,8 @@ def build_rss(paper: Paper, *, links: Links) -> bytes:
     `<category domain="http://cv.iptc.org/newscodes/digitalsourcetype/">trainedAlgorithmicMedia`
     (RSS 2.0's own element for a term of a named taxonomy, so every reader keeps it without a
     namespace to know; domain and term together spell DIGITAL_SOURCE_TYPE). URLs under
-    `links`. Three statements."""
+    `links`. With `hub` (WEBSUB_HUB), the channel names the WebSub hub beside its self link.
+    Three statements."""
     pieces = latest_pieces(paper, RSS_ITEMS)
     built = max((p.updated_at for p in pieces), default=paper.created_at)
     fg = _channel(paper, title=paper.nameplate, self_path="/rss.xml", built=built, links=links)
@@ -137,7 +154,8 @@ def build_rss(paper: Paper, *, links: Links) -> bytes:
                         {"term": IPTC_CODE, "scheme": IPTC_SCHEME}])
         # RSS <author> must be an e-mail address; personas have none, so dc:creator carries it.
         entry.dc.dc_creator(one_line(persona_label(piece.persona.name)))
-    return fg.rss_str(pretty=False)
+    rss = fg.rss_str(pretty=False)
+    return _with_hub(rss, hub) if hub else rss
 
 
 # --- JSON Feed ------------------------------------------------------------------------------
@@ -192,14 +210,16 @@ def json_feed_item(piece: Piece, nameplate: str, *, links: Links, about: str) ->
     return item
 
 
-def build_json_feed(paper: Paper, *, links: Links, icon: str, favicon: str, about: str) -> bytes:
+def build_json_feed(paper: Paper, *, links: Links, icon: str, favicon: str, about: str,
+                    hub: str | None = None) -> bytes:
     """`/feed.json`: JSON Feed 1.1 (jsonfeed.org/version/1.1) of the same 50 newest pieces on
     air as `/rss.xml`, newest first, as UTF-8 JSON bytes. Top level: `version`, `title`
     (nameplate), `home_page_url`, `feed_url`, `description` (as the RSS channel's),
     `user_comment` (the paper-wide AI-persona statement), `icon` and `favicon` (absolute URLs,
     given), `language` (`paper_language`) and a `_paperdesk` object (`about`, the URL of the
     extension's documentation; `digital_source_type`; `receipt_keys_url`), then `items` (see
-    `json_feed_item`). URLs under `links`. Three statements."""
+    `json_feed_item`). URLs under `links`. With `hub` (WEBSUB_HUB), `hubs` names the WebSub
+    hub. Three statements."""
     pieces = latest_pieces(paper, JSON_FEED_ITEMS)
     feed = {
         "version": JSON_FEED_VERSION,
@@ -219,6 +239,8 @@ def build_json_feed(paper: Paper, *, links: Links, icon: str, favicon: str, abou
         },
         "items": [json_feed_item(piece, paper.nameplate, links=links, about=about) for piece in pieces],
     }
+    if hub:
+        feed["hubs"] = [{"type": "WebSub", "url": hub}]
     return orjson.dumps(feed)
 
 

@@ -24,9 +24,9 @@ from sqlalchemy import and_, case, func, literal_column, or_, select, union_all
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
 from models.clock import rfc3339
+from services.links import Links
 from services.reading import visibility
 from services.rendering.feeds import paper_language
-from services.rendering.links import Links
 from services.rendering.xmltext import xml_safe
 
 SITEMAP_NS = "http://www.sitemaps.org/schemas/sitemap/0.9"

@@ -22,7 +22,7 @@ streak. A disabled endpoint gets no new messages and its pending ones are given 
 from __future__ import annotations
 
 import base64
-import binascii
+import functools
 import json
 import secrets
 from collections.abc import Callable
@@ -34,11 +34,11 @@ from sqlalchemy import delete, func, or_, select, update
 from standardwebhooks import Webhook
 
 from extensions import db
-from models import CONTENT_EVENTS, PING_EVENT, ContentDelivery, Edition, Paper, Piece, WebhookEndpoint
+from models import CONTENT_EVENTS, PING_EVENT, ContentDelivery, Edition, Paper, Piece, PieceRevision, WebhookEndpoint
 from models.clock import rfc3339, utcnow
 from services.delivery import claims, webhooks
-from services.errors import BadRequest, Conflict, Invalid, NotFound
-from services.rendering.links import Links, PaperOrigins
+from services.errors import Conflict, Invalid, NotFound
+from services.links import Links, PaperOrigins
 
 # How long a message is retried, and how long an endpoint may fail before it is disabled.
 RETRY_WINDOW = timedelta(hours=24)
@@ -140,7 +140,7 @@ def emit(paper: Paper, event_type: str, data: dict | Callable[[], dict], *, now:
     """Write one message of `event_type` (one of CONTENT_EVENTS) with `data` (or what
     `data()` returns, called only when some endpoint listens) for every active endpoint of
     `paper` subscribed to it, in the caller's transaction (flushed, not committed), due at
-    `deliver_at` (a scheduled airing) or `now`; the body's `timestamp` is that instant.
+    `deliver_at` or `now`; the body's `timestamp` is `now` (when the event happened).
     `piece_id` lets `cancel_for_piece` find it. Returns the rows (none without endpoints)."""
     targets = [endpoint_id for endpoint_id, events in db.session.execute(
         select(WebhookEndpoint.id, WebhookEndpoint.events).where(
@@ -149,46 +149,11 @@ def emit(paper: Paper, event_type: str, data: dict | Callable[[], dict], *, now:
     if not targets:
         return []
     due = deliver_at or now
-    body = _body(event_type, due, data() if callable(data) else data)
+    body = _body(event_type, now, data() if callable(data) else data)
     rows = [_row(endpoint_id, event_type, body, "msg_" + secrets.token_hex(12), due, piece_id)
             for endpoint_id in targets]
     db.session.flush()
     return rows
-
-
-def cancel_for_piece(paper: Paper, piece_id: int, *, now: datetime | None = None) -> int:
-    """Withdraw the `piece.aired` messages of `piece_id` not yet due and never tried (a
-    cancelled scheduled airing); returns how many. Flushes; the caller commits."""
-    return db.session.execute(delete(ContentDelivery).where(
-        *_scheduled_aired(paper, piece_id, now or utcnow())).execution_options(synchronize_session=False)).rowcount or 0
-
-
-def refresh_scheduled_aired(paper: Paper, piece: Piece, *, now: datetime) -> int:
-    """Rewrite the `data` of `piece`'s `piece.aired` messages not yet due and never tried (a
-    scheduled airing) from `piece` as it is now, keeping each body's `type` and `timestamp`;
-    call when a scheduled piece is revised before it airs. Returns how many rows changed.
-    Flushes; the caller commits."""
-    rows = db.session.execute(select(ContentDelivery.id, ContentDelivery.body).where(
-        *_scheduled_aired(paper, piece.id, now))).all()
-    if not rows:
-        return 0
-    data = piece_data(paper, piece)
-    for row_id, body in rows:
-        message = json.loads(body)
-        message["data"] = data
-        db.session.execute(update(ContentDelivery).where(ContentDelivery.id == row_id)
-                           .values(body=_dumps(message)).execution_options(synchronize_session=False))
-    return len(rows)
-
-
-def _scheduled_aired(paper: Paper, piece_id: int, now: datetime) -> tuple:
-    # Only messages nobody has received: not yet due (so the piece is not public either) and
-    # never tried. Once one has been sent its body must stay the bytes it was sent with.
-    mine = select(WebhookEndpoint.id).where(WebhookEndpoint.paper_id == paper.id)
-    return (ContentDelivery.endpoint_id.in_(mine), ContentDelivery.piece_id == piece_id,
-            ContentDelivery.event == "piece.aired", ContentDelivery.attempts == 0,
-            ContentDelivery.delivered_at.is_(None), ContentDelivery.failed_at.is_(None),
-            ContentDelivery.next_attempt_at > now)
 
 
 def _links(paper: Paper) -> Links:
@@ -207,20 +172,32 @@ def piece_data(paper: Paper, piece: Piece) -> dict:
             "on_air_at": rfc3339(piece.on_air_at) if piece.on_air_at else None}
 
 
-def piece_aired(paper: Paper, piece: Piece, *, now: datetime, deliver_at: datetime | None = None) -> None:
-    """Emit `piece.aired` for `piece` (just put on air, or due on air at `deliver_at`)."""
-    emit(paper, "piece.aired", lambda: piece_data(paper, piece), now=now, deliver_at=deliver_at, piece_id=piece.id)
+def on_changes(paper: Paper, changes: list, now: datetime) -> None:
+    """change_stream consumer: one message per change for every endpoint subscribed to it,
+    `piece.aired`, `piece.revised` or `piece.unaired`, timestamped when the change became
+    public (its `at`), due now. A piece's data is that of the revision the change names, so a
+    late pass never sends a newer headline under an older `rev`; a piece deleted since has no
+    content to announce, and only its `unaired` tombstone `{id, rev}` is sent."""
+    pieces = {piece.id: piece for piece in db.session.scalars(
+        select(Piece).where(Piece.id.in_({change.piece_id for change in changes})))}
+    for change in changes:
+        piece = pieces.get(change.piece_id)
+        if change.type == "unaired":
+            emit(paper, "piece.unaired", {"id": change.piece_id, "rev": change.rev}, now=change.at,
+                 deliver_at=now, piece_id=change.piece_id)
+        elif piece is not None:
+            emit(paper, f"piece.{change.type}", functools.partial(_change_data, paper, piece, change),
+                 now=change.at, deliver_at=now, piece_id=piece.id)
 
 
-def piece_revised(paper: Paper, piece: Piece, *, now: datetime) -> None:
-    """Emit `piece.revised` when `piece` is on air (a draft's revisions are nobody's news)."""
-    if piece.on_air:
-        emit(paper, "piece.revised", lambda: piece_data(paper, piece), now=now, piece_id=piece.id)
-
-
-def piece_unaired(paper: Paper, piece: Piece, *, now: datetime) -> None:
-    """Emit `piece.unaired`: a tombstone `{id, rev}`, never the pulled piece's content."""
-    emit(paper, "piece.unaired", {"id": piece.id, "rev": piece.rev}, now=now, piece_id=piece.id)
+def _change_data(paper: Paper, piece: Piece, change) -> dict:
+    data = piece_data(paper, piece)
+    if change.rev != piece.rev:
+        basis = db.session.scalar(select(PieceRevision.basis).where(
+            PieceRevision.piece_id == piece.id, PieceRevision.rev == change.rev)) or {}
+        data["headline"] = basis.get("headline", data["headline"])
+    data["rev"], data["content_hash"] = change.rev, change.content_hash
+    return data
 
 
 def edition_published(paper: Paper, edition: Edition, *, now: datetime) -> None:
@@ -269,33 +246,18 @@ def status_of(row: ContentDelivery) -> str:
     return "delivered" if row.delivered_at else "failed" if row.failed_at else "pending"
 
 
-def _cursor(row_id: int) -> str:
-    return base64.urlsafe_b64encode(f"dlv:{row_id}".encode()).decode().rstrip("=")
-
-
-def _after(cursor: str) -> int:
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        kind, _, value = text.partition(":")
-        if kind != "dlv" or not value.isdigit():
-            raise ValueError(text)
-        return int(value)
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise BadRequest("The cursor is malformed; use `next_cursor` from the previous page.") from None
-
-
-def deliveries_page(endpoint: WebhookEndpoint, *, cursor: str | None, limit: int = PAGE
-                    ) -> tuple[list[ContentDelivery], str | None]:
-    """The endpoint's deliveries, newest first, `limit` at a time after `cursor` (an opaque
-    `next_cursor` from the page before); returns (rows, next_cursor or None at the end).
-    Raises BadRequest (400) for a malformed cursor."""
+def deliveries_page(endpoint: WebhookEndpoint, *, before: int | None, limit: int = PAGE
+                    ) -> tuple[list[ContentDelivery], int | None]:
+    """The endpoint's deliveries, newest first, `limit` at a time, those with an id below
+    `before` (None: from the newest); returns (rows, the last row's id when more follow, else
+    None). The view pages them with the one cursor format (blueprints/api/paging.py)."""
     query = select(ContentDelivery).where(ContentDelivery.endpoint_id == endpoint.id)
-    if cursor:
-        query = query.where(ContentDelivery.id < _after(cursor))
+    if before is not None:
+        query = query.where(ContentDelivery.id < before)
     rows = list(db.session.scalars(query.order_by(ContentDelivery.id.desc()).limit(limit + 1)))
     more = len(rows) > limit
     rows = rows[:limit]
-    return rows, (_cursor(rows[-1].id) if more and rows else None)
+    return rows, (rows[-1].id if more and rows else None)
 
 
 # ----------------------------------------------------------------------------- sending

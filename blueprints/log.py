@@ -1,0 +1,57 @@
+"""The paper's transparency log as C2SP tlog-tiles static resources (docs/PROOFS.md "The
+transparency log"):
+
+    GET /log/checkpoint                    the newest signed checkpoint, with any cosignatures
+    GET /log/tile/<L>/<N>[.p/<W>]          Merkle tree tiles (hashes, 32 bytes each)
+    GET /log/tile/entries/<N>[.p/<W>]      entry bundles
+
+Public papers only (a private paper or an unknown host: 404, as tenancy answers). They are
+public answers like any other (the paper's ETag, the response cache, the replay): signing a
+checkpoint or adding a cosignature moves the paper's version (services/transparency/store.py),
+so none outlives what it shows. Their route policy sets their Cache-Control: the checkpoint a
+few seconds' `max-age`; tiles and bundles never change once served (a partial tile's path names
+its width), so they are cacheable for a year. A tile past the newest checkpoint is a 404 (it may
+exist later). Tiles are gzipped for clients that accept it (the entry bundles shrink; hash tiles
+do not, and go as they are), as tlog-tiles recommends. Any origin may read them (CORS `read`).
+"""
+from __future__ import annotations
+
+from flask import Blueprint, Response, g
+
+from blueprints.api.log import public_log
+from services.errors import NotFound
+from services.transparency import store, tiles
+from web import policy
+
+bp = Blueprint("transparency", __name__)
+
+CHECKPOINT_CACHE = "public, max-age=5"
+TILE_CACHE = "public, max-age=31536000, immutable"
+TEXT_TYPE = "text/plain; charset=utf-8"
+BINARY_TYPE = "application/octet-stream"
+
+
+@bp.route("/log/checkpoint")
+@policy.route(cors="read", cache_control=CHECKPOINT_CACHE)
+def checkpoint():
+    """The newest signed checkpoint (signed note), with the cosignatures witnesses returned."""
+    public_log(g.paper)
+    newest = store.newest_checkpoint(g.paper.id)
+    if newest is None:
+        raise NotFound("This paper's log has no checkpoint yet.")
+    return Response(store.served(newest).encode("utf-8"), content_type=TEXT_TYPE)
+
+
+@bp.route("/log/tile/<path:path>")
+@policy.route(cors="read", cache_control=TILE_CACHE, compress=True)
+def tile(path: str):
+    """A tile or an entry bundle of the tree of the newest checkpoint (404 past it)."""
+    row = public_log(g.paper)
+    wanted = tiles.parse_path(path)
+    if wanted is None:
+        raise NotFound("No such tile: paths are tile/<L>/<N>[.p/<W>] and tile/entries/<N>[.p/<W>] "
+                       "(c2sp.org/tlog-tiles).")
+    body = store.tile_bytes(g.paper.id, wanted, row.signed_size)
+    if body is None:
+        raise NotFound("This tile is not in the log's newest checkpoint.")
+    return Response(body, content_type=BINARY_TYPE)

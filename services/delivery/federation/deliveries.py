@@ -1,0 +1,255 @@
+"""Activities derived from the change feed, and the sender that posts them (docs/FEDERATION.md
+"Delivery").
+
+`on_changes` is the `activitypub` consumer of services/delivery/change_stream.py: handed a
+paper's new public changes in feed order, inside the transaction that moves its cursor, it only
+writes rows, one `ApDelivery` per inbox (a follower's shared inbox once for all its followers
+there):
+
+| change   | activity, signed as                | to the inboxes of                         |
+|----------|------------------------------------|-------------------------------------------|
+| aired    | `Create` of the Article, persona   | the persona's followers                   |
+|          | `Announce` of it, the paper        | the paper's followers                     |
+| revised  | `Update` of the Article, persona   | the persona's and the paper's followers   |
+| unaired  | `Delete` with a Tombstone, persona | the persona's and the paper's followers   |
+
+Only followers who followed by the change's instant (`at`) are sent it: a new follower is not
+sent the back catalogue, whenever the consumer gets to the changes.
+
+The Article is built from the piece as it is when the consumer runs (so a late pass sends the
+newest text of a piece, never an older one under a newer revision); a piece no longer on air by
+then is not created or updated (its `unaired` change follows), and a piece deleted since has only
+its Delete, signed by the paper when its persona is unknown.
+
+`deliver_due` runs in `flask drain-outbox` after the consumers: each due row is claimed with a
+lease (services/delivery/claims.py), signed as it leaves (draft-cavage rsa-sha256 over
+`(request-target) host date digest`, services/delivery/federation/httpsig.py) and posted within the
+webhooks' bounds (WEBHOOK_CONCURRENCY POSTs at once, WEBHOOK_RUN_SECONDS per run, 5 s per
+attempt, the webhooks' SSRF rules with WEBHOOK_ALLOW_PRIVATE), one at a time per inbox in the
+order written (a row waits while an earlier one to its inbox is pending). A 2xx is delivered; a 4xx other
+than 408 and 429 is given up at once (the inbox refuses it); any other failure is retried with
+the webhooks' backoff (1 min doubling, 6 h cap) until ACTIVITYPUB_MAX_ATTEMPTS.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlsplit
+
+from flask import current_app
+from sqlalchemy import delete, exists, func, or_, select, update
+from sqlalchemy.orm import aliased, joinedload, selectinload
+
+from extensions import db
+from models import PAPER_ACTOR, ApDelivery, ApFollower, Paper, Piece
+from models.clock import utcnow
+from services.delivery import claims, webhooks
+from services.delivery.federation import documents, httpsig, keys, remote
+from services.links import PaperOrigins
+
+CONTENT_TYPE = 'application/activity+json'
+
+
+def _dumps(document: dict) -> str:
+    return json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+
+
+def _inboxes(followers: list[ApFollower], locals_: set[str], at: datetime) -> list[str]:
+    """Where an activity for a change public at `at` goes: the followers of `locals_` who
+    followed by then (a new follower is not sent the back catalogue), each by its shared inbox
+    if it has one, else its own; each inbox once, in first-follow order."""
+    return list(dict.fromkeys((f.shared_inbox or f.inbox) for f in followers
+                              if f.local in locals_ and f.created_at <= at))
+
+
+def _queue(paper: Paper, signer: str, kind: str, piece_id: int | None, body: str, inboxes: list[str],
+           now: datetime) -> None:
+    for inbox in inboxes:
+        db.session.add(ApDelivery(paper_id=paper.id, signer=signer, inbox=inbox, kind=kind, piece_id=piece_id,
+                                  body=body, created_at=now, attempts=0, next_attempt_at=now))
+
+
+def on_changes(paper: Paper, changes: list, now: datetime) -> None:
+    """change_stream consumer (see the module): one delivery row per activity and inbox,
+    flushed in the caller's transaction. Writes nothing when the paper has no followers,
+    is private, or ACTIVITYPUB_ENABLED is off. Raises SeedLocked (services/newsroom/seeds.py) when the receipt key
+    does not open (the cursor stays; the next pass retries)."""
+    config = current_app.config
+    if not config.get("ACTIVITYPUB_ENABLED", True) or not paper.is_public:
+        return
+    followers = list(db.session.scalars(select(ApFollower).where(ApFollower.paper_id == paper.id)
+                                         .order_by(ApFollower.id)))
+    if not followers:
+        return
+    links = PaperOrigins.from_config(config).links(paper)
+    receipt = keys.receipt_key(paper)
+    pieces = {piece.id: piece for piece in db.session.scalars(
+        select(Piece).where(Piece.id.in_({c.piece_id for c in changes}))
+        .options(joinedload(Piece.section), joinedload(Piece.persona), selectinload(Piece.cited_facts)))}
+    for change in changes:
+        piece = pieces.get(change.piece_id)
+        if change.type == "unaired":
+            author = piece.persona.slug if piece is not None else PAPER_ACTOR
+            actor = documents.actor_of(links, author)
+            body = _dumps(documents.delete(links, actor, change.piece_id, change.seq, change.at))
+            _queue(paper, author, "Delete", change.piece_id, body,
+                   _inboxes(followers, {author, PAPER_ACTOR}, change.at), now)
+            continue
+        if piece is None or not piece.on_air or piece.on_air_at is None or piece.on_air_at > now:
+            continue
+        article = documents.article(paper, piece, links, receipt=receipt, secret=config["SECRET_KEY"])
+        author = piece.persona.slug
+        if change.type == "aired":
+            _queue(paper, author, "Create", piece.id, _dumps(documents.create(links, article, change.at)),
+                   _inboxes(followers, {author}, change.at), now)
+            _queue(paper, PAPER_ACTOR, "Announce", piece.id,
+                   _dumps(documents.announce(links, article["id"], article["attributedTo"], change.at)),
+                   _inboxes(followers, {PAPER_ACTOR}, change.at), now)
+        elif change.type == "revised":
+            _queue(paper, author, "Update", piece.id,
+                   _dumps(documents.update(links, article, change.rev, change.at)),
+                   _inboxes(followers, {author, PAPER_ACTOR}, change.at), now)
+    db.session.flush()
+
+
+# ----------------------------------------------------------------------------- sending
+
+
+@dataclass
+class Report:
+    """What one `deliver_due` run did."""
+    delivered: int = 0
+    failed: int = 0
+    given_up: int = 0
+    left: bool = False
+
+
+@dataclass(frozen=True)
+class _Job:
+    id: int
+    inbox: str
+    body: bytes
+    key_id: str
+    private_key: object  # rsa.RSAPrivateKey, or None when the paper's key does not open
+    error: str | None
+    attempts: int
+
+
+def _claim(now: datetime, tried: set[int], clock: Callable[[], datetime], origins: PaperOrigins,
+           secret: str) -> _Job | None:
+    # One activity at a time per inbox, in the order written: an Update or a Delete must not
+    # overtake its Create. An earlier row still pending (in flight, or backing off) holds the
+    # rows after it; one delivered or given up does not.
+    earlier = aliased(ApDelivery)
+    due = [ApDelivery.delivered_at.is_(None), ApDelivery.failed_at.is_(None), ApDelivery.next_attempt_at <= now,
+           ~exists().where(earlier.inbox == ApDelivery.inbox, earlier.id < ApDelivery.id,
+                           earlier.delivered_at.is_(None), earlier.failed_at.is_(None))]
+    if tried:
+        due.append(ApDelivery.id.not_in(tried))
+    claimed = claims.claim(db.session, ApDelivery, due=due, order_by=(ApDelivery.id,), limit=1,
+                           lease={"next_attempt_at": clock() + webhooks.LEASE},
+                           returning=(ApDelivery.id, ApDelivery.paper_id, ApDelivery.signer, ApDelivery.inbox,
+                                      ApDelivery.body, ApDelivery.attempts))
+    if not claimed:
+        db.session.commit()
+        return None
+    [row] = claimed
+    paper = db.session.get(Paper, row.paper_id)
+    db.session.commit()
+    key_id, private, error = "", None, None
+    try:
+        links = origins.links(paper)
+        key_id = documents.actor_of(links, row.signer) + "#main-key"
+        private = keys.private_key(keys.ensure_rsa_key(paper, secret, clock()), secret)
+    except keys.KeyLocked as exc:
+        error = str(exc)
+    return _Job(row.id, row.inbox, row.body.encode("utf-8"), key_id, private, error, row.attempts)
+
+
+def signed_headers(job_inbox: str, body: bytes, key_id: str, private_key, at: datetime) -> dict:
+    """The headers of a POST of `body` to `job_inbox` signed at `at`: Host, Date, Digest,
+    Content-Type and Signature."""
+    parts = urlsplit(job_inbox)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    host = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
+    headers = {"Host": host, "Date": httpsig.http_date(at), "Digest": httpsig.digest(body),
+               "Content-Type": CONTENT_TYPE}
+    headers["Signature"] = httpsig.sign(private_key, key_id, "POST", target, headers)
+    return headers
+
+
+def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[], datetime]) -> webhooks.Attempt:
+    if job.private_key is None:
+        return webhooks.Attempt(False, None, job.error or "no signing key")
+    # Dated and signed as the request leaves: inboxes refuse a Date far from their clock.
+    headers = signed_headers(job.inbox, job.body, job.key_id, job.private_key, clock())
+    try:
+        status, _ = remote.exchange("POST", job.inbox, headers=headers, body=job.body, allow_private=allow_private,
+                                    seconds=timeout, max_bytes=65536)
+    except remote.FetchError as exc:
+        return webhooks.Attempt(False, None, str(exc))
+    return webhooks.Attempt(200 <= status < 300, status, None if 200 <= status < 300 else f"HTTP {status}")
+
+
+def _record(job: _Job, attempt: webhooks.Attempt, report: Report, at: datetime, max_attempts: int) -> None:
+    values: dict = {"attempts": job.attempts + 1, "last_status": attempt.status, "last_error": attempt.error}
+    refused = attempt.status is not None and 400 <= attempt.status < 500 and attempt.status not in (408, 429)
+    if attempt.ok:
+        values["delivered_at"] = at
+        report.delivered += 1
+    elif refused or job.attempts + 1 >= max_attempts:
+        values["failed_at"] = at
+        report.failed += 1
+        report.given_up += 1
+    else:
+        values["next_attempt_at"] = at + webhooks.backoff(job.attempts + 1)
+        report.failed += 1
+    db.session.execute(update(ApDelivery).where(ApDelivery.id == job.id).values(**values))
+    db.session.commit()
+
+
+def deliver_due(now: datetime, *, allow_private: bool, concurrency: int = webhooks.CONCURRENCY,
+                budget: float = webhooks.RUN_BUDGET_SECONDS, limit: int | None = None,
+                clock: Callable[[], datetime] = utcnow) -> Report:
+    """Post every activity due at `now` (see the module), up to `concurrency` at once within
+    `budget` seconds (webhooks.run_concurrently), each result committed as it comes. Needs an
+    app context (SECRET_KEY opens the signing key; the papers' origins from the config)."""
+    report = Report()
+    config = current_app.config
+    origins, secret = PaperOrigins.from_config(config), config["SECRET_KEY"]
+    max_attempts = int(config.get("ACTIVITYPUB_MAX_ATTEMPTS", 10))
+    deadline = time.monotonic() + budget
+    # Rounds: a row held behind an earlier one to its inbox becomes claimable once that one is
+    # recorded, after the round that sent it has stopped claiming; the next round takes it.
+    while True:
+        before = report.delivered + report.failed
+        report.left = webhooks.run_concurrently(
+            lambda tried: _claim(now, tried, clock, origins, secret),
+            lambda job, timeout: _send(job, allow_private=allow_private, timeout=timeout, clock=clock),
+            lambda job, attempt: _record(job, attempt, report, clock(), max_attempts),
+            concurrency=concurrency, budget=max(0.0, deadline - time.monotonic()),
+            limit=None if limit is None else max(0, limit - before))
+        tried = report.delivered + report.failed
+        if report.left or tried == before or (limit is not None and tried >= limit):
+            return report
+
+
+def pending_count() -> int:
+    """Activities neither delivered nor given up."""
+    return db.session.scalar(select(func.count()).select_from(ApDelivery).where(
+        ApDelivery.delivered_at.is_(None), ApDelivery.failed_at.is_(None))) or 0
+
+
+def prune(before: datetime) -> int:
+    """Delete deliveries delivered or given up before `before`; the caller commits."""
+    done = or_(ApDelivery.delivered_at < before, ApDelivery.failed_at < before)
+    return db.session.execute(delete(ApDelivery).where(done)).rowcount or 0
+
+
+def followers_count(paper: Paper, local: str) -> int:
+    return db.session.scalar(select(func.count()).select_from(ApFollower).where(
+        ApFollower.paper_id == paper.id, ApFollower.local == local)) or 0
+

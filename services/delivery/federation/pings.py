@@ -1,0 +1,161 @@
+"""Reach beyond the fediverse: WebSub hub pings and IndexNow (docs/FEDERATION.md "WebSub and
+IndexNow"), both derived from the change feed like the activities.
+
+`on_changes` is the `pings` consumer of services/delivery/change_stream.py; it only writes rows
+(`ping_deliveries`), posted by `deliver_due` in `flask drain-outbox`:
+
+- WebSub (W3C): with WEBSUB_HUB set, the feeds name it (`rel="hub"`, with their own
+  `rel="self"`), and each batch of a paper's changes writes one `hub.mode=publish` ping per feed
+  (`/rss.xml`, `/feed.json`), form-encoded, so subscribers of the hub fetch the feed at once.
+- IndexNow: with INDEXNOW_ENDPOINT set, each batch writes one JSON POST `{host, key,
+  keyLocation, urlList}` with the story pages of the pieces aired, revised or pulled. The key
+  is the paper's own, derived from the instance secret (`indexnow_key`), and served as the
+  IndexNow protocol asks at `/<key>.txt` on the paper's host.
+
+Unsigned POSTs under the webhooks' rules (SSRF checks at each attempt, bounded time, no
+redirects); a 2xx (IndexNow also answers 202) is delivered, a 4xx other than 408 and 429 given
+up, anything else retried with backoff up to MAX_ATTEMPTS.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from urllib.parse import urlencode
+
+from flask import current_app
+from sqlalchemy import delete, func, or_, select, update
+
+from extensions import db
+from models import Paper, Piece, PingDelivery
+from models.clock import utcnow
+from services.delivery import claims, webhooks
+from services.delivery.federation import remote
+from services.links import Links, PaperOrigins
+
+MAX_ATTEMPTS = 6
+FEEDS = ("/rss.xml", "/feed.json")
+
+
+def indexnow_key(secret: str, paper: Paper) -> str:
+    """The paper's IndexNow key: 32 lowercase hex characters of HMAC-SHA256(SECRET_KEY,
+    "indexnow:<paper id>:<slug>"): stable, never stored, and not guessable from outside."""
+    mac = hmac.new(secret.encode("utf-8"), f"indexnow:{paper.id}:{paper.slug}".encode(), hashlib.sha256)
+    return mac.hexdigest()[:32]
+
+
+def _row(paper: Paper, kind: str, target: str, content_type: str, body: str, now: datetime) -> None:
+    db.session.add(PingDelivery(paper_id=paper.id, kind=kind, target=target, content_type=content_type, body=body,
+                                created_at=now, attempts=0, next_attempt_at=now))
+
+
+def on_changes(paper: Paper, changes: list, now: datetime) -> None:
+    """change_stream consumer (see the module): at most one WebSub ping per feed and one
+    IndexNow list per batch, flushed in the caller's transaction; nothing for a private paper
+    or with both settings empty."""
+    config = current_app.config
+    hub, endpoint = config.get("WEBSUB_HUB", ""), config.get("INDEXNOW_ENDPOINT", "")
+    if not paper.is_public or not (hub or endpoint) or not changes:
+        return
+    links: Links = PaperOrigins.from_config(config).links(paper)
+    if hub:
+        for feed in FEEDS:
+            _row(paper, "websub", hub, "application/x-www-form-urlencoded",
+                 urlencode({"hub.mode": "publish", "hub.url": links.absolute(feed)}), now)
+    if endpoint:
+        slugs = dict(db.session.execute(select(Piece.id, Piece.slug).where(
+            Piece.id.in_({c.piece_id for c in changes}))).all())
+        # A piece deleted since has no page left to tell about.
+        urls = list(dict.fromkeys(links.story_page(slugs[c.piece_id]) for c in changes if c.piece_id in slugs))
+        if urls:
+            key = indexnow_key(config["SECRET_KEY"], paper)
+            _row(paper, "indexnow", endpoint, "application/json; charset=utf-8", json.dumps(
+                {"host": links.host_name, "key": key, "keyLocation": links.absolute(f"/{key}.txt"),
+                 "urlList": urls[:10000]}), now)
+    db.session.flush()
+
+
+@dataclass
+class Report:
+    delivered: int = 0
+    failed: int = 0
+    given_up: int = 0
+    left: bool = False
+
+
+@dataclass(frozen=True)
+class _Job:
+    id: int
+    target: str
+    content_type: str
+    body: bytes
+    attempts: int
+
+
+def _claim(now: datetime, tried: set[int], clock: Callable[[], datetime]) -> _Job | None:
+    due = [PingDelivery.delivered_at.is_(None), PingDelivery.failed_at.is_(None), PingDelivery.next_attempt_at <= now]
+    if tried:
+        due.append(PingDelivery.id.not_in(tried))
+    claimed = claims.claim(db.session, PingDelivery, due=due, order_by=(PingDelivery.id,), limit=1,
+                           lease={"next_attempt_at": clock() + webhooks.LEASE},
+                           returning=(PingDelivery.id, PingDelivery.target, PingDelivery.content_type,
+                                      PingDelivery.body, PingDelivery.attempts))
+    db.session.commit()
+    if not claimed:
+        return None
+    [row] = claimed
+    return _Job(row.id, row.target, row.content_type, row.body.encode("utf-8"), row.attempts)
+
+
+def _send(job: _Job, *, allow_private: bool, timeout: float) -> webhooks.Attempt:
+    try:
+        status, _ = remote.exchange("POST", job.target, headers={"Content-Type": job.content_type}, body=job.body,
+                                    allow_private=allow_private, seconds=timeout, max_bytes=65536)
+    except remote.FetchError as exc:
+        return webhooks.Attempt(False, None, str(exc))
+    return webhooks.Attempt(200 <= status < 300, status, None if 200 <= status < 300 else f"HTTP {status}")
+
+
+def _record(job: _Job, attempt: webhooks.Attempt, report: Report, at: datetime) -> None:
+    values: dict = {"attempts": job.attempts + 1, "last_status": attempt.status, "last_error": attempt.error}
+    refused = attempt.status is not None and 400 <= attempt.status < 500 and attempt.status not in (408, 429)
+    if attempt.ok:
+        values["delivered_at"] = at
+        report.delivered += 1
+    elif refused or job.attempts + 1 >= MAX_ATTEMPTS:
+        values["failed_at"] = at
+        report.failed += 1
+        report.given_up += 1
+    else:
+        values["next_attempt_at"] = at + webhooks.backoff(job.attempts + 1)
+        report.failed += 1
+    db.session.execute(update(PingDelivery).where(PingDelivery.id == job.id).values(**values))
+    db.session.commit()
+
+
+def deliver_due(now: datetime, *, allow_private: bool, concurrency: int = webhooks.CONCURRENCY,
+                budget: float = webhooks.RUN_BUDGET_SECONDS, limit: int | None = None,
+                clock: Callable[[], datetime] = utcnow) -> Report:
+    """Post every ping due at `now` (see the module) within the webhooks' bounds."""
+    report = Report()
+    report.left = webhooks.run_concurrently(
+        lambda tried: _claim(now, tried, clock),
+        lambda job, timeout: _send(job, allow_private=allow_private, timeout=timeout),
+        lambda job, attempt: _record(job, attempt, report, clock()),
+        concurrency=concurrency, budget=budget, limit=limit)
+    return report
+
+
+def pending_count() -> int:
+    """Pings neither delivered nor given up."""
+    return db.session.scalar(select(func.count()).select_from(PingDelivery).where(
+        PingDelivery.delivered_at.is_(None), PingDelivery.failed_at.is_(None))) or 0
+
+
+def prune(before: datetime) -> int:
+    """Delete pings delivered or given up before `before`; the caller commits."""
+    done = or_(PingDelivery.delivered_at < before, PingDelivery.failed_at < before)
+    return db.session.execute(delete(PingDelivery).where(done)).rowcount or 0

@@ -1,0 +1,70 @@
+"""The log's entries: one per public change of a piece, UTF-8 RFC 8785 JSON with exactly
+
+    {"at": "2026-11-20T12:00:00Z", "content_hash": "sha256:..." | null, "event": "aired",
+     "log": "paperdesk-log/1", "paper": "demo", "piece": "12", "rev": 2, "seq": 41}
+
+`seq` is the change feed's number, `event` its type (`aired`, `revised`, `unaired`), `piece` the
+id as the API spells it, `content_hash` the API's (`null` for `unaired`), `at` when the change
+became public (RFC 3339, UTC). Hashes only, never prose. And entry bundles (c2sp.org/tlog-tiles):
+each entry as a big-endian uint16 length, then its bytes.
+"""
+from __future__ import annotations
+
+import json
+import struct
+
+import rfc8785
+
+from models.clock import rfc3339
+
+FORMAT = "paperdesk-log/1"
+FIELDS = ("at", "content_hash", "event", "log", "paper", "piece", "rev", "seq")
+EVENTS = ("aired", "revised", "unaired")
+MAX_ENTRY = 0xFFFF
+
+
+def entry_bytes(*, paper: str, seq: int, event: str, piece: int | str, rev: int,
+                content_hash: str | None, at) -> bytes:
+    """The canonical bytes of one entry (`at` an aware datetime). Raises ValueError for an
+    unknown event or an entry too long for a bundle (never the case: it holds no prose)."""
+    if event not in EVENTS:
+        raise ValueError(f"unknown event {event!r}")
+    data = rfc8785.dumps({"log": FORMAT, "paper": paper, "seq": seq, "event": event,
+                          "piece": str(piece), "rev": rev,
+                          "content_hash": None if event == "unaired" else content_hash,
+                          "at": rfc3339(at)})
+    if len(data) > MAX_ENTRY:
+        raise ValueError("a log entry longer than 65535 bytes")
+    return data
+
+
+def parse_entry(data: bytes) -> dict:
+    """An entry's fields, checked: exactly FIELDS, `log` FORMAT, a known event, and the bytes
+    canonical (re-encoding them gives them back). Raises ValueError otherwise."""
+    entry = json.loads(data.decode("utf-8"))
+    if not isinstance(entry, dict) or set(entry) != set(FIELDS):
+        raise ValueError("an entry has exactly the fields " + ", ".join(FIELDS))
+    if entry["log"] != FORMAT or entry["event"] not in EVENTS:
+        raise ValueError(f"not a {FORMAT} entry")
+    if rfc8785.dumps(entry) != data:
+        raise ValueError("the entry is not in RFC 8785 canonical form")
+    return entry
+
+
+def bundle(entries: list[bytes]) -> bytes:
+    """An entry bundle: each entry prefixed by its length (big-endian uint16)."""
+    return b"".join(struct.pack(">H", len(e)) + e for e in entries)
+
+
+def unbundle(data: bytes) -> list[bytes]:
+    """The entries of a bundle. Raises ValueError for a truncated one."""
+    out, i = [], 0
+    while i < len(data):
+        if i + 2 > len(data):
+            raise ValueError("a truncated entry bundle")
+        (n,) = struct.unpack(">H", data[i:i + 2])
+        if i + 2 + n > len(data):
+            raise ValueError("a truncated entry bundle")
+        out.append(data[i + 2:i + 2 + n])
+        i += 2 + n
+    return out

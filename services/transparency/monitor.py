@@ -1,0 +1,401 @@
+"""`flask log verify`: a monitor of any Paper Desk paper's transparency log, over HTTP only.
+
+    verify(client, state=..., grace=...) -> Report
+
+It reads `/api/v1/log` (origin, vkey), the paper index (its slug), the signed checkpoint, every
+tile and entry bundle, and every piece on air, and checks:
+
+1. the checkpoint is signed by the log's key (the key and origin kept in the state file from the
+   first run on: a log that changes key or origin fails), and cosignatures by the listed
+   witnesses verify;
+2. the tree: each entry hashes to its level-0 tile hash, each upper tile hash is the root of the
+   full tile below, and the root they give is the checkpoint's;
+3. consistency with the checkpoint the state file holds from the last run: the old root is the
+   root of the first `old size` entries of the new tree (a log that shrank or rewrote its past
+   fails), proved again with an RFC 6962 consistency proof;
+4. every entry is canonical paperdesk-log/1 JSON of this paper, and entries' `at` never go
+   back in time (a backdated change cannot be appended late);
+5. every piece on air (`/api/v1/stories`, paged) is the newest entry for it (not unaired, same
+   rev), and no piece the log says is on air is missing from the paper; and each piece's full
+   public answer (every one, or with `sample` the pieces changed since the last run plus a
+   random choice of the others) hashes to its `content_hash` (docs/PROOFS.md "From the public
+   story to the hash basis"), which is its newest entry's.
+
+A mismatch explained by a newer change in the public change feed (`/api/v1/changes`) dated
+less than `grace` seconds ago is reported as pending, not as a failure: the log signs new
+entries every few seconds. Everything else is a problem, each naming the piece or tile.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import http.client
+import json
+import random
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+import rfc8785
+
+from services.transparency import entries, merkle, note, tiles
+
+MAX_RETRY_WAIT = 60.0
+
+
+class FetchError(Exception):
+    """A GET that failed for good (network, or a status other than the one expected)."""
+
+
+class Client:
+    """GETs against one Paper Desk server: `base` (`http(s)://host[:port]`), an optional `host`
+    header (another paper on the same server), keep-alive connections per thread, and 429s
+    waited out (Retry-After, at most MAX_RETRY_WAIT seconds each, 5 times)."""
+
+    def __init__(self, base: str, host: str | None = None, *, timeout: float = 30.0):
+        parts = urllib.parse.urlsplit(base)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {base!r}")
+        self.scheme, self.netloc, self.timeout = parts.scheme, parts.netloc, timeout
+        self.prefix = parts.path.rstrip("/")
+        self.host = host
+        self.requests = 0
+        self._local = threading.local()
+
+    def _connection(self) -> http.client.HTTPConnection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            kind = http.client.HTTPSConnection if self.scheme == "https" else http.client.HTTPConnection
+            conn = self._local.conn = kind(self.netloc, timeout=self.timeout)
+        return conn
+
+    def get(self, path: str, *, ok: tuple[int, ...] = (200,)) -> tuple[int, bytes]:
+        """(status, body) of GET `path`; raises FetchError for a status not in `ok`."""
+        headers = {"Accept-Encoding": "identity", "User-Agent": "PaperDesk-log-monitor/1"}
+        if self.host:
+            headers["Host"] = self.host
+        for attempt in range(6):
+            conn = self._connection()
+            try:
+                conn.request("GET", self.prefix + path, headers=headers)
+                response = conn.getresponse()
+                body = response.read()
+            except (OSError, http.client.HTTPException) as exc:
+                conn.close()
+                self._local.conn = None
+                if attempt == 5:
+                    raise FetchError(f"GET {path}: {exc}") from None
+                time.sleep(0.2)
+                continue
+            self.requests += 1
+            if response.status == 429 and attempt < 5:
+                wait = response.getheader("Retry-After", "1")
+                time.sleep(min(MAX_RETRY_WAIT, float(wait) if wait.isdigit() else 1.0))
+                continue
+            if response.status not in ok:
+                raise FetchError(f"GET {path}: {response.status}")
+            return response.status, body
+        raise FetchError(f"GET {path}: rate limited")
+
+    def json(self, path: str) -> dict:
+        return json.loads(self.get(path)[1])
+
+
+@dataclass
+class Report:
+    """What a run found: `problems` (each a sentence naming what failed), `pending` (mismatches
+    the change feed explains), and the figures."""
+
+    problems: list[str] = field(default_factory=list)
+    pending: list[str] = field(default_factory=list)
+    origin: str = ""
+    size: int = 0
+    old_size: int | None = None
+    pieces: int = 0
+    recomputed: int = 0
+    tiles: int = 0
+    cosigned_by: list[str] = field(default_factory=list)
+    state: dict | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+# ----------------------------------------------------------------------------- the basis
+
+
+def basis_of(story: dict, paper: str, origin_url: str) -> list[dict]:
+    """The candidate hash bases of a public story answer (docs/PROOFS.md): the fields as served,
+    with `image` either as served or, when it is a URL on the paper's own origin
+    (`origin_url`), the path the desk stored (`/media/...`). A missing image is null or ""."""
+    base = {"paper": paper, "piece": story["id"], "slug": story["slug"], "rev": story["rev"],
+            "headline": story["headline"], "dek": story["dek"], "prose": story["prose"],
+            "section": story["section"], "byline": story["byline"],
+            "cited_facts": [{"n": f["n"], "statement": f["statement"], "source": f["source"],
+                             "instrument": f["instrument"], "claim_key": f["claim_key"]}
+                            for f in story["cited_facts"]]}
+    image = story.get("image")
+    images: list = [image]
+    if image is None:
+        images.append("")
+    elif image.startswith(origin_url + "/"):
+        images.append(image[len(origin_url):])
+    return [{**base, "image": i} for i in images]
+
+
+def content_hash(basis: dict) -> str:
+    return "sha256:" + hashlib.sha256(rfc8785.dumps(basis)).hexdigest()
+
+
+# ----------------------------------------------------------------------------- the run
+
+
+def _tile_reader(fetched: dict[tuple[int, int], bytes]) -> Callable[[int, int], bytes]:
+    def subtree(height: int, index: int) -> bytes:
+        level, rest = divmod(height, tiles.HEIGHT)
+        lo, hi = index << rest, (index + 1) << rest
+        data = fetched[(level, lo // tiles.WIDTH)]
+        a, b = (lo % tiles.WIDTH) * 32, ((hi - 1) % tiles.WIDTH + 1) * 32
+        if len(data) < b:
+            raise LookupError(f"tile {level}/{lo // tiles.WIDTH} is too short")
+        part = [data[i:i + 32] for i in range(a, b, 32)]
+        return merkle.root_of(part)
+
+    return subtree
+
+
+def verify(client: Client, *, state: dict | None, grace: float = 300.0, workers: int = 8,
+           sample: int | None = None, now: datetime | None = None,
+           progress: Callable[[str], None] = lambda m: None) -> Report:
+    """One monitor run (see the module). `state` is what the previous run returned as
+    `report.state` (None on a first run); the new one is in `report.state` when the log itself
+    verified (signature, tree, consistency). `sample`: recompute the hash of only that many
+    public answers (every piece changed since the last run, then a random choice of the
+    others); None: of every piece on air."""
+    report = Report()
+    now = now or datetime.now(timezone.utc)
+    info = client.json("/api/v1/log")
+    index = client.json("/api/v1")
+    paper = index["paper"]
+    origin_url = index["home"].rstrip("/")
+    report.origin = info["origin"]
+    verifier = note.parse_vkey(info["vkey"])
+    if state:
+        if state.get("origin") != info["origin"] or state.get("vkey") != info["vkey"]:
+            report.problems.append(f"the log's origin or key changed since the last run: was {state.get('origin')} "
+                                   f"{state.get('vkey')}, now {info['origin']} {info['vkey']}")
+            return report
+    if verifier.name != info["origin"]:
+        report.problems.append("the log key's name is not the origin")
+        return report
+    served = client.get("/log/checkpoint")[1].decode("utf-8")
+    try:
+        text = note.verify_note(served, verifier)
+        checkpoint = note.parse_checkpoint(text)
+    except note.NoteError as exc:
+        report.problems.append(f"checkpoint: {exc}")
+        return report
+    if checkpoint.origin != info["origin"]:
+        report.problems.append(f"checkpoint: origin {checkpoint.origin!r} is not the log's {info['origin']!r}")
+        return report
+    _check_cosignatures(report, served, text, info.get("witnesses") or [])
+    size = report.size = checkpoint.size
+    progress(f"checkpoint: {checkpoint.origin} size {size}, signature OK")
+
+    # Every tile and bundle of the tree, fetched in parallel.
+    wanted = tiles.tiles_for(size)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        bodies = list(pool.map(lambda t: client.get("/log/" + t.path())[1], wanted))
+    report.tiles = len(wanted)
+    fetched = {(t.level, t.index): b for t, b in zip(wanted, bodies, strict=True) if t.level is not None}
+    bundles = {t.index: b for t, b in zip(wanted, bodies, strict=True) if t.level is None}
+    logged: list[dict] = []
+    for t, body in zip(wanted, bodies, strict=True):
+        if t.level is not None and len(body) != t.width * 32:
+            report.problems.append(f"tile {t.path()}: {len(body)} bytes, not {t.width * 32}")
+    for n in sorted(bundles):
+        try:
+            items = entries.unbundle(bundles[n])
+        except ValueError as exc:
+            report.problems.append(f"tile/entries/{tiles.encode_index(n)}: {exc}")
+            continue
+        hashes = fetched.get((0, n), b"")
+        for i, data in enumerate(items):
+            idx = n * tiles.WIDTH + i
+            if hashes[i * 32:i * 32 + 32] != merkle.leaf_hash(data):
+                report.problems.append(f"entry {idx} does not hash to its level-0 tile hash")
+            try:
+                entry = entries.parse_entry(data)
+            except ValueError as exc:
+                report.problems.append(f"entry {idx}: {exc}")
+                continue
+            if entry["paper"] != paper:
+                report.problems.append(f"entry {idx} names paper {entry['paper']!r}, not {paper!r}")
+            logged.append({**entry, "index": idx})
+    if len(logged) != size and not report.problems:
+        report.problems.append(f"the bundles hold {len(logged)} entries, the checkpoint {size}")
+    for (level, n), body in fetched.items():
+        for i in range(len(body) // 32 if level else 0):  # upper tiles: roots of full tiles below
+            child = fetched.get((level - 1, n * tiles.WIDTH + i))
+            if child is None or len(child) != tiles.WIDTH * 32:
+                report.problems.append(f"tile {level}/{tiles.encode_index(n)}: hash {i} has no full tile below it")
+            elif merkle.root_of([child[j:j + 32] for j in range(0, len(child), 32)]) != body[i * 32:i * 32 + 32]:
+                report.problems.append(f"tile {level}/{tiles.encode_index(n)}: hash {i} is not the root of "
+                                       "the tile below")
+    if report.problems:
+        return report
+    subtree = _tile_reader(fetched)
+    if merkle.tree_hash(size, subtree) != checkpoint.root:
+        report.problems.append("the tiles do not give the checkpoint's root hash")
+        return report
+    progress(f"tree: {size} entries and {len(wanted)} tiles give the signed root")
+
+    # Consistency with what the last run saw.
+    if state and state.get("size") is not None:
+        old, old_root = int(state["size"]), base64.b64decode(state["root"])
+        report.old_size = old
+        if old > size:
+            report.problems.append(f"the log shrank: size {size} after {old}")
+            return report
+        proof = merkle.consistency_proof(old, size, subtree)
+        if merkle.range_hash(0, old, subtree) != old_root or not merkle.check_consistency(
+                old, size, old_root, checkpoint.root, proof):
+            report.problems.append(f"the tree of size {size} is not consistent with the checkpoint of size {old} "
+                                   f"seen before: the log rewrote its past")
+            return report
+        progress(f"consistency: size {old} -> {size} proved")
+    for before, after in zip(logged, logged[1:], strict=False):
+        if _moment(after["at"]) < _moment(before["at"]):
+            report.problems.append(f"entry {after['index']} (piece {after['piece']}) is dated {after['at']}, before "
+                                   f"entry {before['index']} ({before['at']}): backdated")
+    report.state = {"origin": info["origin"], "vkey": info["vkey"], "size": size,
+                    "root": base64.b64encode(checkpoint.root).decode(), "checkpoint": served,
+                    "checked_at": now.isoformat()}
+    # Without a previous run nothing counts as "changed since": a sample is random throughout.
+    changed_from = int(state["size"]) if state and state.get("size") is not None else size
+    _check_pieces(client, report, logged, paper, origin_url, grace, workers, now, progress, sample, changed_from)
+    return report
+
+
+def _moment(text: str) -> datetime:
+    """An RFC 3339 UTC time as the log and the API write it (`...Z`, fractions optional)."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _check_cosignatures(report: Report, served: str, text: str, witnesses: list[dict]) -> None:
+    _, signatures = note.split_note(served)
+    for w in witnesses:
+        try:
+            verifier = note.parse_vkey(w["vkey"])
+        except note.NoteError as exc:
+            report.problems.append(f"witness {w.get('name')}: {exc}")
+            continue
+        for signature in signatures:
+            if signature.name == verifier.name and signature.id == verifier.id:
+                try:
+                    note.verify_cosignature(text, signature, verifier)
+                    report.cosigned_by.append(verifier.name)
+                except note.NoteError as exc:
+                    report.problems.append(f"checkpoint: {exc}")
+
+
+def _on_air(client: Client) -> list[dict]:
+    rows, path = [], "/api/v1/stories?limit=200"
+    while path:
+        body = client.json(path)
+        rows += body["stories"]
+        cursor = body.get("next_cursor")
+        path = f"/api/v1/stories?limit=200&cursor={urllib.parse.quote(cursor)}" if cursor else None
+    return rows
+
+
+def _recent_changes(client: Client, since: datetime) -> dict[str, dict]:
+    """The newest change per piece among the public change feed's changes dated after `since`."""
+    newest: dict[str, dict] = {}
+    path = "/api/v1/changes?limit=500"
+    while path:
+        body = client.json(path)
+        for change in body["changes"]:
+            if _moment(change["at"]) >= since:
+                newest[change["id"]] = change
+        path = f"/api/v1/changes?limit=500&cursor={body['next_cursor']}" if body["changes"] and len(
+            body["changes"]) == 500 else None
+    return newest
+
+
+def _check_pieces(client: Client, report: Report, logged: list[dict], paper: str, origin_url: str,
+                  grace: float, workers: int, now: datetime, progress: Callable[[str], None],
+                  sample: int | None, changed_from: int) -> None:
+    newest: dict[str, dict] = {}
+    for entry in logged:
+        newest[entry["piece"]] = entry
+    rows = _on_air(client)
+    report.pieces = len(rows)
+    # Every piece on air against its newest entry, by revision (the list has it) ...
+    mismatches: list[tuple[str, str, dict]] = []  # (piece, problem, what is served: id, rev, content_hash?)
+    for row in rows:
+        entry = newest.get(row["id"])
+        served = {"id": row["id"], "rev": row["rev"]}
+        if entry is None:
+            mismatches.append((row["id"], f"piece {row['id']} ({row['slug']}) is on air but not in the log", served))
+        elif entry["event"] == "unaired":
+            mismatches.append((row["id"], f"piece {row['id']} ({row['slug']}) is on air but logged as unaired "
+                                          f"(entry {entry['index']})", served))
+        elif entry["rev"] != row["rev"]:
+            mismatches.append((row["id"], f"piece {row['id']} ({row['slug']}): served rev {row['rev']}, logged rev "
+                                          f"{entry['rev']} (entry {entry['index']})", served))
+    # ... and each full public answer (all of them, or the pieces changed since the last run and
+    # a random sample) against its content_hash, recomputed, and the newest entry's.
+    chosen = rows
+    if sample is not None and sample < len(rows):
+        changed = [r for r in rows if r["id"] in newest and newest[r["id"]]["index"] >= changed_from]
+        rest = [r for r in rows if not (r["id"] in newest and newest[r["id"]]["index"] >= changed_from)]
+        chosen = changed + random.SystemRandom().sample(rest, max(0, min(len(rest), sample - len(changed))))
+    report.recomputed = len(chosen)
+
+    def check(row) -> dict:
+        try:
+            story = client.json(f"/api/v1/stories/{row['id']}")
+        except FetchError as exc:
+            return {"id": row["id"], "slug": row["slug"], "error": str(exc)}
+        recomputed = sorted({content_hash(b) for b in basis_of(story, paper, origin_url)})
+        return {"id": story["id"], "slug": story["slug"], "rev": story["rev"],
+                "content_hash": story["content_hash"], "recomputed": recomputed}
+
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for story in pool.map(check, chosen):
+            if "error" in story:
+                report.problems.append(f"piece {story['id']} ({story['slug']}): listed on air but {story['error']}")
+                continue
+            if story["content_hash"] not in story["recomputed"]:
+                report.problems.append(f"piece {story['id']} ({story['slug']}): its public answer hashes to "
+                                       f"{story['recomputed'][0]}, not its content_hash {story['content_hash']}: "
+                                       "changed behind its hash")
+            entry = newest.get(story["id"])
+            if entry is not None and entry["event"] != "unaired" and entry["rev"] == story["rev"] \
+                    and entry["content_hash"] != story["content_hash"]:
+                mismatches.append((story["id"], f"piece {story['id']} ({story['slug']}): served rev {story['rev']} "
+                                                f"{story['content_hash']}, logged {entry['content_hash']} "
+                                                f"(entry {entry['index']})", story))
+    listed = {row["id"] for row in rows}
+    for piece, entry in newest.items():
+        if entry["event"] != "unaired" and piece not in listed:
+            mismatches.append((piece, f"piece {piece} is logged as on air (entry {entry['index']}) but the paper "
+                                      "does not serve it, and logged no unairing", {}))
+    if mismatches:
+        recent = _recent_changes(client, now - timedelta(seconds=grace))
+        for piece, problem, served in mismatches:
+            change = recent.get(piece)
+            if not served:
+                explained = change is not None and change["type"] == "unaired"
+            else:
+                explained = change is not None and change["type"] != "unaired" and change["rev"] == served["rev"] \
+                    and served.get("content_hash", change["content_hash"]) == change["content_hash"]
+            (report.pending if explained else report.problems).append(problem)
+    progress(f"pieces: {len(rows)} on air checked against their newest entries, {len(chosen)} public answers "
+             "recomputed")
