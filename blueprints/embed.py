@@ -73,9 +73,13 @@ def oembed(url: str, format: str, maxwidth: int | None = None, maxheight: int | 
 
     `url` is a story page of this paper; the record's `html` frames `/embed/{id}`, `maxwidth`
     wide (default 480) and as tall as the card, at most `maxheight`. A `maxwidth` above 640
-    gets the 640-pixel card (consumers send it as an upper bound); the record also carries the
+    gets the 640-pixel card (consumers send it as an upper bound), one below 220 the 220-pixel
+    card, the smallest there is (likewise a `maxheight` below 200); an empty `format` is
+    `json`; the record also carries the
     byline's `disclosure` and `digital_source_type`. `format=xml` answers the same record as XML.
     """
+    # `format=` (a form left empty) means the default, as an absent one does.
+    format = format or "json"
     # Before the lookup: oEmbed 1.0 says 501 for a format the provider lacks, whatever the url.
     if format not in embeds.FORMATS:
         abort(501, description=f"This provider answers oEmbed in {' and '.join(embeds.FORMATS)} only.")

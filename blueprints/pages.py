@@ -129,6 +129,54 @@ def section_graph(section, page: reader.Page) -> dict:
                  "name": piece.headline} for n, piece in enumerate(page.items, start=1)]}}
 
 
+def item_list(urls_and_names: list[tuple[str, str]], first: int = 1) -> dict:
+    """A schema.org `ItemList` of (url, name) pairs in the order shown, numbered from `first`."""
+    return {"@type": "ItemList", "itemListElement": [
+        {"@type": "ListItem", "position": n, "url": url, "name": name}
+        for n, (url, name) in enumerate(urls_and_names, start=first)]}
+
+
+def day_graph(day, page: reader.Page) -> dict:
+    """JSON-LD of a back issue: a `CollectionPage` of the day's pieces on this page, in the
+    order shown (by section in the paper's order), and the publisher."""
+    here = links()
+    shown = sorted(page.items, key=lambda p: (p.section.position, p.section.id))
+    return {"@context": "https://schema.org", "@type": "CollectionPage",
+            "name": f"The issue of {day.isoformat()} — {g.paper.nameplate}",
+            "url": here.absolute(f"/days/{day.isoformat()}"), "datePublished": day.isoformat(),
+            "publisher": publisher(),
+            "mainEntity": item_list([(here.story_page(p.slug), p.headline) for p in shown])}
+
+
+def persona_graph(persona, page: reader.Page) -> dict:
+    """JSON-LD of a persona's page: a `ProfilePage` whose main entity is the byline as a
+    `Person` that says, in its `description`, that it is a declared AI persona (as the story
+    pages' author does), affiliated with the publisher; and the pieces on this page."""
+    here = links()
+    first = (page.number - 1) * reader.PERSONA_PAGE_SIZE + 1
+    return {"@context": "https://schema.org", "@type": "ProfilePage",
+            "url": here.absolute(f"/masthead/{persona.slug}"),
+            "mainEntity": {"@type": "Person", "name": persona.name,
+                           **({"jobTitle": persona.title} if persona.title else {}),
+                           "url": here.absolute(f"/masthead/{persona.slug}"), "image": here.avatar(persona.slug),
+                           "description": disclosure(persona.name, g.paper.nameplate),
+                           "affiliation": publisher()},
+            "hasPart": item_list([(here.story_page(p.slug), p.headline) for p in page.items], first)}
+
+
+def masthead_graph(personas: list[dict]) -> dict:
+    """JSON-LD of the masthead: a `CollectionPage` listing each persona as a `Person` (each
+    described as a declared AI persona), and the publisher."""
+    here = links()
+    return {"@context": "https://schema.org", "@type": "CollectionPage",
+            "name": f"Masthead — {g.paper.nameplate}", "url": here.absolute("/masthead"), "publisher": publisher(),
+            "mainEntity": {"@type": "ItemList", "itemListElement": [
+                {"@type": "ListItem", "position": n, "item": {
+                    "@type": "Person", "name": p["name"], "url": here.absolute(f"/masthead/{p['slug']}"),
+                    "image": p["avatar"], "description": disclosure(p["name"], g.paper.nameplate)}}
+                for n, p in enumerate(personas, start=1)]}}
+
+
 def page_number() -> int:
     """The request's `?page=` (1 when absent); aborts 400 when it is not a page number."""
     number = reader.parse_page(request.args.get("page"))
@@ -248,7 +296,7 @@ def day(day: str):
         groups.setdefault(piece.section.id, (piece.section, []))[1].append(piece)
     before, after = reader.neighbour_days(g.paper, when)
     return render_template("pages/day.html", day=when, groups=list(groups.values()), page=pieces,
-                           before=before, after=after, active_nav="days")
+                           before=before, after=after, active_nav="days", json_ld=day_graph(when, pieces))
 
 
 @bp.route("/search")
@@ -311,13 +359,14 @@ def _language(paper) -> str:
 
 
 def video_object(edition, page_url: str, media: dict) -> dict:
-    """schema.org VideoObject JSON-LD for an edition page: name, description, thumbnailUrl,
-    uploadDate, and when there is a video its contentUrl, embedUrl and duration (ISO 8601); the
-    transcript when there is one. `media` holds the absolute `video`, `poster` and `captions`
-    URLs (None when absent)."""
+    """schema.org JSON-LD for an edition page: a `VideoObject` (name, description, thumbnailUrl,
+    uploadDate, contentUrl, embedUrl, duration in ISO 8601) when the edition has a video; a
+    poster-only edition is a `CreativeWork` with the poster as its image (a VideoObject with no
+    video is what validators flag). The transcript when there is one. `media` holds the
+    absolute `video`, `poster` and `captions` URLs (None when absent)."""
     data = {
         "@context": "https://schema.org",
-        "@type": "VideoObject",
+        "@type": "VideoObject" if media["video"] else "CreativeWork",
         "name": edition.title,
         "description": edition.summary or edition.title,
         "thumbnailUrl": [media["poster"]],
@@ -325,7 +374,10 @@ def video_object(edition, page_url: str, media: dict) -> dict:
         "url": page_url,
         "publisher": publisher(),
     }
-    if media["video"]:
+    if not media["video"]:
+        data["image"] = data.pop("thumbnailUrl")
+        data["datePublished"] = data.pop("uploadDate")
+    else:
         data.update(contentUrl=media["video"], embedUrl=links().edition_embed(edition.day),
                     encodingFormat=edition.mime_type)
         if edition.duration_seconds:
@@ -342,7 +394,8 @@ def masthead():
     personas = front.list_masthead(g.paper)
     for persona in personas:
         persona["avatar"] = links().avatar(persona["slug"])
-    return render_template("pages/masthead.html", personas=personas, active_nav="masthead")
+    return render_template("pages/masthead.html", personas=personas, active_nav="masthead",
+                           json_ld=masthead_graph(personas))
 
 
 @bp.route("/masthead/<string:slug>")
@@ -356,4 +409,5 @@ def persona(slug: str):
         abort(404, description="There is no such persona on this paper's masthead.")
     pieces = must_exist(reader.persona_pieces(g.paper, found, page_number()))
     return render_template("pages/persona.html", persona=found, page=pieces, avatar=links().avatar(found.slug),
-                           active_nav="masthead")
+                           active_nav="masthead", json_ld=persona_graph(found, pieces),
+                           disclosure=disclosure(found.name, g.paper.nameplate))

@@ -25,7 +25,10 @@ ICON_MAX_AGE = 7 * 24 * 3600
 def robots_txt():
     """The Robots Exclusion Protocol file (RFC 9309) with the paper's `Sitemap:` lines."""
     here = links()
-    lines = ["User-agent: *", "Allow: /", *(f"Disallow: {path}" for path in DISALLOWED), "",
+    # No `Allow: /`: everything not disallowed is allowed anyway, and parsers that take the
+    # first matching line rather than the longest (Python's urllib.robotparser) would read an
+    # `Allow: /` before the Disallow lines as allowing every path.
+    lines = ["User-agent: *", *(f"Disallow: {path}" for path in DISALLOWED), "",
              f"Sitemap: {here.absolute('/sitemap.xml')}", f"Sitemap: {here.absolute('/sitemap-news.xml')}", ""]
     response = Response("\n".join(lines), content_type="text/plain; charset=utf-8")
     response.cache_control.public, response.cache_control.max_age = True, ROBOTS_MAX_AGE

@@ -12,10 +12,9 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from commands.outbox import deliver_webhooks_due, drain_confirms, report_alerts, send_alerts_due
+from commands.outbox import alert_origins, deliver_webhooks_due, drain_confirms, report_alerts, send_alerts_due
 from models.clock import utcnow
 from services.delivery import alerts, webhooks
-from services.links import PaperOrigins
 
 
 @click.command("send-alerts")
@@ -29,16 +28,19 @@ def send_alerts(no_webhooks: bool, plan_only: bool, connections: int | None) -> 
     """Plan every due alert, then send what is due (email, then webhooks); ends with `sent N,
     failed M, skipped K`.
 
-    Idempotent and crash-safe: run it from cron as often as the `instant` cadence needs. Any
-    number of runs and `drain-outbox` drainers may send at once; they share the rows. Exits 1
+    Idempotent and crash-safe: run it from cron for the digests and as a catch-up (instant
+    alerts are planned by `drain-outbox` within a poll of airing). Refuses (exit 1, nothing
+    planned or sent) without PUBLIC_BASE_URL outside development. Any number of runs and
+    `drain-outbox` drainers may send at once; they share the rows. Exits 1
     when a message or a webhook delivery failed, after printing what was sent and how each
     failure was classified (docs/ALERTS.md "When a message fails").
     """
+    # Each paper's canonical origin: alerts are written outside any request. Refused (exit 1,
+    # nothing planned or marked sent) when no base URL would reach the server.
+    origins = alert_origins()
     # Confirm emails first: a reader waiting for one should not wait behind the alerts.
     drain_confirms()
     now = utcnow()
-    # Each paper's canonical origin: alerts are written outside any request.
-    origins = PaperOrigins.from_config(current_app.config)
     started = time.perf_counter()
     settle = timedelta(seconds=current_app.config["ALERT_SETTLE_SECONDS"])
     plan = alerts.plan_alerts(now, origins=origins, settle=settle)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from pathlib import Path
 
 import click
 from flask import current_app
@@ -11,6 +12,7 @@ from flask.cli import with_appcontext
 from sqlalchemy import select
 
 from commands import database
+from commands.outbox import RECORDED_BASE_URL
 from demo import seed as demo_seed
 from extensions import db
 from models import CADENCES, Paper, clock
@@ -98,6 +100,17 @@ def _host(slug: str, port: int) -> str:
     return f"{slug}.{current_app.config['PAPER_DOMAIN']}:{port}"
 
 
+def _record_base_url() -> None:
+    """Write PUBLIC_BASE_URL (which `make run` sets to what it serves) into the instance folder,
+    where a later `flask send-alerts` or `drain-outbox` without it finds it
+    (commands/outbox.py `alert_origins`); nothing when it is unset."""
+    base = str(current_app.config.get("PUBLIC_BASE_URL") or "").strip()
+    if base:
+        path = Path(current_app.instance_path) / RECORDED_BASE_URL
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(base + "\n", encoding="utf-8")
+
+
 @click.command("run-info")
 @click.option("--port", type=click.IntRange(1, 65535), default=5000, show_default=True)
 @click.option("--paper", "slug", default="demo", show_default=True, callback=_slug)
@@ -125,6 +138,7 @@ def run_info(port: int, slug: str) -> None:
         ("playground", f"{base}/api"), ("home", f"{base}/"),
     ]
     click.echo(f"{paper.nameplate} ({slug}) on {base}")
+    _record_base_url()
     for label, url in rows:
         if url:
             click.echo(f"  {label:<16}{url}")

@@ -15,11 +15,7 @@ from extensions import db
 from models import KEY_KINDS, DeskKey, Paper, Persona, clock
 from services.newsroom import keys
 
-# What an agent key may be allowed to do, beyond the cockpit check every key reaches.
-AGENT_CAPABILITIES = {
-    "file": "file drafts as its persona",
-    "revise": "revise its own drafts",
-}
+AGENT_CAPABILITIES = keys.AGENT_CAPABILITIES
 MIN_PREFIX = 4
 
 

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import click
 from flask import current_app
@@ -28,6 +29,7 @@ from services.delivery import alerts, change_stream, content_webhooks, mail, out
 from services.delivery.federation import deliveries as activitypub
 from services.delivery.federation import pings
 from services.links import PaperOrigins
+from services.newsroom import filing
 from services.transparency import store as transparency_log
 from services.transparency import witness
 
@@ -86,6 +88,45 @@ def drain_confirms(should_stop=None) -> outbox.DrainReport:
     return report
 
 
+# Where `make run` writes the PUBLIC_BASE_URL it serves under (`flask run-info`), in the
+# instance folder, so a later `flask send-alerts` in another shell builds the same links.
+RECORDED_BASE_URL = "public_base_url"
+
+
+def alert_origins() -> PaperOrigins:
+    """Each paper's origin for links built outside a request (alerts): PUBLIC_BASE_URL, else
+    the one `make run` recorded in the instance folder (RECORDED_BASE_URL), else, only in
+    development (`FLASK_DEBUG`, or tests), PAPER_DOMAIN with PUBLIC_URL_SCHEME and
+    PUBLIC_PORT. Raises click.ClickException, naming the setting, when there is no base URL
+    outside development (its links would be `http://localhost/...`, which reach nothing) or
+    the recorded one is not usable."""
+    config = dict(current_app.config)
+    if not str(config.get("PUBLIC_BASE_URL") or "").strip():
+        recorded = Path(current_app.instance_path) / RECORDED_BASE_URL
+        if recorded.is_file():
+            config["PUBLIC_BASE_URL"] = recorded.read_text(encoding="utf-8").strip()
+    if not str(config.get("PUBLIC_BASE_URL") or "").strip() and not (current_app.debug or current_app.testing):
+        raise click.ClickException(
+            "PUBLIC_BASE_URL is not set: alert links would lead to "
+            f"{config['PUBLIC_URL_SCHEME']}://{config['PAPER_DOMAIN']}/..., not to this server. Set it to the "
+            "origin readers reach the paper on (e.g. PUBLIC_BASE_URL=https://papers.example.com), or run "
+            "`make alerts` beside `make run`. Nothing was planned or marked sent.")
+    try:
+        return PaperOrigins.from_config(config)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def plan_instant_alerts(seen: dict | None = None) -> alerts.PlanReport:
+    """Plan the instant alerts due now (services/delivery/alerts.py `plan_instant`), with
+    `seen` carried between passes; prints `planned: N instant alert(s)` when it recorded any.
+    Raises click.ClickException when alert links have no origin (`alert_origins`)."""
+    report = alerts.plan_instant(utcnow, origins=alert_origins(), lock_paper=filing.lock_paper, seen=seen)
+    if report.recorded:
+        click.echo(f"planned: {report.recorded} instant alert(s)")
+    return report
+
+
 def send_alerts_due(now: datetime, *, connections: int | None = None,
                     progress: Callable[[int], None] | None = None,
                     should_stop: Callable[[], bool] | None = None) -> alerts.SendReport:
@@ -101,7 +142,7 @@ def send_alerts_due(now: datetime, *, connections: int | None = None,
         raise click.ClickException(str(exc)) from exc
     policy = alerts.FailurePolicy(bounce_limit=config["ALERT_BOUNCE_LIMIT"], max_attempts=config["ALERT_MAX_ATTEMPTS"])
     return alerts.send_recorded(
-        now, None, progress, origins=PaperOrigins.from_config(config),
+        now, None, progress, origins=alert_origins(),
         connections=connections or config["ALERT_CONNECTIONS"],
         open_mailer=lambda: mail.open_mailer(config, timeout=timeout), policy=policy, clock=utcnow,
         lease=timedelta(seconds=config["ALERT_LEASE_SECONDS"]), smtp_timeout=timeout, should_stop=should_stop)
@@ -184,15 +225,19 @@ def prune_sent(now: datetime) -> int:
     return pruned
 
 
-def drain_once(should_stop=None) -> None:
+def drain_once(should_stop=None, seen: dict | None = None, with_alerts: bool = True,
+               plan_instant: bool = True) -> None:
     """One pass of the drainer: the change feed's consumers, the transparency logs'
-    checkpoints, confirm mail, then alerts, then subscriber webhooks, then content webhooks,
-    then ActivityPub activities, then WebSub and IndexNow pings, each printing only when it did
-    something."""
+    checkpoints, confirm mail, then instant alerts planned (when `plan_instant`; `seen`: see
+    `alerts.plan_instant`) and due alerts sent (unless `with_alerts` is False), then subscriber
+    webhooks, then content webhooks, then ActivityPub activities, then WebSub and IndexNow
+    pings, each printing only when it did something."""
     consume_changes(utcnow())
     sign_checkpoints(utcnow())
     drain_confirms(should_stop)
-    if should_stop is None or not should_stop():
+    if with_alerts and plan_instant and (should_stop is None or not should_stop()):
+        plan_instant_alerts(seen)
+    if with_alerts and (should_stop is None or not should_stop()):
         report_alerts(send_alerts_due(utcnow(), should_stop=should_stop))
     if should_stop is None or not should_stop():
         deliver_webhooks_due(utcnow(), quiet=True)
@@ -204,21 +249,38 @@ def drain_once(should_stop=None) -> None:
         deliver_pings_due(utcnow(), quiet=True)
 
 
+def _alerts_usable() -> bool:
+    """Whether alerts can be planned and sent here (`alert_origins` has an origin); when not,
+    says why once, and the drainer goes on with confirm mail and webhooks."""
+    try:
+        alert_origins()
+    except click.ClickException as exc:
+        click.echo(f"drain-outbox: alerts are not planned or sent: {exc.message}", err=True)
+        return False
+    return True
+
+
 @click.command("drain-outbox")
 @click.option("--once", is_flag=True, help="Send what is due now, then exit.")
+@click.option("--plan-instant", is_flag=True,
+              help="With --once: plan the instant alerts of what aired first, as every pass of the loop does.")
 @with_appcontext
-def drain_outbox(once: bool) -> None:
+def drain_outbox(once: bool, plan_instant: bool) -> None:
     """Send what is due: confirm emails (each SMTP connect or read bounded by
     OUTBOX_SMTP_TIMEOUT seconds; given up after OUTBOX_MAX_ATTEMPTS), recorded alerts
     (ALERT_CONNECTIONS connections, ALERT_SMTP_TIMEOUT), subscriber webhook deliveries and
     content webhook messages (Standard Webhooks, retried for 24 hours).
 
-    Without `--once`, polls every OUTBOX_POLL_SECONDS until SIGTERM or SIGINT, then finishes
+    Without `--once`, polls every OUTBOX_POLL_SECONDS until SIGTERM or SIGINT, each pass first
+    planning the instant alerts of what aired since the last (docs/ALERTS.md "Instant alerts";
+    `--once` does that only with `--plan-instant`: a one-off send of what is due, as benchmarks
+    and catch-up runs use it, plans nothing new), then finishes
     the messages in hand and exits 0. Several drainers may run at once, on any hosts with
     PostgreSQL (on SQLite, on the database's host): they share the rows, none is sent twice."""
+    with_alerts = _alerts_usable()
     if once:
         prune_sent(utcnow())
-        drain_once()
+        drain_once(with_alerts=with_alerts, plan_instant=plan_instant)
         # What is left for the next pass (backing off, or due after this one): ops' queue depth.
         click.echo(f"outbox: pending {outbox.pending_count()}, alerts pending {alerts.unsent_count(utcnow())}")
         return
@@ -231,13 +293,14 @@ def drain_outbox(once: bool) -> None:
     poll = current_app.config["OUTBOX_POLL_SECONDS"]
     click.echo(f"drain-outbox: polling every {poll:g}s")
     pruned_at = None
+    seen: dict = {}  # papers' instant-alert marks between passes (alerts.plan_instant)
     try:
         while not stop.is_set():
             try:
                 if pruned_at is None or time.monotonic() - pruned_at >= PRUNE_EVERY:
                     pruned_at = time.monotonic()
                     prune_sent(utcnow())
-                drain_once(stop.is_set)
+                drain_once(stop.is_set, seen, with_alerts)
             except Exception as exc:  # noqa: BLE001 - a database outage must not end the loop
                 current_app.logger.exception("drain-outbox pass failed")
                 click.echo(f"outbox error: {type(exc).__name__}: {exc}", err=True)

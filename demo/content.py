@@ -85,6 +85,10 @@ INSTITUTES = ["the Aldermoor Institute of Technology", "Kestrel Bay University",
               "the Norvaine Polar Survey", "the Valmora Space Agency", "the Estrenian Marine Lab"]
 VENUES = ["the Carrow Playhouse", "the Brightwater Festival", "the Lindenhall Gallery",
           "the Port Ardent Film Week", "the Wexmouth Book Fair"]
+# What a citizens' assembly may be asked about, and what a survey may find.
+TOPICS = ["the harbour front", "night buses", "school meals", "the old town's future", "flood defences",
+          "street trees"]
+CREATURES = ["sea slug", "shrimp", "sponge", "lanternfish", "sea star", "soft coral"]
 ORDINALS = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth"]
 
 ATTRIBUTIONS = [", according to {source}", ", {source} said", ", figures from {source} show",
@@ -116,6 +120,9 @@ class World:
     def __init__(self):
         self.subjects: set[str] = set()
         self.people: set[str] = set()
+        # Headlines and deks already printed: no two pieces of a paper share either.
+        self.headlines: set[str] = set()
+        self.deks: set[str] = set()
         self.offices: dict[str, str] = {}
         # Sections whose subjects ran out (the bulk path): draw once there, not DRAWS times.
         self.exhausted: set[str] = set()
@@ -209,6 +216,8 @@ SLOT_MAKERS = {
     "team_city": _team_city,
     "institute": lambda s, rng: rng.choice(INSTITUTES),
     "venue": lambda s, rng: rng.choice(VENUES),
+    "topic": lambda s, rng: rng.choice(TOPICS),
+    "creature": lambda s, rng: rng.choice(CREATURES),
     # standing figures: one value per subject in the whole world
     "rate": lambda s, rng: f"{int(standing('rate', HOME, 12, 19, 0)) / 4:.2f}",
     "cpi": lambda s, rng: standing("cpi", HOME, 2.1, 4.2),
@@ -279,18 +288,34 @@ def claim_key(source: str, key: str, slots: dict) -> str:
     return "/".join([slugify(source.removeprefix("the "), 40), *segments])
 
 
-def _draw(rng: random.Random, section: str, world: World, first: int) -> tuple[dict, _Slots, str]:
-    """A kit and its slots for a subject that has not run; after DRAWS tries, any (the bulk
-    path: a paper of 100,000 pieces runs out of subjects)."""
+def _wording(rng: random.Random, kit: dict, slots: _Slots, world: World) -> tuple[str, str] | None:
+    """A headline and a dek for this kit and its slots, each one of the kit's ways of saying it
+    (`headlines`, `deks`, tried in a random order) that this world has not printed yet; None
+    when every way is taken."""
+    headlines = [_capital(h.format_map(slots)) for h in rng.sample(kit["headlines"], len(kit["headlines"]))]
+    deks = [_capital(d.format_map(slots)) for d in rng.sample(kit["deks"], len(kit["deks"]))]
+    headline = next((h for h in headlines if h not in world.headlines), None)
+    dek = next((d for d in deks if d not in world.deks), None)
+    return None if headline is None or dek is None else (headline, dek)
+
+
+def _draw(rng: random.Random, section: str, world: World, first: int) -> tuple[dict, _Slots, str, tuple[str, str]]:
+    """A kit and its slots for a subject that has not run, with a headline and dek not yet
+    printed; after DRAWS tries, any (the bulk path: a paper of 100,000 pieces runs out of
+    subjects, and may then repeat)."""
     kits = KITS[section]
     for attempt in range(1 if section in world.exhausted else DRAWS):
         kit = kits[(first + attempt) % len(kits)] if attempt < len(kits) else rng.choice(kits)
         slots = _Slots(rng, world)
         subject = f"{section}/{kit['once'].format_map(slots)}"
-        if subject not in world.subjects:
-            return kit, slots, subject
+        if subject in world.subjects:
+            continue
+        wording = _wording(rng, kit, slots, world)
+        if wording is not None:
+            return kit, slots, subject, wording
     world.exhausted.add(section)
-    return kit, slots, subject
+    return kit, slots, subject, (_capital(rng.choice(kit["headlines"]).format_map(slots)),
+                                 _capital(rng.choice(kit["deks"]).format_map(slots)))
 
 
 def compose(rng: random.Random, section: str, world: World | None = None, turn: int = 0) -> dict:
@@ -303,7 +328,7 @@ def compose(rng: random.Random, section: str, world: World | None = None, turn: 
     fact n. Deterministic given `rng` and `world`.
     """
     world = world if world is not None else World()
-    kit, slots, subject = _draw(rng, section, world, turn)
+    kit, slots, subject, (headline, dek) = _draw(rng, section, world, turn)
     k = rng.randint(2, len(kit["facts"]))
     facts = []
     for statement, source, instrument, key in kit["facts"][:k]:
@@ -321,11 +346,13 @@ def compose(rng: random.Random, section: str, world: World | None = None, turn: 
     if k < 4 or rng.random() < 0.5:
         paragraphs.append(rng.choice(CLOSERS))
     piece = {
-        "headline": _capital(kit["headline"].format_map(slots)),
-        "dek": _capital(kit["dek"].format_map(slots)),
+        "headline": headline,
+        "dek": dek,
         "prose": "\n\n".join(_capital(p) for p in paragraphs),
         "cited_facts": [{**f, "statement": _capital(f["statement"])} for f in facts],
     }
     world.subjects.add(subject)
+    world.headlines.add(headline)
+    world.deks.add(dek)
     world.people.update(v for name, v in slots.items() if name.startswith(("person", "r_")))
     return piece

@@ -410,3 +410,364 @@ KITS: dict[str, list[dict]] = {
          "speaker": "{r_bid}, who led the bid"},
     ],
 }
+
+
+# More kinds of story, so a paper of several hundred pieces never runs out of subjects in a
+# section (each `once` here ranges over many entities, or over the world's people).
+MORE_KITS: dict[str, list[dict]] = {
+    "Politics": [
+        {"headline": "Opposition takes {abroad_city} mayoralty in {abroad_country}",
+         "once": "mayor/{abroad_city}",
+         "dek": "{person} unseated a two-term incumbent in {abroad_city} on a promise of cheaper buses.",
+         "facts": [
+             ("{person} won {share}% of the vote in the {abroad_city} mayoral race.",
+              "the {abroad_country} Electoral Commission", "Municipal results", "mayoral/{abroad_city}/result"),
+             ("Turnout in {abroad_city} was {turnout}%.",
+              "the {abroad_country} Electoral Commission", "Municipal turnout table",
+              "mayoral/{abroad_city}/turnout"),
+             ("The city's bus fares rose {pct}% over the last two years.",
+              "{abroad_city} Transport Authority", "Fares review", "fares/{abroad_city}")],
+         "colour": ["The count ran past midnight in the old customs house.",
+                    "The new mayor takes office at the start of next month."],
+         "quote": "People voted for a city they can afford to move around in",
+         "speaker": "{person}, speaking after the count in {abroad_city}"},
+        {"headline": "{home_city} council sets up citizens' assembly on {topic}",
+         "once": "assembly/{home_city}/{topic}",
+         "dek": "{n3} residents of {home_city}, drawn by lot, will report on {topic} within {months} months.",
+         "facts": [
+             ("The assembly will have {n3} members chosen by lottery from the electoral roll.",
+              "{home_city} City Council", "Council resolution", "assembly/{home_city}/{topic}/size"),
+             ("Councillors approved the assembly by {votes_for} votes to {votes_against}.",
+              "{home_city} City Council", "Minutes of the full council", "assembly/{home_city}/{topic}/vote"),
+             ("Members will be paid {money_small} a year in expenses in total.",
+              "{home_city} City Council", "Assembly budget note", "assembly/{home_city}/{topic}/budget")],
+         "colour": ["Similar panels elsewhere in Valmora have shaped transport plans.",
+                    "The first session is due to open in the old library."],
+         "quote": "Some questions are better answered by neighbours than by parties",
+         "speaker": "{r_planning}, {home_city}'s planning councillor"},
+        {"headline": "{country} parliament votes to lower voting age to 16",
+         "once": "voting-age/{country}",
+         "dek": "About {big} teenagers in {country} will be able to vote at the next general election.",
+         "facts": [
+             ("The bill passed by {votes_for} votes to {votes_against}.",
+              "the {country} Parliament", "Division list", "voting-age/{country}/division"),
+             ("About {big} people aged 16 or 17 live in {country}.",
+              "the {country} Statistics Office", "Population estimates", "population/{country}/16-17"),
+             ("The change takes effect in {months} months.",
+              "the {country} Parliament", "Act as passed", "voting-age/{country}/commencement")],
+         "colour": ["Student groups watched the vote from the public gallery.",
+                    "Opponents said they would try to amend the bill in the upper house."],
+         "quote": "If you can work and pay tax at sixteen, you can vote",
+         "speaker": "{person}, the bill's sponsor"},
+    ],
+    "Business": [
+        {"headline": "{company} to cut {big_small} jobs at {home_city} depot",
+         "once": "jobs/{company}/{home_city}",
+         "dek": "Unions in {home_city} called the {company} plan a blow to a town still without its shipyard.",
+         "facts": [
+             ("{company} said {big_small} roles at its {home_city} depot would go over {months} months.",
+              "{company}", "Statement to staff", "depot/{home_city}/cuts"),
+             ("Unemployment in {home_city} is {jobless}%.",
+              "the Valmora Statistics Office", "Regional labour market release", "labour/{home_city}/jobless"),
+             ("{company}'s costs rose {pct}% last year.",
+              "{company}", "Annual report", "costs/{home_city}")],
+         "colour": ["Workers gathered at the depot gates at the change of shift.",
+                    "The company said it would offer transfers to other sites."],
+         "quote": "This is a hard decision, and we will support every colleague affected",
+         "speaker": "{r_ceo}, chief executive of {company}"},
+        {"headline": "{company} wins {money} contract for {home_city} tram line",
+         "once": "tram/{company}/{home_city}",
+         "dek": "Building work on the {home_city} line starts next spring and should take {months} months.",
+         "facts": [
+             ("{home_city} City Council awarded {company} a contract worth {money}.",
+              "{home_city} City Council", "Procurement notice", "tram/{home_city}/award"),
+             ("The line will have {n} stops.",
+              "{home_city} City Council", "Scheme plan", "tram/{home_city}/stops"),
+             ("{n3} firms bid for the contract.",
+              "{home_city} City Council", "Tender report", "tram/{home_city}/bids")],
+         "colour": ["The route follows the old railway through the harbour district.",
+                    "Shopkeepers on the route asked for compensation during the works."],
+         "quote": "This line will change how the whole city gets to work",
+         "speaker": "{r_transport}, {home_city}'s transport lead"},
+    ],
+    "Science": [
+        {"headline": "New species of {creature} found off {city}",
+         "once": "species/{creature}/{city}",
+         "dek": "Divers from {institute} recorded the {creature} at {depth} metres during a night survey.",
+         "facts": [
+             ("The animal was recorded at a depth of {depth} metres.",
+              "{institute}", "Survey field notes", "species/{creature}/{city}/depth"),
+             ("The survey logged {big_small} species in the area.",
+              "{institute}", "Survey summary", "survey/{city}/species"),
+             ("The description will be published in the institute's journal in {months} months.",
+              "{institute}", "Press notice", "species/{creature}/{city}/paper")],
+         "colour": ["The team first thought the specimen was a known species.",
+                    "Samples are being sequenced to confirm the finding."],
+         "quote": "Every dive here still turns up something we cannot name",
+         "speaker": "{r_project}, project scientist at {institute}"},
+        {"headline": "{institute} study finds {home_city} heatwaves lasting longer",
+         "once": "heat/{institute}/{home_city}",
+         "dek": "Summer nights in {home_city} now stay warm {n} days more a year than in the 1990s.",
+         "facts": [
+             ("Heatwaves in {home_city} last {pct2} days longer on average than three decades ago.",
+              "{institute}", "Climate study", "heat/{home_city}/duration"),
+             ("Average summer temperatures in Valmora have risen {summer_temp} degrees.",
+              "the Valmora Meteorological Service", "Climate normals", "climate/summer"),
+             ("The study used {n3} decades of station records.",
+              "{institute}", "Methods annex", "heat/{home_city}/methods")],
+         "colour": ["The city is planting shade trees along its widest streets.",
+                    "Hospitals have been asked to plan for longer hot spells."],
+         "quote": "The nights are what has changed most, and they are what make people ill",
+         "speaker": "{person}, the study's lead author"},
+    ],
+    "Culture": [
+        {"headline": "{person}'s debut album tops the Valmoran chart",
+         "once": "album/{person}",
+         "dek": "The record, made in a {home_city} garage, sold {big_small} copies on vinyl in its first week.",
+         "facts": [
+             ("The album sold {big} copies in its first week.",
+              "the Valmora Music Charts Company", "Weekly album chart", "chart/{person}/week-one"),
+             ("{big_small} of those sales were on vinyl.",
+              "the Valmora Music Charts Company", "Format breakdown", "chart/{person}/vinyl"),
+             ("{person} will play {n} dates on a national tour.",
+              "{venue}", "Tour announcement", "tour/{person}")],
+         "colour": ["The songs were recorded over one winter with borrowed equipment.",
+                    "Tickets for the {home_city} date sold out in an hour."],
+         "quote": "I made it for about twenty friends, and they told everyone",
+         "speaker": "{person}, speaking to the desk"},
+        {"headline": "{venue} names {person} artistic director",
+         "once": "director/{venue}/{person}",
+         "dek": "{person} takes over at {venue} after {n} years running a touring company.",
+         "facts": [
+             ("{venue} appointed {person} as artistic director.",
+              "{venue}", "Board statement", "director/{venue}"),
+             ("{venue}'s audiences grew {pct}% last season.",
+              "{venue}", "Annual report", "audiences/{venue}"),
+             ("The post carries a budget of {money} a year.",
+              "{venue}", "Annual report", "budget/{venue}")],
+         "colour": ["The new director's first season will be announced in the spring.",
+                    "Staff were told of the appointment at a meeting on stage."],
+         "quote": "I want the doors open to people who have never been inside",
+         "speaker": "{person}, after the appointment"},
+    ],
+    "Sport": [
+        {"headline": "{team} sign {person} from {team2}",
+         "once": "transfer/{person}",
+         "dek": "The midfielder joins {team} on a {n}-year deal for a fee reported at {money_small}.",
+         "facts": [
+             ("{team} signed {person} from {team2}.",
+              "{team}", "Club statement", "transfer/{person}"),
+             ("{person} scored {n} goals for {team2} last season.",
+              "the Valmora Football League", "Player statistics", "goals/{person}"),
+             ("{team} finished {last_place} in the league last season.",
+              "the Valmora Football League", "Final league table", "last-season/{team}")],
+         "colour": ["The new signing trained with the squad the same afternoon.",
+                    "Supporters of {team2} had hoped the player would stay."],
+         "quote": "I want to win things, and this club wants the same",
+         "speaker": "{person}, after signing"},
+        {"headline": "{team2} knock {team} out of the cup",
+         "once": "cup/{team}/{team2}",
+         "dek": "A {score} win in {team_city} ended the holders' run in front of {big} supporters.",
+         "facts": [
+             ("{team2} won {score} in {team_city}.",
+              "the Valmora Football Association", "Cup match report", "cup/{team}/{team2}/result"),
+             ("The attendance was {big}.",
+              "the Valmora Football Association", "Cup match report", "cup/{team}/{team2}/attendance"),
+             ("{team} had reached the quarter-finals in each of the last {n3} seasons.",
+              "the Valmora Football Association", "Cup records", "cup/{team}/record")],
+         "colour": ["The away end sang long after the final whistle.",
+                    "The draw for the next round is on Monday."],
+         "quote": "Nobody gave us a chance, and that suited us",
+         "speaker": "{person}, the {team2} goalkeeper"},
+        {"headline": "{person} wins the {home_city} open-water swim",
+         "once": "swim/{home_city}/{person}",
+         "dek": "{person} swam the {n}-kilometre course across {home_city} bay in {mins} minutes over an hour.",
+         "facts": [
+             ("{person} finished in 1 hour {mins} minutes.",
+              "the {home_city} Open-Water Swim", "Official results", "swim/{home_city}/winner"),
+             ("{big_small} swimmers started the race.",
+              "the {home_city} Open-Water Swim", "Official results", "swim/{home_city}/starters"),
+             ("The water temperature at the start was {n} degrees.",
+              "the {home_city} Harbour Master", "Conditions log", "swim/{home_city}/water")],
+         "colour": ["A light swell made the last kilometre the hardest.",
+                    "Rescue kayaks shadowed the field from start to finish."],
+         "quote": "I only looked up once, and that was to see the finish",
+         "speaker": "{person}, on the slipway"},
+    ],
+    "World": [
+        {"headline": "{country} and {country2} restore air links",
+         "once": "flights/{country}/{country2}",
+         "dek": "Direct flights from {city} resume next month after a {months}-month suspension.",
+         "facts": [
+             ("Airlines will run {n} direct flights a week between the two countries.",
+              "the {country} Civil Aviation Authority", "Route approval", "flights/{country2}/weekly"),
+             ("The suspension lasted {months} months.",
+              "the {country2} Transport Ministry", "Notice to carriers", "flights/{country}/suspension"),
+             ("{big} passengers flew the route in the year before it was suspended.",
+              "the {country} Civil Aviation Authority", "Passenger statistics", "flights/{country2}/passengers")],
+         "colour": ["Travel agents in {city} reported a rush of bookings within hours.",
+                    "Both governments called the step a sign of warmer relations."],
+         "quote": "Families have waited a long time to be able to visit without a three-day journey",
+         "speaker": "{person}, a spokesperson for the {country} Transport Ministry"},
+    ],
+}
+
+# Other ways to say the same story: a piece takes one of its kit's headlines and one of its
+# deks (by its own draw), so a paper that runs a kind of story many times does not repeat a
+# sentence. Keyed by the kit's `once`.
+VARIANTS: dict[str, tuple[list[str], list[str]]] = {
+    "border/{country}/{country2}": (
+        ["Border crossings between {country} and {country2} to reopen",
+         "{city} hauliers welcome {country}-{country2} border deal"],
+        ["Talks between {country} and {country2} end with {n} checkpoints set to reopen.",
+         "Lorries queuing at {city} could cross within weeks under the new protocol."]),
+    "floods/{country}": (
+        ["Thousands flee rising rivers in {country}", "{city} opens schools as flood shelters"],
+        ["About {big} people in {country} have left their homes; rain is {pct2} times the monthly norm.",
+         "{n} schools in {city} are sheltering families as the river stays high."]),
+    "fishing/{country}/{country2}": (
+        ["{country2} and {country} share out the grounds off {city}",
+         "Fishing fleets of {country} and {country2} get five-season quotas"],
+        ["The accord caps the shared catch off {city} at {big} tonnes a year.",
+         "Skippers in {city} get certainty on quotas until the end of the decade."]),
+    "merger/{company}/{company2}": (
+        ["{company2} to combine with {company}", "{company} agrees deal to take in {company2}"],
+        ["The deal between {company} and {company2} would create Valmora's largest group of its kind.",
+         "Shareholders of {company2} will own {pct}% of the enlarged {company}."]),
+    "plant/{company}": (
+        ["{company} picks {home_city} for new factory", "New {company} plant to bring jobs to {home_city}"],
+        ["{company} will spend {money} on a plant in {home_city}, which lost its shipyard.",
+         "The {company} factory in {home_city} is due to open in {months} months."]),
+    "results/{company}": (
+        ["{company} lifts dividend as freight returns", "Freight recovery pushes {company} profit higher"],
+        ["Profit at {company} rose {pct}% as demand returned in {home_city}.",
+         "{company} says volumes through {home_city} are back to where they were."]),
+    "reef/{city}": (
+        ["Corals thrive far deeper than expected off {city}", "Survey finds deep reef near {city}"],
+        ["{institute} found corals growing at {depth} metres off {city}.",
+         "A night survey by {institute} mapped reef down to {depth} metres."]),
+    "film/{person}": (
+        ["{person}'s lost film returns to the screen in {home_city}",
+         "Restored {person} film gets first screening in decades"],
+        ["A single print of the {person} film was found in an archive in {home_city}.",
+         "Restorers spent {months} months on the only known print of the {person} film."]),
+    "museum/{home_city}/{abroad_country}": (
+        ["{abroad_country} gets artefacts back from {home_city} museum",
+         "{home_city} hands {n} objects back to {abroad_country}"],
+        ["{n} objects taken from {abroad_country} leave the {home_city} museum this month.",
+         "The {home_city} museum ends a long dispute with {abroad_country} over its collection."]),
+    "coach/{team}": (
+        ["{person} returns to {team} as head coach", "{team} turn to former captain {person}"],
+        ["{person} made {big_small} appearances for {team} and now returns on a three-year deal.",
+         "{team} finished {last_place} last season and hope {person} can lift them."]),
+    "top/{team}": (
+        ["{team} go top after {score} win over {team2}", "{team2} beaten {score} as {team} take the lead"],
+        ["A late goal in {team_city} settled it in front of {big} supporters.",
+         "{team} are {n} points clear after beating {team2} in {team_city}."]),
+    "housing/{country}": (
+        ["{country} passes law giving tenants longer notice",
+         "Landlords in {country} get tax credit in new housing law"],
+        ["Tenants in {country} gain longer notice periods under a law passed by {votes_for} votes.",
+         "Rents in {city} rose {rents}% last year; the new law aims to slow that."]),
+    "pedestrianise/{home_city}": (
+        ["{home_city} to close old town to cars at weekends", "Cars out of {home_city} market district"],
+        ["Councillors in {home_city} backed the plan by {votes_for} votes to {votes_against}.",
+         "Traders in {home_city} are split over the weekend closures."]),
+    "budget/{home_city}": (
+        ["{home_city} budget adds bus routes and freezes parking charges",
+         "Late-night vote passes {home_city} budget"],
+        ["The {home_city} budget of {money} passed by {votes_for} votes to {votes_against}.",
+         "{n} new bus routes for {home_city} are in the budget agreed overnight."]),
+    "finance-minister/{abroad_country}": (
+        ["{abroad_country} reshuffle hands finance to {person}", "{person} takes over {abroad_country} treasury"],
+        ["{person} replaces a minister who clashed with colleagues over the spending review.",
+         "The reshuffle in {abroad_country} comes with debt at {debt}% of output."]),
+    "glacier/{country}": (
+        ["{country} glacier shrinks to smallest on record", "Ice front in {country} retreats {n} metres in a summer"],
+        ["Surveyors measured the ice front in {country} {n} metres further back than last year.",
+         "Summers in {country} are now {summer_temp} degrees warmer than the old average."]),
+    "air/{home_city}": (
+        ["Low-emission zone cleans {home_city} air, study finds",
+         "{home_city} air improves fastest inside its clean zone"],
+        ["Nitrogen dioxide fell {pct}% on {home_city} streets inside the zone.",
+         "Researchers compared {n3} years of readings from {n} monitors across {home_city}."]),
+    "satellite/{institute}": (
+        ["Sea-ice satellite from {institute} reaches orbit", "{institute} craft begins mapping soil and ice"],
+        ["The satellite will circle at {alt} kilometres for at least {n} years.",
+         "Engineers at {institute} confirmed the first signals within hours of launch."]),
+    "attendance/{venue}": (
+        ["Cheaper tickets fill {venue}", "Record crowds at {venue}"],
+        ["{big} people came to {venue} this season, up {pct}% on last year.",
+         "Late-night shows at {venue} drew {big_small} first-time visitors."]),
+    "prize/{home_city}": (
+        ["Debut novel wins {home_city} Prize for {person}", "{home_city} Prize goes to ferry-crew novel by {person}"],
+        ["{person}'s debut beat {n} other books; it is set among ferry crews in {abroad_country}.",
+         "The {home_city} Prize judges read {entries} entries this year."]),
+    "transfer/{person}": (
+        ["{person} leaves {team2} for {team}", "{team} complete move for {team2} midfielder {person}",
+         "Midfielder {person} moves across the league to {team}"],
+        ["{person} scored {n} goals for {team2} last season and joins on a {n3}-year contract.",
+         "{team}, {last_place} last season, spend {money_small} on {person}."]),
+    "cup/{team}/{team2}": (
+        ["Cup holders {team} beaten {score} by {team2}", "{team2} stun {team} in the cup"],
+        ["{team} had reached the quarter-finals in each of the last {n3} seasons.",
+         "{big} watched {team2} win {score} in {team_city}."]),
+    "swim/{home_city}/{person}": (
+        ["{person} first home across {home_city} bay", "{home_city} bay swim goes to {person}"],
+        ["{big_small} swimmers started; {person} finished in 1 hour {mins} minutes.",
+         "The water in {home_city} bay was {n} degrees at the start."]),
+    "album/{person}": (
+        ["Garage-made record by {person} is the country's best seller",
+         "{person} goes to number one with a first album"],
+        ["{person} sold {big} copies in a week and announced {n} tour dates.",
+         "Vinyl made up {big_small} of {person}'s first-week sales."]),
+    "director/{venue}/{person}": (
+        ["{person} to run {venue}", "{venue} picks touring director {person} to lead it"],
+        ["Audiences at {venue} grew {pct}% last season; {person} inherits a budget of {money}.",
+         "{person}'s first season at {venue} will be announced in the spring."]),
+    "flights/{country}/{country2}": (
+        ["Direct flights between {country2} and {country} to resume",
+         "{city} bookings surge as {country}-{country2} flights return"],
+        ["{n} flights a week will link the two countries after {months} months without any.",
+         "{big} passengers used the route in the year before it was suspended."]),
+    "mayor/{abroad_city}": (
+        ["{person} elected mayor of {abroad_city}", "{abroad_city} votes out its mayor"],
+        ["{person} won {share}% in {abroad_city} on a turnout of {turnout}%.",
+         "Bus fares in {abroad_city} rose {pct}% in two years; voters wanted change."]),
+    "species/{creature}/{city}": (
+        ["Divers off {city} find a {creature} science had not named",
+         "{institute} names a new {creature} from {city} waters"],
+        ["The {creature} was seen at {depth} metres among {big_small} species logged.",
+         "Samples of the {city} {creature} are being sequenced to confirm the find."]),
+    "jobs/{company}/{home_city}": (
+        ["{home_city} depot to lose {big_small} {company} jobs", "{company} job cuts hit {home_city}"],
+        ["Unemployment in {home_city} is already {jobless}%.",
+         "{company} says costs rose {pct}% last year and offers transfers to other sites."]),
+    "tram/{company}/{home_city}": (
+        ["{home_city} tram contract goes to {company}", "{company} to build {home_city}'s {n}-stop tram line"],
+        ["{n3} firms bid for the {money} {home_city} contract.",
+         "Shopkeepers on the {home_city} route ask for help during {months} months of works."]),
+    "heat/{institute}/{home_city}": (
+        ["Longer heatwaves in {home_city}, {institute} finds", "{home_city} summers now bring longer hot spells"],
+        ["Heatwaves in {home_city} now last {pct2} days longer than three decades ago.",
+         "{institute} used {n3} decades of {home_city} station records."]),
+    "assembly/{home_city}/{topic}": (
+        ["{home_city} residents drawn by lot to decide on {topic}",
+         "Citizens' assembly for {home_city} will tackle {topic}"],
+        ["Councillors in {home_city} voted {votes_for} to {votes_against} for the assembly on {topic}.",
+         "{n3} {home_city} residents will be paid expenses to study {topic}."]),
+    "voting-age/{country}": (
+        ["Sixteen-year-olds in {country} win the vote", "{country} lowers the voting age"],
+        ["The bill passed {votes_for} to {votes_against}; the change takes effect in {months} months.",
+         "Student groups in {country} watched the vote from the public gallery."]),
+}
+
+
+def _with_variants(kit: dict) -> dict:
+    headlines, deks = VARIANTS.get(kit["once"], ([], []))
+    return {**kit, "headlines": [kit["headline"], *headlines], "deks": [kit["dek"], *deks]}
+
+
+for _section, _kits in MORE_KITS.items():
+    KITS[_section].extend(_kits)
+KITS = {section: [_with_variants(kit) for kit in kits] for section, kits in KITS.items()}

@@ -20,6 +20,7 @@ from datetime import date, datetime, time, timedelta, timezone
 
 from sqlalchemy import func, insert, literal, select, text
 
+from demo import video as video_made
 from demo.content import PERSONAS, SECTIONS, World, compose
 from extensions import db
 from models import (
@@ -328,8 +329,9 @@ def edition_transcript(nameplate: str, day: date, pieces: list[tuple[str, str, s
 def _write_editions(paper: Paper, now: datetime, report: SeedReport, instance_path: str) -> None:
     """One edition on each of a few recent days (never today: it is not over yet), all drawn
     here and served from the paper's host: a 16:9 poster, WebVTT captions and the transcript
-    they come from (the day's pieces read out). Poster-only: no video is made, so the page
-    shows the poster and the transcript, and the podcast feed leaves the edition out."""
+    they come from (the day's pieces read out), and a real MP4 video (demo/video.py: each
+    caption over its section's art, in step with the captions), so the cast players and the
+    podcast feed work out of the box."""
     sections = [name for name, _ in SECTIONS]
     for days_ago in EDITION_DAYS_AGO:
         day: date = now.date() - timedelta(days=days_ago)
@@ -338,14 +340,18 @@ def _write_editions(paper: Paper, now: datetime, report: SeedReport, instance_pa
             .where(Piece.paper_id == paper.id, Piece.on_air_day == day)
             .order_by(Piece.on_air_at, Piece.id)).all()
         lines = edition_transcript(paper.nameplate, day, [tuple(row) for row in aired])
+        poster = art.poster_file(instance_path, paper.nameplate, day, sections)
+        video, size, seconds = video_made.edition_video(
+            instance_path, paper.nameplate, lambda day=day: art.render_poster(paper.nameplate, day, sections),
+            lines, sections, seconds_per_cue=CAPTION_SECONDS)
         db.session.add(Edition(
             paper_id=paper.id, day=day, title=f"{paper.nameplate}, {day.day} {day:%B %Y}",
             summary=f"The day's {len(aired)} pieces, read by the desk's AI personas."
             if aired else "The day's pieces, read by the desk's AI personas.",
-            video_url=None, poster_url=art.poster_file(instance_path, paper.nameplate, day, sections),
+            video_url=video, poster_url=poster,
             captions_url=art.captions_file(instance_path, lines, seconds_per_line=CAPTION_SECONDS),
-            transcript="\n\n".join(lines), mime_type="video/mp4", length_bytes=0,
-            duration_seconds=0, published_at=datetime.combine(day, time(18, 0), timezone.utc)))
+            transcript="\n\n".join(lines), mime_type="video/mp4", length_bytes=size,
+            duration_seconds=seconds, published_at=datetime.combine(day, time(18, 0), timezone.utc)))
         report.editions += 1
     db.session.flush()
 

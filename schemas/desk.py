@@ -189,7 +189,10 @@ class CastIn(Schema):
     transcript = Text(
         load_default="", max_length=TRANSCRIPT_MAX,
         metadata={"description": "What the video says, as plain text (blank lines part paragraphs); "
-                                 "printed under the player on the edition page (WCAG 1.2.2).",
+                                 "printed under the player on the edition page (WCAG 1.2.2). At most "
+                                 f"{TRANSCRIPT_MAX:,} characters, and the whole body at most 64 KiB: a "
+                                 "longer body is refused with 413 before it is read (about 60,000 "
+                                 "characters of plain English fit).",
                   "example": "Good evening. Here are the day's pieces from the desk."})
 
 

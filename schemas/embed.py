@@ -15,24 +15,24 @@ class OEmbedQuery(Schema):
         metadata={"description": "A story page address on this paper: `http(s)://<this host>/stories/"
                                  "<slug or id>` of a piece on air. Anything else: 404."})
     maxwidth = fields.Integer(
-        validate=validate.Range(min=MIN_WIDTH),
-        metadata={"description": f"Widest the card may be, in CSS pixels, at least {MIN_WIDTH} "
-                                 f"(default {DEFAULT_WIDTH}). An upper bound, as oEmbed consumers "
-                                 f"mean it: above {MAX_WIDTH} the card is {MAX_WIDTH} wide. Below "
-                                 f"{MIN_WIDTH} or not an integer: 400.",
+        validate=validate.Range(min=1),
+        metadata={"description": f"Widest the card may be, in CSS pixels (default {DEFAULT_WIDTH}). An "
+                                 f"upper bound, as oEmbed consumers mean it: above {MAX_WIDTH} the card is "
+                                 f"{MAX_WIDTH} wide; below {MIN_WIDTH}, the narrowest card, it is {MIN_WIDTH} "
+                                 "wide. Not a positive integer: 400.",
                   "example": 480})
     maxheight = fields.Integer(
-        validate=validate.Range(min=MIN_HEIGHT),
-        metadata={"description": f"Tallest the card may be, in CSS pixels, at least {MIN_HEIGHT} (room for the "
-                                 "byline and its disclosure; less: 400). "
-                                 "The card's height is its natural height for the width, capped "
-                                 "at this value."})
+        validate=validate.Range(min=1),
+        metadata={"description": "Tallest the card may be, in CSS pixels. The card's height is its natural "
+                                 f"height for the width, capped at this value but never below {MIN_HEIGHT} "
+                                 "(room for the byline and its disclosure). Not a positive integer: 400.",
+                  "example": 360})
     # Not validated here: oEmbed 1.0 answers an unsupported format with 501, not 400 (the view).
     format = fields.String(
         load_default="json",
-        metadata={"description": f"{' or '.join(f'`{name}`' for name in FORMATS)} (default "
-                                 "`json`; `xml` is oEmbed XML, `text/xml`). Any other format: 501 "
-                                 "Not Implemented, as oEmbed 1.0 says.",
+        metadata={"description": f"{' or '.join(f'`{name}`' for name in FORMATS)} (default, and "
+                                 "when empty, `json`; `xml` is oEmbed XML, `text/xml`). Any other format: "
+                                 "501 Not Implemented, as oEmbed 1.0 says.",
                   "example": "json"})
 
 
@@ -46,7 +46,9 @@ class OEmbedOut(Schema):
     title = fields.String(required=True, metadata={"description": "The headline."})
     author_name = fields.String(required=True, metadata={
         "description": "The byline: a declared AI persona (the card shows the disclosure)."})
-    author_url = fields.String(required=True, metadata={"description": "The persona on the masthead page."})
+    author_url = fields.String(required=True, metadata={
+        "description": "The persona's page, `/masthead/<slug>`.",
+        "example": "https://demo.example.org/masthead/ada-quill"})
     provider_name = fields.String(required=True, metadata={"description": "The paper's nameplate."})
     provider_url = fields.String(required=True, metadata={"description": "The paper's home page."})
     html = fields.String(required=True, metadata={

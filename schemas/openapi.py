@@ -51,7 +51,8 @@ DESCRIPTIONS = {
     "403": "The key belongs to another paper, or is below the level this route needs.",
     "404": "No paper is served on this host (or a private paper without its key).",
     "404-path": "No paper on this host, or nothing by that name on this paper.",
-    "413": "The request body is larger than 64 KiB.",
+    "413": ("The request body is larger than 64 KiB (65,536 bytes), whatever its fields allow (a long "
+            "`transcript` or `prose`): refused before it is read, nothing written."),
     "415": "The request body is not JSON (send Content-Type: application/json).",
     "414": ("The request line is longer than 8190 bytes: refused by the HTTP server in front of "
             "the app (gunicorn.conf.py), with its own HTML page."),
@@ -110,10 +111,11 @@ INFO_DESCRIPTION = (
     "host. Errors are RFC 9457 problem+json.\n\n"
     "Auth: the public lane needs no credential; the keyed lane takes a desk key as "
     "`Authorization: Bearer desk_...` or `X-Desk-Key: desk_...`. Every operation states its "
-    "`security`: routes that need a key list the two schemes; every other route lists the empty "
-    "requirement `{}` first and then the two schemes, meaning the key is optional (a private "
-    "paper answers only to its own keys, and drafts show only with one). A key that is sent is "
-    "always checked: a malformed, unknown or revoked one is a 401, another paper's a 403.")
+    "`security`: routes that need a key list the two schemes; every other route has `security: []` "
+    "(callable without a credential) and lists the two schemes in `x-optional-security`: a key "
+    "may still be sent (a private paper answers only to its own keys, and drafts show only with "
+    "one). A key that is sent is always checked: a malformed, unknown or revoked one is a 401, "
+    "another paper's a 403.")
 
 
 def operation_id(blueprint: str, endpoint: str, method: str | None, taken: set[str]) -> str:
@@ -163,8 +165,22 @@ def finish(spec: dict) -> dict:
                 _finish_operation(operation, machine, components,
                                   has_path_params=bool(path_params) or any(
                                       p.get("in") == "path" for p in operation.get("parameters", [])))
+                _optional_key(operation)
     _drop_unused_components(doc)
     return doc
+
+
+def _optional_key(operation: dict) -> None:
+    """A route whose key is optional (`security` lists the anonymous requirement `{}`) is
+    written `security: []`, which every tool reads as "callable without a credential" (the
+    stock openapi-python-client reads any non-empty list as "a key is required" and ignores
+    `{}`), with the schemes a key may still be sent by in `x-optional-security`. Runs after
+    the operation is finished, so its 401/403 answers and, on writes, `Idempotency-Key` are
+    documented as for any route that takes a key."""
+    security = operation.get("security", [])
+    if {} in security:
+        operation["security"] = []
+        operation["x-optional-security"] = [requirement for requirement in security if requirement]
 
 
 def _drop_unused_components(doc: dict) -> None:
@@ -216,13 +232,13 @@ FIELD_EXAMPLES = {
     "active": True,
     "alg": "Ed25519",
     "author_name": "Ada Quill",
-    "beat": "Markets and rates",
-    "bio": "Covers central banks and the cost of money.",
+    "beat": "Markets and companies",
+    "bio": "Rex Ledger is an AI persona of the desk. He covers earnings, prices and jobs.",
     "byline": "Ada Quill",
     "cadence": "daily",
     "capability": ["file"],
     "capabilities": ["file"],
-    "category": "Economy",
+    "category": "Business",
     "claim_key": "rate-decision",
     "confirmed": 12,
     "content_hash": "sha256:5d41402abc4b2a76b9719d911017c592ae0ba6dd0f8e6c1c4c3c2b5f4c3a1b2e",
@@ -232,13 +248,13 @@ FIELD_EXAMPLES = {
     "declared_ai": True,
     "detail": "No such piece on this paper.",
     "dek": "The central bank lifts its policy rate by a quarter point, the third rise this year.",
-    "description": "Rates, markets and the cost of money.",
+    "description": "Markets, companies and the money behind the headlines.",
     "disclaimer": "Written by a declared AI persona.",
     "email": "reader@example.org",
     "emails": ["reader@example.org"],
     "encoding": "utf-8",
     "filer": "admin key desk_3f9a",
-    "headline": "Rates rise again",
+    "headline": "Central bank holds main rate at 3.75%",
     "help_desk": "mailto:desk@demo.example.org",
     "host": "demo.example.org",
     'html': '<iframe src="https://demo.example.org/embed/42" width="480" height="360"></iframe>',
@@ -251,10 +267,10 @@ FIELD_EXAMPLES = {
     "language": "en",
     "method": "GET",
     "mime_type": "video/mp4",
-    "motto": "The news, filed by declared AI.",
+    "motto": "Cited, signed and on air.",
     "n": 1,
-    "name": "Economy",
-    "nameplate": "The Demo Daily",
+    "name": "Business",
+    "nameplate": "The Demo Desk",
     "note": "A signature proves who filed a piece; it never proves that a claim is true.",
     "on_air": True,
     "paper": "demo",
@@ -262,17 +278,17 @@ FIELD_EXAMPLES = {
     "position": 1,
     "prefix": "desk_3f9a",
     "prose": "The central bank raised its policy rate by 0.25 points on Tuesday.[^1]",
-    "provider_name": "The Demo Daily",
-    "q": "rates",
+    "provider_name": "The Demo Desk",
+    "q": "city council",
     "rev": 1,
-    "section": "Economy",
-    "sections": ["Economy"],
-    "slug": "rates-rise-again",
+    "section": "Business",
+    "sections": ["World", "Business"],
+    "slug": "central-bank-holds-main-rate-at-3-75",
     "source": "https://example.org/central-bank/decision",
     "statement": "The policy rate rises to 4.25%.",
     "status": 404,
     "summary": "Rates rise a quarter point.",
-    "text": "Rates rise again: the third rise this year. https://demo.example.org/stories/rates-rise-again",
+    "text": "Rates rise again: the third rise this year. https://demo.example.org/stories/central-bank-holds-main-rate-at-3-75",
     "timezone": "Europe/London",
     "title": "Not Found",
     "total": 1,
@@ -282,7 +298,7 @@ FIELD_EXAMPLES = {
     "webhook_secret": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
     "public_key": "MCowBQYDK2VwAyEAGb9ECWmEzf6FQbrBZ9w7lshQhqowtrbLDFw4rXAxZuE=",
     "signed_string": "paper-desk-receipt/1 demo 42 1 sha256:5d41...",
-    "url": "https://demo.example.org/stories/rates-rise-again",
+    "url": "https://demo.example.org/stories/central-bank-holds-main-rate-at-3-75",
     "width": 480,
     "height": 360,
     "duration_seconds": 95,
@@ -300,6 +316,40 @@ FORMAT_EXAMPLES = {
     "uri": "https://demo.example.org/",
     "url": "https://demo.example.org/",
     "uuid": "8e03978e-40d5-43e8-bc93-6894a57f9324",
+}
+
+
+# String fields named like these (mostly the index's and the feeds' URLs) get these examples
+# rather than their name in words: the demo paper's real addresses, on a production host.
+_SITE = "https://demo.example.org"
+STRING_EXAMPLES = {
+    **{name: f"{_SITE}/api/v1/{path}" for name, path in (
+        ("stories", "stories"), ("story", "stories/{id}"), ("sections", "sections"), ("days", "days"),
+        ("search", "search?q="), ("front", "front"), ("cast", "cast"), ("posts", "posts"),
+        ("masthead", "masthead"), ("openapi", "openapi.json"), ("receipt_keys", "receipt-keys"),
+        ("keys_url", "receipt-keys"), ("index", ""), ("path", "stories/{id}"), ("log", "log"))},
+    "subscribe": f"POST {_SITE}/api/v1/subscribers",
+    **{name: f"{_SITE}/{path}" for name, path in (
+        ("rss", "rss.xml"), ("podcast", "podcast.xml"), ("front_json", "front.json"), ("llms", "llms.txt"),
+        ("sitemap", "sitemap.xml"), ("home", ""), ("landing", "subscribe"), ("playground", "api"),
+        ("guide", "api"), ("provider_url", ""), ("link", "stories/central-bank-holds-main-rate-at-3-75"),
+        ("avatar", "masthead/rex-ledger/avatar.svg"), ("image", "media/3f1c9a0b6d2e4f5a8b7c6d5e4f3a2b1c.jpg"),
+        ("thumbnail_url", "cards/central-bank-holds-main-rate-at-3-75.png"),
+        ("podcast_image", "media/9b8a7c6d5e4f3a2b1c0d9e8f7a6b5c4d.jpg"))},
+    "public": "No key: on-air pieces, sections, days, search, front, cast, posts, masthead, feeds.",
+    "read": "A read key: drafts too, subscriber counts, the config as read, proofs.",
+    "admin": "An admin key: every write, subscriber rows, the full config.",
+    "auth": "Authorization: Bearer desk_... (or X-Desk-Key: desk_...)",
+    "contact_email": "desk@demo.example.org",
+    "search_help": "mailto:desk@demo.example.org",
+    "disclosure": "Rex Ledger is an AI persona of The Demo Desk's masthead, declared as such; this piece was "
+                  "written by an AI system, not by a human reporter.",
+    "hash_basis": "SHA-256 of the RFC 8785 canonical JSON of the basis",
+    "receipt": "3q1vW2x8Qm0f7sJk9Yp4Lr6Tn5Hc2Ba1Zd8Xe3Wf0Vg7Uh6Ti5Sj4Rk3Ql2Pm1On0Ko9Ip8Hq7Gr6Fs5Et4Du3Cv2Bw==",
+    "id": "42",
+    "status": "accepted",
+    "subscribe_path": "subscribers",
+    "suppressed_reason": "550 5.1.1 <reader@example.org>: no such user",
 }
 
 
@@ -340,8 +390,10 @@ def example_of(schema: dict, components: dict, name: str | None = None, _seen: f
         item = example_of(schema.get("items", {}), components, name, _seen)
         return [] if item is None or schema.get("maxItems") == 0 else [item]
     if kind == "string":
-        if schema.get("format") in FORMAT_EXAMPLES:
+        if schema.get("format") in FORMAT_EXAMPLES and not (name in STRING_EXAMPLES and name in ("avatar", "image")):
             return FORMAT_EXAMPLES[schema["format"]]
+        if name in STRING_EXAMPLES and _fits_length(STRING_EXAMPLES[name], schema):
+            return STRING_EXAMPLES[name]
         # The field's name in words, cut to maxLength and padded to minLength: a pattern the
         # name does not match shows up in tests/test_openapi.py, and gets a FIELD_EXAMPLES entry.
         words = (name or "text").replace("_", " ")[:schema.get("maxLength", 200)]
@@ -356,6 +408,10 @@ def example_of(schema: dict, components: dict, name: str | None = None, _seen: f
     if kind is None and "null" in types:
         return None
     return None
+
+
+def _fits_length(value: str, schema: dict) -> bool:
+    return schema.get("minLength", 0) <= len(value) <= schema.get("maxLength", len(value)) and "enum" not in schema
 
 
 def _scalar_items(schema: dict, components: dict) -> bool:

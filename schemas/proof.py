@@ -79,7 +79,15 @@ class AgentOut(Schema):
     persona = fields.Nested(AgentPersonaOut, required=True, allow_none=True,
                             metadata={"description": "An agent key's persona; null for other kinds."})
     capability = fields.List(fields.String(), required=True, metadata={
-        "description": "An agent key's capabilities (`file`, `revise`); for other kinds, the kind."})
+        "description": "An agent key's capabilities (`file`, `revise`, `air`); for other kinds, the kind.",
+        "example": ["file", "revise", "air"]})
+    agent_capabilities = fields.Dict(keys=fields.String(), values=fields.String(), required=True, metadata={
+        "description": "Every capability an agent key can be made with (`flask keys create --kind agent "
+                       "--capability NAME`), and what it opens, always within the key's own persona.",
+        "example": {"file": "file drafts as its persona (POST /stories)",
+                    "revise": "revise its own persona's drafts (PATCH /stories/{id})",
+                    "air": "put its own persona's pieces on air, schedule them, and take them off air "
+                           "(PUT and DELETE /stories/{id}/air)"}})
     may = fields.List(fields.Nested(MayOut), required=True)
     guide = fields.String(required=True, metadata={"description": "Absolute URL of the API guide."})
     search_help = fields.String(required=True, metadata={"description": "The help desk: a mailto: address or a URL."})

@@ -9,6 +9,7 @@ from marshmallow import RAISE, Schema, ValidationError, fields, validate, valida
 
 from models import CADENCES
 from schemas.common import Timestamp
+from schemas.desk import StrictBool
 from services.delivery.subscriptions import normalize_email
 
 MAX_EMAILS = 20
@@ -43,20 +44,40 @@ class _Preferences(Schema):
                            metadata={"description": "Names of the paper's sections (as in `category`); "
                                                     "default: every section, including ones added later. "
                                                     "An unknown name is a 422."})
-    cast = fields.Boolean(load_default=True, metadata={"description": "Include the video edition; default true."})
+    cast = StrictBool(load_default=True, metadata={"description": "Include the video edition; default true."})
 
 
 class SubscribeIn(_Preferences):
-    """Without a key: `{email, cadence?, sections?, cast?}`. With an admin key:
-    `{emails: [...] (1-20), webhook?, cadence?, sections?, cast?}` (the preferences apply to the
-    whole batch). Unknown fields are a 422."""
+    """Public subscribe (no key): `{email, cadence?, sections?, cast?}`. Unknown fields are a
+    422; the admin batch's `emails` and `webhook` without a key are a 401 (they need an admin
+    key)."""
 
-    email = EmailAddress(metadata={"description": "Public subscribe: the address (required without a key)."})
-    emails = fields.List(EmailAddress(), validate=validate.Length(min=1, max=MAX_EMAILS),
-                         metadata={"description": "Admin key only: 1-20 addresses."})
+    email = EmailAddress(required=True, metadata={"description": "The address to subscribe.",
+                                                  "example": "reader@example.com"})
+
+
+class SubscribeBatchIn(_Preferences):
+    """The admin batch (an admin key): `{emails: [...] (1-20), webhook?, cadence?, sections?,
+    cast?}`; the preferences apply to the whole batch. Unknown fields are a 422."""
+
+    emails = fields.List(EmailAddress(), required=True, validate=validate.Length(min=1, max=MAX_EMAILS),
+                         metadata={"description": "1-20 addresses; each gets its own confirm email.",
+                                   "example": ["a@example.com", "b@example.com"]})
     webhook = fields.String(validate=validate.Length(min=8, max=2000),
-                            metadata={"format": "uri", "description": "Admin key only: an https URL "
-                                      "that receives every alert of these rows, signed (see docs/ALERTS.md)."})
+                            metadata={"format": "uri", "description": "An https URL on public addresses "
+                                      "that receives every alert of these rows, signed (see docs/ALERTS.md).",
+                                      "example": "https://hooks.example.com/paper-desk"})
+
+
+class SubscribeBody(_Preferences):
+    """What the subscribe routes read, before they know which of the two bodies it is: the
+    fields of both (`SubscribeIn` without a key, `SubscribeBatchIn` with an admin key, which
+    may also send one `email`). Parsing only; the document shows the two schemas
+    (blueprints/api/subscribers.py)."""
+
+    email = EmailAddress()
+    emails = fields.List(EmailAddress(), validate=validate.Length(min=1, max=MAX_EMAILS))
+    webhook = fields.String(validate=validate.Length(min=8, max=2000))
 
 
 class SubscribeAcceptedOut(Schema):
@@ -139,8 +160,8 @@ class PreferencesPatch(Schema):
                                "description": "Names of the paper's sections; null (or every one of them): "
                                               "every section, those added later too. An unknown name is a 422.",
                                "example": ["World", "Science"]})
-    cast = fields.Boolean(metadata={"description": "Include the video edition.", "example": False})
-    paused = fields.Boolean(metadata={
+    cast = StrictBool(metadata={"description": "Include the video edition.", "example": False})
+    paused = StrictBool(metadata={
         "description": "`true` without `paused_until`: pause until resumed; `false`: resume now. "
                        "`false` with a `paused_until` time is a 422.",
         "example": True})

@@ -66,7 +66,8 @@ def test_several_senders_at_once_send_each_alert_exactly_once(app, runner):
     try:
         env = {**os.environ, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"],
                "SMTP_URL": f"smtp://127.0.0.1:{controller.port}", "PAPER_DOMAIN": "localhost",
-               "DEFAULT_PAPER": "demo", "ALERT_CONNECTIONS": "2"}
+               "DEFAULT_PAPER": "demo", "ALERT_CONNECTIONS": "2",
+               "PUBLIC_BASE_URL": "http://localhost"}
         senders = [flask(env, "send-alerts", "--no-webhooks"), flask(env, "send-alerts", "--no-webhooks"),
                    flask(env, "drain-outbox", "--once"), flask(env, "drain-outbox", "--once")]
         outputs = [sender.communicate(timeout=300) for sender in senders]
@@ -108,7 +109,8 @@ def test_a_server_that_drips_its_greeting_is_cut_off_at_the_total_bound(app, cli
         assert client.post("/api/v1/subscribers", json={"email": "drip@example.com"}).status_code == 202
         env = {**os.environ, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"],
                "SMTP_URL": f"smtp://127.0.0.1:{listener.getsockname()[1]}", "PAPER_DOMAIN": "localhost",
-               "DEFAULT_PAPER": "demo", "OUTBOX_SMTP_TIMEOUT": "0.5"}
+               "DEFAULT_PAPER": "demo", "OUTBOX_SMTP_TIMEOUT": "0.5",
+               "PUBLIC_BASE_URL": "http://localhost"}
         drainer = flask(env, "drain-outbox", "--once")
         out, err = drainer.communicate(timeout=60)
     finally:

@@ -231,7 +231,8 @@ def test_two_concurrent_runs_alert_nobody_twice(client, desk, smtp, app):
     # (ALERT_SETTLE_SECONDS behind the clock).
     desk.piece(paper, "News", on_air_at=datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=5))
     env = {**os.environ, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "SMTP_URL": smtp.url,
-           "FLASK_APP": "app", "PAPER_DOMAIN": "localhost", "DEFAULT_PAPER": "demo"}
+           "FLASK_APP": "app", "PAPER_DOMAIN": "localhost", "DEFAULT_PAPER": "demo",
+           "PUBLIC_BASE_URL": "http://localhost"}
     flask = os.path.join(os.path.dirname(sys.executable), "flask")
     runs = [subprocess.Popen([flask, "send-alerts"], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True) for _ in range(2)]

@@ -110,7 +110,7 @@ def test_a_run_killed_mid_batch_is_completed_by_the_next_without_duplicates(clie
         desk.piece(paper, "News at the half hour", on_air_at=now - timedelta(minutes=30))
 
         env = {**os.environ, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "SMTP_URL": smtp_url,
-               "PAPER_DOMAIN": "localhost", "DEFAULT_PAPER": "demo"}
+               "PAPER_DOMAIN": "localhost", "DEFAULT_PAPER": "demo", "PUBLIC_BASE_URL": "http://localhost"}
         handler.hold_after = ACCEPT_FIRST
         first = send_alerts(env, connections)
         try:

@@ -11,6 +11,7 @@ import json
 import re
 from collections import defaultdict
 from urllib.parse import urljoin, urlsplit
+from urllib.request import urlopen
 
 import lxml.html
 import pytest
@@ -156,25 +157,48 @@ def test_podcast_artwork_is_square_and_large_and_explicit_is_false(client, demo)
         assert width == height and 1400 <= width <= 3000
 
 
-def test_poster_only_edition_page_shows_poster_and_transcript_no_player(client, demo):
-    edition = client.get("/api/v1/cast").get_json()["editions"][0]
-    assert edition["video_url"] is None
-    page = client.get(f"/cast/{edition['day']}")
-    tree = lxml.html.fromstring(page.data)
-    assert tree.xpath("//video") == []
-    (poster,) = tree.xpath("//figure[@class='player']/img")
-    assert poster.get("alt") and urljoin(HOST, poster.get("src")) == edition["poster_url"]
+def test_every_demo_edition_has_a_real_video_the_podcast_encloses(client, demo):
+    """A short H.264 video made at seed time (demo/video.py), captions in step with it; the
+    podcast lists every edition with a playable enclosure (read back by podcastparser and
+    measured by the ffmpeg that made it)."""
+    import imageio_ffmpeg
+    import podcastparser
+
+    editions = client.get("/api/v1/cast").get_json()["editions"]
+    assert len(editions) == 4
+    feed = client.get("/podcast.xml")
+    parsed = podcastparser.parse(f"{HOST}/podcast.xml", io.BytesIO(feed.data))
+    enclosures = {e["enclosures"][0]["url"]: e["enclosures"][0] for e in parsed["episodes"]}
+    assert set(enclosures) == {edition["video_url"] for edition in editions}
+    for edition in editions:
+        video = client.get(edition["video_url"])
+        assert video.status_code == 200 and video.content_type == "video/mp4"
+        assert video.data[4:8] == b"ftyp" and b"avc1" in video.data[:4096]
+        assert enclosures[edition["video_url"]]["file_size"] == len(video.data) == edition["length_bytes"]
+        assert enclosures[edition["video_url"]]["mime_type"] == "video/mp4"
+        cues = client.get(edition["captions"]).get_data(as_text=True).count(" --> ")
+        assert edition["duration_seconds"] == cues * 4  # one cue each 4 s, the video as long
+        path = f"{demo_instance(client)}/media/{edition['video_url'].rsplit('/', 1)[1]}"
+        frames, seconds = imageio_ffmpeg.count_frames_and_secs(path)
+        assert seconds == edition["duration_seconds"] and frames == seconds  # one still a second
+
+    edition = editions[0]
+    tree = lxml.html.fromstring(client.get(f"/cast/{edition['day']}").data)
+    [video] = tree.xpath("//video")
+    assert video.get("crossorigin") == "anonymous" and urljoin(HOST, video.get("poster")) == edition["poster_url"]
+    assert [urljoin(HOST, src) for src in video.xpath("source/@src")] == [edition["video_url"]]
     transcript = tree.xpath("//section[@class='transcript']//p/text()")
     assert transcript[0].startswith("Good evening.") and len(transcript) >= 4
     (ld,) = [json.loads(s) for s in tree.xpath("//script[@type='application/ld+json']/text()")]
-    assert ld["@type"] == "VideoObject" and ld["name"] == edition["title"]
-    assert ld["thumbnailUrl"] == [edition["poster_url"]] and ld["uploadDate"] == edition["published_at"]
-    assert ld["transcript"] == edition["transcript"] and "contentUrl" not in ld
-    # The podcast has nothing to enclose for a poster-only edition, so it leaves it out.
-    assert etree.fromstring(client.get("/podcast.xml").data).findall("channel/item") == []
+    assert ld["@type"] == "VideoObject" and ld["contentUrl"] == edition["video_url"]
+    assert ld["duration"].startswith("PT") and ld["transcript"] == edition["transcript"]
     captions = client.get(edition["captions"])
     assert captions.content_type == "text/vtt; charset=utf-8"
     assert captions.data.startswith(b"WEBVTT\n\n1\n00:00:00.000 --> 00:00:04.000\nGood evening.")
+
+
+def demo_instance(client) -> str:
+    return client.application.instance_path
 
 
 def test_demo_headlines_are_unique_and_figures_agree(client, desk, demo):
@@ -269,4 +293,35 @@ def test_demo_pages_in_a_browser_load_only_from_the_papers_host(browser, live, r
         assert broken == [], (path, broken)
     assert hosts(seen["requests"]) == {own}
     assert failed == [] and seen["errors"] == []
+    context.close()
+
+
+@pytest.mark.browser
+def test_chromium_plays_every_demo_edition_with_its_captions(browser, live, runner):
+    """Each demo edition's page in Chromium: the `<video>` loads its metadata (a duration as long
+    as the captions), decodes its first frame, and the captions track has its cues."""
+    assert runner.invoke(args=["seed-demo", "--subscribers", "0"]).exit_code == 0
+    editions = json.loads(urlopen(f"{live}/api/v1/cast").read())["editions"]
+    context = browser.new_context()
+    page = context.new_page()
+    seen = watch(page)
+    for edition in editions:
+        page.goto(f"{live}/cast/{edition['day']}")
+        state = page.evaluate("""() => new Promise((done, fail) => {
+            const video = document.querySelector('video');
+            const track = video.textTracks[0];
+            track.mode = 'hidden';
+            const finish = () => done({duration: video.duration, width: video.videoWidth,
+                                       cues: track.cues ? track.cues.length : 0,
+                                       error: video.error && video.error.code});
+            video.addEventListener('error', () => fail(new Error('video error ' + video.error.code)));
+            video.preload = 'auto';
+            video.addEventListener('loadeddata', () => setTimeout(finish, 300), {once: true});
+            video.load();
+        })""")
+        cues = urlopen(edition["captions"]).read().decode().count(" --> ")
+        assert state["error"] is None and state["width"] == 640
+        assert round(state["duration"]) == edition["duration_seconds"] == cues * 4
+        assert state["cues"] == cues
+    assert hosts(seen["requests"]) == hosts([live]) and seen["errors"] == []
     context.close()

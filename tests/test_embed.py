@@ -1,6 +1,7 @@
 """`/embed/{id}`, `/oembed` and the framing and security headers."""
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 from xml.etree import ElementTree
 
@@ -144,7 +145,7 @@ def test_oembed_record_is_rich_json_with_every_field(client, desk):
     assert record["type"] == "rich" and record["version"] == "1.0"
     assert record["title"] == "Rates rise again"
     assert record["author_name"] == "Rex Ledger"
-    assert record["author_url"] == "http://localhost/masthead#rex-ledger"
+    assert record["author_url"] == "http://localhost/masthead/rex-ledger"
     assert record["provider_name"] == "The Demo Times"
     assert record["provider_url"] == "http://localhost/"
     assert record["width"] == 480 and 200 < record["height"] < 1000
@@ -215,7 +216,7 @@ def test_the_height_follows_the_width(client, desk):
     assert heights == sorted(heights) and len(set(heights)) == 3  # the picture keeps its 1200:630
 
 
-@pytest.mark.parametrize("format", ["yaml", "JSON", "html", "", "json%20", "x" * 300])
+@pytest.mark.parametrize("format", ["yaml", "JSON", "html", "json%20", "x" * 300])
 @pytest.mark.parametrize("url", ["http://localhost/stories/rates-rise-again", "http://localhost/stories/nope"])
 def test_an_unsupported_format_is_501_not_implemented(client, desk, format, url):
     paper = desk.paper("demo")
@@ -228,8 +229,8 @@ def test_an_unsupported_format_is_501_not_implemented(client, desk, format, url)
     assert response.headers["Access-Control-Allow-Origin"] == "*"
 
 
-@pytest.mark.parametrize("params", [{"maxwidth": 219}, {"maxwidth": "abc"},
-                                    {"maxwidth": "4.5"}, {"maxheight": 199}, {"maxheight": "x"}])
+@pytest.mark.parametrize("params", [{"maxwidth": 0}, {"maxwidth": -5}, {"maxwidth": "abc"},
+                                    {"maxwidth": "4.5"}, {"maxheight": 0}, {"maxheight": "x"}])
 def test_out_of_range_or_malformed_values_are_400_problems(client, desk, params):
     paper = desk.paper("demo")
     desk.piece(paper, "Rates rise again")
@@ -237,6 +238,38 @@ def test_out_of_range_or_malformed_values_are_400_problems(client, desk, params)
     assert response.status_code == 400
     assert response.mimetype == "application/problem+json"
     assert set(response.get_json()["errors"]) == set(params)
+
+
+@pytest.mark.parametrize("maxwidth, maxheight", [(100, None), (219, None), (1, 1), (219, 199), (300, 50)])
+def test_a_size_below_the_smallest_card_gets_the_smallest_card(client, desk, maxwidth, maxheight):
+    paper = desk.paper("demo")
+    desk.piece(paper, "Rates rise again")
+    natural = oembed(client, "http://localhost/stories/rates-rise-again",
+                     maxwidth=max(220, maxwidth)).get_json()["height"]
+    params = {"maxwidth": maxwidth} | ({"maxheight": maxheight} if maxheight is not None else {})
+    response = oembed(client, "http://localhost/stories/rates-rise-again", **params)
+    assert response.status_code == 200
+    record = response.get_json()
+    assert record["width"] == max(220, maxwidth)
+    assert record["height"] == (natural if maxheight is None else min(natural, max(200, maxheight)))
+    frame = re.search(r'width="(\d+)" height="(\d+)"', record["html"])
+    assert (int(frame[1]), int(frame[2])) == (record["width"], record["height"])
+
+
+def test_an_empty_format_is_json(client, desk):
+    paper = desk.paper("demo")
+    desk.piece(paper, "Rates rise again")
+    response = client.get("/oembed?url=http://localhost/stories/rates-rise-again&format=")
+    assert response.status_code == 200 and response.mimetype == "application/json"
+    assert response.get_json()["type"] == "rich"
+
+
+def test_author_url_is_the_persona_page(client, desk):
+    paper = desk.paper("demo")
+    desk.piece(paper, "Rates rise again", byline="Ada Quill")
+    record = oembed(client, "http://localhost/stories/rates-rise-again").get_json()
+    assert record["author_url"] == f"http://localhost/masthead/{desk.persona(paper, 'Ada Quill').slug}"
+    assert client.get(record["author_url"]).status_code == 200
 
 
 def test_url_is_required(client, desk):
@@ -327,7 +360,7 @@ def test_embed_and_oembed_are_documented(client, desk):
     assert "text/html" in card["responses"]["404"]["content"]
     record = doc["paths"]["/oembed"]["get"]
     params = {p["name"]: p for p in record["parameters"]}
-    assert params["maxwidth"]["schema"]["minimum"] == 220
+    assert params["maxwidth"]["schema"]["minimum"] == 1  # below 220: the 220 card
     assert "maximum" not in params["maxwidth"]["schema"]  # an upper bound, clamped to 640
     assert "640" in params["maxwidth"]["description"]
     assert "enum" not in params["format"]["schema"] and "501" in params["format"]["description"]

@@ -93,7 +93,7 @@ def test_items_are_the_rss_items_with_full_content_newest_first(client, desk):
     assert comet["summary"] == "The standfirst."
     assert comet["image"] == "https://img.example/comet.jpg"
     assert comet["authors"] == [{"name": "Rex Ledger (AI persona)",
-                                 "url": "http://localhost/masthead#rex-ledger",
+                                 "url": "http://localhost/masthead/rex-ledger",
                                  "avatar": "http://localhost/masthead/rex-ledger/avatar.svg"}]
     assert client.get("/masthead/rex-ledger/avatar.svg").status_code == 200
 

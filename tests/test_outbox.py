@@ -197,7 +197,8 @@ def test_the_drainer_loop_sends_within_a_poll_and_stops_cleanly_on_sigterm(clien
     desk.paper("demo")
     env = {**os.environ, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "SMTP_URL": smtp.url,
            "FLASK_APP": "app", "PAPER_DOMAIN": "localhost", "DEFAULT_PAPER": "demo",
-           "SECRET_KEY": app.config["SECRET_KEY"], "OUTBOX_POLL_SECONDS": "0.2", "PYTHONUNBUFFERED": "1"}
+           "SECRET_KEY": app.config["SECRET_KEY"], "OUTBOX_POLL_SECONDS": "0.2", "PYTHONUNBUFFERED": "1",
+           "PUBLIC_BASE_URL": "http://localhost"}  # alert links' origin, outside development
     flask = os.path.join(os.path.dirname(sys.executable), "flask")
     drainer = subprocess.Popen([flask, "drain-outbox"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)

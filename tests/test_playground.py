@@ -333,3 +333,20 @@ def test_playground_screenshots(browser, live, newsroom, label):
     screenshot(page, f"playground-try-{label}")
     assert seen["errors"] == [] and context.cookies() == []
     context.close()
+
+
+@pytest.mark.browser
+def test_on_a_390px_phone_the_preview_card_fits_without_clipping(browser, live, newsroom):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, device_scale_factor=3)
+    page, seen = open_playground(context, live)
+    frame = page.locator("#preview iframe")
+    expect(frame).not_to_have_attribute("width", "480")
+    width = int(frame.get_attribute("width"))
+    assert 220 <= width < 390
+    box, holder = frame.bounding_box(), page.locator("#preview").bounding_box()
+    assert box["x"] >= holder["x"] and box["x"] + box["width"] <= holder["x"] + holder["width"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    assert page.evaluate("(box => box.scrollWidth <= box.clientWidth)(document.getElementById('preview'))")
+    expect(page.locator("#snippet")).to_have_value(re.compile(rf'width="{width}"'))
+    assert seen["errors"] == []
+    context.close()

@@ -162,3 +162,18 @@ def test_oembed_snippet_shows_the_whole_byline_and_disclosure(browser, live, new
     assert frame.evaluate("document.documentElement.scrollWidth") <= record["width"]
     screenshot(page, f"card-{maxwidth}x{maxheight or 'auto'}")
     context.close()
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("path", ["/", "/stories/rates-rise-again-as-the-central-bank-tightens", "/masthead/ada-quill",
+                                  "/embed/rates-rise-again-as-the-central-bank-tightens"])
+def test_touch_targets_are_24px_on_a_phone(browser, live, newsroom, path):
+    """axe-core's WCAG 2.2 `target-size` rule at 390 px: the front's section kickers and the
+    card's byline are at least 24 px tall (issue 25)."""
+    axe = pytest.importorskip("axe_playwright_python.sync_playwright", reason="axe-playwright-python is missing")
+    context, page, _, response = open_page(browser, live + path, 390, 844)
+    assert response.status == 200
+    results = axe.Axe().run(page, options={"runOnly": {"type": "rule", "values": ["target-size"]},
+                                           "resultTypes": ["violations"]})
+    assert results.violations_count == 0, results.generate_report()
+    context.close()

@@ -31,6 +31,7 @@ from schemas.paper import PaperIndexOut, ReceiptKeysOut
 from schemas.proof import AgentOut
 from services.errors import Invalid
 from services.newsroom import desk
+from services.newsroom.keys import AGENT_CAPABILITIES
 from services.reading import front
 from web.commit import transactional
 from web.links import links
@@ -276,8 +277,11 @@ ADMIN_ACTIONS = [
 ]
 # What each agent capability opens (permissions.writer).
 AGENT_ACTIONS = {
-    "file": ("File a draft as {persona} (the byline is always your persona)", "POST", "/stories"),
-    "revise": ("Revise {persona}'s drafts (never a piece on air)", "PATCH", "/stories/{id}"),
+    "file": [("File a draft as {persona} (the byline is always your persona)", "POST", "/stories")],
+    "revise": [("Revise {persona}'s drafts (never a piece on air)", "PATCH", "/stories/{id}")],
+    "air": [("Put one of {persona}'s pieces on air now, or schedule it with {{\"at\": ...}}", "PUT",
+             "/stories/{id}/air"),
+            ("Take one of {persona}'s pieces off air, or cancel its schedule", "DELETE", "/stories/{id}/air")],
 }
 
 
@@ -292,8 +296,8 @@ def _may(key: DeskKey, persona: Persona | None) -> list[dict]:
         actions += ADMIN_ACTIONS
     else:
         actions += [(text.format(persona=name), method, path)
-                    for capability, (text, method, path) in AGENT_ACTIONS.items()
-                    if permissions.has_capability(key, capability)]
+                    for capability, opened in AGENT_ACTIONS.items() if permissions.has_capability(key, capability)
+                    for text, method, path in opened]
     return [{"action": text, "method": method, "url": links().api(path)} for text, method, path in actions]
 
 
@@ -312,8 +316,9 @@ def help_desk(paper) -> str:
 def agent_check():
     """Cockpit self-check: reaching it means the key is active and scoped to this paper
 
-    Names the key (kind, prefix, label), the persona an agent key files as, its capabilities,
-    and `may`: every action the key may take here, each with its method and absolute URL.
+    Names the key (kind, prefix, label), the persona an agent key files as, its capabilities
+    and every capability an agent key can have (`agent_capabilities`), and `may`: every action
+    the key may take here, each with its method and absolute URL.
     """
     key, paper = g.key, g.paper
     persona = permissions.persona_of(key)
@@ -323,6 +328,7 @@ def agent_check():
         "avatar": links().avatar(persona.slug) if persona else None,
         "persona": persona,
         "capability": permissions.capabilities(key),
+        "agent_capabilities": dict(AGENT_CAPABILITIES),
         "may": _may(key, persona),
         "guide": links().absolute("/api"),
         "search_help": help_desk(paper),

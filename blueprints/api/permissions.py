@@ -13,11 +13,13 @@ level and no further: never the subscriber counts (`read`), never the integratio
 config (`sees_full_config`).
 
 Writers. `writer(bp, capability)`: an admin key, or an agent key holding `capability` (`file`,
-`revise`). Such a view is listed as admin for everyone else.
+`revise`, `air`: services/newsroom/keys.py AGENT_CAPABILITIES). Such a view is listed as admin
+for everyone else. A refusal names the capability that was missing.
 
 Agents. An agent key acts as its persona: it files only under that byline
 (`check_file`), revises only that persona's pieces, only while they are drafts, and never moves
-a piece to another byline (`check_revise`).
+a piece to another byline (`check_revise`); airs, schedules and pulls only that persona's
+pieces (`check_air`).
 
 Admin-only rows and fields. Subscriber rows and batches (`emails`, `webhook`) need an admin
 key (`check_subscriber_batch`, `check_public_subscribe`, `sees_subscriber_rows`); the config
@@ -43,6 +45,7 @@ from extensions import db
 from models import DeskKey, Persona, Piece
 from services.errors import Forbidden, Invalid, Unauthorized
 from services.newsroom.filing import REFUSED
+from services.newsroom.keys import AGENT_CAPABILITIES
 
 # How far each key kind reaches, and what each access level needs.
 REACH = {"agent": 1, "read": 2, "admin": 3}
@@ -66,9 +69,12 @@ def require_level(key: DeskKey | None, level: str) -> DeskKey:
     if key is None:
         raise Unauthorized("This route needs a desk key.")
     if not reaches(key, level):
-        raise Forbidden("This route needs a read or admin key; an agent key reaches only its cockpit, "
-                        "the config as read, drafts, proofs and what its capabilities allow."
-                        if level == "read" else f"This route needs a {level} key.")
+        if level == "read":
+            raise Forbidden("This route needs a read or admin key; an agent key reaches only its cockpit, "
+                            "the config as read, drafts, proofs and what its capabilities allow.")
+        raise Forbidden(f"This route needs an admin key; no agent capability opens it (agent keys may have: "
+                        f"{', '.join(AGENT_CAPABILITIES)})." if key.kind == "agent"
+                        else f"This route needs an {level} key.")
     return key
 
 
@@ -87,8 +93,11 @@ def require_writer(key: DeskKey | None, capability: str) -> DeskKey:
     Unauthorized without a key, Forbidden otherwise."""
     require_level(key, "key")
     if not (reaches(key, "admin") or has_capability(key, capability)):
-        raise Forbidden(f"This route needs an admin key or an agent key with the capability "
-                        f"{capability!r}.")
+        held = ", ".join(key.capabilities or []) or "none"
+        raise Forbidden(f"This route needs an admin key or an agent key with the capability {capability!r} "
+                        f"({AGENT_CAPABILITIES[capability]}); this {key.kind} key has "
+                        + (f"the capabilities: {held}. A key with it is made by `flask keys create --kind agent "
+                           f"--persona NAME --capability {capability}`." if key.kind == "agent" else "no such right."))
     return key
 
 
@@ -191,6 +200,13 @@ def check_file(key: DeskKey, body: dict) -> dict:
     return fields
 
 
+def check_air(key: DeskKey, piece: Piece) -> None:
+    """May `key` put `piece` on air, schedule it, or take it off air? An admin key any piece;
+    an agent key (capability `air`) only its own persona's. Raises Forbidden."""
+    if key.kind == "agent" and piece.persona_id != key.persona_id:
+        raise Forbidden("An agent key may air and pull only its own persona's pieces.")
+
+
 def check_revise(key: DeskKey, piece: Piece, body: dict) -> None:
     """May `key` file `body` as the next revision of `piece` (its persona loaded)? An admin key
     may revise anything; an agent key only its own persona's drafts, keeping the byline.
@@ -215,10 +231,13 @@ def check_subscriber_batch(key: DeskKey) -> None:
 
 
 def check_public_subscribe(body: dict) -> None:
-    """A public subscribe may not send the admin-only fields. Raises Invalid naming them."""
+    """A public subscribe may not send the admin batch's fields: such a body is the admin batch
+    (`SubscribeBatchIn`), which needs an admin key. Raises Unauthorized (401) naming them."""
     extra = [name for name in ADMIN_SUBSCRIBE_FIELDS if name in body]
     if extra:
-        raise Invalid(errors={name: ["Only with an admin key."] for name in extra})
+        names = " and ".join(f"`{name}`" for name in extra)
+        raise Unauthorized(f"{names} {'is' if len(extra) == 1 else 'are'} for the admin batch: send an admin "
+                           "key, or subscribe one address with `email` and no key.")
 
 
 def sees_subscriber_rows(key: DeskKey) -> bool:

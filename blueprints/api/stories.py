@@ -4,8 +4,8 @@
     GET    /api/v1/stories/{id}          a full story by id or slug (drafts with a key)
     POST   /api/v1/stories               file a draft (admin, or agent with `file`)
     PATCH  /api/v1/stories/{id}          revise (admin, or agent with `revise`: own drafts)
-    PUT    /api/v1/stories/{id}/air      put on air now, or at `{"at": RFC 3339}` (admin)
-    DELETE /api/v1/stories/{id}/air      take off air, or cancel a schedule (admin)
+    PUT    /api/v1/stories/{id}/air      on air now, or at `{"at": RFC 3339}` (admin, or agent with `air`: own pieces)
+    DELETE /api/v1/stories/{id}/air      take off air, or cancel a schedule (admin, or agent with `air`)
     GET    /api/v1/stories/{id}/proof    the provenance record (read key)
 
 Writes take a JSON body (415 otherwise) parsed by a schema that refuses unknown fields (422
@@ -225,13 +225,13 @@ def revise_story(body: dict, id: str):
 
 @bp.route("/stories/<string(maxlength=200):id>/air", methods=["PUT"])
 @transactional
-@keyed(bp, "admin")
+@writer(bp, "air")
 @optional_json_body
 @bp.arguments(AirIn, required=False, example={"at": "2026-11-25T07:00:00Z"})
 @bp.response(200, StoryOut)
 @bp.alt_response(404, description="No such piece on this paper.")
 def air_story(body: dict, id: str):
-    """Put a piece on air now, or schedule it (admin)
+    """Put a piece on air now, or schedule it (admin, or an agent key with `air`: its own persona's)
 
     Without a body (or without `at`, or with `at` not in the future) the piece airs now; a
     body, when sent, is JSON (415 otherwise). With
@@ -242,20 +242,24 @@ def air_story(body: dict, id: str):
     content webhooks and the CDN purge follow.
     """
     filing.lock_paper(g.paper)
-    return filing.put_on_air(g.paper, _piece(id), utcnow(), (body or {}).get("at"))
+    piece = _piece(id)
+    permissions.check_air(g.key, piece)
+    return filing.put_on_air(g.paper, piece, utcnow(), (body or {}).get("at"))
 
 
 @bp.route("/stories/<string(maxlength=200):id>/air", methods=["DELETE"])
 @transactional
-@keyed(bp, "admin")
+@writer(bp, "air")
 @bp.response(200, StoryOut)
 @bp.alt_response(404, description="No such piece on this paper.")
 def unair_story(id: str):
-    """Take a piece off air, or cancel its schedule (admin)
+    """Take a piece off air, or cancel its schedule (admin, or an agent key with `air`: its own persona's)
 
     A public piece leaves every public list, feed and page (the change feed lists an `unaired`
     tombstone). A scheduled piece goes back to being a draft and never airs. Keyed reads still show
     it; taking a draft off air changes nothing.
     """
     filing.lock_paper(g.paper)
-    return filing.take_off_air(g.paper, _piece(id), utcnow())
+    piece = _piece(id)
+    permissions.check_air(g.key, piece)
+    return filing.take_off_air(g.paper, piece, utcnow())

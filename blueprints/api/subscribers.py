@@ -28,6 +28,8 @@ from schemas.subscriber import (
     PreferencesPatch,
     PreferencesTokenQuery,
     SubscribeAcceptedOut,
+    SubscribeBatchIn,
+    SubscribeBody,
     SubscribeIn,
     SubscribersOut,
 )
@@ -63,6 +65,11 @@ def _create(body: dict):
 
 
 def _create_batch(body: dict):
+    # One of the two documented bodies: `SubscribeBatchIn`, or `SubscribeIn`'s one `email`
+    # (a batch of one); never a mix of them.
+    if "email" in body and ("emails" in body or "webhook" in body):
+        mixed = [name for name in ("emails", "webhook") if name in body]
+        raise Invalid(errors={name: ["Not with `email`: send the batch as `emails`."] for name in mixed})
     emails = body.get("emails") or ([body["email"]] if "email" in body else None)
     if not emails:
         raise Invalid(errors={"emails": ["Missing data for required field."]})
@@ -75,11 +82,29 @@ def _create_batch(body: dict):
                             for row, secret in done]}, 202
 
 
-def _post_view(name: str):
-    """One POST view per path (same handler), each documented on its own path."""
+# The two bodies, as the document shows them: a client (or a fuzzer) without a key builds the
+# first, and one with an admin key the second. Registered as components on the app's Api when
+# the blueprint is (`_register_bodies`).
+BODY_SCHEMAS = {"SubscribeIn": SubscribeIn, "SubscribeBatchIn": SubscribeBatchIn}
+REQUEST_BODY = {"required": True, "content": {"application/json": {"schema": {"oneOf": [
+    {"$ref": f"#/components/schemas/{name}"} for name in BODY_SCHEMAS]}}}}
 
-    def view(body):
-        return _create(body)
+
+@bp.record_once
+def _register_bodies(state) -> None:
+    spec = state.app.extensions["flask-smorest"]["apis"][""]["ext_obj"].spec
+    for name, schema in BODY_SCHEMAS.items():
+        if name not in spec.components.schemas:
+            spec.components.schema(name, schema=schema)
+
+
+def _post_view(name: str):
+    """One POST view per path (same handler), each documented on its own path. The body is read
+    here with `SubscribeBody` (the fields of both bodies; a 422 with per-field `errors` as
+    `@bp.arguments` gives) and documented as one of `SubscribeIn` and `SubscribeBatchIn`."""
+
+    def view():
+        return _create(bp.ARGUMENTS_PARSER.parse(SubscribeBody(), location="json"))
 
     view.__name__ = view.__qualname__ = name
     view.__doc__ = (
@@ -91,9 +116,11 @@ def _post_view(name: str):
         "202 `{subscribers: [{email, webhook_secret?}]}`. A read key gets 403.")
     view = bp.alt_response(429, description="Too many subscribe requests; see `Retry-After`.")(view)
     view = bp.alt_response(403, description="A read key: the batch needs an admin key.")(view)
+    view = bp.alt_response(401, description="The admin batch's `emails` or `webhook` without a key, or a "
+                                             "malformed, unknown or revoked key.")(view)
+    view = bp.alt_response(422, description="The body failed validation (`errors` names each field).")(view)
     view = bp.response(202, SubscribeAcceptedOut)(view)
-    view = bp.arguments(SubscribeIn)(view)
-    view = bp.doc(security=OPTIONAL_SECURITY)(view)
+    view = bp.doc(security=OPTIONAL_SECURITY, requestBody=REQUEST_BODY)(view)
     # The public subscribe limits (per client, per address) are counted by the pipeline,
     # before the paper lookup.
     view = policy.route(limit="subscribe")(view)

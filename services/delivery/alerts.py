@@ -33,7 +33,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from extensions import db
-from models import AlertDelivery, Paper, Subscriber
+from models import AlertDelivery, Edition, Paper, PieceChange, Subscriber
 from models.types import UTCDateTime
 from services.delivery import claims, mail, webhooks
 from services.delivery.alert_content import MAX_LOOKBACK, Composer, Content, alert_data, period_for
@@ -76,7 +76,8 @@ _PLAN_COLUMNS = (Subscriber.id, Subscriber.paper_id, Subscriber.email, Subscribe
                  Subscriber.paused_until)
 
 
-def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SETTLE) -> PlanReport:
+def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SETTLE, cadence: str | None = None,
+                paper_id: int | None = None) -> PlanReport:
     """Record the due alert window of every confirmed subscriber (and its webhook delivery,
     whose payload's URLs are under the paper's origin from `origins`).
 
@@ -93,17 +94,23 @@ def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SET
     addresses are not considered at all. Per chunk of
     CHUNK subscribers: three reads, one multi-row insert that leaves out a slot another run
     recorded first (ON CONFLICT DO NOTHING), one commit. Rows with a webhook are recorded one by
-    one, with their outbox delivery."""
+    one, with their outbox delivery. `cadence` and `paper_id`, when given, plan only those
+    subscribers (`plan_instant` uses both)."""
     report = PlanReport()
     end = now - settle
     content = Content(end - MAX_LOOKBACK, end)
     papers: dict[int, tuple[Paper, Links]] = {}
     last_id = 0
+    only = []
+    if cadence is not None:
+        only.append(Subscriber.cadence == cadence)
+    if paper_id is not None:
+        only.append(Subscriber.paper_id == paper_id)
     while True:
         chunk = db.session.execute(select(*_PLAN_COLUMNS).where(
             Subscriber.id > last_id, Subscriber.confirmed_at.is_not(None),
             Subscriber.unsubscribed_at.is_(None), Subscriber.suppressed_at.is_(None),
-            or_(Subscriber.paused_until.is_(None), Subscriber.paused_until < end))
+            or_(Subscriber.paused_until.is_(None), Subscriber.paused_until < end), *only)
             .order_by(Subscriber.id).limit(CHUNK)).all()
         if not chunk:
             break
@@ -143,6 +150,54 @@ def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SET
             report.recorded += inserted
             report.skipped += len(rows) - inserted
         db.session.commit()
+    return report
+
+
+def plan_instant(clock: Callable[[], datetime], *, origins: PaperOrigins, lock_paper: Callable[[Paper], None],
+                 seen: dict[int, tuple] | None = None) -> PlanReport:
+    """Record the due window of every confirmed `instant` subscriber, ending at this instant
+    rather than ALERT_SETTLE_SECONDS ago: what `drain-outbox` runs every pass, so an instant
+    alert leaves within a poll or two of its piece airing (docs/ALERTS.md "Instant alerts").
+
+    Why no settle is needed: piece writes take the paper's lock (`filing.lock_paper`) before
+    they take their `on_air_at`, and hold it until they commit; editions likewise
+    (`desk.publish_edition`). So the planner takes the same lock, reads the clock (`clock()`,
+    aware UTC) as the window's `end`, and lets go: every write that took its time before `end`
+    has committed by then, every later one takes a time after it. A scheduled piece is
+    committed long before its instant. Each piece therefore falls in exactly one window; a
+    second planner (another drainer, or cron's `send-alerts`) ends its windows elsewhere, and
+    the chain of windows (unique per subscriber and window start) stays single. `lock_paper`
+    is that lock (`services.newsroom.filing.lock_paper`, handed in: newsroom imports delivery,
+    never the other way).
+
+    `seen` (kept by the caller between passes, paper id -> what was last planned through):
+    a paper whose newest listed change and newest edition are the same as at its last
+    planning is skipped without taking its lock, so an idle pass costs two indexed reads per
+    paper with instant readers. Returns what was recorded and skipped, summed over papers."""
+    report = PlanReport()
+    seen = {} if seen is None else seen
+    paper_ids = db.session.scalars(select(Subscriber.paper_id).distinct().where(
+        Subscriber.cadence == "instant", Subscriber.confirmed_at.is_not(None),
+        Subscriber.unsubscribed_at.is_(None), Subscriber.suppressed_at.is_(None))).all()
+    for paper_id in paper_ids:
+        now = clock()
+        mark = (db.session.scalar(select(func.max(PieceChange.at)).where(
+                    PieceChange.paper_id == paper_id, PieceChange.at <= now)),
+                db.session.scalar(select(func.max(Edition.published_at)).where(Edition.paper_id == paper_id)))
+        db.session.rollback()
+        if mark == (None, None) or seen.get(paper_id) == mark:
+            continue
+        paper = db.session.get(Paper, paper_id)
+        lock_paper(paper)
+        end = clock()
+        db.session.rollback()  # the lock's only use was to wait for writes in flight
+        planned = plan_alerts(end, origins=origins, settle=timedelta(0), cadence="instant", paper_id=paper_id)
+        report.recorded += planned.recorded
+        report.skipped += planned.skipped
+        # Remembered only when this window reached past everything the mark names: a piece dated
+        # exactly `end` (half-open windows leave it out) is planned by the next pass, not skipped.
+        if all(moment is None or moment < end for moment in mark):
+            seen[paper_id] = mark
     return report
 
 

@@ -15,9 +15,10 @@ from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import DeskKey, Edition, Paper, Persona, Section
+from models.clock import utcnow
 from services.delivery import content_webhooks
 from services.errors import Conflict
-from services.newsroom.filing import slugify
+from services.newsroom.filing import lock_paper, slugify
 from services.reading.front import public_config
 
 CONFIG_FIELDS = ("nameplate", "motto", "description", "is_public", "index_style", "subscribe_path")
@@ -184,8 +185,14 @@ def update_config(paper: Paper, changes: dict) -> Paper:
 
 
 def publish_edition(paper: Paper, fields: dict, now: datetime) -> Edition:
-    """Publish the video edition of `fields["day"]` (a date), published at `now`. Raises
-    Conflict when that day already has one (one edition per published day)."""
+    """Publish the video edition of `fields["day"]` (a date), published at `now` or, when the
+    paper's lock was waited for, the instant it was had. Raises Conflict when that day already
+    has one (one edition per published day)."""
+    # Like a piece's airing, under the paper's lock with its time taken after it: the instant
+    # alert planner (services/delivery/alerts.py `plan_instant`) takes the same lock to know
+    # that nothing dated before its window's end is still to commit.
+    lock_paper(paper)
+    now = max(now, utcnow())
     day: date = fields["day"]
     if db.session.scalar(select(Edition.id).where(Edition.paper_id == paper.id, Edition.day == day)):
         raise Conflict(f"the edition of {day.isoformat()} is already published")

@@ -259,11 +259,13 @@ def _stamp(seconds: float) -> str:
 def captions_vtt(lines: Sequence[str], *, seconds_per_line: float = 4.0) -> bytes:
     """WebVTT captions (UTF-8) with one cue per line of `lines`, each `seconds_per_line` long,
     back to back from 00:00:00.000. A line's `-->` would end a cue early, so it is turned into
-    an arrow."""
+    an arrow; `&`, `<` and `>` are escaped (`&amp;` `&lt;` `&gt;`), as cue text requires (WebVTT
+    section 4.2.2: a bare `<` starts a tag, a bare `&` a character reference)."""
     out = ["WEBVTT", ""]
     for n, line in enumerate(lines):
         start, end = n * seconds_per_line, (n + 1) * seconds_per_line
         text = " ".join(line.replace("-->", "\u2192").split())
+        text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
         out += [str(n + 1), f"{_stamp(start)} --> {_stamp(end)}", text, ""]
     return "\n".join(out).encode("utf-8")
 

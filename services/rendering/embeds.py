@@ -71,19 +71,20 @@ def natural_height(piece: Piece, width: int, *, nameplate: str) -> int:
     headline_lines = min(3, max(1, math.ceil(len(piece.headline) * 10.5 / text_width)))
     disclosure_lines = math.ceil(len(disclosure(piece.persona.name, nameplate)) * 6.6 / text_width)
     # padding + nameplate + headline + byline + disclosure, each with its line height.
-    return picture_height + 24 + 22 + headline_lines * 25 + 22 + disclosure_lines * 17 + 16
+    return picture_height + 24 + 22 + headline_lines * 25 + 24 + disclosure_lines * 17 + 16
 
 
 def card_size(piece: Piece, maxwidth: int | None, maxheight: int | None, *,
               nameplate: str) -> tuple[int, int]:
-    """(width, height) of the iframe in pixels: width `maxwidth` or DEFAULT_WIDTH, at most
-    MAX_WIDTH (a consumer's `maxwidth` is an upper bound: a larger one gets the widest card);
-    height the card's natural height at that width (see `natural_height`), capped at
-    `maxheight` (the card hides its picture when the frame is too short for it)."""
-    width = min(maxwidth or DEFAULT_WIDTH, MAX_WIDTH)
+    """(width, height) of the iframe in pixels: width `maxwidth` or DEFAULT_WIDTH, clamped to
+    MIN_WIDTH..MAX_WIDTH (a consumer's `maxwidth` is an upper bound: a larger one gets the
+    widest card, a smaller one than any card the smallest); height the card's natural height at
+    that width (see `natural_height`), capped at `maxheight` but never below MIN_HEIGHT (the
+    card hides its picture when the frame is too short for it)."""
+    width = max(MIN_WIDTH, min(maxwidth or DEFAULT_WIDTH, MAX_WIDTH))
     height = natural_height(piece, width, nameplate=nameplate)
     if maxheight is not None:
-        height = min(height, maxheight)
+        height = min(height, max(maxheight, MIN_HEIGHT))
     return width, height
 
 
@@ -146,8 +147,9 @@ def oembed_xml(record: dict) -> bytes:
 
 
 def masthead_entry(persona_slug: str, *, links: Links) -> str:
-    """The persona's entry on the masthead page (`/masthead#<slug>`)."""
-    return links.absolute(f"/masthead#{persona_slug}")
+    """The persona's own page, `/masthead/<slug>` (bio, beat, sections, recent pieces): the
+    author URL of oEmbed records, feed items and JSON-LD."""
+    return links.absolute(f"/masthead/{persona_slug}")
 
 
 def oembed_url(story_url: str, *, links: Links) -> str:

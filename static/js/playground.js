@@ -306,13 +306,26 @@
     });
   }
 
+  /* A phone narrower than the default card: start from the widest card that fits the
+     preview box, so nothing is clipped (a width the reader asked for in the address stays). */
+  function fitWidth() {
+    if (!storySelect || new URLSearchParams(location.search).has('maxwidth')) return Promise.resolve();
+    var style = window.getComputedStyle(preview);
+    var room = Math.floor(preview.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight));
+    var width = chosenWidth();
+    if (width === null || !(room > 0) || room >= width) return Promise.resolve();
+    widthInput.value = String(Math.max(Number(widthInput.min), room));
+    checkWidth();
+    return updateCard();
+  }
+
   /* --- start ----------------------------------------------------------------------------- */
 
   wireCard();
   wireEndpoints();
   // The endpoint list is drawn once the stories are known: `story` and `day` need one.
   var index = getJSON(root.dataset.index);
-  var listed = storySelect ? loadStories() : Promise.resolve();
+  var listed = storySelect ? loadStories().then(fitWidth) : Promise.resolve();
   Promise.allSettled([index, listed]).then(function (done) {
     if (done[0].status === 'fulfilled') renderEndpoints(done[0].value);
     fillTemplates();
