@@ -86,3 +86,20 @@ def test_a_request_log_line_holds_no_token(client, newsroom, caplog):
     assert len(lines) == 2
     assert all("SECRETVALUE" not in message + query for message, query in lines)
     assert lines[0][1] == "token=[redacted]&x=1"
+
+
+def test_stylesheets_and_scripts_go_gzipped_to_clients_that_accept_it(client, newsroom):
+    import gzip
+    import re as regex
+
+    page = client.get("/").get_data(as_text=True)
+    for url in regex.findall(r'(/static/[^"]+\.(?:css|js))', page)[:3]:
+        plain = client.get(url, buffered=True)
+        packed = client.get(url, headers={"Accept-Encoding": "gzip, br"})
+        assert plain.status_code == packed.status_code == 200, url
+        assert "Content-Encoding" not in plain.headers and "Accept-Encoding" in plain.headers["Vary"]
+        assert packed.headers["Content-Encoding"] == "gzip" and "Accept-Encoding" in packed.headers["Vary"]
+        assert gzip.decompress(packed.data) == plain.data and len(packed.data) < len(plain.data)
+        assert "immutable" in packed.headers["Cache-Control"]
+        again = client.get(url, headers={"Accept-Encoding": "gzip", "If-None-Match": packed.headers["ETag"]})
+        assert again.status_code == 304

@@ -6,7 +6,8 @@ of the file's SHA-256. The static view serves a hashed name whose hash matches t
 now with `Cache-Control: public, max-age=31536000, immutable`: a browser or CDN never asks
 again, and a changed file gets a new name. A hashed name that no longer matches (a page cached
 from before a deploy) gets today's file with a one-minute lifetime rather than a 404; an
-unhashed name is served as Flask serves it (revalidated with its ETag).
+unhashed name is served as Flask serves it (revalidated with its ETag). A hashed stylesheet,
+script or SVG goes gzipped to a client that accepts it (compressed once per worker).
 
 Hashes are computed once per file per process (each worker reads each asset once); under the
 debug server they follow the file's modification time, so an edited stylesheet gets a new name.
@@ -14,11 +15,14 @@ debug server they follow the file's modification time, so an edited stylesheet g
 from __future__ import annotations
 
 import hashlib
+import mimetypes
 import os
 import re
 
-from flask import Flask, current_app
+from flask import Flask, Response, current_app, request
 from werkzeug.security import safe_join
+
+from web import compression
 
 IMMUTABLE_MAX_AGE = 365 * 24 * 3600
 STALE_NAME_MAX_AGE = 60
@@ -95,7 +99,9 @@ def install(app: Flask) -> None:
         digest = hashes.of(plain)
         if digest is None:
             return original(filename=filename)
-        response = original(filename=plain)
+        response = _compressed(plain, digest) or original(filename=plain)
+        if response.mimetype in compression.COMPRESSIBLE:
+            response.vary.add("Accept-Encoding")  # a shared cache keeps both forms apart
         # Flask's send_file marks files no-cache (SEND_FILE_MAX_AGE_DEFAULT is None): not these.
         response.cache_control.no_cache = None
         response.cache_control.public = True
@@ -105,6 +111,30 @@ def install(app: Flask) -> None:
         else:
             response.cache_control.max_age = STALE_NAME_MAX_AGE
         return response
+
+    packed: dict[tuple[str, str], tuple[bytes, str] | None] = {}
+
+    def _compressed(filename: str, digest: str):
+        """The file gzipped, for a client that accepts it, when its type is text (stylesheets,
+        scripts, SVG): compressed once per file and version in each worker. None otherwise."""
+        if not compression.gzip_accepted(request.environ.get("HTTP_ACCEPT_ENCODING")):
+            return None
+        key = (filename, digest)
+        if key not in packed:
+            mimetype = mimetypes.guess_type(filename)[0] or "application/octet-stream"
+            body = None
+            if mimetype in compression.COMPRESSIBLE:
+                with open(safe_join(app.static_folder, filename), "rb") as handle:
+                    body = compression.gzip_bytes(handle.read())
+            packed[key] = (body, mimetype) if body is not None else None
+        found = packed[key]
+        if found is None:
+            return None
+        response = Response(found[0], mimetype=found[1])
+        response.headers["Content-Encoding"] = "gzip"
+        response.headers["Vary"] = "Accept-Encoding"
+        response.set_etag(f"{digest}-gz", weak=True)
+        return response.make_conditional(request)
 
     app.url_defaults(add_hash)
     app.view_functions["static"] = static
