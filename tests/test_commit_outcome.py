@@ -173,6 +173,9 @@ def test_a_commit_with_an_unknown_outcome_is_a_503_and_the_retry_is_safe(relayed
     faulty, relay = relayed
     client = faulty.test_client()
     headers = {**auth(newsroom["admin"], "X-Desk-Key"), "Idempotency-Key": f'"sport-{mode}"'}
+    # A key's first use records `last_used_at` on a connection of its own (services/newsroom/
+    # keys.py), with a COMMIT of its own: used once before, so the next COMMIT is the write's.
+    assert client.get("/api/v1/config", headers=auth(newsroom["admin"])).status_code == 200
     relay.arm(COMMIT, mode)
     lost = client.post("/api/v1/sections", json={"name": "Sport"}, headers=headers)
     assert relay.fired.is_set()
