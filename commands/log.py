@@ -33,14 +33,12 @@ def log_group() -> None:
     """The papers' public transparency logs (C2SP tlog-tiles)."""
 
 
-@log_group.command("checkpoint")
-@with_appcontext
-def checkpoint() -> None:
-    """Append every public change the logs lack (the `transparency-log` consumer, run to the
-    end of each paper's feed), then sign a checkpoint of each log that grew, now, and submit
-    it to the LOG_WITNESSES. Prints each log's origin and size."""
+def catch_up(now) -> int:
+    """Append every public change the logs lack, up to `now`, then sign a checkpoint of each log
+    that grew (and submit it to the witnesses); returns how many changes were appended. Raises
+    click.ClickException when a paper's changes could not be appended. `flask log checkpoint`
+    and `flask seed-demo` (a demo paper has its log at once) call it."""
     consumer = next(c for c in change_stream.CONSUMERS if c.name == store.CONSUMER)
-    now = utcnow()
     appended = 0
     while True:
         handled, failed = change_stream.run(consumer, now, batch=CATCH_UP_BATCH)
@@ -50,6 +48,16 @@ def checkpoint() -> None:
         if not handled:
             break
     outbox.sign_checkpoints(now, interval=0)
+    return appended
+
+
+@log_group.command("checkpoint")
+@with_appcontext
+def checkpoint() -> None:
+    """Append every public change the logs lack (the `transparency-log` consumer, run to the
+    end of each paper's feed), then sign a checkpoint of each log that grew, now, and submit
+    it to the LOG_WITNESSES. Prints each log's origin and size."""
+    appended = catch_up(utcnow())
     rows = db.session.execute(db.select(Paper.slug, TransparencyLog.origin, TransparencyLog.signed_size)
                               .join(TransparencyLog, TransparencyLog.paper_id == Paper.id).order_by(Paper.slug)).all()
     db.session.rollback()

@@ -84,6 +84,8 @@ def main(base: str, admin_key: str, read_key: str, client_dir: str, document: st
     first = listed.stories[0] if listed and listed.stories else None
     story_id = str(first.id) if first else "1"
     story = call("getStory", public, models.StoryOut, id=story_id)
+    call("logIndex", public, models.LogOut)
+    call("storyLogProof", public, None, id=story_id)
     call("listSections", public, models.SectionListOut)
     call("getMasthead", public, models.MastheadOut)
     call("listCast", public, models.CastOut)
