@@ -202,13 +202,18 @@ class RateLimits:
                     self._store = storage_from_string(self.uri, **self.options)
         return self._store
 
-    def _count(self, store: Storage, limit: Limit, now: float) -> Count:
+    def _window(self, limit: Limit, now: float) -> tuple[str, int, float]:
+        """The counter of `limit`'s fixed window holding `now`: `(key, expiry seconds, reset_at)`.
+        The key expires with its window (plus a second for clocks a little apart)."""
         period = limit.item.get_expiry()
         window = int(now // period)
         reset_at = (window + 1) * period
         key = f"{self.prefix}/{limit.scope}/{limit.item.amount}/{period}/{window}/{limit.who}"
-        # The key expires with its window (plus a second for clocks a little apart).
-        used = store.incr(key, int(math.ceil(reset_at - now)) + 1)
+        return key, int(math.ceil(reset_at - now)) + 1, reset_at
+
+    def _count(self, store: Storage, limit: Limit, now: float) -> Count:
+        key, expiry, reset_at = self._window(limit, now)
+        used = store.incr(key, expiry)
         return Count(limit, limit.item.amount - used, int(reset_at))
 
     def count(self, limits: list[Limit], environ: dict | None = None, shared=None) -> list[Count]:
@@ -239,13 +244,9 @@ class RateLimits:
         pipe = store.storage.pipeline(transaction=False)
         windows = []
         for limit in limits:
-            period = limit.item.get_expiry()
-            window = int(now // period)
-            reset_at = (window + 1) * period
-            key = f"{self.prefix}/{limit.scope}/{limit.item.amount}/{period}/{window}/{limit.who}"
+            key, expiry, reset_at = self._window(limit, now)
             # The limits library's own counting script (INCR, and EXPIRE on the first hit).
-            store.lua_incr_expire(keys=[store.prefixed_key(key)], args=[int(math.ceil(reset_at - now)) + 1, 1],
-                                  client=pipe)
+            store.lua_incr_expire(keys=[store.prefixed_key(key)], args=[expiry, 1], client=pipe)
             windows.append((limit, reset_at))
         pipe.get(shared.key)
         try:

@@ -40,7 +40,7 @@ def answer(body: dict, list_name: str, filters: dict, last: list | None, *,
     page's last row), None on the last page of a list that ends; `more` (default: whether `last`
     is given) says whether a next page is listable now (a feed polled again from its cursor has a
     `last` on every page, and `more` only when further rows wait). The headers hold the `Link`
-    to the next page when `more`: the request's query parameters that the route declares (web/caching.declared_params,
+    to the next page when `more`: the request's query parameters that the route declares (its route policy's `query`,
     the ones its cached answer is keyed by), with `cursor` replaced. Parameters the route does not
     read never reach the link: a cached answer's `Link` must not carry what the first client
     that filled the cache happened to send."""

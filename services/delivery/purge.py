@@ -38,17 +38,10 @@ import urllib.request
 
 from flask import Flask, current_app
 
-from models import Piece
-
 log = logging.getLogger("paperdesk.purge")
 
 MAX_PENDING = 1000
 RETRY_DELAYS = (1.0, 4.0)
-
-
-def surrogate_keys(piece: Piece) -> list[str]:
-    """The surrogate keys a change to `piece` makes stale: `["paper-<id>", "piece-<id>"]`."""
-    return [f"paper-{piece.paper_id}", f"piece-{piece.id}"]
 
 
 def on_changes(paper, changes: list, now) -> None:
