@@ -239,3 +239,16 @@ def test_on_redis_the_generation_rides_the_rate_counts_round_trip(make_app, news
     assert fresh.get_json()["headline"] == "Harbour reopens"
     assert reader.extensions["paperdesk.replay.stats"]["stale"] == 1  # found out in the count's trip
     assert int(fresh.headers["X-RateLimit-Remaining"]) == 100000 - 3  # counted once, not twice
+
+
+def test_urls_a_client_invents_never_grow_the_replays_memory_without_bound(make_app, newsroom, monkeypatch):
+    from web import replay
+
+    monkeypatch.setattr(replay, "MAX_URLS", 5)
+    app = make_app()
+    client = app.test_client()
+    for n in range(12):
+        assert client.get(f"/api/v1/stories?limit=2&junk={n}").status_code == 200
+    assert 0 < len(app.extensions["paperdesk.replay"].vary) <= 5
+    client.get("/api/v1/stories?limit=2&junk=11")
+    assert replayed(app) == 1  # still replays what it remembers

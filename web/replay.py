@@ -45,6 +45,7 @@ from web.steps import HAND_ON, Replayed
 
 STATS = "paperdesk.replay.stats"
 _ENTRY_OVERHEAD = 512  # bytes counted per entry besides its body (headers, key)
+MAX_URLS = 65536  # URLs whose Vary the replay remembers at most
 _SNAPSHOT = "paperdesk.replay.snapshot"  # environ: the snapshot a kept answer was found under
 
 
@@ -199,6 +200,10 @@ class Replay:
                 return [body]
             self.kept.put(url + tuple(environ.get(name) for name in full_varies) + ("304", form), entry)
         else:
+            if len(self.vary) >= MAX_URLS and url not in self.vary:
+                # A client chooses the raw query: never let it grow this without bound (the
+                # answers themselves are bounded by bytes). Relearnt at each URL's next answer.
+                self.vary.clear()
             self.vary[url] = varies
             self.kept.put(url + tuple(environ.get(name) for name in varies), entry)
         self.stats["kept"] += 1
