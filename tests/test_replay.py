@@ -240,6 +240,21 @@ def test_on_redis_the_generation_rides_the_rate_counts_round_trip(make_app, news
     assert reader.extensions["paperdesk.replay.stats"]["stale"] == 1  # found out in the count's trip
     assert int(fresh.headers["X-RateLimit-Remaining"]) == 100000 - 3  # counted once, not twice
 
+    # One round trip per replayed hit: the count and the generation in one script call, never a
+    # pipeline (redis-py checks a pipeline's scripts with SCRIPT EXISTS on every execute).
+    import redis
+
+    def calls(stats: dict, command: str) -> int:
+        return stats.get(f"cmdstat_{command}", {}).get("calls", 0)
+
+    server = redis.Redis.from_url(url)
+    before = server.info("commandstats")
+    for _ in range(20):
+        assert client.get(path).status_code == 200
+    after = server.info("commandstats")
+    assert calls(after, "evalsha") - calls(before, "evalsha") >= 20
+    assert calls(after, "script|exists") == calls(before, "script|exists")
+
 
 def test_urls_a_client_invents_never_grow_the_replays_memory_without_bound(make_app, newsroom, monkeypatch):
     from web import replay

@@ -59,6 +59,23 @@ READ_METHODS = frozenset({"GET", "HEAD"})
 KEY_HEADERS = ("Authorization", "X-Desk-Key")
 # How long a worker counts in memory after the shared store failed before it asks it again.
 STORE_RETRY_SECONDS = 30.0
+# One round trip for a request's counts and the deployment's generation (web/state.py): KEYS are
+# the windows' counters then the generation's key, ARGV each window's expiry in seconds. Each
+# counter is INCR'd and, on its first hit, given its expiry (as the limits library's own script
+# does); the reply is the counts, then the generation (nil when unset). A script, not a
+# pipeline: redis-py checks a pipeline's scripts with SCRIPT EXISTS, a second round trip, on
+# every execute.
+COUNT_AND_GENERATION = """
+local windows = #KEYS - 1
+local reply = {}
+for i = 1, windows do
+  local used = redis.call('INCR', KEYS[i])
+  if used == 1 then redis.call('EXPIRE', KEYS[i], ARGV[i]) end
+  reply[i] = used
+end
+reply[windows + 1] = redis.call('GET', KEYS[windows + 1])
+return reply
+"""
 # Statuses on which a Retry-After means something (RFC 9110 10.2.3, RFC 6585 4; a 404 of
 # something that will exist, as the log proof of a piece not yet in a signed checkpoint).
 RETRY_AFTER_STATUSES = (404, 429, 503)
@@ -141,6 +158,7 @@ class RateLimits:
         self._fallback: MemoryStorage | None = None  # made on the store's first failure
         self._store_failed_at: float | None = None
         self._lock = threading.Lock()
+        self._scripts: dict[int, object] = {}  # id(redis client) -> its registered counting script
 
     @classmethod
     def for_app(cls, app: Flask) -> RateLimits:
@@ -221,7 +239,7 @@ class RateLimits:
         the shared store fails (and with RATELIMIT_IN_MEMORY_FALLBACK_ENABLED off, counts
         nothing rather than fail the request). With the request's WSGI `environ` and the app's
         web/state.SharedState `shared` living in the same Redis, the deployment's generation
-        travels in the same round trip (one pipeline) and is kept in `environ` for the request."""
+        travels in the same round trip (one script, COUNT_AND_GENERATION) and is kept in `environ` for the request."""
         now = time.time()
         store = self._storage()
         try:
@@ -241,23 +259,28 @@ class RateLimits:
 
     def _count_with_generation(self, store: RedisStorage, limits: list[Limit], now: float, environ: dict,
                                shared) -> list[Count]:
-        pipe = store.storage.pipeline(transaction=False)
-        windows = []
-        for limit in limits:
-            key, expiry, reset_at = self._window(limit, now)
-            # The limits library's own counting script (INCR, and EXPIRE on the first hit).
-            store.lua_incr_expire(keys=[store.prefixed_key(key)], args=[expiry, 1], client=pipe)
-            windows.append((limit, reset_at))
-        pipe.get(shared.key)
+        windows = [self._window(limit, now) for limit in limits]
+        script = self._script_for(store)
+        keys = [store.prefixed_key(key) for key, _expiry, _reset in windows]
         try:
-            *used, generation = pipe.execute()
+            *used, generation = script(keys=[*keys, shared.key],
+                                       args=[expiry for _key, expiry, _reset in windows])
         except Exception:
             shared.failed()  # no generation from this round trip: none to trust
             environ[state.GENERATION] = None
             raise
         environ[state.GENERATION] = shared.accept(generation)
         return [Count(limit, limit.item.amount - int(n), int(reset_at))
-                for (limit, reset_at), n in zip(windows, used, strict=True)]
+                for limit, (_key, _expiry, reset_at), n in zip(limits, windows, used, strict=True)]
+
+    def _script_for(self, store: RedisStorage):
+        """The counting script registered on `store`'s client (redis-py's Script: EVALSHA, and
+        SCRIPT LOAD then again when the server answers NOSCRIPT)."""
+        client = store.storage
+        script = self._scripts.get(id(client))
+        if script is None:
+            script = self._scripts[id(client)] = client.register_script(COUNT_AND_GENERATION)
+        return script
 
     def check(self) -> None:
         """Pipeline step (before the paper lookup): count the current request; raise 429 with

@@ -242,7 +242,7 @@ class SharedState:
         self._extensions.pop("paperdesk.paper_snapshots", None)
 
     def shares_redis_with(self, url: str) -> bool:
-        """True when the generation lives in the Redis at `url` (so one pipeline reaches both)."""
+        """True when the generation lives in the Redis at `url` (so one round trip reaches both)."""
         return self.kind == "redis" and self._redis_url == url
 
     def accept(self, value) -> int | None:
