@@ -94,6 +94,30 @@ def test_the_steps_run_in_the_documented_order(production):
     assert positions == sorted(positions)
 
 
+def test_each_route_runs_only_the_steps_its_policy_asks_for(production, paper):
+    """A health check answers for the process: no key check, rate count, paper lookup or
+    response cache runs for it (web/steps.py runs_for); a paper's cached route runs them all."""
+    steps = production.extensions["pipeline"]
+
+    def names(endpoint):
+        return [[f"{step.__module__}.{step.__name__}" for step in kind] for kind in steps.for_route(endpoint)]
+
+    before, after, teardown = names("health.healthz")
+    assert before == ["web.request_log.start_request", "web.security.refuse_malformed_host",
+                      "web.security.refuse_nul_in_path", "web.security.refuse_large_bodies"]
+    assert "web.caching.store_answer" not in after and "web.limits.add_limit_headers" not in after
+    assert teardown == []
+    assert names("stories.list_stories")[:2] == [EXPECTED_BEFORE, EXPECTED_AFTER]
+    # And it shows on the wire: a keyed, rate-counted paper route is counted and checked; the
+    # health check ignores even a malformed key and carries no rate-limit headers.
+    client = production.test_client()
+    health = client.get("/healthz", headers={"X-Desk-Key": "x"})
+    assert health.status_code == 200 and "X-RateLimit-Limit" not in health.headers
+    listed = client.get("/api/v1/stories", headers={"Host": "demo.localhost"})
+    assert listed.status_code == 200 and "X-RateLimit-Limit" in listed.headers
+    assert client.get("/api/v1/stories", headers={"Host": "demo.localhost", "X-Desk-Key": "x"}).status_code == 401
+
+
 def test_installing_twice_or_beside_a_stray_hook_is_refused(production):
     with pytest.raises(RuntimeError, match="outside web/pipeline.py"):
         pipeline.install(production)

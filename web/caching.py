@@ -37,7 +37,7 @@ from models.clock import utcnow
 from services.reading import visibility
 from web import compression, policy, request_state, tenancy
 from web.headers import has_any, header
-from web.steps import replays
+from web.steps import replays, runs_for
 
 # Bump when the wire format changes, so clients holding old ETags refetch after a deploy.
 FORMAT_SALT = "f1"
@@ -80,17 +80,10 @@ def route_cache_control() -> str:
     return policy.of(current_app, request.endpoint).cache_control or PUBLIC_CACHE_CONTROL
 
 
-def _route_caches() -> bool:
-    """The matched route's policy lets its public answers be tagged, stored and replayed."""
-    endpoint = request.endpoint
-    return endpoint is not None and policy.of(current_app, endpoint).cache
-
-
 def _cacheable() -> bool:
-    """A public GET/HEAD of a paper, by a route whose policy caches."""
-    if request.method not in ("GET", "HEAD") or g.get("key") is not None or "paper" not in g:
-        return False
-    return _route_caches()
+    """A public GET/HEAD of a paper (the steps that ask run only for routes whose policy
+    caches, policy.caches)."""
+    return request.method in ("GET", "HEAD") and g.get("key") is None and "paper" in g
 
 
 def paper_state() -> str:
@@ -122,17 +115,15 @@ def surrogate_keys() -> str:
     return " ".join([f"paper-{g.paper_snapshot.id}", *dict.fromkeys(request_state.current().surrogate_keys)])
 
 
+@runs_for(policy.caches)
 @replays(None)  # the replay is this step's answer, kept
 def answer_from_recent_paper():
-    """Pipeline step, ahead of tenancy: a public GET of a paper this worker resolved less than
-    PAPER_SNAPSHOT_SECONDS ago (tenancy.recent_paper) is answered 304 or from the response
-    cache without asking the database for the paper. Anything else (a miss, a key, a private
+    """Pipeline step, ahead of tenancy: a public GET of a paper this worker resolved under the
+    deployment's current generation (tenancy.recent_paper, web/state.py) is answered 304 or
+    from the response cache without asking the database for the paper. Anything else (a miss, a key, a private
     or unknown paper, a view without ETags) goes on to tenancy and the view as usual."""
     req = request._get_current_object()
     if req.method not in ("GET", "HEAD") or has_any(KEY_HEADERS) or req.endpoint is None:
-        return None
-    route = policy.of(current_app, req.endpoint)
-    if not route.paper or not route.cache:
         return None
     snap = tenancy.recent_paper(request.host)
     if snap is None or not snap.is_public:
@@ -146,6 +137,7 @@ def answer_from_recent_paper():
     return response
 
 
+@runs_for(policy.caches)
 @replays(None)  # a kept 304 is this step's answer; not_modified_tag judges both
 def answer_not_modified():
     """Pipeline step, after tenancy: a public GET whose If-None-Match holds the current ETag gets 304 at once."""
@@ -224,6 +216,7 @@ def _response_cacheable() -> bool:
     return request_state.current().public_get and not has_any(KEY_HEADERS)
 
 
+@runs_for(policy.caches)
 @replays(None)  # the kept answer is the stored one
 def answer_from_cache():
     """Pipeline step (after the 304 check): a stored answer for this public GET, if any.
@@ -263,6 +256,7 @@ def _storable(response: Response) -> bool:
     return length is not None and length <= current_app.config["RESPONSE_CACHE_MAX_BYTES"]
 
 
+@runs_for(policy.caches)
 @replays(None)  # its Surrogate-Key is kept with the answer
 def store_answer(response: Response) -> Response:
     """Pipeline step, first after the view (it sees the view's own answer): give a

@@ -7,7 +7,7 @@ not share a strong validator, and `If-None-Match` compares weakly, so either tag
 304. Every answer of a compressible type says `Vary: Accept-Encoding`, compressed or not, so a
 shared cache keeps the two apart.
 
-The response cache stores the gzip body beside the identity body (http_cache.store_answer), so
+The response cache stores the gzip body beside the identity body (caching.store_answer), so
 a warm hit costs no compression: `compress` finds it on the request state (`gzip_body`).
 """
 from __future__ import annotations

@@ -51,7 +51,7 @@ from werkzeug.exceptions import TooManyRequests
 
 from services.delivery.subscriptions import normalize_email
 from web import policy, request_state, state
-from web.steps import HAND_ON, Replayed, replays
+from web.steps import HAND_ON, Replayed, replays, runs_for
 
 log = logging.getLogger("paperdesk.ratelimits")
 
@@ -178,9 +178,10 @@ class RateLimits:
         endpoint = req.endpoint
         if not self.enabled or endpoint is None:
             return []
-        kind = policy.of(current_app, endpoint).limit
-        if kind == "none":
+        route = policy.of(current_app, endpoint)
+        if not policy.counted(route):
             return []
+        kind = route.limit
         client = client_address()
         if req.method in READ_METHODS:
             return self.read_limits(client)
@@ -361,12 +362,14 @@ def _replay_headers(replayed: Replayed, headers: list) -> None:
         headers += limit_headers(replayed.rate_limit)
 
 
+@runs_for(policy.counted)
 @replays(_replay_count)
 def check_limits() -> None:
     """before_request step: `RateLimits.check` for the current app."""
     RateLimits.for_app(current_app).check()
 
 
+@runs_for(policy.counted)
 @replays(_replay_headers, per_request=("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"))
 def add_limit_headers(response: Response) -> Response:
     """after_request step: `RateLimits.add_headers`."""

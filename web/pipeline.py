@@ -4,6 +4,11 @@ This is the only place that installs request hooks. No other module calls `befor
 `after_request` or `teardown_request`; extensions whose `init_app` would install a hook of
 their own (flask-cors) hand it over here, and `install` puts it in its place in the list.
 
+Each step runs only on the routes it serves (web/steps.py `runs_for`, a predicate of the
+route's policy: the paper lookup only for routes that answer for a paper, the response cache
+only for routes that cache, the rate count only for routes that count); `Steps.for_route`
+chooses them once per endpoint.
+
 Before the view, in this order (a step that answers or raises ends the list there; the
 after-steps still run on whatever answer results, an error page included):
 
@@ -60,7 +65,7 @@ from flask import Flask, request
 from extensions import cors as flask_cors
 from extensions import db
 from web import caching, commit, compression, limits, policy, request_log, security, tenancy
-from web.steps import declared, replays
+from web.steps import declared, replays, serves
 
 BEFORE: tuple[Callable, ...] = (
     request_log.start_request,
@@ -149,38 +154,52 @@ def _adopt_session_removal(app: Flask) -> None:
 class Steps:
     """The installed pipeline of one app: three tuples of steps, and the three hooks that run
     them (Flask sees one function per kind, not one per step: it wraps every hook it calls
-    in `ensure_sync`, which costs more than most steps)."""
+    in `ensure_sync`, which costs more than most steps). Each route runs the steps that serve
+    its policy (web/steps.py `runs_for`), chosen once per endpoint (`for_route`)."""
 
-    def __init__(self, before: tuple, after: tuple, teardown: tuple):
+    def __init__(self, app: Flask, before: tuple, after: tuple, teardown: tuple):
         undeclared = [f"{step.__module__}.{step.__name__}" for step in (*before, *after, *teardown)
                       if not declared(step)]
         if undeclared:
             raise RuntimeError(f"steps that do not say what they do for an answer sent again "
                                f"(web/steps.py replays): {undeclared}")
+        self.app = app
         self.before, self.after, self.teardown = before, after, teardown
         # What web/replay.py runs for an answer sent again, in the pipeline's order, and the
         # answer headers made anew for each request (never kept).
         self.replay_before = tuple(step.replay for step in before if step.replay is not None)
         self.replay_after = tuple(step.replay for step in after if step.replay is not None)
         self.per_request = frozenset(name.lower() for step in after for name in step.per_request)
+        self._routes: dict[str | None, tuple[tuple, tuple, tuple]] = {}
+
+    def for_route(self, endpoint: str | None) -> tuple[tuple, tuple, tuple]:
+        """The (before, after, teardown) steps that serve `endpoint`'s policy (None: a path
+        no route matched, policy.DEFAULT), in the pipeline's order; learnt once per endpoint."""
+        found = self._routes.get(endpoint)
+        if found is None:
+            route = policy.of(self.app, endpoint)
+            found = self._routes[endpoint] = tuple(
+                tuple(step for step in steps if serves(step, route))
+                for steps in (self.before, self.after, self.teardown))
+        return found
 
     def run_before(self):
-        """Each before-step in order; the first that answers ends the list (Flask's rule)."""
-        for step in self.before:
+        """Each before-step of the route in order; the first that answers ends the list (Flask's rule)."""
+        for step in self.for_route(request.endpoint)[0]:
             answer = step()
             if answer is not None:
                 return answer
         return None
 
     def run_after(self, response):
-        """Each after-step in order, each given the last one's response."""
-        for step in self.after:
+        """Each after-step of the route in order, each given the last one's response."""
+        for step in self.for_route(request.endpoint)[1]:
             response = step(response)
         return response
 
     def run_teardown(self, error):
-        """Each teardown step in order, with the request's unhandled error or None."""
-        for step in self.teardown:
+        """Each teardown step of the route in order, with the request's unhandled error or None."""
+        for step in self.for_route(request.endpoint)[2]:
             step(error)
 
 
@@ -202,7 +221,7 @@ def install(app: Flask) -> None:
         limits.add_limit_headers,
         request_log.finish_request,
     )
-    steps = app.extensions["pipeline"] = Steps(tuple(BEFORE), after, tuple(TEARDOWN))
+    steps = app.extensions["pipeline"] = Steps(app, tuple(BEFORE), after, tuple(TEARDOWN))
     app.before_request_funcs[None] = [steps.run_before]
     app.after_request_funcs[None] = [steps.run_after]
     app.teardown_request_funcs[None] = [steps.run_teardown]

@@ -60,6 +60,26 @@ class RoutePolicy:
             raise ValueError(f"cors must be one of {CORS}, not {self.cors!r}")
 
 
+def for_a_paper(route: RoutePolicy) -> bool:
+    """The route answers for a paper (Host -> paper, desk keys, limits by paper)."""
+    return route.paper
+
+
+def reads_desk_keys(route: RoutePolicy) -> bool:
+    """The route answers for a paper and reads desk keys from its requests' headers."""
+    return route.paper and route.desk_keys
+
+
+def caches(route: RoutePolicy) -> bool:
+    """The route's public answers carry the paper's ETag and are stored and replayed."""
+    return route.paper and route.cache
+
+
+def counted(route: RoutePolicy) -> bool:
+    """The route's requests count against a rate limit."""
+    return route.limit != "none"
+
+
 DEFAULT = RoutePolicy()
 # Flask's own static route has no view of ours to decorate.
 STATIC = RoutePolicy(paper=False, cache=False, limit="none")

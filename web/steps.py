@@ -6,6 +6,11 @@ its work that must happen for every request even when its answer is sent again (
 the rate count, the log line), or that nothing must (the answer already holds what it made:
 security headers, CORS, ETag, gzip). The pipeline refuses to install a step that declares
 neither, and the replay runs the declared parts in the pipeline's order.
+
+A step may also say which routes it serves (`runs_for`, a predicate of the route's policy,
+web/policy.py): the pipeline builds each route's list of steps once, so a health check passes
+no paper lookup, rate count or response cache at all, and a step needs no test of its own for
+the routes it never serves (Indico's handler policies, in small).
 """
 from __future__ import annotations
 
@@ -43,6 +48,24 @@ def replays(part: Callable | None, *, per_request: tuple[str, ...] = ()):
         return step
 
     return mark
+
+
+def runs_for(predicate: Callable):
+    """Decorator for a pipeline step: it runs only on requests whose route's policy
+    (web/policy.RoutePolicy; policy.DEFAULT when no route matched) satisfies `predicate`. A
+    step without it runs on every request."""
+
+    def mark(step):
+        step.runs_for = predicate
+        return step
+
+    return mark
+
+
+def serves(step, route) -> bool:
+    """True when `step` runs on requests of a route with policy `route`."""
+    predicate = getattr(step, "runs_for", None)
+    return predicate is None or bool(predicate(route))
 
 
 def declared(step) -> bool:

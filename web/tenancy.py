@@ -23,7 +23,7 @@ from services.newsroom import keys
 from services.reading import memo
 from web import policy, request_state, state
 from web.headers import has_any, header
-from web.steps import replays
+from web.steps import replays, runs_for
 
 log = logging.getLogger("paperdesk.tenancy")
 
@@ -130,10 +130,6 @@ def _remember(snap: PaperSnapshot) -> None:
 memo.FORGET_ON_COMMIT.append("paperdesk.paper_snapshots")  # one listener for both
 
 
-def _for_a_paper() -> bool:
-    return policy.of(current_app, request.endpoint).paper
-
-
 def _reads_desk_keys() -> bool:
     return policy.of(current_app, request.endpoint).desk_keys
 
@@ -144,20 +140,20 @@ def _keyless_read() -> bool:
     return not has_any(("Authorization", "X-Desk-Key"))
 
 
+@runs_for(policy.reads_desk_keys)
 @replays(None)  # keyed requests never match a kept answer (Vary: Authorization, X-Desk-Key)
 def refuse_malformed_key() -> None:
     """Pipeline step, before the rate limits and the paper lookup: a key header that cannot be
     a desk key (an `Authorization` that is not `Bearer desk_...`, an `X-Desk-Key` of the wrong
     shape) is a 401 with `WWW-Authenticate`, without a database query. A well-formed key is
-    looked up by `load_paper`. Routes that answer for the process (policy `paper=False`)
-    ignore keys."""
-    if not _for_a_paper() or not _reads_desk_keys():
-        return
+    looked up by `load_paper`. Runs only where the route reads desk keys (policy `paper` and
+    `desk_keys`)."""
     plain = keys.presented_key(header("Authorization"), header("X-Desk-Key"))
     if plain is not None and not keys.well_formed(plain):
         raise Unauthorized("The desk key is malformed.")  # with WWW-Authenticate
 
 
+@runs_for(policy.for_a_paper)
 @replays(None)  # the kept answer holds the paper state it was made for
 def load_paper() -> None:
     """Pipeline step: set `g.paper` and `g.key`, or refuse. No paper on the host: 404. A key
@@ -167,8 +163,6 @@ def load_paper() -> None:
     request_state.current().read_autocommit = False
     g.pop("paper", None)  # a test holding an app context open reuses one `g` across requests
     g.pop("paper_snapshot", None)
-    if not _for_a_paper():
-        return
     keyless_read = _keyless_read()
     if keyless_read and db.engine.dialect.name == "postgresql" and not db.session().in_transaction():
         # Under READ COMMITTED each statement sees its own snapshot in a transaction or not, so
@@ -205,6 +199,7 @@ def load_paper() -> None:
         _remember(g.paper_snapshot)
 
 
+@runs_for(policy.for_a_paper)
 @replays(None)  # the replay opens no database session
 def end_read(exc: BaseException | None) -> None:
     """Pipeline teardown: give back the autocommit connection of a public read, so nothing
