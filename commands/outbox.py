@@ -25,7 +25,7 @@ from flask.cli import with_appcontext
 
 from extensions import db
 from models.clock import utcnow
-from services.delivery import alerts, change_stream, content_webhooks, mail, outbox, subscriptions, webhooks
+from services.delivery import alerts, change_stream, content_webhooks, mail, outbox, post_queue, subscriptions, webhooks
 from services.delivery.federation import deliveries as activitypub
 from services.delivery.federation import pings
 from services.links import PaperOrigins
@@ -184,13 +184,13 @@ def _deliver_hooks_due(label: str, service, now: datetime, *, quiet: bool):
     return report
 
 
-def deliver_webhooks_due(now: datetime, *, quiet: bool = False) -> webhooks.DeliveryReport:
+def deliver_webhooks_due(now: datetime, *, quiet: bool = False) -> post_queue.Report:
     """Post the webhook deliveries that are due, with the app's settings; prints `webhooks:
     delivered N, failed M, pending P` (only when something was tried, if `quiet`)."""
     return _deliver_hooks_due("webhooks", webhooks, now, quiet=quiet)
 
 
-def deliver_content_webhooks_due(now: datetime, *, quiet: bool = False) -> content_webhooks.Report:
+def deliver_content_webhooks_due(now: datetime, *, quiet: bool = False) -> post_queue.Report:
     """Post the content webhook messages that are due (WEBHOOK_ALLOW_PRIVATE,
     WEBHOOK_CONCURRENCY, WEBHOOK_RUN_SECONDS as for subscriber webhooks); prints `content
     webhooks: delivered N, failed M, pending P` (only when something was tried, if `quiet`)
@@ -198,14 +198,14 @@ def deliver_content_webhooks_due(now: datetime, *, quiet: bool = False) -> conte
     return _deliver_hooks_due("content webhooks", content_webhooks, now, quiet=quiet)
 
 
-def deliver_activities_due(now: datetime, *, quiet: bool = False) -> activitypub.Report:
+def deliver_activities_due(now: datetime, *, quiet: bool = False) -> post_queue.Report:
     """Post the ActivityPub activities that are due, signed (services/delivery/federation/deliveries.py;
     WEBHOOK_ALLOW_PRIVATE, WEBHOOK_CONCURRENCY, WEBHOOK_RUN_SECONDS as for webhooks); prints
     `activitypub: delivered N, failed M, pending P` (only when something was tried, if `quiet`)."""
     return _deliver_hooks_due("activitypub", activitypub, now, quiet=quiet)
 
 
-def deliver_pings_due(now: datetime, *, quiet: bool = False) -> pings.Report:
+def deliver_pings_due(now: datetime, *, quiet: bool = False) -> post_queue.Report:
     """Post the WebSub and IndexNow pings that are due (services/delivery/federation/pings.py); prints
     `pings: delivered N, failed M, pending P` (only when something was tried, if `quiet`)."""
     return _deliver_hooks_due("pings", pings, now, quiet=quiet)

@@ -30,13 +30,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from flask import current_app
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import delete, func, select, update
 from standardwebhooks import Webhook
 
 from extensions import db
 from models import CONTENT_EVENTS, PING_EVENT, ContentDelivery, Edition, Paper, Piece, PieceRevision, WebhookEndpoint
 from models.clock import rfc3339, utcnow
-from services.delivery import claims, webhooks
+from services.delivery import claims, post_queue, webhooks
 from services.errors import Conflict, Invalid, NotFound
 from services.links import Links, PaperOrigins
 
@@ -263,16 +263,6 @@ def deliveries_page(endpoint: WebhookEndpoint, *, before: int | None, limit: int
 # ----------------------------------------------------------------------------- sending
 
 
-@dataclass
-class Report:
-    """What one `deliver_due` run did. `disabled`: endpoints disabled by this run."""
-    delivered: int = 0
-    failed: int = 0
-    given_up: int = 0
-    disabled: int = 0
-    left: bool = False
-
-
 @dataclass(frozen=True)
 class _Job:
     id: int
@@ -320,7 +310,7 @@ def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[],
     return webhooks.post(job.url, job.body.encode("utf-8"), headers, allow_private=allow_private, timeout=timeout)
 
 
-def _record(job: _Job, attempt: webhooks.Attempt, report: Report, at: datetime) -> None:
+def _record(job: _Job, attempt: webhooks.Attempt, report: post_queue.Report, at: datetime) -> None:
     values: dict = {"attempts": job.attempts + 1, "last_status": attempt.status, "last_error": attempt.error}
     endpoint = update(WebhookEndpoint).where(WebhookEndpoint.id == job.endpoint_id)
     if attempt.ok:
@@ -335,13 +325,12 @@ def _record(job: _Job, attempt: webhooks.Attempt, report: Report, at: datetime) 
             values["failed_at"] = at
             report.given_up += 1
         else:
-            values["next_attempt_at"] = at + webhooks.backoff(job.attempts + 1)
+            values["next_attempt_at"] = at + post_queue.backoff(job.attempts + 1)
         if since is not None and at - since >= DISABLE_AFTER:
             values["failed_at"] = at
             _disable(job.endpoint_id, since, attempt, at)
             report.disabled += 1
-    db.session.execute(update(ContentDelivery).where(ContentDelivery.id == job.id).values(**values))
-    db.session.commit()
+    post_queue.record(ContentDelivery, job.id, values)
 
 
 def _disable(endpoint_id: int, since: datetime, attempt: webhooks.Attempt, at: datetime) -> None:
@@ -358,14 +347,14 @@ def _disable(endpoint_id: int, since: datetime, attempt: webhooks.Attempt, at: d
 
 def deliver_due(now: datetime, *, allow_private: bool, concurrency: int = webhooks.CONCURRENCY,
                 budget: float = webhooks.RUN_BUDGET_SECONDS, limit: int | None = None,
-                clock: Callable[[], datetime] = utcnow) -> Report:
+                clock: Callable[[], datetime] = utcnow) -> post_queue.Report:
     """Post every content message due at `now` to its endpoint, up to `concurrency` at once
     within `budget` seconds (webhooks.run_concurrently), each result committed as it comes:
     a 2xx marks it delivered and ends its endpoint's failure streak; a failure schedules the
     next attempt at `clock() + backoff(attempts)` (1 min, 2, 4, ... at most 6 h) or gives it up
     once the message is RETRY_WINDOW old, and disables the endpoint once its streak is
     DISABLE_AFTER old. A run killed mid-POST leaves its rows leased for webhooks.LEASE."""
-    report = Report()
+    report = post_queue.Report()
     report.left = webhooks.run_concurrently(
         lambda tried: _claim(now, tried, clock),
         lambda job, timeout: _send(job, allow_private=allow_private, timeout=timeout, clock=clock),
@@ -376,12 +365,10 @@ def deliver_due(now: datetime, *, allow_private: bool, concurrency: int = webhoo
 
 def pending_count() -> int:
     """Messages neither delivered nor given up."""
-    return db.session.scalar(select(func.count()).select_from(ContentDelivery).where(
-        ContentDelivery.delivered_at.is_(None), ContentDelivery.failed_at.is_(None))) or 0
+    return post_queue.pending_count(ContentDelivery)
 
 
 def prune(before: datetime) -> int:
     """Delete deliveries delivered or given up before `before`; returns how many. The caller
     commits."""
-    done = or_(ContentDelivery.delivered_at < before, ContentDelivery.failed_at < before)
-    return db.session.execute(delete(ContentDelivery).where(done)).rowcount or 0
+    return post_queue.prune(ContentDelivery, before)

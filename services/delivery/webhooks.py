@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select
 
 from extensions import db
 from models import Subscriber, WebhookDelivery
 from models.clock import rfc3339, utcnow
-from services.delivery import claims
+from services.delivery import claims, post_queue
 from services.errors import Invalid
 
 TIMEOUT_SECONDS = 5.0
@@ -45,8 +45,6 @@ RUN_BUDGET_SECONDS = 120.0
 # TIMEOUT_SECONDS); a run killed mid-POST leaves it to be retried after this.
 LEASE = timedelta(minutes=2)
 MAX_ATTEMPTS = 8
-BASE_BACKOFF = timedelta(minutes=1)
-MAX_BACKOFF = timedelta(hours=6)
 USER_AGENT = "PaperDesk-Webhooks/1"
 
 
@@ -263,19 +261,6 @@ def enqueue(subscriber: Subscriber, event: str, data: dict, now: datetime,
     return row
 
 
-def backoff(attempts: int) -> timedelta:
-    """Wait before attempt `attempts + 1`: 1 min, 2, 4, ... capped at 6 h."""
-    return min(BASE_BACKOFF * (2 ** max(0, attempts - 1)), MAX_BACKOFF)
-
-
-@dataclass
-class DeliveryReport:
-    delivered: int = 0
-    failed: int = 0
-    given_up: int = 0
-    left: bool = False  # the run budget ran out with deliveries still due
-
-
 @dataclass(frozen=True)
 class _Job:
     id: int
@@ -321,38 +306,28 @@ def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[],
                 allow_private=allow_private, timeout=timeout)
 
 
-def _record(job: _Job, attempt: Attempt, report: DeliveryReport, at: datetime) -> None:
-    values: dict = {"attempts": job.attempts + 1, "last_status": attempt.status, "last_error": attempt.error}
-    if attempt.ok:
-        values["delivered_at"] = at
-        report.delivered += 1
-    elif job.attempts + 1 >= MAX_ATTEMPTS:
-        values["failed_at"] = at
-        report.given_up += 1
-        report.failed += 1
-    else:
-        values["next_attempt_at"] = at + backoff(job.attempts + 1)
-        report.failed += 1
-    db.session.execute(update(WebhookDelivery).where(WebhookDelivery.id == job.id).values(**values))
-    db.session.commit()
+def _record(job: _Job, attempt: Attempt, report: post_queue.Report, at: datetime) -> None:
+    # A subscriber's receiver that refuses is tried again: it may be fixed within the attempts.
+    post_queue.record(WebhookDelivery, job.id, post_queue.outcome(
+        attempt, job.attempts + 1, report, at, max_attempts=MAX_ATTEMPTS, refusal_gives_up=False))
 
 
 def deliver_due(now: datetime, *, allow_private: bool, limit: int | None = None,
                 concurrency: int = CONCURRENCY, budget: float = RUN_BUDGET_SECONDS,
-                clock: Callable[[], datetime] = utcnow) -> DeliveryReport:
+                clock: Callable[[], datetime] = utcnow) -> post_queue.Report:
     """Attempt every outbox delivery due at `now`, up to `concurrency` POSTs at once (each in a
     worker thread; the database work stays in the caller's thread), within `budget` seconds.
 
     Each delivery is claimed (`_claim`: a lease of LEASE, committed), posted and signed with
     `clock()` as its request leaves, and its result committed as soon as it is known: a 2xx
-    marks it delivered; a failure schedules the next attempt at `clock() + backoff(attempts)`;
+    marks it delivered; a failure schedules the next attempt at `clock() + post_queue.backoff(attempts)`;
     after MAX_ATTEMPTS it is given up. No new delivery starts once `budget` seconds (wall
     time) have passed since the call, and each attempt's own timeout (TIMEOUT_SECONDS) is cut
     to what is left of the budget, so a run lasts at most about `budget` + 1 second whatever
     the receivers do; what is still due waits for the next run (`report.left`). `limit` caps
     the deliveries tried. A run killed mid-POST leaves its rows leased: they are tried again
     once the lease has passed."""
-    report = DeliveryReport()
+    report = post_queue.Report()
 
     def claim(tried: set[int]) -> _Job | None:
         return _claim(now, tried, clock)
@@ -404,5 +379,4 @@ def run_concurrently(claim: Callable[[set[int]], object | None], send: Callable[
 
 def pending_count() -> int:
     """Deliveries neither delivered nor given up."""
-    return db.session.scalar(select(func.count()).select_from(WebhookDelivery).where(
-        WebhookDelivery.delivered_at.is_(None), WebhookDelivery.failed_at.is_(None))) or 0
+    return post_queue.pending_count(WebhookDelivery)

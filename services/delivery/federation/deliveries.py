@@ -40,13 +40,13 @@ from datetime import datetime
 from urllib.parse import urlsplit
 
 from flask import current_app
-from sqlalchemy import delete, exists, func, or_, select, update
+from sqlalchemy import exists, func, select
 from sqlalchemy.orm import aliased, joinedload, selectinload
 
 from extensions import db
 from models import PAPER_ACTOR, ApDelivery, ApFollower, Paper, Piece
 from models.clock import utcnow
-from services.delivery import claims, webhooks
+from services.delivery import claims, post_queue, webhooks
 from services.delivery.federation import documents, httpsig, keys, remote
 from services.links import PaperOrigins
 
@@ -118,15 +118,6 @@ def on_changes(paper: Paper, changes: list, now: datetime) -> None:
 # ----------------------------------------------------------------------------- sending
 
 
-@dataclass
-class Report:
-    """What one `deliver_due` run did."""
-    delivered: int = 0
-    failed: int = 0
-    given_up: int = 0
-    left: bool = False
-
-
 @dataclass(frozen=True)
 class _Job:
     id: int
@@ -194,30 +185,18 @@ def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[],
     return webhooks.Attempt(200 <= status < 300, status, None if 200 <= status < 300 else f"HTTP {status}")
 
 
-def _record(job: _Job, attempt: webhooks.Attempt, report: Report, at: datetime, max_attempts: int) -> None:
-    values: dict = {"attempts": job.attempts + 1, "last_status": attempt.status, "last_error": attempt.error}
-    refused = attempt.status is not None and 400 <= attempt.status < 500 and attempt.status not in (408, 429)
-    if attempt.ok:
-        values["delivered_at"] = at
-        report.delivered += 1
-    elif refused or job.attempts + 1 >= max_attempts:
-        values["failed_at"] = at
-        report.failed += 1
-        report.given_up += 1
-    else:
-        values["next_attempt_at"] = at + webhooks.backoff(job.attempts + 1)
-        report.failed += 1
-    db.session.execute(update(ApDelivery).where(ApDelivery.id == job.id).values(**values))
-    db.session.commit()
+def _record(job: _Job, attempt: webhooks.Attempt, report: post_queue.Report, at: datetime, max_attempts: int) -> None:
+    post_queue.record(ApDelivery, job.id, post_queue.outcome(
+        attempt, job.attempts + 1, report, at, max_attempts=max_attempts, refusal_gives_up=True))
 
 
 def deliver_due(now: datetime, *, allow_private: bool, concurrency: int = webhooks.CONCURRENCY,
                 budget: float = webhooks.RUN_BUDGET_SECONDS, limit: int | None = None,
-                clock: Callable[[], datetime] = utcnow) -> Report:
+                clock: Callable[[], datetime] = utcnow) -> post_queue.Report:
     """Post every activity due at `now` (see the module), up to `concurrency` at once within
     `budget` seconds (webhooks.run_concurrently), each result committed as it comes. Needs an
     app context (SECRET_KEY opens the signing key; the papers' origins from the config)."""
-    report = Report()
+    report = post_queue.Report()
     config = current_app.config
     origins, secret = PaperOrigins.from_config(config), config["SECRET_KEY"]
     max_attempts = int(config.get("ACTIVITYPUB_MAX_ATTEMPTS", 10))
@@ -239,14 +218,12 @@ def deliver_due(now: datetime, *, allow_private: bool, concurrency: int = webhoo
 
 def pending_count() -> int:
     """Activities neither delivered nor given up."""
-    return db.session.scalar(select(func.count()).select_from(ApDelivery).where(
-        ApDelivery.delivered_at.is_(None), ApDelivery.failed_at.is_(None))) or 0
+    return post_queue.pending_count(ApDelivery)
 
 
 def prune(before: datetime) -> int:
     """Delete deliveries delivered or given up before `before`; the caller commits."""
-    done = or_(ApDelivery.delivered_at < before, ApDelivery.failed_at < before)
-    return db.session.execute(delete(ApDelivery).where(done)).rowcount or 0
+    return post_queue.prune(ApDelivery, before)
 
 
 def followers_count(paper: Paper, local: str) -> int:

@@ -27,12 +27,12 @@ from datetime import datetime
 from urllib.parse import urlencode
 
 from flask import current_app
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import select
 
 from extensions import db
 from models import Paper, Piece, PingDelivery
 from models.clock import utcnow
-from services.delivery import claims, webhooks
+from services.delivery import claims, post_queue, webhooks
 from services.delivery.federation import remote
 from services.links import Links, PaperOrigins
 
@@ -78,14 +78,6 @@ def on_changes(paper: Paper, changes: list, now: datetime) -> None:
     db.session.flush()
 
 
-@dataclass
-class Report:
-    delivered: int = 0
-    failed: int = 0
-    given_up: int = 0
-    left: bool = False
-
-
 @dataclass(frozen=True)
 class _Job:
     id: int
@@ -119,28 +111,16 @@ def _send(job: _Job, *, allow_private: bool, timeout: float) -> webhooks.Attempt
     return webhooks.Attempt(200 <= status < 300, status, None if 200 <= status < 300 else f"HTTP {status}")
 
 
-def _record(job: _Job, attempt: webhooks.Attempt, report: Report, at: datetime) -> None:
-    values: dict = {"attempts": job.attempts + 1, "last_status": attempt.status, "last_error": attempt.error}
-    refused = attempt.status is not None and 400 <= attempt.status < 500 and attempt.status not in (408, 429)
-    if attempt.ok:
-        values["delivered_at"] = at
-        report.delivered += 1
-    elif refused or job.attempts + 1 >= MAX_ATTEMPTS:
-        values["failed_at"] = at
-        report.failed += 1
-        report.given_up += 1
-    else:
-        values["next_attempt_at"] = at + webhooks.backoff(job.attempts + 1)
-        report.failed += 1
-    db.session.execute(update(PingDelivery).where(PingDelivery.id == job.id).values(**values))
-    db.session.commit()
+def _record(job: _Job, attempt: webhooks.Attempt, report: post_queue.Report, at: datetime) -> None:
+    post_queue.record(PingDelivery, job.id, post_queue.outcome(
+        attempt, job.attempts + 1, report, at, max_attempts=MAX_ATTEMPTS, refusal_gives_up=True))
 
 
 def deliver_due(now: datetime, *, allow_private: bool, concurrency: int = webhooks.CONCURRENCY,
                 budget: float = webhooks.RUN_BUDGET_SECONDS, limit: int | None = None,
-                clock: Callable[[], datetime] = utcnow) -> Report:
+                clock: Callable[[], datetime] = utcnow) -> post_queue.Report:
     """Post every ping due at `now` (see the module) within the webhooks' bounds."""
-    report = Report()
+    report = post_queue.Report()
     report.left = webhooks.run_concurrently(
         lambda tried: _claim(now, tried, clock),
         lambda job, timeout: _send(job, allow_private=allow_private, timeout=timeout),
@@ -151,11 +131,9 @@ def deliver_due(now: datetime, *, allow_private: bool, concurrency: int = webhoo
 
 def pending_count() -> int:
     """Pings neither delivered nor given up."""
-    return db.session.scalar(select(func.count()).select_from(PingDelivery).where(
-        PingDelivery.delivered_at.is_(None), PingDelivery.failed_at.is_(None))) or 0
+    return post_queue.pending_count(PingDelivery)
 
 
 def prune(before: datetime) -> int:
     """Delete pings delivered or given up before `before`; the caller commits."""
-    done = or_(PingDelivery.delivered_at < before, PingDelivery.failed_at < before)
-    return db.session.execute(delete(PingDelivery).where(done)).rowcount or 0
+    return post_queue.prune(PingDelivery, before)
