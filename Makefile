@@ -29,13 +29,17 @@ run: export WEBHOOK_ALLOW_PRIVATE ?= 1
 
 # The confirm-mail drainer runs in the background beside the server and stops when it does
 # (any exit of the recipe's shell: Ctrl-C included), so a subscribe's mail arrives in a second.
-run: install ## migrate, seed the demo paper once, serve on 127.0.0.1:$(PORT) with the outbox drainer beside it (PUBLIC_BASE_URL=http://127.0.0.1:$(PORT))
+# The server is gunicorn with the production config (gunicorn.conf.py), not werkzeug's `flask
+# run`, whose `Server` header names the werkzeug and Python versions (gunicorn's says `gunicorn`;
+# tests/test_make_run.py starts this very command and checks). Two workers of four threads:
+# requests overlap as they would in production, on a laptop's memory.
+run: install ## migrate, seed the demo paper once, serve on 127.0.0.1:$(PORT) (gunicorn) with the outbox drainer beside it (PUBLIC_BASE_URL=http://127.0.0.1:$(PORT))
 	$(BIN)/flask init-db
 	$(BIN)/flask seed-demo --if-empty
 	$(BIN)/flask run-info --port $(PORT)
 	$(BIN)/flask drain-outbox & drainer=$$!; \
 	trap 'kill -TERM $$drainer 2>/dev/null; wait $$drainer' EXIT INT TERM; \
-	$(BIN)/flask run --host 127.0.0.1 --port $(PORT)
+	$(BIN)/gunicorn --config gunicorn.conf.py --bind 127.0.0.1:$(PORT) --workers 2 --threads 4
 
 alerts: install ## send-alerts once, with the links of what `make run` serves
 	$(BIN)/flask send-alerts

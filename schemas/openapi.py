@@ -24,15 +24,15 @@ It also makes the document one that client generators and linters take as it is 
   `description` (the rest of the docstring);
 - every operation states its `security`. A route that needs a key lists the two schemes; every
   other route takes a key optionally (a private paper answers only to its keys, and a key sent
-  anywhere is checked: web/tenancy.py), written `[{}, {"bearer": []}, {"deskKey": []}]` with the
-  anonymous requirement first, so viewers and generators that take the first requirement as the
-  default call it without a key;
+  anywhere is checked: web/tenancy.py): the views declare `[{}, {"bearer": []}, {"deskKey": []}]`,
+  served as `security: []` with the two schemes in `x-optional-security` (`_optional_key`), so
+  every generator makes it callable without a key;
 - every JSON request body and 2xx answer carries an `example` at its media type, built from the
   schema (`example_of`): a field's own `metadata={"example": ...}` first, then FIELD_EXAMPLES by
   field name, then its const, enum, default or format;
-- properties whose names shadow a name generated code needs (`cast` is `typing.cast` in the
-  Python client's models) carry `x-python-name`, the identifier a client should use, while the
-  wire name stays what it is (scripts/clients applies it to the generated Python client).
+- property names are the wire's, with no client-side renaming extension: `cast` (the spec's
+  field) is also `typing.cast` inside openapi-python-client 0.29's model code, which `make clients`
+  handles with its generator's template option (scripts/clients/build.py), not in the document.
 """
 from __future__ import annotations
 
@@ -103,9 +103,6 @@ HEADERS = {
 
 
 OPTIONAL_SECURITY = [{}, {"bearer": []}, {"deskKey": []}]
-# Property names that generated code shadows (a model's `from_dict` binds each property to a
-# local of the same name): the Python client's models call `typing.cast`.
-SHADOWING_NAMES = {"cast": "cast_"}
 INFO_DESCRIPTION = (
     "Paper Desk publishes a news paper as data. Every paper serves this route tree on its own "
     "host. Errors are RFC 9457 problem+json.\n\n"
@@ -147,7 +144,6 @@ def finish(spec: dict) -> dict:
     doc = copy.deepcopy(spec)
     doc["info"].setdefault("description", INFO_DESCRIPTION)
     components = doc.setdefault("components", {})
-    _name_shadowing_properties(components)
     for response in components.get("responses", {}).values():
         if response.get("content"):  # only error statuses carry a body
             _problem_content(response)
@@ -431,15 +427,6 @@ def _fits(value, kind: str | None) -> bool:
     if kind in ("integer", "number") and isinstance(value, bool):
         return False
     return isinstance(value, checks[kind])
-
-
-def _name_shadowing_properties(components: dict) -> None:
-    """`x-python-name` on every property whose name generated Python code would shadow
-    (SHADOWING_NAMES): the wire name stays; a client takes the extension's identifier."""
-    for schema in components.get("schemas", {}).values():
-        for prop, sub in schema.get("properties", {}).items():
-            if prop in SHADOWING_NAMES and isinstance(sub, dict):
-                sub.setdefault("x-python-name", SHADOWING_NAMES[prop])
 
 
 def _drop_shadowed_parameters(item: dict) -> None:

@@ -14,19 +14,22 @@
    .spectral.yaml); any error or warning fails.
 5. TypeScript: openapi-typescript -> build/clients/typescript/paper-desk.d.ts, then
    `tsc --strict --noEmit` on scripts/clients/usage.ts, which uses those types.
-6. Python: openapi-python-client -> build/clients/python (generator_document: the two
-   documented adjustments below), then scripts/clients/smoke.py calls every operation through it
-   against the server and checks each answer parses into its model.
+6. Python: openapi-python-client on build/clients/openapi.json as served (no edit of the
+   document, none of the generated code), with `--custom-template-path scripts/clients/templates`
+   (below), then scripts/clients/smoke.py calls every operation through it against the server
+   and checks each answer parses into its model.
 
-What the Python generator is given differs from the served document in two ways, both for
-openapi-python-client 0.29 and both leaving the wire alone:
-- it reads any non-empty operation `security` as "a key is required" (openapi-python-client
-  issue #1372: the anonymous requirement `{}` is not looked at), so operations whose security
-  lists `{}` (the key is optional) are given without `security`: their functions take a plain
-  `Client` or an `AuthenticatedClient`;
-- it has no way to rename a property, so `x-python-name` (schemas/openapi.py SHADOWING_NAMES:
-  `cast`, which would shadow `typing.cast` in the model modules) is applied to the generated
-  models afterwards (`apply_python_names`): attribute `cast_`, JSON key still "cast".
+The templates: openapi-python-client 0.29.1 (the newest release) binds each property to a local
+of its own name in a model's `from_dict`/`to_dict` and calls `typing.cast` by its bare name there,
+so a property called `cast` (the spec's field on subscriptions, preferences and the paper index)
+makes every model that has one raise UnboundLocalError while parsing. The generator has no way
+to rename a property (it names it from the JSON key alone) and the wire name is the spec's, so no
+shape of the document avoids it; scripts/clients/templates overrides the three stock templates
+that call `cast(...)` (const, list, union properties) to call it as `_typing_cast`, imported on
+the line before. `check_templates` holds each override to the installed generator's own template
+plus that edit, so a new pin with changed templates fails here until they are taken anew.
+Operations whose key is optional need nothing: the document serves them `security: []`
+(schemas/openapi.py `_optional_key`), which the generator reads as callable without a key.
 
 Exit status 0 when every step passed; prints a line per step. Generated code stays in
 build/clients (gitignored).
@@ -34,9 +37,7 @@ build/clients (gitignored).
 from __future__ import annotations
 
 import argparse
-import copy
 import hashlib
-import io
 import json
 import os
 import re
@@ -45,7 +46,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import tokenize
 import urllib.request
 from pathlib import Path
 
@@ -176,63 +176,44 @@ def typescript(document: Path) -> bool:
 # ----------------------------------------------------------------------------- Python
 
 
-def generator_document(doc: dict) -> dict:
-    """The document as openapi-python-client 0.29 is given it (module docstring): operations
-    whose `security` lists the anonymous requirement `{}` lose `security`."""
-    doc = copy.deepcopy(doc)
-    for item in doc["paths"].values():
-        for method, operation in item.items():
-            if method != "parameters" and {} in operation.get("security", []):
-                del operation["security"]
-    return doc
+# The generator's templates this overrides (module docstring): each the stock one with its
+# `cast(...)` made through a name a property is unlikely to take.
+TEMPLATES = HERE / "templates"
+TYPING_CAST = "from typing import cast as _typing_cast"
 
 
-def python_names(doc: dict) -> dict[str, dict[str, str]]:
-    """{model module name: {property: identifier}} from the document's `x-python-name`."""
-    found = {}
-    for name, schema in doc.get("components", {}).get("schemas", {}).items():
-        renames = {prop: sub["x-python-name"] for prop, sub in schema.get("properties", {}).items()
-                   if isinstance(sub, dict) and "x-python-name" in sub}
-        if renames:
-            module = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
-            found[module] = renames
-    return found
+def check_templates() -> None:
+    """Each override in TEMPLATES must be the installed generator's own template with only the
+    `_typing_cast` edit: undoing it (dropping the TYPING_CAST import lines, `_typing_cast(` back
+    to `cast(`) gives the stock file byte for byte. Raises SetupError naming the file otherwise
+    (the pin in requirements.txt moved and its templates changed: take them anew)."""
+    stock_root = Path(sh([VENV / "bin" / "python", "-c",
+                          "import openapi_python_client, pathlib; "
+                          "print(pathlib.Path(openapi_python_client.__file__).parent / 'templates')"],
+                         capture=True).stdout.strip())
+    overrides = sorted(TEMPLATES.rglob("*.jinja"))
+    if not overrides:
+        raise SetupError(f"no templates in {TEMPLATES}")
+    for ours in overrides:
+        relative = ours.relative_to(TEMPLATES)
+        stock = stock_root / relative
+        undone = "".join(line.replace("_typing_cast(", "cast(")
+                         for line in ours.read_text(encoding="utf-8").splitlines(keepends=True)
+                         if line.strip() != TYPING_CAST)
+        if not stock.exists() or undone != stock.read_text(encoding="utf-8"):
+            raise SetupError(f"templates/{relative} is not the installed openapi-python-client's "
+                             "template plus the _typing_cast edit: take it anew from the pinned version")
 
 
-def apply_python_names(package: Path, renames: dict[str, dict[str, str]]) -> None:
-    """Rename each property's Python identifier in its generated model module: every NAME token
-    equal to the property, except a call (`cast(...)`, typing's) and the import line; strings
-    (JSON keys, docstrings) are left as they are, so the wire name does not change."""
-    for module, names in renames.items():
-        path = package / "models" / f"{module}.py"
-        if not path.exists():
-            raise SetupError(f"no generated model {path.name} for x-python-name")
-        source = path.read_text(encoding="utf-8")
-        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
-        lines = source.splitlines(keepends=True)
-        edits = []
-        for i, token in enumerate(tokens):
-            if token.type != tokenize.NAME or token.string not in names:
-                continue
-            following = next((t for t in tokens[i + 1:] if t.type not in (tokenize.NL, tokenize.COMMENT)), None)
-            if following is not None and following.string == "(":
-                continue
-            if lines[token.start[0] - 1].lstrip().startswith(("from ", "import ")):
-                continue
-            edits.append((token.start, token.end, names[token.string]))
-        for (row, col), (_, end), new in sorted(edits, reverse=True):
-            line = lines[row - 1]
-            lines[row - 1] = line[:col] + new + line[end:]
-        path.write_text("".join(lines), encoding="utf-8")
-        log(f"x-python-name: {path.name}: {names} ({len(edits)} identifiers)")
-
-
-def python_client(document: Path, doc: dict) -> Path:
-    given = OUT / "openapi-python.json"
-    given.write_text(json.dumps(generator_document(doc), indent=1), encoding="utf-8")
+def python_client(document: Path) -> Path:
+    """openapi-python-client on the served document as it is (its bytes), with TEMPLATES; the
+    package goes to build/clients/python-pkg/paper_desk_client. Returns the folder to put on
+    sys.path. SetupError when the generator fails or warns."""
+    check_templates()
     target = OUT / "python"
-    result = sh([VENV / "bin" / "openapi-python-client", "generate", "--path", given,
+    result = sh([VENV / "bin" / "openapi-python-client", "generate", "--path", document,
                  "--output-path", target, "--overwrite", "--meta", "none",
+                 "--custom-template-path", TEMPLATES,
                  "--config", HERE / "openapi-python-client.yaml"], capture=True, check=False)
     sys.stdout.write(result.stdout[-6000:] + result.stderr[-6000:])
     if result.returncode != 0 or "Warning" in result.stdout + result.stderr:
@@ -243,7 +224,6 @@ def python_client(document: Path, doc: dict) -> Path:
         shutil.rmtree(package)
     package.parent.mkdir(parents=True, exist_ok=True)
     target.rename(package)
-    apply_python_names(package, python_names(doc))
     sh([VENV / "bin" / "python", "-m", "compileall", "-q", package])
     return package.parent
 
@@ -303,7 +283,7 @@ def main() -> int:
             holder = {}
 
             def generate():
-                holder["dir"] = python_client(document, doc)
+                holder["dir"] = python_client(document)
 
             if step("openapi-python-client", generate):
                 step("every route through the Python client", lambda: sh(

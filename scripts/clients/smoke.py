@@ -101,7 +101,7 @@ def main(base: str, admin_key: str, read_key: str, client_dir: str, document: st
     call("getEmbedCard", public, str, id=story_id)
     tag = uuid.uuid4().hex[:8]
     call("subscribe", public, models.SubscribeAcceptedOut,
-         body=models.SubscribeIn(email=f"reader-{tag}@example.org", cast_=False))
+         body=models.SubscribeIn(email=f"reader-{tag}@example.org", cast=False))
     call("createSubscribers", public, models.SubscribeAcceptedOut,
          body=models.SubscribeIn(email=f"reader2-{tag}@example.org"))
 
