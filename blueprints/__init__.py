@@ -47,6 +47,6 @@ API_BLUEPRINTS = [paper.bp, stories.bp, sections.bp, personas.bp, cast.bp, days.
                   search.bp, posts.bp, changes.bp, log.bp, subscribers.bp, webhooks.bp, embed.bp]
 # The /api/v1 tree is open to any origin (keyed answers lose CORS again: web/caching.py).
 for _bp in API_BLUEPRINTS[:-1]:
-    policy.blueprint(_bp, cors="any")
+    policy.blueprint(_bp, cors="any", problems=True)
 PLAIN_BLUEPRINTS = [health.bp, media.bp, feeds.bp, site.bp, subscribe.bp, playground.bp, activitypub.bp,
                     transparency.bp, pages.bp]

@@ -38,7 +38,7 @@ from web.commit import transactional
 from web.links import links
 
 # Any origin may read these documents from a browser (fediverse web clients do).
-bp = policy.blueprint(Blueprint("activitypub", __name__), cors="read")
+bp = policy.blueprint(Blueprint("activitypub", __name__), cors="read", problems=True)
 # An inbox's Authorization is an HTTP signature (some servers send one there), never a desk key.
 INBOX = policy.route(cache=False, desk_keys=False)
 # Articles' proofs are made with the receipt key; its seed opens here, in the newsroom's code

@@ -57,7 +57,7 @@ def card(id: str):
 
 
 @bp.route("/oembed")
-@policy.route(cors="read")  # a site owner's page asks it from the browser
+@policy.route(cors="read", problems=True)  # a site owner's page asks it from the browser
 @bp.doc(operationId="getOembed")
 @bp.arguments(OEmbedQuery(), location="query", as_kwargs=True)
 @bp.response(200, OEmbedOut)

@@ -24,7 +24,7 @@ from web import caching, policy
 from web.links import links
 
 # Any origin may read every feed from a browser (a feed reader or an agent in a page).
-bp = policy.blueprint(Blueprint("feeds", __name__), cors="read")
+bp = policy.blueprint(Blueprint("feeds", __name__), cors="read", problems=True)
 
 RSS_TYPE = "application/rss+xml; charset=utf-8"
 # JSON Feed 1.1's own media type; JSON is UTF-8 by definition, so no charset parameter.

@@ -8,7 +8,8 @@ from extensions import db
 from web import policy
 
 # Load balancers ask the process, not a paper: no Host lookup, never counted, never stored.
-bp = policy.blueprint(Blueprint("health", __name__), paper=False, cache=False, limit="none")
+bp = policy.blueprint(Blueprint("health", __name__), paper=False, cache=False, limit="none",
+                      problems=True)
 
 
 @bp.route("/healthz")

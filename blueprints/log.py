@@ -23,7 +23,7 @@ from services.errors import NotFound
 from services.transparency import store, tiles
 from web import policy
 
-bp = Blueprint("transparency", __name__)
+bp = policy.blueprint(Blueprint("transparency", __name__), problems=True)
 
 CHECKPOINT_CACHE = "public, max-age=5"
 TILE_CACHE = "public, max-age=31536000, immutable"

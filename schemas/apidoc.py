@@ -6,6 +6,7 @@ them, an `operationId` on every operation, `fields.Constant` as JSON Schema `con
 from __future__ import annotations
 
 import http
+import re
 
 from apispec import BasePlugin
 from flask_smorest import Api
@@ -14,6 +15,7 @@ from marshmallow import fields
 
 from schemas import openapi as openapi_doc
 from schemas.common import ProblemSchema
+from web import errors
 from web.errors import PROBLEM_MIME
 
 
@@ -53,7 +55,13 @@ class DeskApi(Api):
     def document(self) -> dict:
         """The finished OpenAPI 3.1 document (without `servers`): apispec's output with every
         error answer the app can give documented with its real status and content type."""
-        return openapi_doc.finish(self.spec.to_dict())
+        app = self._app
+
+        def for_programs(path: str) -> bool:
+            # `/api/v1/stories/{id}` -> `/api/v1/stories/0`: a path the route would match.
+            return errors.is_problem_path(app, re.sub(r"\{[^}]*\}", "0", path))
+
+        return openapi_doc.finish(self.spec.to_dict(), for_programs)
 
 
 class OperationIds(BasePlugin):

@@ -39,8 +39,9 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Callable
 
-from web.errors import MACHINE_PREFIXES, PROBLEM_MIME
+from web.errors import PROBLEM_MIME
 
 PROBLEM_REF = {"$ref": "#/components/schemas/Problem"}
 HTTP_METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}
@@ -139,8 +140,10 @@ def camel_case(name: str) -> str:
     return words[0].lower() + "".join(w[:1].upper() + w[1:] for w in words[1:]) if words else name
 
 
-def finish(spec: dict) -> dict:
-    """A finished copy of apispec's `spec.to_dict()` (the input is left untouched)."""
+def finish(spec: dict, for_programs: Callable[[str], bool]) -> dict:
+    """A finished copy of apispec's `spec.to_dict()` (the input is left untouched).
+    `for_programs(path)`: the OpenAPI path (`/api/v1/stories/{id}`) answers errors as
+    problem+json (web/errors.py), not as the reader's HTML error page."""
     doc = copy.deepcopy(spec)
     doc["info"].setdefault("description", INFO_DESCRIPTION)
     components = doc.setdefault("components", {})
@@ -149,7 +152,7 @@ def finish(spec: dict) -> dict:
             _problem_content(response)
     for path, item in doc.get("paths", {}).items():
         _drop_shadowed_parameters(item)
-        machine = path.startswith(MACHINE_PREFIXES)
+        machine = for_programs(path)
         path_params = [p for p in item.get("parameters", []) if p.get("in") == "path"]
         for method, operation in item.items():
             if method in HTTP_METHODS:

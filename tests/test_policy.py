@@ -44,3 +44,18 @@ def test_a_bad_policy_is_refused_where_it_is_declared():
         policy.route(cahce=False)
     with pytest.raises(ValueError):
         policy.route(limit="sometimes")
+
+
+def test_errors_are_problem_json_where_the_policy_says_programs_ask(client, paper):
+    """Routes for programs (policy `problems`) answer errors as problem+json, readers' routes
+    with the HTML page; a path no route matched answers as the routes it starts like."""
+    programs = ["/api/v1/stories/999999", "/api/v1/no-such-route", "/log/tile/9/nope", "/log/nope",
+                "/oembed?url=https://elsewhere.example/x", "/sitemap-999.xml", "/ap/nope",
+                "/.well-known/nope"]
+    readers = ["/stories/no-such-story", "/api/nope", "/nope", "/embed/999999", "/masthead/nobody"]
+    for path in programs:
+        response = client.get(path)
+        assert response.status_code >= 400 and response.mimetype == "application/problem+json", path
+    for path in readers:
+        response = client.get(path)
+        assert response.status_code >= 400 and response.mimetype == "text/html", path

@@ -18,13 +18,11 @@ from werkzeug.exceptions import BadRequest, Conflict, HTTPException, InternalSer
 from werkzeug.http import HTTP_STATUS_CODES
 
 from services.errors import DeskError
+from web import policy
 
 log = logging.getLogger("paperdesk.errors")
 
 PROBLEM_MIME = "application/problem+json"
-# Paths whose answers are for programs, not people: they get problem+json.
-MACHINE_PREFIXES = ("/api/v1", "/oembed", "/rss.xml", "/feed.json", "/podcast.xml", "/front.json", "/llms.txt",
-                    "/sitemap", "/healthz", "/readyz", "/ap/", "/.well-known/", "/nodeinfo", "/log/")
 
 DETAILS = {
     400: "The request has a malformed value.",
@@ -42,11 +40,18 @@ DETAILS = {
 
 
 def wants_problem() -> bool:
-    """True when the current path is a machine route (API, oEmbed, feeds, health)."""
-    path = request.path
-    if path == "/api" or path.startswith("/api/") and not path.startswith("/api/v1"):
-        return False
-    return path.startswith(MACHINE_PREFIXES)
+    """True when the current request's route is for programs (its policy's `problems`: the API,
+    oEmbed, feeds, the log, ActivityPub, health checks), or no route matched and the path
+    starts as such a route's does (web/policy.py `problem_prefixes`)."""
+    endpoint = request.endpoint
+    if endpoint is not None:
+        return policy.of(current_app, endpoint).problems
+    return is_problem_path(current_app, request.path)
+
+
+def is_problem_path(app: Flask, path: str) -> bool:
+    """True when `path` is, or would be, a route for programs in `app` (see `wants_problem`)."""
+    return path.startswith(policy.problem_prefixes(app))
 
 
 def problem(status: int, detail: str | None = None, *, title: str | None = None,

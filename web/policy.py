@@ -24,7 +24,10 @@ else, such as an ActivityPub inbox's HTTP signature: the headers are then neithe
 looked up, and the request is public), `cache_control` (the Cache-Control of its public
 answers and their 304s instead of caching.PUBLIC_CACHE_CONTROL: a transparency log's checkpoint
 a few seconds, its tiles a year), `compress` (gzip its answers for clients that accept it
-whatever their content type, as for a log's entry bundles).
+whatever their content type, as for a log's entry bundles), `problems` (a route for programs:
+its errors are problem+json, web/errors.py; False: the reader's HTML error page). A path no
+route matched answers like the routes for programs when it starts as one of them does
+(`problem_prefixes`).
 """
 from __future__ import annotations
 
@@ -38,6 +41,7 @@ LIMITS = ("request", "subscribe", "link", "none")
 CORS = (None, "any", "read")
 _ATTRIBUTE = "route_policy"
 _EXTENSION = "paperdesk.route_policies"
+_PREFIXES = "paperdesk.problem_prefixes"
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,7 @@ class RoutePolicy:
     desk_keys: bool = True
     cache_control: str | None = None
     compress: bool = False
+    problems: bool = False
 
     def __post_init__(self):
         if self.limit not in LIMITS:
@@ -124,6 +129,35 @@ def of(app: Flask, endpoint: str | None) -> RoutePolicy:
     found = known.get(endpoint)
     if found is None:
         found = known[endpoint] = _learn(app, endpoint)
+    return found
+
+
+def problem_prefixes(app: Flask) -> tuple[str, ...]:
+    """Where the routes whose policy says `problems` live, as path prefixes, learnt once from
+    `app`'s URL map: a rule's fixed part before its first variable (`/api/v1/stories/`,
+    `/sitemap-`); a rule without variables, its path (`/rss.xml`) and its folder when no route
+    for readers lives there (`/api/v1/front` -> `/api/v1/`, `/log/checkpoint` -> `/log/`; not
+    `/api/v1` -> `/api/`, beside the playground's `/api`). A path no route matched gets
+    problem+json when it starts with one of these (`/api/v1/nope`)."""
+    found = app.extensions.get(_PREFIXES)
+    if found is None:
+        rules = list(app.url_map.iter_rules())
+        readers = [rule.rule for rule in rules if not of(app, rule.endpoint).problems]
+        prefixes = set()
+        for rule in rules:
+            if not of(app, rule.endpoint).problems:
+                continue
+            fixed = rule.rule.split("<", 1)[0]
+            if fixed == "/":
+                continue  # a variable first (`/<key>.txt`): no prefix to tell it by
+            prefixes.add(fixed)
+            folder = fixed.rpartition("/")[0] if "<" not in rule.rule else ""
+            if folder and not any(path == folder or path.startswith(folder + "/") for path in readers):
+                prefixes.add(folder + "/")
+        # The shortest prefixes suffice: `/api/v1/` covers `/api/v1/stories/`.
+        found = app.extensions[_PREFIXES] = tuple(sorted(
+            prefix for prefix in prefixes if not any(prefix != other and prefix.startswith(other)
+                                                     for other in prefixes)))
     return found
 
 
