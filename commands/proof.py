@@ -24,6 +24,7 @@ from sqlalchemy import select
 from extensions import db
 from models import Paper, SigningKey
 from models.clock import utcnow
+from services.delivery.federation import keys as activitypub_keys
 from services.newsroom import provenance, seeds
 from services.reading import stories
 from services.transparency import store as transparency_log
@@ -70,7 +71,7 @@ def rotate_secret(old_secret: str | None, old_secret_file: str | None) -> None:
     afresh; seeds that open already are kept. An active key's seed that opens under neither
     stops the command with exit 1 and nothing changed (a retired one is left, with a warning).
     The receipt keys themselves (kid, public key) never change; nor do the transparency logs'
-    keys, resealed the same way."""
+    keys and the papers' ActivityPub (HTTP-signature) keys, resealed the same way."""
     if old_secret_file:
         old_secret = Path(old_secret_file).read_text(encoding="utf-8").strip()
     if not old_secret:
@@ -79,7 +80,8 @@ def rotate_secret(old_secret: str | None, old_secret_file: str | None) -> None:
         done = provenance.reseal_seeds(old_secret, current_app.config["SECRET_KEY"])
         # The transparency logs' keys are sealed the same way (services/transparency/store.py).
         logs = transparency_log.reseal(old_secret, current_app.config["SECRET_KEY"])
-    except (seeds.SeedLocked, LogKeyLocked) as exc:
+        actors = activitypub_keys.reseal(old_secret, current_app.config["SECRET_KEY"])
+    except (seeds.SeedLocked, LogKeyLocked, activitypub_keys.KeyLocked) as exc:
         db.session.rollback()
         raise click.ClickException(str(exc)) from exc
     db.session.commit()
@@ -89,8 +91,11 @@ def rotate_secret(old_secret: str | None, old_secret_file: str | None) -> None:
         click.echo(f"left {kid} as it is: retired, and sealed under neither secret", err=True)
     for origin in logs["resealed"]:
         click.echo(f"resealed the log key of {origin}")
-    click.echo(f"{len(done['resealed']) + len(logs['resealed'])} seed(s) resealed under the current SECRET_KEY, "
-               f"{len(done['kept']) + len(logs['kept'])} already sealed under it.")
+    for paper_id in actors["resealed"]:
+        click.echo(f"resealed the ActivityPub key of paper {paper_id}")
+    resealed = len(done["resealed"]) + len(logs["resealed"]) + len(actors["resealed"])
+    kept = len(done["kept"]) + len(logs["kept"]) + len(actors["kept"])
+    click.echo(f"{resealed} seed(s) resealed under the current SECRET_KEY, {kept} already sealed under it.")
 
 
 def _fetch(source: str, desk_key: str | None = None) -> dict:

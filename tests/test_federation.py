@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from sqlalchemy import select
 
 from extensions import db
-from models import ApDelivery, ApFollower
+from models import ApDelivery, ApFollower, ApKey
 from models.clock import utcnow
 from services.delivery.federation import remote
 from services.newsroom import filing
@@ -236,6 +236,33 @@ def test_the_rsa_key_is_sealed_at_rest(client, paper):
     stored = db.session.execute(db.text("SELECT private_key FROM ap_keys")).scalar_one()
     db.session.rollback()
     assert stored.startswith("v1:") and "PRIVATE" not in stored and pem not in stored
+
+
+def test_rotate_secret_reseals_the_rsa_key_and_the_actor_keeps_it(client, desk, paper, make_app):
+    from services.delivery.federation import keys as ap_keys
+
+    pem = get_ap(client, "/ap/paper")["publicKey"]["publicKeyPem"]
+    old_secret = desk.app.config["SECRET_KEY"]
+    moved = make_app(SECRET_KEY="another secret of enough length for the instance")
+    with moved.app_context():
+        row = db.session.get(ApKey, paper.id)
+        with pytest.raises(ap_keys.KeyLocked):
+            ap_keys.private_key(row, moved.config["SECRET_KEY"])
+        db.session.rollback()
+        result = moved.test_cli_runner().invoke(args=["rotate-secret", "--old-secret", old_secret])
+        assert result.exit_code == 0, result.output
+        assert f"resealed the ActivityPub key of paper {paper.id}" in result.output
+        row = db.session.get(ApKey, paper.id, populate_existing=True)
+        opened = ap_keys.private_key(row, moved.config["SECRET_KEY"])
+        db.session.rollback()
+    assert get_ap(moved.test_client(), "/ap/paper")["publicKey"]["publicKeyPem"] == pem
+    public = opened.public_key().public_bytes(serialization.Encoding.PEM,
+                                              serialization.PublicFormat.SubjectPublicKeyInfo).decode("ascii")
+    assert public == pem  # the same key, now sealed under the new secret
+    # Run again, nothing is left to reseal.
+    with moved.app_context():
+        again = moved.test_cli_runner().invoke(args=["rotate-secret", "--old-secret", old_secret])
+    assert again.exit_code == 0 and "ActivityPub key" not in again.output
 
 
 def test_article_has_a_proof_that_apsig_verifies(client, desk, paper):

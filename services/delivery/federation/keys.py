@@ -41,8 +41,8 @@ ED25519_MULTICODEC = b"\xed\x01"
 
 class KeyLocked(DeskError):
     """A sealed ActivityPub key that the instance secret does not open (SECRET_KEY changed):
-    500, nothing is signed. Restore the previous SECRET_KEY (`flask rotate-secret` does not yet
-    re-seal these keys: docs/FEDERATION.md)."""
+    500, nothing is signed. Restore the previous SECRET_KEY, or run `flask rotate-secret` with
+    the old one (`reseal`)."""
 
     status = 500
 
@@ -118,6 +118,32 @@ def ensure_rsa_key(paper: Paper, secret: str, now) -> ApKey:
     if row is None:  # pragma: no cover - the insert either landed or lost to one that did
         raise LookupError(f"paper {paper.slug} has no ActivityPub key")
     return row
+
+
+def reseal(old_secret: str, new_secret: str) -> dict[str, list[int]]:
+    """Seal every paper's RSA key under `new_secret` after SECRET_KEY changed (as
+    provenance.reseal_seeds does the receipt seeds): `{"resealed", "kept"}` paper ids. Raises
+    KeyLocked naming the papers whose key opens under neither secret, before changing any row.
+    Flushes; the caller commits."""
+    plan, kept, lost = [], [], []
+    for row in db.session.scalars(select(ApKey).order_by(ApKey.paper_id)):
+        try:
+            unseal(row.private_key, new_secret)
+            kept.append(row.paper_id)
+            continue
+        except KeyLocked:
+            pass
+        try:
+            plan.append((row, unseal(row.private_key, old_secret)))
+        except KeyLocked:
+            lost.append(row.paper_id)
+    if lost:
+        raise KeyLocked(f"The ActivityPub keys of papers {', '.join(map(str, lost))} open under neither "
+                        f"the old nor the current SECRET_KEY. Nothing was changed.")
+    for row, der in plan:
+        row.private_key = seal(der, new_secret)
+    db.session.flush()
+    return {"resealed": [row.paper_id for row, _ in plan], "kept": kept}
 
 
 def private_key(row: ApKey, secret: str) -> rsa.RSAPrivateKey:
