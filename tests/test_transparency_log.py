@@ -144,6 +144,13 @@ def test_an_entry_is_canonical_json_with_exactly_its_fields():
     assert json.loads(entries.entry_bytes(paper="demo", seq=4, event="unaired", piece=12, rev=2,
                                           content_hash="sha256:ab", at=NOW))["content_hash"] is None
     assert entries.unbundle(entries.bundle([b"a", b"", b"xyz"])) == [b"a", b"", b"xyz"]
+    assert entries.parse_entry(data) == json.loads(data)
+    # What the monitor refuses: anything but the canonical bytes (its orjson fast path included).
+    for bent in (data.replace(b'{"at"', b'{ "at"'), data.replace(b'"rev":2', b'"rev":2.0'),
+                 data.replace(b'"rev":2', b'"rev":9007199254740993'), data.replace(b'"seq":3', b'"seq":3e0'),
+                 data.replace(b'"piece":"12"', b'"piece":"\\u0031\\u0032"'), data + b" ", b"[]", b"\xff"):
+        with pytest.raises(ValueError):
+            entries.parse_entry(bent)
 
 
 # ----------------------------------------------------------------------------- through HTTP
@@ -455,6 +462,8 @@ def test_the_monitors_fast_canonical_bytes_are_rfc8785s():
                  "prose": value, "section": value, "byline": value, "image": basis["image"],
                  "cited_facts": basis["cited_facts"], "content_hash": log_monitor.content_hash(basis)}
         assert log_monitor.hashes_to(story, "demo", "https://demo.example") == (True, story["content_hash"])
+        assert log_monitor.hashes_to({**story, "rev": float(story["rev"])}, "demo", "https://demo.example") == (
+            story["rev"] < 2**53, story["content_hash"])  # a float goes to rfc8785, which writes 1.0 as 1
         changed = {**story, "prose": value + "!"}
         assert log_monitor.hashes_to(changed, "demo", "https://demo.example")[0] is False
 
