@@ -199,11 +199,12 @@ def basis_of(story: dict, paper: str, origin_url: str) -> list[dict]:
                              "instrument": f["instrument"], "claim_key": f["claim_key"]}
                             for f in story["cited_facts"]]}
     image = story.get("image")
-    images: list = [image]
     if image is None:
-        images.append("")
+        images: list = [None, ""]
     elif image.startswith(origin_url + "/"):
-        images.append(image[len(origin_url):])
+        images = [image[len(origin_url):], image]  # the desk's own art: stored as its path, most likely
+    else:
+        images = [image]
     return [{**base, "image": i} for i in images]
 
 
@@ -483,20 +484,25 @@ def _check_pieces(client: Client, report: Report, logged: list[dict], paper: str
              "recomputed")
 
 
-def _plain(value) -> bool:
-    """Whether `value` holds only what orjson writes as RFC 8785 does: strings, null, booleans,
-    integers within +-2**53, and lists and objects of them with ASCII keys (a float, for one,
-    orjson writes as it read it, `1.0`, where RFC 8785 writes `1`)."""
-    kind = type(value)
-    if kind is str or value is None or kind is bool:
-        return True
-    if kind is int:
-        return -SAFE_INTEGER <= value <= SAFE_INTEGER
-    if kind is list:
-        return all(_plain(v) for v in value)
-    if kind is dict:
-        return all(k.isascii() and _plain(v) for k, v in value.items())
-    return False
+def _plain(basis: dict) -> bool:
+    """Whether orjson writes `basis` (a `basis_of` dict: fixed ASCII keys) as RFC 8785 does:
+    its values strings or null, `rev` and each fact's `n` integers within +-2**53 (a float, for
+    one, orjson writes as it read it, `1.0`, where RFC 8785 writes `1`)."""
+    for key, value in basis.items():
+        if key == "rev":
+            if type(value) is not int or not -SAFE_INTEGER <= value <= SAFE_INTEGER:
+                return False
+        elif key == "cited_facts":
+            for fact in value:
+                for name, item in fact.items():
+                    if name == "n":
+                        if type(item) is not int or not -SAFE_INTEGER <= item <= SAFE_INTEGER:
+                            return False
+                    elif type(item) is not str:
+                        return False
+        elif value is not None and type(value) is not str:
+            return False
+    return True
 
 
 def _answer(story: dict, paper: str, origin_url: str) -> dict:
