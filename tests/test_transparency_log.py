@@ -343,7 +343,9 @@ def test_the_monitor_passes_an_honest_paper_and_proves_each_run_consistent(clien
     state = tmp_path / "state.json"
     first = monitor(runner, live, state)
     assert first.exit_code == 0, first.output
-    assert "OK: demo.localhost/log size 9" in first.output and "6 pieces on air (6 recomputed)" in first.output
+    # Every answer read from the list's one full page: log, index, checkpoint, 2 tiles, 1 page.
+    assert "OK: demo.localhost/log size 9" in first.output and "6 pieces on air (6 recomputed), 6 requests" \
+        in first.output
     assert json.loads(state.read_text())["size"] == 9
     more = file(client, admin, "Another one")
     client.put(f"/api/v1/stories/{more}/air", headers=auth(admin))
@@ -358,6 +360,12 @@ def test_the_monitor_passes_an_honest_paper_and_proves_each_run_consistent(clien
     assert f"pending (newer than the checkpoint, in the change feed): piece {more}" in third.output
     sampled = monitor(runner, live, state, "--sample", "0")  # nothing changed since the last run
     assert sampled.exit_code == 0 and "7 pieces on air (0 recomputed)" in sampled.output
+    # A walk of many pages (following each Link), and a sample of single GETs, see the same.
+    paged = log_monitor.verify(log_monitor.Client(live), state=None, page=2)
+    assert paged.ok and (paged.pieces, paged.recomputed) == (7, 7), paged.problems
+    assert len(paged.pending) == 1 and paged.pending[0].startswith(f"piece {more} (another-one): served rev 2")
+    one_by_one = log_monitor.verify(log_monitor.Client(live), state=None, sample=3)
+    assert one_by_one.ok and (one_by_one.pieces, one_by_one.recomputed) == (7, 3)
 
 
 @pytest.mark.slow

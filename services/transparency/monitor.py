@@ -17,9 +17,14 @@ tile and entry bundle, and every piece on air, and checks:
    back in time (a backdated change cannot be appended late);
 5. every piece on air (`/api/v1/stories`, paged) is the newest entry for it (not unaired, same
    rev), and no piece the log says is on air is missing from the paper; and each piece's full
-   public answer (every one, or with `sample` the pieces changed since the last run plus a
-   random choice of the others) hashes to its `content_hash` (docs/PROOFS.md "From the public
-   story to the hash basis"), which is its newest entry's.
+   public answer hashes to its `content_hash` (docs/PROOFS.md "From the public story to the
+   hash basis"), which is its newest entry's: every piece's, read 200 at a time from the list
+   with `full=true` (each row exactly its `/api/v1/stories/{id}` answer), or with `sample` the
+   pieces changed since the last run plus a random choice of the others, one GET each.
+
+Speed (docs/PROOFS.md has the figures): one keep-alive connection per thread; the list's next
+page requested (from its `Link`) while this one is checked; entries and bases re-encoded with
+orjson, which writes RFC 8785's bytes for them, rfc8785 judging any mismatch.
 
 A mismatch explained by a newer change in the public change feed (`/api/v1/changes`) dated
 less than `grace` seconds ago is reported as pending, not as a failure: the log signs new
@@ -248,12 +253,12 @@ def _tile_reader(fetched: dict[tuple[int, int], bytes]) -> Callable[[int, int], 
 
 def verify(client: Client, *, state: dict | None, grace: float = 300.0, workers: int = 8,
            sample: int | None = None, now: datetime | None = None,
-           progress: Callable[[str], None] = lambda m: None) -> Report:
+           progress: Callable[[str], None] = lambda m: None, page: int = PAGE) -> Report:
     """One monitor run (see the module). `state` is what the previous run returned as
     `report.state` (None on a first run); the new one is in `report.state` when the log itself
     verified (signature, tree, consistency). `sample`: recompute the hash of only that many
     public answers (every piece changed since the last run, then a random choice of the
-    others); None: of every piece on air."""
+    others); None: of every piece on air. `page`: rows per list page (1-200)."""
     report = Report()
     now = now or datetime.now(timezone.utc)
     info = client.json("/api/v1/log")
@@ -355,7 +360,8 @@ def verify(client: Client, *, state: dict | None, grace: float = 300.0, workers:
                     "checked_at": now.isoformat()}
     # Without a previous run nothing counts as "changed since": a sample is random throughout.
     changed_from = int(state["size"]) if state and state.get("size") is not None else size
-    _check_pieces(client, report, logged, paper, origin_url, grace, workers, now, progress, sample, changed_from)
+    _check_pieces(client, report, logged, paper, origin_url, grace, workers, now, progress, sample, changed_from,
+                  page)
     return report
 
 
@@ -381,10 +387,10 @@ def _check_cosignatures(report: Report, served: str, text: str, witnesses: list[
                     report.problems.append(f"checkpoint: {exc}")
 
 
-def _on_air(client: Client, *, full: bool) -> Iterator[list[dict]]:
+def _on_air(client: Client, *, full: bool, limit: int) -> Iterator[list[dict]]:
     """The pieces on air, a page at a time (`/api/v1/stories`, newest first): story rows, or with
     `full` full stories (`full=true`, each as `/api/v1/stories/{id}` answers it)."""
-    for body in client.pages(f"/api/v1/stories?limit={PAGE}" + ("&full=true" if full else "")):
+    for body in client.pages(f"/api/v1/stories?limit={limit}" + ("&full=true" if full else "")):
         yield orjson.loads(body)["stories"]
 
 
@@ -404,7 +410,7 @@ def _recent_changes(client: Client, since: datetime) -> dict[str, dict]:
 
 def _check_pieces(client: Client, report: Report, logged: list[dict], paper: str, origin_url: str,
                   grace: float, workers: int, now: datetime, progress: Callable[[str], None],
-                  sample: int | None, changed_from: int) -> None:
+                  sample: int | None, changed_from: int, page_size: int) -> None:
     newest: dict[str, dict] = {}
     for entry in logged:
         newest[entry["piece"]] = entry
@@ -413,7 +419,7 @@ def _check_pieces(client: Client, report: Report, logged: list[dict], paper: str
     # answers one by one.
     answers: list[dict] = []  # each: id, slug, rev, content_hash, matches, recomputed; or id, slug, error
     rows: list[dict] = []
-    for page in _on_air(client, full=sample is None):
+    for page in _on_air(client, full=sample is None, limit=page_size):
         for row in page:
             rows.append({"id": row["id"], "slug": row["slug"], "rev": row["rev"]})
             if sample is None:
