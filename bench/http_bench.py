@@ -70,6 +70,11 @@ ENDPOINTS = [
     ("/sitemap.xml", "/sitemap.xml", "feed"),
     ("/embed/{id}", "/embed/{id}", "embed"),
     ("304 /api/v1/stories", "/api/v1/stories?limit=15", "304"),
+    # The transparency log (docs/PROOFS.md): the signed checkpoint, a full hash tile (256
+    # hashes, 8 KiB) and a full entry bundle (256 entries), as monitors fetch them.
+    ("/log/checkpoint", "/log/checkpoint", "checkpoint"),
+    ("/log/tile/0/000", "/log/tile/0/000", "tile"),
+    ("/log/tile/entries/000", "/log/tile/entries/000", "tile"),
 ]
 # The baselines (bench/baselines.py), each on its own gunicorn with the app's settings.
 BASELINES = [("bare WSGI callable", "bench.baselines:bare_wsgi"), ("bare Flask view", "bench.baselines:bare_flask")]

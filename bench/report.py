@@ -19,7 +19,8 @@ NAMES = {"sqlite": "SQLite", "postgresql": "PostgreSQL"}
 # endpoint kind and mode; None: no target. PostgreSQL: at least PG_SHARE[mode] of SQLite's ratio
 # for the same row in the same run (issue 26: 0.8x cold, 0.9x warm).
 WARM = {"health": 0.65, "list15": 0.5, "list50": 0.5, "list200": 0.5, "story": 0.5, "page": 0.5,
-        "front": 0.5, "frontpage": 0.5, "search": 0.5, "feed": 0.5, "embed": 0.5, "304": 0.55}
+        "front": 0.5, "frontpage": 0.5, "search": 0.5, "feed": 0.5, "embed": 0.5, "304": 0.55,
+        "checkpoint": 0.5, "tile": 0.5}
 COLD = {"health": 0.65, "list15": 0.30, "list50": 0.20, "list200": 0.08, "story": 0.40, "page": 0.20,
         "front": 0.15, "304": 0.55}
 PG_SHARE = {"cold": 0.8, "warm": 0.9}
@@ -32,7 +33,8 @@ KINDS = {"/healthz": "health", "/api/v1/stories?limit=15": "list15", "/api/v1/st
          "/api/v1/stories?limit=200": "list200", "/api/v1/stories/{id}": "story",
          "/stories/{id} (page)": "page", "/api/v1/front": "front", "/ (front page)": "frontpage",
          "/api/v1/search (common)": "search", "/api/v1/search (rare)": "search", "/rss.xml": "feed",
-         "/sitemap.xml": "feed", "/embed/{id}": "embed", "304 /api/v1/stories": "304"}
+         "/sitemap.xml": "feed", "/embed/{id}": "embed", "304 /api/v1/stories": "304",
+         "/log/checkpoint": "checkpoint", "/log/tile/0/000": "tile", "/log/tile/entries/000": "tile"}
 
 
 def target(label: str, mode: str) -> float | None:

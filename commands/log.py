@@ -75,8 +75,9 @@ def checkpoint() -> None:
               help="Seconds a public change may wait for the log before a mismatch is a failure.")
 @click.option("--workers", default=8, show_default=True, help="Requests in flight at once.")
 @click.option("--sample", type=click.IntRange(min=0), default=None,
-              help="Recompute the hash of only this many full public answers: every piece changed since the "
-                   "last run (--state), then a random choice of the others. Default: every piece on air.")
+              help="Recompute the hash of only this many full public answers, one GET each: every piece changed "
+                   "since the last run (--state), then a random choice of the others. Default: every piece on "
+                   "air, read 200 a page (/api/v1/stories?full=true).")
 def verify(base: str, host: str | None, state_file: Path | None, grace: float, workers: int,
            sample: int | None) -> None:
     """Monitor a paper's transparency log over HTTP: the checkpoint's signature, every tile and

@@ -94,7 +94,8 @@ CURSOR_EXAMPLE = ("eyJwIjoxLCJmIjp7InN0YXR1cyI6Im9uX2FpciJ9LCJrIjpbMSwiMjAyNi0xM
 
 
 class StoryListOut(Schema):
-    stories = fields.List(fields.Nested(StoryRowOut), required=True)
+    stories = fields.List(fields.Nested(StoryRowOut), required=True, metadata={
+        "description": "Story rows; with `full=true`, full stories (the shape of `/api/v1/stories/{id}`)."})
     count = fields.Integer(required=True, metadata={"description": "Number of rows in `stories`."})
     next_cursor = fields.String(required=True, allow_none=True, metadata={
         "description": "Pass as `cursor` for the rows after these (also in the `Link` header); "
@@ -121,6 +122,12 @@ class StoriesQuery(Schema):
     persona = fields.String(validate=validate.Length(min=1, max=200), metadata={
         "description": "Only pieces bylined by this persona: its `slug` on the masthead (its name works "
                        "too). A persona the paper does not have is a 400.", "example": "ada-quill"})
+    full = fields.Boolean(load_default=False, metadata={
+        "description": "`true`: each row is the full story, exactly as `/api/v1/stories/{id}` answers it "
+                       "(the row's fields plus `prose`, `cited_facts`, `category`, `image`, `persona`, "
+                       "`disclosure`, `content_hash`): a mirror or a log monitor (`flask log verify`) reads "
+                       "every piece in pages instead of one request each. Heavier pages; the same walk "
+                       "and cursors.", "example": True})
     status = fields.String(validate=validate.OneOf(("on_air", "draft", "all")), metadata={
         "description": "`on_air` (pieces on air, newest first), `draft` (pieces not on air, newest filed "
                        "first) or `all` (on air, then drafts). `draft` and `all` need a key (401 without); "
@@ -178,9 +185,10 @@ def story_row_wire(row, links: Links, now=None) -> dict:
             "air_at": _air_at(row, now) if on_air and on_air_at is not None else None}
 
 
-def story_wire(row, facts, links: Links, nameplate: str) -> dict:
-    """StoryOut's dump of a row of `stories.STORY_COLUMNS` and its facts (`FACT_COLUMNS`)."""
-    wire = story_row_wire(row, links)
+def story_wire(row, facts, links: Links, nameplate: str, now=None) -> dict:
+    """StoryOut's dump of a row of `stories.STORY_COLUMNS` and its facts (`FACT_COLUMNS`); `now`
+    as for `story_row_wire`."""
+    wire = story_row_wire(row, links, now)
     wire.update({
         "prose": row.prose,
         "cited_facts": [{"n": f.n, "statement": f.statement, "source": f.source, "instrument": f.instrument,

@@ -46,10 +46,14 @@ def test_declared_parameters_still_tell_answers_apart(cached):
     # The same declared query with other junk is the stored answer.
     assert client.get("/api/v1/stories?junk=2&limit=1").get_json() == one
     assert stored(cached) == 2
+    # `full` keys its own answer: the stored plain rows are not the full stories.
+    full = client.get("/api/v1/stories?limit=1&full=true").get_json()
+    assert full["stories"][0]["id"] == one["stories"][0]["id"] and "prose" in full["stories"][0]
+    assert "prose" not in client.get("/api/v1/stories?limit=1").get_json()["stories"][0]
     # A plain view's declared parameter (the frameable player) keys its own answer.
     assert policy.of(cached, "pages.edition").query == {"embed"}
     assert policy.of(cached, "stories.list_stories").query == {
-        "limit", "cursor", "section", "persona", "status"}
+        "limit", "cursor", "section", "persona", "status", "full"}
     assert policy.of(cached, "embed.oembed").query >= {"url", "format", "maxwidth", "maxheight"}
 
 

@@ -248,7 +248,7 @@ def test_sections_page_in_the_papers_order(client, desk):
 def test_the_openapi_document_declares_paging(client, desk):
     desk.paper("demo")
     doc = client.get("/api/v1/openapi.json").get_json()
-    paged = {"/api/v1/stories": {"limit", "cursor", "section", "persona", "status"},
+    paged = {"/api/v1/stories": {"limit", "cursor", "section", "persona", "status", "full"},
              "/api/v1/posts": {"limit", "since", "cursor"}, "/api/v1/days": {"limit", "cursor"},
              "/api/v1/days/{day}": {"limit", "cursor"}, "/api/v1/sections": {"limit", "cursor"}}
     for path, names in paged.items():

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import orjson
 import pytest
 import rfc8785
 import time_machine
@@ -26,6 +27,7 @@ from sqlalchemy import select, text
 from extensions import db
 from models import LogCheckpoint, LogEntry, Paper, Piece, TransparencyLog
 from services.transparency import entries, merkle, note, tiles
+from services.transparency import monitor as log_monitor
 from tests.fixtures.keys import auth
 from tests.fixtures.statements import statements
 
@@ -142,6 +144,13 @@ def test_an_entry_is_canonical_json_with_exactly_its_fields():
     assert json.loads(entries.entry_bytes(paper="demo", seq=4, event="unaired", piece=12, rev=2,
                                           content_hash="sha256:ab", at=NOW))["content_hash"] is None
     assert entries.unbundle(entries.bundle([b"a", b"", b"xyz"])) == [b"a", b"", b"xyz"]
+    assert entries.parse_entry(data) == json.loads(data)
+    # What the monitor refuses: anything but the canonical bytes (its orjson fast path included).
+    for bent in (data.replace(b'{"at"', b'{ "at"'), data.replace(b'"rev":2', b'"rev":2.0'),
+                 data.replace(b'"rev":2', b'"rev":9007199254740993'), data.replace(b'"seq":3', b'"seq":3e0'),
+                 data.replace(b'"piece":"12"', b'"piece":"\\u0031\\u0032"'), data + b" ", b"[]", b"\xff"):
+        with pytest.raises(ValueError):
+            entries.parse_entry(bent)
 
 
 # ----------------------------------------------------------------------------- through HTTP
@@ -334,7 +343,9 @@ def test_the_monitor_passes_an_honest_paper_and_proves_each_run_consistent(clien
     state = tmp_path / "state.json"
     first = monitor(runner, live, state)
     assert first.exit_code == 0, first.output
-    assert "OK: demo.localhost/log size 9" in first.output and "6 pieces on air (6 recomputed)" in first.output
+    # Every answer read from the list's one full page: log, index, checkpoint, 2 tiles, 1 page.
+    assert "OK: demo.localhost/log size 9" in first.output and "6 pieces on air (6 recomputed), 6 requests" \
+        in first.output
     assert json.loads(state.read_text())["size"] == 9
     more = file(client, admin, "Another one")
     client.put(f"/api/v1/stories/{more}/air", headers=auth(admin))
@@ -349,6 +360,12 @@ def test_the_monitor_passes_an_honest_paper_and_proves_each_run_consistent(clien
     assert f"pending (newer than the checkpoint, in the change feed): piece {more}" in third.output
     sampled = monitor(runner, live, state, "--sample", "0")  # nothing changed since the last run
     assert sampled.exit_code == 0 and "7 pieces on air (0 recomputed)" in sampled.output
+    # A walk of many pages (following each Link), and a sample of single GETs, see the same.
+    paged = log_monitor.verify(log_monitor.Client(live), state=None, page=2)
+    assert paged.ok and (paged.pieces, paged.recomputed) == (7, 7), paged.problems
+    assert len(paged.pending) == 1 and paged.pending[0].startswith(f"piece {more} (another-one): served rev 2")
+    one_by_one = log_monitor.verify(log_monitor.Client(live), state=None, sample=3)
+    assert one_by_one.ok and (one_by_one.pieces, one_by_one.recomputed) == (7, 3)
 
 
 @pytest.mark.slow
@@ -401,6 +418,62 @@ def test_the_monitor_fails_a_log_that_rewrote_its_past(client, runner, desk, liv
     assert "no checkpoint for paper" in output
     with app.app_context():
         assert db.session.get(TransparencyLog, paper.id).signed_size == 9
+
+
+def test_full_story_lists_answer_each_piece_as_its_own_story_does(client, desk):
+    """`/api/v1/stories?full=true` (what the monitor reads): each row is the piece's full answer,
+    the same walk and cursors as the plain list, and the next-page link keeps `full`."""
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    ids = [file(client, admin, f"Listed {n}", image="https://cdn.example.com/a.png" if n % 2 else None)
+           for n in range(3)]
+    desk.piece(paper, "Listed with local art", image="/media/art.png")
+    for piece in ids:
+        client.put(f"/api/v1/stories/{piece}/air", headers=auth(admin))
+    plain = client.get("/api/v1/stories?limit=2").get_json()
+    assert "prose" not in plain["stories"][0]  # the plain rows stay light
+    first = client.get("/api/v1/stories?limit=2&full=true")
+    assert first.status_code == 200 and first.get_json()["count"] == 2
+    assert "full=true" in first.headers["Link"]
+    rows, page = first.get_json()["stories"], first.get_json()
+    while page["next_cursor"]:
+        page = client.get(f"/api/v1/stories?limit=2&full=true&cursor={page['next_cursor']}").get_json()
+        rows += page["stories"]
+    assert [r["id"] for r in rows] == [r["id"] for r in client.get("/api/v1/stories?limit=200").get_json()["stories"]]
+    assert len(rows) == 4
+    for row in rows:
+        assert row == client.get(f"/api/v1/stories/{row['id']}").get_json()
+    assert any(row["image"] and row["image"].endswith("/media/art.png") for row in rows)
+    assert all(row["cited_facts"] for row in rows if row["slug"].startswith("listed-") and row["id"] in ids)
+    # A desk key's draft lane, full too; the public lane never shows a draft.
+    draft = file(client, admin, "Still a draft")
+    keyed = client.get("/api/v1/stories?status=draft&full=true", headers=auth(admin)).get_json()["stories"]
+    assert [r["id"] for r in keyed] == [draft] and keyed[0]["prose"] == "It happened[^1]."
+    assert draft not in {r["id"] for r in client.get("/api/v1/stories?full=true").get_json()["stories"]}
+    assert client.get("/api/v1/stories?full=maybe").status_code == 400
+
+
+def test_the_monitors_fast_canonical_bytes_are_rfc8785s():
+    """The monitor hashes bases with orjson (sorted keys) and asks rfc8785 only on a mismatch:
+    for every kind of value a basis holds the two give the same bytes."""
+    tricky = ["", "plain", "quote \" back \\ slash /", "\x00\x01\x07\x08\t\n\x0b\x0c\r\x1b\x1f\x7f",
+              "\u2028\u2029", "é ß 中文 \u00ad", "emoji \U0001F600 and \U00010000", "<script>&amp;</script>",
+              "\ufeff bom", "\\u0000 not an escape"]
+    for n, value in enumerate(tricky):
+        basis = {"paper": "demo", "piece": str(n), "slug": value, "rev": 2**53 - 1 if n % 2 else n,
+                 "headline": value, "dek": value * 3, "prose": value, "section": value, "byline": value,
+                 "image": None if n % 3 == 0 else value,
+                 "cited_facts": [{"n": i, "statement": value, "source": value, "instrument": value,
+                                  "claim_key": value} for i in range(n % 3)]}
+        assert orjson.dumps(basis, option=orjson.OPT_SORT_KEYS) == rfc8785.dumps(basis), repr(value)
+        story = {"id": str(n), "slug": value, "rev": basis["rev"], "headline": value, "dek": value * 3,
+                 "prose": value, "section": value, "byline": value, "image": basis["image"],
+                 "cited_facts": basis["cited_facts"], "content_hash": log_monitor.content_hash(basis)}
+        assert log_monitor.hashes_to(story, "demo", "https://demo.example") == (True, story["content_hash"])
+        assert log_monitor.hashes_to({**story, "rev": float(story["rev"])}, "demo", "https://demo.example") == (
+            story["rev"] < 2**53, story["content_hash"])  # a float goes to rfc8785, which writes 1.0 as 1
+        changed = {**story, "prose": value + "!"}
+        assert log_monitor.hashes_to(changed, "demo", "https://demo.example")[0] is False
 
 
 # ----------------------------------------------------------------------------- Go's own verifier

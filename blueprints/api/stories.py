@@ -74,14 +74,15 @@ def _as_filed(piece: Piece) -> Piece:
 @bp.alt_response(400, description="A malformed or foreign `cursor`, or a `section` or `persona` the paper lacks.")
 @bp.alt_response(401, description="`status=draft` or `status=all` without a key.")
 def list_stories(limit: int, cursor: str | None = None, section: str | None = None,
-                 persona: str | None = None, status: str | None = None):
+                 persona: str | None = None, status: str | None = None, full: bool = False):
     """Pieces newest first, a page at a time; filter by section, persona and (keyed) status
 
     `limit` is clamped to 1-200 (default 50). Follow `next_cursor` (or the `Link` header) for the
     next page: the walk visits every piece exactly once, newest first, even while pieces air
     meanwhile (those are newer than the walk and not in it). `status`: `on_air` (the default
     without a key), `draft`, `all` (the default with a key: on air first, then drafts); an agent
-    key sees only its own persona's drafts.
+    key sees only its own persona's drafts. `full=true`: each row is the full story, as
+    `/stories/{id}` answers it (for mirrors and log monitors).
     """
     if status is None:
         status = "all" if permissions.sees_drafts(g.key) else "on_air"
@@ -94,7 +95,13 @@ def list_stories(limit: int, cursor: str | None = None, section: str | None = No
     rows, more = stories.page(g.paper, stories.clamp(limit, 1, 200), scope, after)
     here, now = links(), visibility.request_now()
     # Straight from Core rows to StoryListOut's shape (schemas/story.py says why).
-    body, headers = paging.answer({"stories": [story_row_wire(row, here, now) for row in rows], "count": len(rows)},
+    if full:
+        nameplate = g.paper.nameplate
+        listed = [story_wire(story, facts, here, nameplate, now)
+                  for story, facts in stories.full_rows(g.paper, rows, public=status == "on_air")]
+    else:
+        listed = [story_row_wire(row, here, now) for row in rows]
+    body, headers = paging.answer({"stories": listed, "count": len(listed)},
                                   "stories", filters, stories.position(rows[-1]) if more else None)
     return jsonify(body), 200, headers
 

@@ -323,6 +323,31 @@ def find_row(paper: Paper, id_or_slug: str, *, include_drafts: bool = False,
     return rows[0], [row for row in rows if row.n is not None]
 
 
+def full_rows(paper: Paper, rows: list, *, public: bool = True) -> list[tuple]:
+    """The full stories of a page's `rows` (ROW_COLUMNS rows, as `page` returns them), in their
+    order, in one statement: `[(story, facts), ...]` as `find_row` gives one (the story a row of
+    STORY_COLUMNS, its facts rows of FACT_COLUMNS in `n` order). `public`: the page is the public
+    lane, so a piece that left the air between the two statements is left out."""
+    if not rows:
+        return []
+    found: dict[int, list] = {}
+    for row in core_rows(_FULL_ROWS[public], {"paper_id": paper.id, "ids": [row[0] for row in rows]}):
+        found.setdefault(row.id, []).append(row)
+    return [(got[0], [fact for fact in got if fact.n is not None])
+            for got in (found.get(row[0]) for row in rows) if got]
+
+
+# The facts joined in as for one story (one row per fact, one with NULL facts when none).
+_FULL_ROWS = {public: (select(*STORY_COLUMNS, *FACT_COLUMNS).join(Section, Section.id == Piece.section_id)
+                      .join(Persona, Persona.id == Piece.persona_id)
+                      .outerjoin(CitedFact, CitedFact.piece_id == Piece.id)
+                      .where(Piece.paper_id == bindparam("paper_id"),
+                             Piece.id.in_(bindparam("ids", expanding=True)),
+                             *([visibility.on_air()] if public else []))
+                      .order_by(Piece.id, CitedFact.n))
+              for public in (True, False)}
+
+
 def _lookup(id_or_slug: str) -> tuple[bool, int | str] | None:
     """(True, id) for a numeric id, (False, slug) for a slug, None for what names nothing."""
     if not id_or_slug or len(id_or_slug) > MAX_ID_LENGTH or "\x00" in id_or_slug:
