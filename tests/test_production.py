@@ -425,3 +425,16 @@ def test_a_sqlite_database_runs_in_write_ahead_log_mode_unless_told_not_to(tmp_p
     with contextlib.closing(sqlite3.connect(tmp_path / "paper.db")) as conn:
         mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == ("wal" if wal else "delete")
+
+
+def test_a_cold_front_page_reads_only_its_rails_once_the_worker_knows_the_version(make_app, newsroom):
+    # The sections and the newsroom's counts are kept per paper version (services/reading/memo.py):
+    # with no response cache, the next front page of the same version runs one statement.
+    cold = make_app(CACHE_TYPE="NullCache")
+    client = cold.test_client()
+    first = client.get("/")
+    assert first.status_code == 200
+    with statements(cold) as seen:
+        again = client.get("/")
+    assert again.status_code == 200 and again.data == first.data
+    assert len(seen) == 1 and seen[0].startswith("SELECT pieces."), seen  # the rails' UNION ALL

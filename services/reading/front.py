@@ -299,7 +299,7 @@ def choose_lead(paper: Paper, rails, *, rows: bool = False, top: int = TOP_SIZE)
     return lead, chosen is not None, others
 
 
-def front_page(paper: Paper, sections: list[Section], *, rail_size: int = RAIL_SIZE,
+def front_page(paper: Paper, sections: list[Section] | list[RailSection], *, rail_size: int = RAIL_SIZE,
                top: int = TOP_SIZE) -> dict:
     """The reader's front page (blueprints/pages.py `home`): `{"lead": Piece | None,
     "lead_chosen": bool, "top_stories": [Piece], "rails": [(Section, [Piece], aired: bool)]}`,
