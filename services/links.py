@@ -92,9 +92,11 @@ class Links:
         """`{origin}/embed/{id or slug}`: a story card for an `<iframe>`."""
         return self.absolute(f"/embed/{id_or_slug}")
 
-    def share_card(self, slug: str) -> str:
-        """`{origin}/cards/{slug}.png`: the 1200x630 share card."""
-        return self.absolute(f"/cards/{slug}.png")
+    def share_card(self, slug: str, version: str) -> str:
+        """`{origin}/cards/{slug}/{version}.png`: the 1200x630 share card of one version of a
+        piece (`version` from services.rendering.media.card_version, `3-5f2a9c1e`). A new
+        revision is a new URL, so the picture under one URL never changes."""
+        return self.absolute(f"/cards/{slug}/{version}.png")
 
     def avatar(self, slug: str) -> str:
         """`{origin}/masthead/{slug}/avatar.svg`: a persona's portrait."""

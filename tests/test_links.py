@@ -22,7 +22,7 @@ def test_links_build_every_page_under_the_origin():
     assert links.day_page(date(2026, 11, 1)) == "https://demo.example.com:8443/days/2026-11-01"
     assert links.edition_embed(date(2026, 11, 1)) == "https://demo.example.com:8443/cast/2026-11-01?embed=1"
     assert links.embed("7") == "https://demo.example.com:8443/embed/7"
-    assert links.share_card("a") == "https://demo.example.com:8443/cards/a.png"
+    assert links.share_card("a", "3-5f2a9c1e") == "https://demo.example.com:8443/cards/a/3-5f2a9c1e.png"
     assert links.avatar("ada") == "https://demo.example.com:8443/masthead/ada/avatar.svg"
     assert links.api() == "https://demo.example.com:8443/api/v1"
     assert links.api("/stories") == "https://demo.example.com:8443/api/v1/stories"

@@ -17,6 +17,7 @@ from markupsafe import Markup, escape
 from models import Edition, Paper, Piece
 from services.links import Links
 from services.reading import stories
+from services.rendering import media
 from services.rendering.media import CARD_SIZE as SHARE_CARD_SIZE
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from services.rendering.xmltext import xml_safe
@@ -52,14 +53,15 @@ def story_from_url(paper: Paper, url: str, *, links: Links) -> Piece | None:
     return stories.find(paper, unquote(match.group(1)))
 
 
-def picture(piece: Piece, *, links: Links) -> str:
+def picture(piece: Piece, nameplate: str, *, links: Links) -> str:
     """The card's picture: the piece's own art when it is an https URL (or under `links`'
-    origin), else its share card there. Plain-http art elsewhere would be mixed content and is refused by the card's
+    origin), else its current share card there (drawn with the paper's `nameplate`; needs
+    `piece.section` and `persona` loaded). Plain-http art elsewhere would be mixed content and is refused by the card's
     `img-src 'self' https: data:` policy, so it is never used."""
     image = (links.media(piece.image) or "").strip()
     if image.startswith("https://") or image.startswith(links.absolute("/")):
         return image
-    return links.share_card(piece.slug)
+    return media.card_url(links, nameplate, piece)
 
 
 def natural_height(piece: Piece, width: int, *, nameplate: str) -> int:
@@ -112,7 +114,7 @@ def oembed_record(piece: Piece, paper: Paper, maxwidth: int | None, maxheight: i
     """The oEmbed 1.0 rich record for `piece` (shape: schemas.embed.OEmbedOut), its URLs under
     `links`, sized by `card_size`. Beside the standard members it carries two that oEmbed allows
     as extras: the byline's `disclosure` sentence and its `digital_source_type` (IPTC). Needs
-    `piece.persona` loaded."""
+    `piece.section` and `persona` loaded."""
     width, height = card_size(piece, maxwidth, maxheight, nameplate=paper.nameplate)
     return {
         "type": "rich",
@@ -127,7 +129,7 @@ def oembed_record(piece: Piece, paper: Paper, maxwidth: int | None, maxheight: i
         "height": height,
         # The share card, not the piece's own art: its size is known, and oEmbed requires
         # thumbnail_width and thumbnail_height beside thumbnail_url.
-        "thumbnail_url": links.share_card(piece.slug),
+        "thumbnail_url": media.card_url(links, paper.nameplate, piece),
         "thumbnail_width": SHARE_CARD_SIZE[0],
         "thumbnail_height": SHARE_CARD_SIZE[1],
         "cache_age": CACHE_AGE,
