@@ -14,6 +14,7 @@ import hashlib
 
 from flask import Blueprint, Response, abort, current_app, g, redirect, request
 
+from services.links import card_version
 from services.reading import lookups
 from services.rendering import media
 from web import caching, policy
@@ -44,15 +45,14 @@ def avatar(slug: str):
 @bp.route("/cards/<string:slug>/<string:version>.png")
 @policy.route(cache_control=IMMUTABLE)
 def share_card(slug: str, version: str):
-    """A piece's 1200x630 PNG share card at one version (`media.card_version`, `3-5f2a9c1e`):
+    """A piece's 1200x630 PNG share card at one version (`card_version`, `3-5f2a9c1e`):
     200 for the current one, cached as immutable (the URL names everything drawn, so its bytes
     never change); 302 to the current one's URL for any other version (an earlier revision,
     or a nameplate, section or byline renamed since), never that version's picture; 404 for
     an unknown piece or one not on air."""
     piece = _card_piece(slug)
-    current = media.card_version(g.paper.nameplate, piece)
-    if version != current:
-        return _to_current(piece, current)
+    if version != card_version(g.paper.nameplate, piece):
+        return _to_current(piece)
     path = media.card_path(current_app.instance_path, g.paper, piece)
     # Read whole (tens of KiB) rather than streamed: no open file outlives the request. No ETag
     # or Cache-Control of its own: the pipeline gives the paper's ETag and this route's
@@ -69,7 +69,7 @@ def current_share_card(slug: str):
     shared: 302 to the current version's URL (a short public cache, as every public answer);
     404 for an unknown piece or one not on air."""
     piece = _card_piece(slug)
-    return _to_current(piece, media.card_version(g.paper.nameplate, piece))
+    return _to_current(piece)
 
 
 def _card_piece(slug: str):
@@ -80,10 +80,10 @@ def _card_piece(slug: str):
     return piece
 
 
-def _to_current(piece, version: str) -> Response:
+def _to_current(piece) -> Response:
     """302 to the current card. Cached briefly like any public answer (the pipeline sets no
     Cache-Control on redirects): it moves at the piece's next revision."""
-    response = redirect(links().share_card(piece.slug, version), code=302)
+    response = redirect(links().share_card(piece, g.paper.nameplate), code=302)
     response.headers["Cache-Control"] = caching.PUBLIC_CACHE_CONTROL
     return response
 

@@ -21,7 +21,7 @@ from flask import Blueprint, abort, g, make_response, render_template, request, 
 
 from models.clock import rfc3339
 from services.reading import archive, front, lookups, reader, search, stories
-from services.rendering import embeds, media, prose
+from services.rendering import embeds, prose
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from web import caching, policy, security
 from web.links import links
@@ -85,7 +85,7 @@ def home():
     return render_template(
         "pages/home.html", active_nav="home", nav=sections, rails=shown["rails"],
         lead=lead, lead_chosen=shown["lead_chosen"], top_stories=shown["top_stories"],
-        lead_art=(lead.image or media.card_url(links(), g.paper.nameplate, lead)) if lead is not None else None,
+        lead_art=(lead.image or links().share_card(lead, g.paper.nameplate)) if lead is not None else None,
         issue_date=latest.date() if latest else None, newsroom=newsroom, json_ld=home_graph(),
     )
 
@@ -202,7 +202,7 @@ def story(id: str):
     facts = piece.cited_facts
     rendered = prose.render(piece.prose, {fact.n for fact in facts})
     story_url = links().story_page(piece.slug)
-    picture = links().media(piece.image) or media.card_url(links(), g.paper.nameplate, piece)
+    picture = links().media(piece.image) or links().share_card(piece, g.paper.nameplate)
     return render_template(
         "pages/story.html", piece=piece, active_nav=piece.section.slug,
         body=rendered.html, facts_html=prose.render_facts(facts, rendered.referenced),

@@ -14,6 +14,7 @@ from sqlalchemy.orm import joinedload
 from extensions import db
 from models import Paper, Piece, Subscriber
 from services.delivery import subscriptions
+from services.links import card_version
 from services.rendering import media
 
 SKIPPED_METHODS = {"HEAD", "OPTIONS"}
@@ -72,7 +73,7 @@ def _card_version(piece_id: int) -> str:
     """The current version of the piece's share card (its URL's last segment)."""
     piece = db.session.scalars(select(Piece).where(Piece.id == piece_id)
                                .options(joinedload(Piece.section), joinedload(Piece.persona))).one()
-    return media.card_version(db.session.get(Paper, piece.paper_id).nameplate, piece)
+    return card_version(db.session.get(Paper, piece.paper_id).nameplate, piece)
 
 
 def rules(app, methods: set[str] | None = None) -> list[tuple[str, object]]:

@@ -11,7 +11,6 @@ from datetime import datetime
 from models import Paper, Piece
 from services.links import Links
 from services.reading import stories
-from services.rendering import media
 
 MAX_CHARS = 280
 SEPARATOR = "\n\n"
@@ -62,7 +61,7 @@ def post_for(piece: Piece, nameplate: str, *, links: Links) -> dict:
     post = {"id": str(piece.id), "headline": piece.headline}
     if with_dek:
         post["dek"] = piece.dek
-    post.update(link=link, image=links.media(piece.image) or media.card_url(links, nameplate, piece), text=text,
+    post.update(link=link, image=links.media(piece.image) or links.share_card(piece, nameplate), text=text,
                 on_air_at=piece.on_air_at)
     return post
 

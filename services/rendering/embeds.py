@@ -17,7 +17,6 @@ from markupsafe import Markup, escape
 from models import Edition, Paper, Piece
 from services.links import Links
 from services.reading import stories
-from services.rendering import media
 from services.rendering.media import CARD_SIZE as SHARE_CARD_SIZE
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from services.rendering.xmltext import xml_safe
@@ -61,7 +60,7 @@ def picture(piece: Piece, nameplate: str, *, links: Links) -> str:
     image = (links.media(piece.image) or "").strip()
     if image.startswith("https://") or image.startswith(links.absolute("/")):
         return image
-    return media.card_url(links, nameplate, piece)
+    return links.share_card(piece, nameplate)
 
 
 def natural_height(piece: Piece, width: int, *, nameplate: str) -> int:
@@ -129,7 +128,7 @@ def oembed_record(piece: Piece, paper: Paper, maxwidth: int | None, maxheight: i
         "height": height,
         # The share card, not the piece's own art: its size is known, and oEmbed requires
         # thumbnail_width and thumbnail_height beside thumbnail_url.
-        "thumbnail_url": media.card_url(links, paper.nameplate, piece),
+        "thumbnail_url": links.share_card(piece, paper.nameplate),
         "thumbnail_width": SHARE_CARD_SIZE[0],
         "thumbnail_height": SHARE_CARD_SIZE[1],
         "cache_age": CACHE_AGE,

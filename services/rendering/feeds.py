@@ -24,7 +24,7 @@ from models import Edition, Paper, Piece, Section
 from models.clock import rfc3339
 from services.links import Links
 from services.reading import stories
-from services.rendering import media, prose
+from services.rendering import prose
 from services.rendering.embeds import masthead_entry
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from services.rendering.xmltext import xml_safe
@@ -189,7 +189,7 @@ def json_feed_item(piece: Piece, nameplate: str, *, links: Links, about: str) ->
     if (piece.dek or "").strip():
         item["summary"] = piece.dek
     item.update({
-        "image": _absolute(piece.image, links) or media.card_url(links, nameplate, piece),
+        "image": _absolute(piece.image, links) or links.share_card(piece, nameplate),
         "date_published": rfc3339(piece.on_air_at),
         "date_modified": rfc3339(max(piece.updated_at, piece.on_air_at)),
         "authors": [{"name": persona_label(piece.persona.name),

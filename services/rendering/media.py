@@ -2,10 +2,11 @@
 store of media files it serves from its own host under `/media/` (the demo's art, posters,
 podcast artwork and captions, drawn by `services.rendering.art`).
 
-Avatars and cards are deterministic: the same persona or piece always gives the same bytes, so their URLs
-are stable and cache well. A share card's URL names everything it draws (`card_version`: the
-piece's revision and a digest of the names around the headline), so it is served as immutable;
-cards are rendered with Pillow once per version and kept on disk under `{instance_path}/cards/`.
+Avatars and cards are deterministic: the same persona or piece always gives the same bytes, so
+their URLs are stable and cache well. A share card's URL names everything it draws
+(services.links.card_version: the piece's revision, a digest of the names around the headline
+and of CARD_STYLE, which is kept there), so it is served as immutable; cards are rendered with
+Pillow once per version and kept on disk under `{instance_path}/cards/`.
 """
 from __future__ import annotations
 
@@ -25,12 +26,10 @@ from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import Paper, Persona, Piece
-from services.links import Links
+from services import links
 from services.reading import visibility
 
 CARD_SIZE = (1200, 630)
-# Bump when the card's drawing changes, so cards rendered by older code are not served.
-CARD_STYLE = "card-v1"
 AVATAR_SIZE = 256
 
 
@@ -89,33 +88,12 @@ def find_card_piece(paper: Paper, slug: str) -> Piece | None:
     )
 
 
-def card_frame(nameplate: str, section: str, byline: str) -> str:
-    """8 hex digits naming what a card draws around the headline: the paper's nameplate, the
-    section's and the byline's names as they are now (a rename changes no revision, yet shows on
-    the card) and CARD_STYLE."""
-    drawn = "\n".join((CARD_STYLE, nameplate, section, byline))
-    return hashlib.sha256(drawn.encode("utf-8")).hexdigest()[:8]
-
-
-def card_version(nameplate: str, piece: Piece) -> str:
-    """`{rev}-{frame}` (`3-5f2a9c1e`): the version of `piece`'s card, the last segment of its URL
-    (`/cards/{slug}/{version}.png`). The revision covers the headline (every correction is a new
-    revision); `card_frame` the rest of what is drawn, so one version is always the same picture
-    and its URL can be cached as immutable. Needs `piece.section` and `persona` loaded."""
-    return f"{piece.rev}-{card_frame(nameplate, piece.section.name, piece.persona.name)}"
-
-
-def card_url(links: Links, nameplate: str, piece: Piece) -> str:
-    """The absolute URL of `piece`'s current share card under `links` (`Links.share_card` at
-    `card_version`). Needs `piece.section` and `persona` loaded."""
-    return links.share_card(piece.slug, card_version(nameplate, piece))
-
-
 def card_key(paper: Paper, piece: Piece) -> str:
     """The name of a piece's card file: piece id + its content hash (32 hex) + its frame
-    (`card_frame`): `{id}-{hash}-{frame}`. Needs `piece.section` and `persona` loaded."""
+    (services.links.card_frame): `{id}-{hash}-{frame}`. Needs `piece.section` and `persona`
+    loaded."""
     digest = piece.content_hash.removeprefix("sha256:")[:32]
-    return f"{piece.id}-{digest}-{card_frame(paper.nameplate, piece.section.name, piece.persona.name)}"
+    return f"{piece.id}-{digest}-{links.card_frame(paper.nameplate, piece.section.name, piece.persona.name)}"
 
 
 def card_path(instance_path: str, paper: Paper, piece: Piece) -> Path:
