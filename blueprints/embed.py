@@ -47,7 +47,7 @@ def card(id: str):
     caching.tag_piece(piece)
     html = render_template(
         "embed/card.html", piece=piece, paper=g.paper, story_url=links().story_page(piece.slug),
-        picture=embeds.picture(piece, links=links()),
+        picture=embeds.picture(piece, g.paper.nameplate, links=links()),
         disclosure=disclosure(piece.persona.name, g.paper.nameplate),
     )
     response = make_response(html)

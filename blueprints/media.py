@@ -1,20 +1,24 @@
-"""`/masthead/{slug}/avatar.svg` (persona portraits), `/cards/{slug}.png` (share cards) and
-`/media/{name}` (the paper's own stored media: art, posters, podcast artwork, captions).
+"""`/masthead/{slug}/avatar.svg` (persona portraits), `/cards/{slug}/{version}.png` (share
+cards; `/cards/{slug}.png` redirects to the current one) and `/media/{name}` (the paper's own
+stored media: art, posters, podcast artwork, captions).
 
 Plain routes (not in the OpenAPI document): the URLs the masthead's `avatar`, the posts'
-`image` and the demo's art point at. Avatars and cards are deterministic, so they carry their
-own content ETag and a long Cache-Control; a media file is named by the hash of its bytes, so it
-never changes under its name and is cached for a year as immutable.
+`image` and the demo's art point at. Avatars are deterministic, so they carry their own content
+ETag and a long Cache-Control. A share card's URL names its version (the piece's revision and
+what else is drawn) and a media file's name the hash of its bytes: neither changes under its
+URL, so both are cached for a year as immutable.
 """
 from __future__ import annotations
 
 import hashlib
 
-from flask import Blueprint, Response, abort, current_app, g, request
+from flask import Blueprint, Response, abort, current_app, g, redirect, request
 
+from services.links import card_version
 from services.reading import lookups
 from services.rendering import media
-from web import caching
+from web import caching, policy
+from web.links import links
 
 bp = Blueprint("media", __name__)
 
@@ -38,22 +42,50 @@ def avatar(slug: str):
     return response.make_conditional(request)
 
 
+@bp.route("/cards/<string:slug>/<string:version>.png")
+@policy.route(cache_control=IMMUTABLE)
+def share_card(slug: str, version: str):
+    """A piece's 1200x630 PNG share card at one version (`card_version`, `3-5f2a9c1e`):
+    200 for the current one, cached as immutable (the URL names everything drawn, so its bytes
+    never change); 302 to the current one's URL for any other version (an earlier revision,
+    or a nameplate, section or byline renamed since), never that version's picture; 404 for
+    an unknown piece or one not on air."""
+    piece = _card_piece(slug)
+    if version != card_version(g.paper.nameplate, piece):
+        return _to_current(piece)
+    path = media.card_path(current_app.instance_path, g.paper, piece)
+    # Read whole (tens of KiB) rather than streamed: no open file outlives the request. No ETag
+    # or Cache-Control of its own: the pipeline gives the paper's ETag and this route's
+    # immutable policy, and stores and replays it like any public answer, under the paper's
+    # state, so a pull answers 404 at once.
+    response = Response(path.read_bytes(), mimetype="image/png")
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
 @bp.route("/cards/<string:slug>.png")
-def share_card(slug: str):
-    """A piece's 1200x630 PNG share card; 404 for an unknown piece or one not on air."""
+def current_share_card(slug: str):
+    """The URL of a piece's share card before cards had versions, kept for links already
+    shared: 302 to the current version's URL (a short public cache, as every public answer);
+    404 for an unknown piece or one not on air."""
+    piece = _card_piece(slug)
+    return _to_current(piece)
+
+
+def _card_piece(slug: str):
     piece = media.find_card_piece(g.paper, slug)
     if piece is None:
         abort(404, description="No such piece on air on this paper.")
     caching.tag_piece(piece)
-    path = media.card_path(current_app.instance_path, g.paper, piece)
-    # Read whole (tens of KiB) rather than streamed: no open file outlives the request.
-    response = Response(path.read_bytes(), mimetype="image/png")
-    response.set_etag(media.card_key(g.paper, piece))
-    # Like every public answer: a corrected headline reaches caches within a minute, and a
-    # revalidation is a 304 on the card's key (it names the piece's content hash).
+    return piece
+
+
+def _to_current(piece) -> Response:
+    """302 to the current card. Cached briefly like any public answer (the pipeline sets no
+    Cache-Control on redirects): it moves at the piece's next revision."""
+    response = redirect(links().share_card(piece, g.paper.nameplate), code=302)
     response.headers["Cache-Control"] = caching.PUBLIC_CACHE_CONTROL
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    return response.make_conditional(request)
+    return response
 
 
 @bp.route("/media/<string:name>")

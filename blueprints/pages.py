@@ -88,7 +88,7 @@ def home():
     return render_template(
         "pages/home.html", active_nav="home", nav=sections, rails=shown["rails"],
         lead=lead, lead_chosen=shown["lead_chosen"], top_stories=shown["top_stories"],
-        lead_art=(lead.image or f"/cards/{lead.slug}.png") if lead is not None else None,
+        lead_art=(lead.image or links().share_card(lead, g.paper.nameplate)) if lead is not None else None,
         issue_date=latest.date() if latest else None, newsroom=newsroom, json_ld=home_graph(),
     )
 
@@ -205,18 +205,19 @@ def story(id: str):
     facts = piece.cited_facts
     rendered = prose.render(piece.prose, {fact.n for fact in facts})
     story_url = links().story_page(piece.slug)
+    picture = links().media(piece.image) or links().share_card(piece, g.paper.nameplate)
     return render_template(
         "pages/story.html", piece=piece, active_nav=piece.section.slug,
         body=rendered.html, facts_html=prose.render_facts(facts, rendered.referenced),
         disclosure=disclosure(piece.persona.name, g.paper.nameplate), story_url=story_url,
-        og_image=links().media(piece.image) or links().share_card(piece.slug),
+        og_image=picture,
         description=piece.dek or prose.plain(piece.prose),
         oembed_url=embeds.oembed_url(story_url, links=links()),
         # Plain text: the page shows the snippet's source, it does not embed itself.
         embed_snippet=str(embeds.iframe(piece, *embeds.card_size(piece, None, None, nameplate=g.paper.nameplate),
                                         links=links())),
         author_url=embeds.masthead_entry(piece.persona.slug, links=links()),
-        json_ld=news_article(piece, story_url, links().media(piece.image) or links().share_card(piece.slug)),
+        json_ld=news_article(piece, story_url, picture),
         related=reader.related_pieces(g.paper, piece),
     )
 

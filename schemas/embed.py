@@ -58,7 +58,9 @@ class OEmbedOut(Schema):
         "description": f"Pixels: `maxwidth` if given, at most {MAX_WIDTH}; else {DEFAULT_WIDTH}."})
     height = fields.Integer(required=True, metadata={"description": "Pixels; at most `maxheight` when given."})
     thumbnail_url = fields.String(required=True, metadata={
-        "description": "The story's share card (a PNG of `thumbnail_width` x `thumbnail_height`)."})
+        "description": "The story's share card (a PNG of `thumbnail_width` x `thumbnail_height`) at "
+                       "its current revision: a new URL at each revision, each cached as immutable; "
+                       "an earlier one redirects to the current card."})
     thumbnail_width = fields.Integer(required=True)
     thumbnail_height = fields.Integer(required=True)
     cache_age = fields.Integer(required=True, metadata={"description": "Seconds a consumer may cache this record."})

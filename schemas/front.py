@@ -163,7 +163,8 @@ class PostOut(Schema):
                        "An empty dek is never included."})
     link = fields.String(required=True, metadata={"description": "Absolute URL of the story's page."})
     image = fields.String(required=True,
-                          metadata={"description": "The story's own art, otherwise its share card (1200x630 PNG)."})
+                          metadata={"description": "The story's own art, otherwise its share card (1200x630 PNG; "
+                                                 "a new URL at each revision, cached as immutable)."})
     text = fields.String(required=True, metadata={
         "description": "The composed post, at most 280 characters: headline, dek (when included) "
                        "and link joined by `\\n\\n`. When headline and link alone exceed 280, the "

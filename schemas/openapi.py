@@ -333,7 +333,7 @@ STRING_EXAMPLES = {
         ("sitemap", "sitemap.xml"), ("home", ""), ("landing", "subscribe"), ("playground", "api"),
         ("guide", "api"), ("provider_url", ""), ("link", "stories/central-bank-holds-main-rate-at-3-75"),
         ("avatar", "masthead/rex-ledger/avatar.svg"), ("image", "media/3f1c9a0b6d2e4f5a8b7c6d5e4f3a2b1c.jpg"),
-        ("thumbnail_url", "cards/central-bank-holds-main-rate-at-3-75.png"),
+        ("thumbnail_url", "cards/central-bank-holds-main-rate-at-3-75/1-5f2a9c1e.png"),
         ("podcast_image", "media/9b8a7c6d5e4f3a2b1c0d9e8f7a6b5c4d.jpg"))},
     "public": "No key: on-air pieces, sections, days, search, front, cast, posts, masthead, feeds.",
     "read": "A read key: drafts too, subscriber counts, the config as read, proofs.",

@@ -13,16 +13,38 @@ argument and never look at a request:
 """
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import Any
 from urllib.parse import urlsplit
 
-from models import Paper
+from models import Paper, Piece
 
 # Ports a URL leaves out for its scheme (werkzeug drops them from `request.host` alike).
 _DEFAULT_PORTS = {"http": "80", "ws": "80", "https": "443", "wss": "443"}
+
+
+# Bump when the share card's drawing changes (services/rendering/media.py): every card gets a new
+# URL, so no cache keeps a card drawn by older code.
+CARD_STYLE = "card-v1"
+
+
+def card_frame(nameplate: str, section: str, byline: str) -> str:
+    """8 hex digits naming what a share card draws around the headline: the paper's nameplate,
+    the section's and the byline's names as they are now (a rename makes no revision, yet shows
+    on the card) and CARD_STYLE."""
+    drawn = "\n".join((CARD_STYLE, nameplate, section, byline))
+    return hashlib.sha256(drawn.encode("utf-8")).hexdigest()[:8]
+
+
+def card_version(nameplate: str, piece: Piece) -> str:
+    """`{rev}-{frame}` (`3-5f2a9c1e`): the version of `piece`'s share card, the last segment of
+    its URL. The revision covers the headline (every correction is a new revision), `card_frame`
+    the rest of what is drawn, so one version is always the same picture and its URL can be
+    cached as immutable. Needs `piece.section` and `persona` loaded."""
+    return f"{piece.rev}-{card_frame(nameplate, piece.section.name, piece.persona.name)}"
 
 
 def host_name(raw_host: str) -> str:
@@ -92,9 +114,12 @@ class Links:
         """`{origin}/embed/{id or slug}`: a story card for an `<iframe>`."""
         return self.absolute(f"/embed/{id_or_slug}")
 
-    def share_card(self, slug: str) -> str:
-        """`{origin}/cards/{slug}.png`: the 1200x630 share card."""
-        return self.absolute(f"/cards/{slug}.png")
+    def share_card(self, piece: Piece, nameplate: str) -> str:
+        """`{origin}/cards/{slug}/{version}.png`: the 1200x630 share card of `piece` as it is now
+        (`card_version`), drawn with the paper's `nameplate`. A new revision, or a renamed
+        nameplate, section or byline, is a new URL, so the picture under one URL never changes.
+        Needs `piece.section` and `persona` loaded."""
+        return self.absolute(f"/cards/{piece.slug}/{card_version(nameplate, piece)}.png")
 
     def avatar(self, slug: str) -> str:
         """`{origin}/masthead/{slug}/avatar.svg`: a persona's portrait."""

@@ -8,15 +8,20 @@ from dataclasses import dataclass
 from urllib.parse import quote, urlencode
 
 from flask import current_app
+from sqlalchemy import select
+from sqlalchemy.orm import joinedload
 
-from models import Piece, Subscriber
+from extensions import db
+from models import Paper, Piece, Subscriber
 from services.delivery import subscriptions
+from services.links import card_version
 from services.rendering import media
 
 SKIPPED_METHODS = {"HEAD", "OPTIONS"}
 # Which of the paper's slugs a `<slug>` argument names, per endpoint.
 SLUG_KIND = {
     "media.share_card": "piece_slug",
+    "media.current_share_card": "piece_slug",
     "media.avatar": "persona_slug",
     "pages.section": "section_slug",
     "pages.persona": "persona_slug",
@@ -41,6 +46,7 @@ class PaperData:
     persona_slug: str
     day: str
     edition_day: str
+    card_version: str = ""
     confirm_token: str = ""
     unsubscribe_token: str = ""
     preferences_token: str = ""
@@ -51,7 +57,7 @@ class PaperData:
         """Values from `piece` (on air) and `edition_day`; tokens when `subscriber` is given."""
         data = cls(host=host, piece_id=piece.id, piece_slug=piece.slug, section_slug=section_slug,
                    persona_slug=persona_slug, day=piece.on_air_at.date().isoformat(),
-                   edition_day=edition_day.isoformat())
+                   edition_day=edition_day.isoformat(), card_version=_card_version(piece.id))
         if subscriber is not None:
             data.confirm_token = subscriptions.make_token("confirm", subscriber)
             data.unsubscribe_token = subscriptions.make_token("unsubscribe", subscriber)
@@ -61,6 +67,13 @@ class PaperData:
     @property
     def base_url(self) -> str:
         return f"http://{self.host}"
+
+
+def _card_version(piece_id: int) -> str:
+    """The current version of the piece's share card (its URL's last segment)."""
+    piece = db.session.scalars(select(Piece).where(Piece.id == piece_id)
+                               .options(joinedload(Piece.section), joinedload(Piece.persona))).one()
+    return card_version(db.session.get(Paper, piece.paper_id).nameplate, piece)
 
 
 def rules(app, methods: set[str] | None = None) -> list[tuple[str, object]]:
@@ -85,6 +98,8 @@ def value_for(endpoint: str, name: str, data: PaperData) -> str:
         return "0" * 32
     if name == "delivery_id":
         return "dlv_0"
+    if name == "version" and endpoint == "media.share_card":
+        return data.card_version  # the current one: a 200, not the redirect
     if name == "n":
         return "1"
     if name == "filename":

@@ -65,6 +65,40 @@ def _send(base: str, method: str, path: str, key: str, body: dict | None = None)
         raise AssertionError(f"{method} {path}: {error.code} {error.read()[:2000]!r}") from None
 
 
+class _Unfollowed(urllib.request.HTTPRedirectHandler):
+    """Leave redirects to the caller: a card URL's own answer is what is judged."""
+
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+_UNFOLLOWED = urllib.request.build_opener(_Unfollowed)
+
+
+def _card(base: str, path: str) -> tuple[int, str]:
+    """GET a share card URL without following a redirect: (status, Location or "")."""
+    request = urllib.request.Request(base + path, headers={"Host": "localhost", "Connection": "close"})
+    try:
+        with _UNFOLLOWED.open(request, timeout=30) as response:
+            response.read()
+            return response.status, ""
+    except urllib.error.HTTPError as error:
+        error.read()
+        return error.code, error.headers.get("Location", "")
+
+
+def _card_misses(bases: list[str], paths: list[str], fresh) -> list[str]:
+    """Each card read (READS per URL per host) whose `(status, location)` `fresh` refuses."""
+    misses = []
+    for base in bases:
+        for path in paths:
+            for i in range(READS):
+                status, location = _card(base, path)
+                if not fresh(path, status, location):
+                    misses.append(f"{base}{path} read {i}: {status} {location}")
+    return misses
+
+
 def _surfaces(piece_id: int, slug: str) -> list[str]:
     story = f"http://localhost/stories/{slug}"
     return ["/api/v1/stories", "/api/v1/front", "/front.json", "/", "/rss.xml", "/feed.json",
@@ -124,23 +158,35 @@ def paper_db(app, tmp_path):
 
 def _cycle(bases: list[str], writer: str, draft_id: int, slug: str, admin: str) -> dict[str, list]:
     """Air, revise, pull and schedule the draft through `writer`, reading every surface on every
-    base after each answered write; returns the stale reads per write."""
+    base after each answered write; returns the stale reads per write. Share cards are judged
+    by status and redirect (a PNG holds no headline to look for): after the revision the first
+    revision's card URL, which every worker held as immutable, must redirect to a new one and
+    never answer 200; after the pull every card URL must be 404."""
     paths = _surfaces(draft_id, slug)
+    latest = f"/cards/{slug}.png"
     stale = {}
 
-    _warm(bases, paths)
+    _warm(bases, paths + [latest])
     _send(writer, "PUT", f"/api/v1/stories/{draft_id}/air", admin)
     stale["aired"] = _stale(bases, paths, lambda p, s, b: s == 200 and ("Harbour reopens" in b or f'"{draft_id}"' in b))
+    first_card = _card(writer, latest)[1].removeprefix("http://localhost")
+    stale["aired"] += _card_misses(bases, [latest], lambda p, s, to: s == 302 and to.endswith(first_card))
+    stale["aired"] += _card_misses(bases, [first_card], lambda p, s, to: s == 200 and first_card.startswith("/cards/"))
 
-    _warm(bases, paths)
+    _warm(bases, paths + [first_card])
     _send(writer, "PATCH", f"/api/v1/stories/{draft_id}", admin, {"headline": "Harbour reopens to shipping"})
     stale["revised"] = _stale(bases, [p for p in paths if p != "/api/v1/changes"],
                               lambda p, s, b: s == 200 and "Harbour reopens to shipping" in b)
+    second_card = _card(writer, latest)[1].removeprefix("http://localhost")
+    moved = second_card.startswith("/cards/") and second_card != first_card
+    stale["revised"] += _card_misses(bases, [latest, first_card],
+                                     lambda p, s, to: moved and s == 302 and to.endswith(second_card))
 
-    _warm(bases, paths)
+    _warm(bases, paths + [second_card])
     _send(writer, "DELETE", f"/api/v1/stories/{draft_id}/air", admin)
     stale["pulled"] = _stale(bases, [p for p in paths if p != "/api/v1/changes"],
                              lambda p, s, b: "Harbour reopens" not in b)
+    stale["pulled"] += _card_misses(bases, [latest, first_card, second_card], lambda p, s, to: s == 404)
 
     at = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=4)
     _send(writer, "PUT", f"/api/v1/stories/{draft_id}/air", admin, {"at": at.isoformat()})

@@ -3,6 +3,7 @@ each paper's canonical origin for `send-alerts` (`PaperOrigins`), which must nam
 exactly as a request on that origin names it (the alerts' links are the pages' own)."""
 from __future__ import annotations
 
+import re
 from datetime import date
 from types import SimpleNamespace
 
@@ -11,6 +12,21 @@ from flask import Flask, request
 
 from services.links import Links, PaperOrigins, host_name
 from web import links
+
+
+def test_a_share_cards_url_names_its_revision_and_everything_else_it_draws():
+    links = Links("https://demo.example.com:8443")
+
+    def card(rev=3, nameplate="The Demo Times", section="World", byline="Ada Quill") -> str:
+        piece = SimpleNamespace(slug="a-b", rev=rev, section=SimpleNamespace(name=section),
+                                persona=SimpleNamespace(name=byline))
+        return links.share_card(piece, nameplate)
+
+    assert re.fullmatch(r"https://demo\.example\.com:8443/cards/a-b/3-[0-9a-f]{8}\.png", card())
+    assert card() == card()
+    others = [card(rev=4), card(nameplate="The Demo Post"), card(section="Sport"), card(byline="Rex Ledger")]
+    assert len({card(), *others}) == 5
+    assert card(rev=4).rsplit("-", 1)[1] == card().rsplit("-", 1)[1]  # the same frame, the next revision
 
 
 def test_links_build_every_page_under_the_origin():
@@ -22,7 +38,6 @@ def test_links_build_every_page_under_the_origin():
     assert links.day_page(date(2026, 11, 1)) == "https://demo.example.com:8443/days/2026-11-01"
     assert links.edition_embed(date(2026, 11, 1)) == "https://demo.example.com:8443/cast/2026-11-01?embed=1"
     assert links.embed("7") == "https://demo.example.com:8443/embed/7"
-    assert links.share_card("a") == "https://demo.example.com:8443/cards/a.png"
     assert links.avatar("ada") == "https://demo.example.com:8443/masthead/ada/avatar.svg"
     assert links.api() == "https://demo.example.com:8443/api/v1"
     assert links.api("/stories") == "https://demo.example.com:8443/api/v1/stories"

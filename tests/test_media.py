@@ -1,17 +1,12 @@
-"""`/masthead/{slug}/avatar.svg` and `/cards/{slug}.png` through HTTP."""
+"""`/masthead/{slug}/avatar.svg` and `/media/{name}` through HTTP (share cards:
+tests/test_share_cards.py)."""
 from __future__ import annotations
 
-import io
 import xml.etree.ElementTree as ET
-from datetime import timedelta
-from pathlib import Path
-
-from PIL import Image
 
 from extensions import db
 from models import Persona
 from services.newsroom import filing
-from tests.fixtures.newsroom import T0
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -69,62 +64,6 @@ def test_retired_persona_keeps_its_avatar(client, desk):
     db.session.query(Persona).filter_by(paper_id=paper.id, slug="rex-ledger").one().active = False
     db.session.commit()
     assert client.get("/masthead/rex-ledger/avatar.svg").status_code == 200
-
-
-def test_share_card_is_a_cached_1200x630_png(app, client, desk):
-    paper = desk.paper("demo")
-    piece = desk.piece(paper, "Rates rise again as the bank moves to cool prices across the land")
-    first = client.get("/cards/rates-rise-again-as-the-bank-moves-to-cool-prices-across-the-land.png")
-    assert first.status_code == 200
-    assert first.mimetype == "image/png"
-    assert "max-age" in first.headers["Cache-Control"] and first.headers["ETag"]
-    image = Image.open(io.BytesIO(first.data))
-    assert image.format == "PNG" and image.size == (1200, 630)
-
-    digest = piece.content_hash.removeprefix("sha256:")[:32]
-    cached = list((Path(app.instance_path) / "cards").glob(f"{piece.id}-{digest}-*.png"))
-    assert len(cached) == 1 and cached[0].read_bytes() == first.data
-
-    again = client.get(f"/cards/{piece.slug}.png")
-    assert again.data == first.data
-    not_modified = client.get(f"/cards/{piece.slug}.png", headers={"If-None-Match": first.headers["ETag"]})
-    assert not_modified.status_code == 304
-
-
-def test_share_card_is_deterministic_across_renders(app, client, desk):
-    paper = desk.paper("demo")
-    piece = desk.piece(paper, "A headline " + "that goes on " * 21)
-    first = client.get(f"/cards/{piece.slug}.png")
-    assert first.status_code == 200
-    for path in (Path(app.instance_path) / "cards").glob(f"{piece.id}-*.png"):
-        path.unlink()
-    assert client.get(f"/cards/{piece.slug}.png").data == first.data
-
-
-def test_revision_gets_a_new_card(app, client, desk):
-    paper = desk.paper("demo")
-    piece = desk.piece(paper, "First words")
-    before = client.get(f"/cards/{piece.slug}.png")
-    draft = filing.Draft(headline="Second words", dek=piece.dek, prose=piece.prose,
-                         section=desk.section(paper, "World"), persona=desk.persona(paper),
-                         cited_facts=[{"statement": "Fact", "source": "S", "instrument": "I",
-                                       "claim_key": "k"}] * 2)
-    filing.revise_piece(paper, piece, draft, filer="test", now=T0 + timedelta(hours=1))
-    db.session.commit()
-    after = client.get(f"/cards/{piece.slug}.png")
-    assert after.status_code == 200
-    assert after.headers["ETag"] != before.headers["ETag"] and after.data != before.data
-
-
-def test_share_card_404_for_unknown_draft_or_off_air(client, desk):
-    paper = desk.paper("demo")
-    draft = desk.piece(paper, "Secret draft", on_air_at=None)
-    pulled = desk.piece(paper, "Pulled piece")
-    filing.take_off_air(paper, pulled, T0 + timedelta(hours=1))
-    db.session.commit()
-    for slug in ("nothing-here", draft.slug, pulled.slug):
-        response = client.get(f"/cards/{slug}.png")
-        assert response.status_code == 404
 
 
 def test_posts_image_points_at_a_working_card(client, desk):

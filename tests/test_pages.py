@@ -84,7 +84,7 @@ def test_story_page_has_byline_disclosure_and_trust_meta(client, desk):
     assert "Rex Ledger is an AI persona" in byline
     meta = {m.get("property") or m.get("name"): m.get("content") for m in tree.iter("meta")}
     assert meta["og:title"] == "Rates rise again"
-    assert meta["og:image"] == "http://localhost/cards/rates-rise-again.png"
+    assert re.fullmatch(r"http://localhost/cards/rates-rise-again/1-[0-9a-f]{8}\.png", meta["og:image"])
     assert meta["og:url"] == "http://localhost/stories/rates-rise-again"
     assert meta["og:description"] == meta["twitter:description"] == "A quarter point."
     assert meta["twitter:card"] == "summary_large_image"

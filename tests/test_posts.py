@@ -1,6 +1,7 @@
 """`/api/v1/posts`: deterministic short-form posts of pieces on air, through HTTP."""
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -33,11 +34,12 @@ def test_posts_newest_first_with_composed_text(client, desk):
     assert rates == {
         "id": rates["id"], "headline": "Rates rise again", "dek": "The bank moved.",
         "link": LINK + "rates-rise-again",
-        "image": "http://localhost/cards/rates-rise-again.png",
+        "image": rates["image"],
         "text": "Rates rise again\n\nThe bank moved.\n\n" + LINK + "rates-rise-again",
         "on_air_at": "2026-11-01T08:00:00Z",
     }
     assert isinstance(rates["id"], str)
+    assert re.fullmatch(r"http://localhost/cards/rates-rise-again/1-[0-9a-f]{8}\.png", rates["image"])
     assert posts[0]["image"] == "https://img.example.com/b.jpg"
     # Deterministic: the same answer twice.
     assert _posts(client) == posts

@@ -246,9 +246,11 @@ def test_surrogate_keys_name_the_paper_and_the_piece(client, newsroom):
     paper, piece = newsroom["paper"], newsroom["pieces"][0]
     both = f"paper-{paper.id} piece-{piece.id}"
     for path in (f"/api/v1/stories/{piece.id}", f"/stories/{piece.slug}", f"/embed/{piece.slug}",
-                 f"/oembed?url=http://localhost/stories/{piece.slug}", f"/cards/{piece.slug}.png"):
+                 f"/oembed?url=http://localhost/stories/{piece.slug}", f"/cards/{piece.slug}.png", "card"):
+        if path == "card":  # the current card, where the unversioned URL redirects
+            path = client.get(f"/cards/{piece.slug}.png").headers["Location"].removeprefix("http://localhost")
         response = client.get(path)
-        assert response.status_code == 200, path
+        assert response.status_code == (302 if path.endswith(f"{piece.slug}.png") else 200), path
         assert response.headers["Surrogate-Key"] == both, path
     for path in ("/api/v1/stories", "/api/v1/front", "/", "/rss.xml", "/sitemap.xml"):
         assert client.get(path).headers["Surrogate-Key"] == f"paper-{paper.id}", path

@@ -228,7 +228,8 @@ def test_ids_and_slugs_everywhere(client, world, ref):
     card = check(client.get(f"/embed/{seg}"), machine=False)
     if resolved:
         assert card == (200 if aired else 404), ref
-    for page in (f"/stories/{seg}", f"/sections/{seg}", f"/masthead/{seg}/avatar.svg", f"/cards/{seg}.png"):
+    for page in (f"/stories/{seg}", f"/sections/{seg}", f"/masthead/{seg}/avatar.svg", f"/cards/{seg}.png",
+                 f"/cards/{seg}/{seg}.png"):
         check(client.get(page), machine=False)
     sitemap = check(client.get(f"/sitemap-{seg}.xml"))  # a page number where the ref is digits
     if ref.isascii() and ref.isdigit() and int(ref) > 1:

@@ -51,16 +51,17 @@ def compose(headline: str, dek: str, link: str) -> tuple[str, bool]:
     return SEPARATOR.join((short, link)), False
 
 
-def post_for(piece: Piece, *, links: Links) -> dict:
+def post_for(piece: Piece, nameplate: str, *, links: Links) -> dict:
     """One post: `{"id", "headline", "dek"?, "link", "image", "text", "on_air_at"}`; `dek` is
     present only when it fits (see `dek_fits`). `link` is the story page and `image` the
-    piece's art, else its share card, both under `links`."""
+    piece's art, else its current share card (drawn with the paper's `nameplate`), both under
+    `links`. Needs `piece.section` and `persona` loaded."""
     link = links.story_page(piece.slug)
     text, with_dek = compose(piece.headline, piece.dek or "", link)
     post = {"id": str(piece.id), "headline": piece.headline}
     if with_dek:
         post["dek"] = piece.dek
-    post.update(link=link, image=links.media(piece.image) or links.share_card(piece.slug), text=text,
+    post.update(link=link, image=links.media(piece.image) or links.share_card(piece, nameplate), text=text,
                 on_air_at=piece.on_air_at)
     return post
 
@@ -87,7 +88,7 @@ def list_posts(paper: Paper, limit: int, since: datetime | None = None, *, links
     rows, _ = stories.page(paper, limit + 1, stories.PageFilter(), after, core=False,
                            ascending=ascending, since=since)
     if len(rows) <= limit:
-        return [post_for(piece, links=links) for piece in rows], None
+        return [post_for(piece, paper.nameplate, links=links) for piece in rows], None
     kept = rows[:limit]
     instant = kept[-1].on_air_at
     if ascending and rows[limit].on_air_at == instant:
@@ -100,5 +101,5 @@ def list_posts(paper: Paper, limit: int, since: datetime | None = None, *, links
             same = [piece for piece in rest if piece.on_air_at == instant]
             kept = rows + same
             if len(same) == len(rest) and not more:
-                return [post_for(piece, links=links) for piece in kept], None
-    return [post_for(piece, links=links) for piece in kept], stories.position(kept[-1])
+                return [post_for(piece, paper.nameplate, links=links) for piece in kept], None
+    return [post_for(piece, paper.nameplate, links=links) for piece in kept], stories.position(kept[-1])

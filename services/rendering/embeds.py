@@ -52,14 +52,15 @@ def story_from_url(paper: Paper, url: str, *, links: Links) -> Piece | None:
     return stories.find(paper, unquote(match.group(1)))
 
 
-def picture(piece: Piece, *, links: Links) -> str:
+def picture(piece: Piece, nameplate: str, *, links: Links) -> str:
     """The card's picture: the piece's own art when it is an https URL (or under `links`'
-    origin), else its share card there. Plain-http art elsewhere would be mixed content and is refused by the card's
+    origin), else its current share card there (drawn with the paper's `nameplate`; needs
+    `piece.section` and `persona` loaded). Plain-http art elsewhere would be mixed content and is refused by the card's
     `img-src 'self' https: data:` policy, so it is never used."""
     image = (links.media(piece.image) or "").strip()
     if image.startswith("https://") or image.startswith(links.absolute("/")):
         return image
-    return links.share_card(piece.slug)
+    return links.share_card(piece, nameplate)
 
 
 def natural_height(piece: Piece, width: int, *, nameplate: str) -> int:
@@ -112,7 +113,7 @@ def oembed_record(piece: Piece, paper: Paper, maxwidth: int | None, maxheight: i
     """The oEmbed 1.0 rich record for `piece` (shape: schemas.embed.OEmbedOut), its URLs under
     `links`, sized by `card_size`. Beside the standard members it carries two that oEmbed allows
     as extras: the byline's `disclosure` sentence and its `digital_source_type` (IPTC). Needs
-    `piece.persona` loaded."""
+    `piece.section` and `persona` loaded."""
     width, height = card_size(piece, maxwidth, maxheight, nameplate=paper.nameplate)
     return {
         "type": "rich",
@@ -127,7 +128,7 @@ def oembed_record(piece: Piece, paper: Paper, maxwidth: int | None, maxheight: i
         "height": height,
         # The share card, not the piece's own art: its size is known, and oEmbed requires
         # thumbnail_width and thumbnail_height beside thumbnail_url.
-        "thumbnail_url": links.share_card(piece.slug),
+        "thumbnail_url": links.share_card(piece, paper.nameplate),
         "thumbnail_width": SHARE_CARD_SIZE[0],
         "thumbnail_height": SHARE_CARD_SIZE[1],
         "cache_age": CACHE_AGE,

@@ -189,7 +189,7 @@ def json_feed_item(piece: Piece, nameplate: str, *, links: Links, about: str) ->
     if (piece.dek or "").strip():
         item["summary"] = piece.dek
     item.update({
-        "image": _absolute(piece.image, links) or links.share_card(piece.slug),
+        "image": _absolute(piece.image, links) or links.share_card(piece, nameplate),
         "date_published": rfc3339(piece.on_air_at),
         "date_modified": rfc3339(max(piece.updated_at, piece.on_air_at)),
         "authors": [{"name": persona_label(piece.persona.name),

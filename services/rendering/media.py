@@ -2,9 +2,11 @@
 store of media files it serves from its own host under `/media/` (the demo's art, posters,
 podcast artwork and captions, drawn by `services.rendering.art`).
 
-Avatars and cards are deterministic: the same persona or piece always gives the same bytes, so their URLs
-are stable and cache well. Share cards are rendered with Pillow once per piece revision and
-kept on disk under `{instance_path}/cards/`.
+Avatars and cards are deterministic: the same persona or piece always gives the same bytes, so
+their URLs are stable and cache well. A share card's URL names everything it draws
+(services.links.card_version: the piece's revision, a digest of the names around the headline
+and of CARD_STYLE, which is kept there), so it is served as immutable; cards are rendered with
+Pillow once per version and kept on disk under `{instance_path}/cards/`.
 """
 from __future__ import annotations
 
@@ -24,11 +26,10 @@ from sqlalchemy.orm import joinedload
 
 from extensions import db
 from models import Paper, Persona, Piece
+from services import links
 from services.reading import visibility
 
 CARD_SIZE = (1200, 630)
-# Bump when the card's drawing changes, so cards rendered by older code are not served.
-CARD_STYLE = "card-v1"
 AVATAR_SIZE = 256
 
 
@@ -88,11 +89,11 @@ def find_card_piece(paper: Paper, slug: str) -> Piece | None:
 
 
 def card_key(paper: Paper, piece: Piece) -> str:
-    """The cache key of a piece's card: piece id + its content hash (which covers headline,
-    section and byline) + a digest of what else is drawn (the nameplate) and the card style."""
+    """The name of a piece's card file: piece id + its content hash (32 hex) + its frame
+    (services.links.card_frame): `{id}-{hash}-{frame}`. Needs `piece.section` and `persona`
+    loaded."""
     digest = piece.content_hash.removeprefix("sha256:")[:32]
-    extra = hashlib.sha256(f"{CARD_STYLE}|{paper.nameplate}".encode()).hexdigest()[:8]
-    return f"{piece.id}-{digest}-{extra}"
+    return f"{piece.id}-{digest}-{links.card_frame(paper.nameplate, piece.section.name, piece.persona.name)}"
 
 
 def card_path(instance_path: str, paper: Paper, piece: Piece) -> Path:
