@@ -87,18 +87,6 @@ def _card(base: str, path: str) -> tuple[int, str]:
         return error.code, error.headers.get("Location", "")
 
 
-def _card_misses(bases: list[str], paths: list[str], fresh) -> list[str]:
-    """Each card read (READS per URL per host) whose `(status, location)` `fresh` refuses."""
-    misses = []
-    for base in bases:
-        for path in paths:
-            for i in range(READS):
-                status, location = _card(base, path)
-                if not fresh(path, status, location):
-                    misses.append(f"{base}{path} read {i}: {status} {location}")
-    return misses
-
-
 def _surfaces(piece_id: int, slug: str) -> list[str]:
     story = f"http://localhost/stories/{slug}"
     return ["/api/v1/stories", "/api/v1/front", "/front.json", "/", "/rss.xml", "/feed.json",
@@ -113,13 +101,15 @@ def _warm(bases: list[str], paths: list[str]) -> None:
                 _get(base, path)
 
 
-def _stale(bases: list[str], paths: list[str], fresh) -> list[str]:
-    """Each read (READS per surface per host) whose answer `fresh(path, status, body)` refuses."""
+def _stale(bases: list[str], paths: list[str], fresh, read=None) -> list[str]:
+    """Each read (READS per surface per host) whose answer `fresh(path, status, body)` refuses;
+    with `read=_card`, `fresh(path, status, location)` of an unfollowed card read."""
+    read = read or _get
     misses = []
     for base in bases:
         for path in paths:
             for i in range(READS):
-                status, body = _get(base, path)
+                status, body = read(base, path)
                 if not fresh(path, status, body):
                     misses.append(f"{base}{path} read {i}: {status}")
     return misses
@@ -170,8 +160,8 @@ def _cycle(bases: list[str], writer: str, draft_id: int, slug: str, admin: str) 
     _send(writer, "PUT", f"/api/v1/stories/{draft_id}/air", admin)
     stale["aired"] = _stale(bases, paths, lambda p, s, b: s == 200 and ("Harbour reopens" in b or f'"{draft_id}"' in b))
     first_card = _card(writer, latest)[1].removeprefix("http://localhost")
-    stale["aired"] += _card_misses(bases, [latest], lambda p, s, to: s == 302 and to.endswith(first_card))
-    stale["aired"] += _card_misses(bases, [first_card], lambda p, s, to: s == 200 and first_card.startswith("/cards/"))
+    stale["aired"] += _stale(bases, [latest], lambda p, s, to: s == 302 and to.endswith(first_card), _card)
+    stale["aired"] += _stale(bases, [first_card], lambda p, s, to: s == 200 and first_card.startswith("/cards/"), _card)
 
     _warm(bases, paths + [first_card])
     _send(writer, "PATCH", f"/api/v1/stories/{draft_id}", admin, {"headline": "Harbour reopens to shipping"})
@@ -179,14 +169,14 @@ def _cycle(bases: list[str], writer: str, draft_id: int, slug: str, admin: str) 
                               lambda p, s, b: s == 200 and "Harbour reopens to shipping" in b)
     second_card = _card(writer, latest)[1].removeprefix("http://localhost")
     moved = second_card.startswith("/cards/") and second_card != first_card
-    stale["revised"] += _card_misses(bases, [latest, first_card],
-                                     lambda p, s, to: moved and s == 302 and to.endswith(second_card))
+    stale["revised"] += _stale(bases, [latest, first_card],
+                               lambda p, s, to: moved and s == 302 and to.endswith(second_card), _card)
 
     _warm(bases, paths + [second_card])
     _send(writer, "DELETE", f"/api/v1/stories/{draft_id}/air", admin)
     stale["pulled"] = _stale(bases, [p for p in paths if p != "/api/v1/changes"],
                              lambda p, s, b: "Harbour reopens" not in b)
-    stale["pulled"] += _card_misses(bases, [latest, first_card, second_card], lambda p, s, to: s == 404)
+    stale["pulled"] += _stale(bases, [latest, first_card, second_card], lambda p, s, to: s == 404, _card)
 
     at = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=4)
     _send(writer, "PUT", f"/api/v1/stories/{draft_id}/air", admin, {"at": at.isoformat()})
