@@ -14,7 +14,7 @@ from flask_smorest.utils import prepare_response
 from marshmallow import fields
 
 from schemas import openapi as openapi_doc
-from schemas.common import ProblemSchema
+from schemas.common import AnyOf, ProblemSchema
 from web import errors
 from web.errors import PROBLEM_MIME
 
@@ -35,6 +35,7 @@ class DeskApi(Api):
     def _init_spec(self, **kwargs):
         super()._init_spec(**kwargs)
         self.ma_plugin.converter.add_attribute_function(constant_attributes)
+        self.ma_plugin.converter.add_attribute_function(any_of_attributes)
         operation_ids = OperationIds()
         operation_ids.init_spec(self.spec)
         self.spec.plugins.append(operation_ids)
@@ -88,6 +89,14 @@ class OperationIds(BasePlugin):
                 operation["operationId"] = openapi_doc.operation_id(
                     blueprint, endpoint, method if several else None, self.taken)
             self.taken.add(operation["operationId"])
+
+
+def any_of_attributes(self, field, ret, **kwargs) -> dict:
+    """apispec attribute function: a schemas.common.AnyOf field is documented as `anyOf` the
+    references of its schemas."""
+    if not isinstance(field, AnyOf):
+        return {}
+    return {"anyOf": [self.resolve_nested_schema(schema) for schema in field.schemas]}
 
 
 def constant_attributes(self, field, ret, **kwargs) -> dict:

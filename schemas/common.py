@@ -27,6 +27,16 @@ class Timestamp(fields.DateTime):
         return None if value is None else rfc3339(value)
 
 
+class AnyOf(fields.Field):
+    """A value that is any one of `schemas` (names in marshmallow's class registry, or classes),
+    documented as OpenAPI `anyOf` of their references (schemas/apidoc.py `any_of_attributes`);
+    for answers a view writes itself, so it dumps the value as given."""
+
+    def __init__(self, *schemas, **kwargs):
+        super().__init__(**kwargs)
+        self.schemas = schemas
+
+
 class Written(Schema):
     """A schema that documents a wire shape whose one writer is `write(obj) -> dict`: its fields
     say what the OpenAPI document promises, and dumping through it (a view's `@bp.response`, a

@@ -9,7 +9,7 @@ from marshmallow import Schema, fields, validate
 
 from models import Piece
 from models.clock import rfc3339
-from schemas.common import Timestamp, Written, text
+from schemas.common import AnyOf, Timestamp, Written, text
 from schemas.common import url as url_field
 from services.links import Links
 from services.reading import visibility
@@ -94,7 +94,7 @@ CURSOR_EXAMPLE = ("eyJwIjoxLCJmIjp7InN0YXR1cyI6Im9uX2FpciJ9LCJrIjpbMSwiMjAyNi0xM
 
 
 class StoryListOut(Schema):
-    stories = fields.List(fields.Nested(StoryRowOut), required=True, metadata={
+    stories = fields.List(AnyOf("StoryRowOut", "StoryOut"), required=True, metadata={
         "description": "Story rows; with `full=true`, full stories (the shape of `/api/v1/stories/{id}`)."})
     count = fields.Integer(required=True, metadata={"description": "Number of rows in `stories`."})
     next_cursor = fields.String(required=True, allow_none=True, metadata={
