@@ -96,6 +96,9 @@ def any_of_attributes(self, field, ret, **kwargs) -> dict:
     references of its schemas."""
     if not isinstance(field, AnyOf):
         return {}
+    # apispec documented it as the Nested it is (a `$ref` to the first schema): the union replaces that.
+    for key in ("$ref", "allOf"):
+        ret.pop(key, None)
     return {"anyOf": [self.resolve_nested_schema(schema) for schema in field.schemas]}
 
 

@@ -27,14 +27,15 @@ class Timestamp(fields.DateTime):
         return None if value is None else rfc3339(value)
 
 
-class AnyOf(fields.Field):
+class AnyOf(fields.Nested):
     """A value that is any one of `schemas` (names in marshmallow's class registry, or classes),
-    documented as OpenAPI `anyOf` of their references (schemas/apidoc.py `any_of_attributes`);
-    for answers a view writes itself, so it dumps the value as given."""
+    documented as OpenAPI `anyOf` of their references (schemas/apidoc.py `any_of_attributes`).
+    Dumped with the first (the shape a view writes by default; the others are written by the
+    view itself, as `full=true` story rows are)."""
 
-    def __init__(self, *schemas, **kwargs):
-        super().__init__(**kwargs)
-        self.schemas = schemas
+    def __init__(self, first, *others, **kwargs):
+        super().__init__(first, **kwargs)
+        self.schemas = (first, *others)
 
 
 class Written(Schema):
