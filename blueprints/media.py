@@ -81,11 +81,9 @@ def _card_piece(slug: str):
 
 
 def _to_current(piece) -> Response:
-    """302 to the current card. Cached briefly like any public answer (the pipeline sets no
-    Cache-Control on redirects): it moves at the piece's next revision."""
-    response = redirect(links().share_card(piece, g.paper.nameplate), code=302)
-    response.headers["Cache-Control"] = caching.PUBLIC_CACHE_CONTROL
-    return response
+    """302 to the current card; the pipeline caches it briefly, as every public redirect
+    (web/caching.py `decorate`): it moves at the piece's next revision."""
+    return redirect(links().share_card(piece, g.paper.nameplate), code=302)
 
 
 @bp.route("/media/<string:name>")

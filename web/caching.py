@@ -46,6 +46,7 @@ FORMAT_SALT = "f1"
 # 304 (the paper's ETag).
 PUBLIC_CACHE_CONTROL = "public, max-age=30, stale-while-revalidate=30"
 KEY_HEADERS = ("Authorization", "X-Desk-Key")
+_REDIRECTS = frozenset((301, 302, 303, 307, 308))
 # Headers a view sets to manage caching itself: such an answer is not stored (news sitemap).
 _SELF_MANAGED = ("ETag", "Cache-Control", "Vary", "Set-Cookie", "Last-Modified", "Expires")
 # environ: this answer is public and holds the paper at (state, slug); web/replay.py keeps it.
@@ -289,7 +290,15 @@ def decorate(response: Response) -> Response:
             del response.headers[name]
         response.headers.pop("Surrogate-Key", None)
         return response
-    if response.status_code == 200 and request_state.current().public_get:
+    status = response.status_code
+    if status in _REDIRECTS and request_state.current().public_get:
+        # A redirect moves when what it points at moves, so it is never cached as long as its
+        # route's own answers (a share card's version is immutable, the 302 to it is not).
+        if "Cache-Control" not in response.headers:
+            response.headers["Cache-Control"] = PUBLIC_CACHE_CONTROL
+        response.vary.update(KEY_HEADERS)
+        return response
+    if status == 200 and request_state.current().public_get:
         # One pass over the headers, then one extend (a werkzeug lookup of a missing header
         # raises and catches an exception): ETag, Cache-Control, Vary, in that order.
         headers = response.headers

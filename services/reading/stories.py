@@ -278,12 +278,17 @@ def persona_id_named(paper: Paper, name: str) -> int | None:
         Persona.paper_id == paper.id, or_(Persona.slug == name, Persona.name == name)).order_by(Persona.id).limit(1))
 
 
+def _stories_with_facts(*where) -> Select:
+    """SELECT of STORY_COLUMNS and FACT_COLUMNS for the paper bound as `paper_id` and `where`:
+    the facts joined in, one row per fact (one row with NULL facts for a piece without any),
+    ordered by piece id, then `n`. `find_row` and `full_rows` read stories through it."""
+    return (select(*STORY_COLUMNS, *FACT_COLUMNS).join(Section, Section.id == Piece.section_id)
+            .join(Persona, Persona.id == Piece.persona_id).outerjoin(CitedFact, CitedFact.piece_id == Piece.id)
+            .where(Piece.paper_id == bindparam("paper_id"), *where).order_by(Piece.id, CitedFact.n))
+
+
 def _find_row_statement(by_id: bool, include_drafts: bool, one_persona: bool) -> Select:
-    # The facts joined in: one row per fact (one row with NULL facts when there are none).
-    query = (select(*STORY_COLUMNS, *FACT_COLUMNS).join(Section, Section.id == Piece.section_id)
-             .join(Persona, Persona.id == Piece.persona_id).outerjoin(CitedFact, CitedFact.piece_id == Piece.id)
-             .where(Piece.paper_id == bindparam("paper_id")).order_by(CitedFact.n))
-    query = query.where(Piece.id == bindparam("id") if by_id else Piece.slug == bindparam("slug"))
+    query = _stories_with_facts(Piece.id == bindparam("id") if by_id else Piece.slug == bindparam("slug"))
     return _drafts(query, include_drafts, one_persona)
 
 
@@ -337,14 +342,8 @@ def full_rows(paper: Paper, rows: list, *, public: bool = True) -> list[tuple]:
             for got in (found.get(row[0]) for row in rows) if got]
 
 
-# The facts joined in as for one story (one row per fact, one with NULL facts when none).
-_FULL_ROWS = {public: (select(*STORY_COLUMNS, *FACT_COLUMNS).join(Section, Section.id == Piece.section_id)
-                      .join(Persona, Persona.id == Piece.persona_id)
-                      .outerjoin(CitedFact, CitedFact.piece_id == Piece.id)
-                      .where(Piece.paper_id == bindparam("paper_id"),
-                             Piece.id.in_(bindparam("ids", expanding=True)),
-                             *([visibility.on_air()] if public else []))
-                      .order_by(Piece.id, CitedFact.n))
+_FULL_ROWS = {public: _stories_with_facts(Piece.id.in_(bindparam("ids", expanding=True)),
+                                          *([visibility.on_air()] if public else []))
               for public in (True, False)}
 
 
