@@ -4,11 +4,13 @@ A leaf: it imports nothing of the app's (tests/test_layers.py), so any module ma
 The OpenAPI `api` (flask-smorest) lives in schemas/apidoc.py."""
 from __future__ import annotations
 
+from flask import current_app
 from flask_caching import Cache
 from flask_cors import CORS
 from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import MetaData
+from sqlalchemy import MetaData, create_engine
+from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase
 
 # One naming convention so constraint names match on SQLite and PostgreSQL (alembic needs them).
@@ -31,3 +33,31 @@ cors = CORS()
 
 
 cache = Cache()
+
+
+def per_value_engine() -> Engine:
+    """The engine for reads whose best plan depends on their values (search: a common term is
+    best read in on-air order, a rare one from the text index). On PostgreSQL, a second engine
+    on the app's database, created on first use in each process, with the app's engine options
+    but server setting `plan_cache_mode=force_custom_plan`, so every execution is planned for
+    its values (the app's own connections plan each prepared statement once:
+    config.postgres_engine_options; PostgreSQL's own choice, `auto`, settles on one plan after
+    five executions, which may be the rare term's for every common one), and autocommit (one
+    read statement at a time, no BEGIN or ROLLBACK). Elsewhere, the app's engine."""
+    engine = db.engine
+    if engine.dialect.name != "postgresql":
+        return engine
+    made = current_app.extensions.get("paperdesk.per_value_engine")
+    if made is None:
+        options = dict(current_app.config.get("SQLALCHEMY_ENGINE_OPTIONS") or {})
+        connect_args = dict(options.get("connect_args") or {})
+        if "plan_cache_mode" in connect_args.get("options", ""):
+            # libpq's startup options: a setting given twice takes its last value. (Without
+            # one, as behind a pooler that refuses `options`, the server's setting serves both.)
+            connect_args["options"] += " -c plan_cache_mode=force_custom_plan"
+        if "pool_size" in options:
+            options["pool_size"] = 1  # a sync worker runs one search at a time
+        made = create_engine(engine.url, **{**options, "connect_args": connect_args,
+                                            "isolation_level": "AUTOCOMMIT"})
+        current_app.extensions["paperdesk.per_value_engine"] = made
+    return made

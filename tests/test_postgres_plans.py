@@ -24,7 +24,7 @@ from psycopg import sql as psycopg_sql
 from sqlalchemy import event, select, text
 
 import config
-from extensions import db
+from extensions import db, per_value_engine
 from models import Piece
 from services.reading import cursors
 from tests.fixtures.keys import auth
@@ -251,3 +251,36 @@ def test_a_killed_backend_costs_no_request_and_a_live_one_no_ping(app, desk, mak
     assert answers == [200] * 5
     with worker.app_context():
         assert not db.engine.pool._pre_ping
+
+
+def test_hot_reads_are_planned_once_and_search_for_its_terms(app, desk, make_app):
+    """With production's engine options (config.postgres_engine_options, `plan_cache_mode`
+    `force_generic_plan`), a list's prepared statement is planned once on its connection and
+    then only executed: left to choose, PostgreSQL planned a list of 30 or more pieces anew at
+    every execution. Search reads on its own connection (extensions.per_value_engine), where
+    each execution is planned for its terms, and still finds what it should."""
+    if app.backend != "postgresql":
+        pytest.skip("PostgreSQL's plan cache")
+    paper = desk.paper("demo")
+    for n in range(6):
+        desk.piece(paper, f"Harbour dues rise {n}" if n % 2 else f"Council meets {n}")
+    worker = make_app(SQLALCHEMY_ENGINE_OPTIONS=config.postgres_engine_options(), CACHE_TYPE="NullCache")
+    client = worker.test_client()
+    for _ in range(8):
+        assert client.get("/api/v1/stories?limit=50").status_code == 200
+        found = client.get("/api/v1/search?q=harbour")
+        assert found.status_code == 200
+        assert sorted(r["headline"] for r in found.get_json()["stories"]) == [
+            "Harbour dues rise 1", "Harbour dues rise 3", "Harbour dues rise 5"]
+
+    def plans(engine, like: str) -> list[tuple[int, int]]:
+        with engine.connect() as conn:  # the pool's one connection, the requests' own
+            return conn.exec_driver_sql(
+                "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %(like)s",
+                {"like": like}).all()
+
+    with worker.app_context():
+        lists = plans(db.engine, "%LIMIT 51%")
+        searches = plans(per_value_engine(), "%search_vector%")
+    assert lists and all(generic >= 7 and custom == 0 for generic, custom in lists), lists
+    assert searches and all(generic == 0 and custom >= 7 for generic, custom in searches), searches

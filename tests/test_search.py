@@ -8,7 +8,7 @@ from urllib.parse import quote
 import pytest
 from sqlalchemy import event, text
 
-from extensions import db
+from extensions import db, per_value_engine
 from services.newsroom import filing
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
@@ -308,11 +308,12 @@ def test_postgresql_search_reads_only_the_papers_own_matches(app, client, desk):
             if "search_vector" in statement:
                 seen.append((statement, parameters))
 
-        event.listen(db.engine, "before_cursor_execute", record)
+        engine = per_value_engine()  # search's own connections
+        event.listen(engine, "before_cursor_execute", record)
         try:
             assert headlines(search(client, q)) == []
         finally:
-            event.remove(db.engine, "before_cursor_execute", record)
+            event.remove(engine, "before_cursor_execute", record)
         (statement, parameters), = seen
         raw = db.session.connection().connection.driver_connection
         with raw.cursor() as cursor:

@@ -29,7 +29,7 @@ import unicodedata
 from sqlalchemy import bindparam, literal_column, select, text
 from sqlalchemy.orm import joinedload
 
-from extensions import db
+from extensions import db, per_value_engine
 from models import Paper, Piece
 from services.reading import visibility
 
@@ -108,7 +108,10 @@ def _search_postgresql(paper: Paper, terms: list[str], limit: int) -> list[Piece
         .order_by(Piece.on_air_at.desc(), Piece.id.desc())
         .limit(limit)
     )
-    return list(db.session.scalars(statement))
+    # On its own connection, planned for these terms at each execution: the app's connections
+    # plan a statement once, and no single plan suits both a common and a rare term
+    # (extensions.per_value_engine).
+    return list(db.session.scalars(statement, bind_arguments={"bind": per_value_engine()}))
 
 
 # The columns a search term may match: never `paper_id` (a term "12" is not paper 12).
