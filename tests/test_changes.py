@@ -161,3 +161,41 @@ def test_a_cursor_of_the_feeds_first_format_still_polls_on(client, desk):
     assert after.status_code == 200
     assert [c["seq"] for c in after.get_json()["changes"]] == [c["seq"] for c in first[1:]]
     assert not after.get_json()["next_cursor"].startswith("Y2hnMT")  # answered in the one format
+
+
+def test_a_read_waits_for_the_write_in_flight_on_the_papers_lock(app, desk, make_app):
+    """`/changes` waits for writes in flight (services/reading/changes.py `settle_writes`): while
+    a writer holds the paper's lock, a cold read of the feed does not answer; once the writer
+    is done, it does, and holds no lock of its own after it (the next writer gets the lock at
+    once). On PostgreSQL the public read takes the barrier on its own autocommit connection."""
+    import threading
+
+    from sqlalchemy import text
+
+    from extensions import db
+    from services.newsroom import filing as newsroom_filing
+
+    paper = desk.paper("demo")
+    desk.piece(paper, "On air")
+    worker = make_app(CACHE_TYPE="NullCache")
+    answers = []
+
+    def read():
+        answers.append(worker.test_client().get("/api/v1/changes").status_code)
+
+    with worker.app_context():
+        writer = db.session()
+        newsroom_filing.lock_paper(db.session.get(type(paper), paper.id))  # a write in flight
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join(0.5)
+        blocked = reader.is_alive()
+        writer.rollback()
+        reader.join(10)
+    assert blocked, "the feed answered while a write held the paper's lock"
+    assert answers == [200]
+    with worker.app_context():  # nothing left held: a writer takes the lock at once
+        if db.engine.dialect.name == "postgresql":
+            db.session.execute(text("SET LOCAL lock_timeout = '2s'"))
+        newsroom_filing.lock_paper(db.session.get(type(paper), paper.id))
+        db.session.rollback()
