@@ -20,6 +20,7 @@ from flask import Blueprint, Response, g
 
 from blueprints.api.log import public_log
 from services.errors import NotFound
+from services.reading import memo
 from services.transparency import store, tiles
 from web import policy
 
@@ -34,12 +35,20 @@ BINARY_TYPE = "application/octet-stream"
 @bp.route("/log/checkpoint")
 @policy.route(cors="read", cache_control=CHECKPOINT_CACHE)
 def checkpoint():
-    """The newest signed checkpoint (signed note), with the cosignatures witnesses returned."""
+    """The newest signed checkpoint (signed note), with the cosignatures witnesses returned.
+    Read once per paper version in a worker (signing and cosigning move the version)."""
+    served = memo.per_version("log checkpoint", memo.paper_state(g.paper), _newest_checkpoint)
+    return Response(served.encode("utf-8"), content_type=TEXT_TYPE)
+
+
+def _newest_checkpoint() -> str:
+    # Raises rather than return "none yet", so that no absence is kept: the worker makes a new
+    # paper's log, with its first checkpoint, in a transaction of its own.
     public_log(g.paper)
     newest = store.newest_checkpoint(g.paper.id)
     if newest is None:
         raise NotFound("This paper's log has no checkpoint yet.")
-    return Response(store.served(newest).encode("utf-8"), content_type=TEXT_TYPE)
+    return store.served(newest)
 
 
 @bp.route("/log/tile/<path:path>")

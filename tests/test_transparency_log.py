@@ -10,6 +10,7 @@ import base64
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -777,3 +778,23 @@ def test_log_answers_are_replayed_and_a_new_checkpoint_reaches_every_worker_at_o
         fresh = client.get("/log/checkpoint")
     assert note.parse_checkpoint(note.verify_note(fresh.get_data(as_text=True), vkey_of(client))).size == 1
     assert fresh.headers["Cache-Control"] == "public, max-age=5"
+
+
+def test_the_checkpoint_is_read_once_per_paper_version(client, runner, desk):
+    """`/log/checkpoint` reads the log once per paper version in a worker, with no response
+    cache in front: a second read runs no statement on the log's tables; a newly signed
+    checkpoint moves the version and is served at once."""
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    with time_machine.travel(NOW, tick=False) as clock:
+        worker(runner)
+        first = client.get("/log/checkpoint").get_data(as_text=True)
+        with statements() as seen:
+            assert client.get("/log/checkpoint").get_data(as_text=True) == first
+        assert not [s for s in seen if re.search(r"\b(transparency_logs|log_checkpoints)\b", s)], seen
+        client.put(f"/api/v1/stories/{file(client, admin, 'Story')}/air", headers=auth(admin))
+        clock.shift(60)
+        worker(runner)
+        newer = note.parse_checkpoint(note.verify_note(client.get("/log/checkpoint").get_data(as_text=True),
+                                                       vkey_of(client)))
+    assert newer.size == 1
