@@ -40,7 +40,7 @@ def card(id: str):
     An HTML page, never JSON: put it in an `<iframe>`. A piece that is not on air gets a
     frameable 404 page.
     """
-    piece = stories.find(g.paper, id)
+    piece = stories.find_card(g.paper, id)
     if piece is None:
         html = render_template("embed/missing.html", paper=g.paper, home=links().home())
         return security.allow_framing(make_response(html, 404), "embed")

@@ -55,12 +55,14 @@ def _newest_checkpoint() -> str:
 @policy.route(cors="read", cache_control=TILE_CACHE, compress=True)
 def tile(path: str):
     """A tile or an entry bundle of the tree of the newest checkpoint (404 past it)."""
-    row = public_log(g.paper)
+    # The newest checkpoint's size, read once per paper version like the checkpoint itself.
+    signed_size = memo.per_version("log signed size", memo.paper_state(g.paper),
+                                   lambda: public_log(g.paper).signed_size)
     wanted = tiles.parse_path(path)
     if wanted is None:
         raise NotFound("No such tile: paths are tile/<L>/<N>[.p/<W>] and tile/entries/<N>[.p/<W>] "
                        "(c2sp.org/tlog-tiles).")
-    body = store.tile_bytes(g.paper.id, wanted, row.signed_size)
+    body = store.tile_bytes(g.paper.id, wanted, signed_size)
     if body is None:
         raise NotFound("This tile is not in the log's newest checkpoint.")
     return Response(body, content_type=BINARY_TYPE)

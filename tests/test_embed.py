@@ -374,3 +374,21 @@ def test_embed_and_oembed_are_documented(client, desk):
     fields = doc["components"]["schemas"]["OEmbedOut"]["properties"]
     assert fields["digital_source_type"]["example"] == DIGITAL_SOURCE_TYPE
     assert "disclosure" in doc["components"]["schemas"]["OEmbedOut"]["required"]
+
+
+def test_a_card_and_its_oembed_read_one_row_without_prose_or_facts(client, desk):
+    """The card and the oEmbed record load only what they show (services/reading/stories.py
+    `find_card`): one statement, no prose, no cited facts, whatever the piece's facts."""
+    from tests.fixtures.statements import statements
+
+    paper = desk.paper("demo")
+    piece = desk.piece(paper, "Rates rise again")
+    for url in (f"/embed/{piece.id}", f"/embed/{piece.slug}",
+                f"/oembed?url=http://localhost/stories/{piece.slug}"):
+        client.get(url)  # the paper's row is read once per version
+        with statements() as seen:
+            answer = client.get(url)
+        assert answer.status_code == 200, (url, answer.get_data(as_text=True))
+        pieces = [s for s in seen if re.search(r"\bFROM pieces\b", s)]
+        assert len(pieces) == 1, (url, seen)
+        assert "prose" not in pieces[0] and "cited_facts" not in pieces[0], pieces[0]

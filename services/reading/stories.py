@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from sqlalchemy import Integer, Select, and_, bindparam, case, or_, select, union_all
-from sqlalchemy.orm import joinedload
+from sqlalchemy.orm import joinedload, load_only, raiseload
 
 from extensions import db
 from models import CitedFact, Paper, Persona, Piece, Section
@@ -358,17 +358,28 @@ def _lookup(id_or_slug: str) -> tuple[bool, int | str] | None:
     return False, id_or_slug
 
 
-def _find_statement(by_id: bool, include_drafts: bool, one_persona: bool) -> Select:
+# What a story card and its oEmbed record show of a piece (blueprints/embed.py): the rest is
+# never read, and an attribute outside it raises rather than costing a statement.
+CARD_LOADS = (load_only(Piece.id, Piece.paper_id, Piece.slug, Piece.headline, Piece.image, Piece.rev,
+                        Piece.on_air, Piece.on_air_at, raiseload=True),
+              joinedload(Piece.section).load_only(Section.name, raiseload=True),
+              joinedload(Piece.persona).load_only(Persona.name, Persona.slug, raiseload=True),
+              raiseload("*"))
+
+
+def _find_statement(by_id: bool, include_drafts: bool, one_persona: bool, card: bool = False) -> Select:
     # Built once per shape: building the expression and its loader options cost about as much
     # as running it (docs/PERFORMANCE.md). Facts are joined in, so a story is one statement.
-    query = select(Piece).where(Piece.paper_id == bindparam("paper_id")).options(
-        joinedload(Piece.section), joinedload(Piece.persona), joinedload(Piece.cited_facts))
+    loads = CARD_LOADS if card else (joinedload(Piece.section), joinedload(Piece.persona),
+                                     joinedload(Piece.cited_facts))
+    query = select(Piece).where(Piece.paper_id == bindparam("paper_id")).options(*loads)
     query = query.where(Piece.id == bindparam("id") if by_id else Piece.slug == bindparam("slug"))
     return _drafts(query, include_drafts, one_persona)
 
 
 _FIND = {(by_id, drafts, one): _find_statement(by_id, drafts, one)
          for by_id in (True, False) for drafts in (True, False) for one in (True, False)}
+_FIND_CARD = {by_id: _find_statement(by_id, False, False, card=True) for by_id in (True, False)}
 
 
 def find(paper: Paper, id_or_slug: str, *, include_drafts: bool = False,
@@ -383,3 +394,16 @@ def find(paper: Paper, id_or_slug: str, *, include_drafts: bool = False,
     one, extra = _scope(include_drafts, drafts_of)
     params = {"paper_id": paper.id, "id" if by_id else "slug": value, **extra}
     return db.session.execute(_FIND[by_id, include_drafts, one], params).unique().scalar_one_or_none()
+
+
+def find_card(paper: Paper, id_or_slug: str) -> Piece | None:
+    """`find()` of a piece on air for its story card: only what a card shows is loaded (id,
+    slug, headline, image, rev, on air; the section's name; the persona's name and slug; no
+    facts, no prose: one row of 13 columns instead of one per fact of 33), and reading
+    anything else raises `sqlalchemy.exc.InvalidRequestError`. None as `find()`."""
+    lookup = _lookup(id_or_slug)
+    if lookup is None:
+        return None
+    by_id, value = lookup
+    return db.session.execute(_FIND_CARD[by_id], {"paper_id": paper.id, "id" if by_id else "slug": value}
+                              ).scalar_one_or_none()

@@ -49,7 +49,7 @@ def story_from_url(paper: Paper, url: str, *, links: Links) -> Piece | None:
     match = STORY_PATH.fullmatch(parts.path)
     if match is None:
         return None
-    return stories.find(paper, unquote(match.group(1)))
+    return stories.find_card(paper, unquote(match.group(1)))
 
 
 def picture(piece: Piece, nameplate: str, *, links: Links) -> str:
