@@ -32,6 +32,7 @@ from services.links import PaperOrigins
 from services.newsroom import filing
 from services.transparency import store as transparency_log
 from services.transparency import witness
+from web import state
 
 PRUNE_EVERY = 3600  # seconds between prunes of old sent rows in the drain loop
 
@@ -300,6 +301,9 @@ def drain_outbox(once: bool, plan_instant: bool) -> None:
                 if pruned_at is None or time.monotonic() - pruned_at >= PRUNE_EVERY:
                     pruned_at = time.monotonic()
                     prune_sent(utcnow())
+                # A paper's change committed in an earlier pass whose generation move failed
+                # (Redis away) is made visible as soon as Redis answers (web/state.py).
+                state.for_app(current_app._get_current_object()).settle()
                 drain_once(stop.is_set, seen, with_alerts)
             except Exception as exc:  # noqa: BLE001 - a database outage must not end the loop
                 current_app.logger.exception("drain-outbox pass failed")
