@@ -213,9 +213,11 @@ def _follow(paper: Paper, links: Links, local: str, activity: dict, key: remote.
     follow_id = follow_id if follow_id and len(follow_id) <= 2000 else None
     if row is None:
         origin = remote.origin_of(key.owner)
-        there = db.session.scalar(select(func.count()).select_from(ApFollower).where(
+        actors = select(ApFollower.actor_uri).where(ApFollower.paper_id == paper.id)
+        known = db.session.scalar(actors.where(ApFollower.actor_uri == key.owner).limit(1)) is not None
+        there = 0 if known else db.session.scalar(select(func.count(func.distinct(ApFollower.actor_uri))).where(
             ApFollower.paper_id == paper.id, ApFollower.actor_uri.startswith(f"{origin}/", autoescape=True))) or 0
-        if there >= max_per_origin:
+        if not known and there >= max_per_origin:
             raise Forbidden(f"This paper already has {there} followers on {origin}, the most one origin may have "
                             f"(ACTIVITYPUB_MAX_FOLLOWERS_PER_ORIGIN = {max_per_origin}): Follow refused.")
         row = ApFollower(paper_id=paper.id, local=local, actor_uri=key.owner, created_at=now)
