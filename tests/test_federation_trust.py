@@ -188,6 +188,16 @@ def drain(runner):
     return result.output
 
 
+def air_and_drain(runner, desk, paper):
+    """Put a new piece on air five minutes after T (the followers of T get its activities) and
+    drain the outbox."""
+    with time_machine.travel(T + timedelta(minutes=5), tick=False):
+        piece = desk.piece(paper, "A piece for every follower", on_air_at=None)
+        filing.put_on_air(paper, piece, T + timedelta(minutes=5))
+        db.session.commit()
+        drain(runner)
+
+
 # ----------------------------------------------------------------------------- who speaks
 
 
@@ -437,11 +447,7 @@ def test_one_delivery_per_host_with_a_shared_inbox(client, runner, desk, paper, 
         drain(runner)
         home.posts.clear()
         plain.posts.clear()
-    with time_machine.travel(T + timedelta(minutes=5), tick=False):
-        piece = desk.piece(paper, "A piece for every follower", on_air_at=None)
-        filing.put_on_air(paper, piece, T + timedelta(minutes=5))
-        db.session.commit()
-        drain(runner)
+    air_and_drain(runner, desk, paper)
     assert [p["path"] for p in home.posts] == ["/inbox"]
     assert sorted(p["path"] for p in plain.posts) == ["/users/dan/inbox", "/users/eve/inbox"]
 
@@ -518,11 +524,7 @@ def test_outgoing_double_knock_retries_a_401_with_rfc9421_and_remembers(client, 
         assert result.parameters["keyid"] == "http://localhost/ap/paper#main-key"
         assert {'"@method"', '"@target-uri"', '"content-digest"'} <= set(result.covered_components)
         home.posts.clear()
-    with time_machine.travel(T + timedelta(minutes=5), tick=False):
-        piece = desk.piece(paper, "The second activity", on_air_at=None)
-        filing.put_on_air(paper, piece, T + timedelta(minutes=5))
-        db.session.commit()
-        drain(runner)
+    air_and_drain(runner, desk, paper)
     [announce] = home.posts
     assert "Signature-Input" in announce["headers"]  # remembered: no second knock
 
