@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 
@@ -29,7 +30,7 @@ from blueprints.api import permissions
 from extensions import db
 from models import PAPER_ACTOR, ApFollower, Persona, Piece, PieceChange
 from models.clock import utcnow
-from services.delivery.federation import deliveries, documents, inbox, keys, pings
+from services.delivery.federation import deliveries, documents, inbox, keys, pings, remote
 from services.errors import BadRequest, DeskError, NotFound
 from services.newsroom import seeds
 from services.reading import stories, visibility
@@ -339,7 +340,9 @@ def _receive(local: str | None):
     db.session.rollback()
     sender = inbox.authenticate(received, links().absolute(target), utcnow(),
                                 allow_private=config["WEBHOOK_ALLOW_PRIVATE"],
-                                seconds=config["ACTIVITYPUB_KEY_FETCH_SECONDS"])
+                                seconds=config["ACTIVITYPUB_KEY_FETCH_SECONDS"],
+                                slots=remote.FetchSlots(os.path.join(current_app.instance_path, "ap-fetch-slots"),
+                                                        config["ACTIVITYPUB_FETCH_SLOTS"]))
 
     def act():
         outcome = inbox.receive(paper, paper_links(), local, sender, utcnow(),

@@ -12,7 +12,8 @@ Two steps, and the first touches no database:
    document and the actor, once each, within ACTIVITYPUB_KEY_FETCH_SECONDS in all, DNS
    included; services/delivery/federation/remote.py), and the signature checked under it (a
    cached key that fails is refetched once: the sender may have rotated it).
-Any failure: 401 with the reason, nothing recorded.
+Any failure: 401 with the reason, nothing recorded; 503 with Retry-After when the key could not
+be asked for now (too many fetches under way, or its origin did not answer lately).
 
 `receive` (in the caller's transaction), of an authenticated activity:
 - `Follow` of the paper's actor or a persona's: the follower is recorded with the inbox and
@@ -41,7 +42,7 @@ from sqlalchemy import delete, func, select
 from extensions import db
 from models import PAPER_ACTOR, ApDelivery, ApFollower, Paper, Persona
 from services.delivery.federation import documents, httpsig, messagesig, remote
-from services.errors import BadRequest, Forbidden, Unauthorized
+from services.errors import BadRequest, Forbidden, Unauthorized, Unavailable
 from services.links import Links
 
 CHALLENGE = 'Signature realm="paperdesk",headers="(request-target) host date digest"'
@@ -105,12 +106,15 @@ def _claim(request: Request, url: str, now: datetime) -> httpsig.Claim:
     raise SignatureRequired()
 
 
-def authenticate(request: Request, url: str, now: datetime, *, allow_private: bool, seconds: float) -> Sender:
+def authenticate(request: Request, url: str, now: datetime, *, allow_private: bool, seconds: float,
+                 slots: remote.FetchSlots | None = None) -> Sender:
     """The sender of an inbox POST (see the module), `url` the absolute URL it was sent to (RFC
     9421 signs it). Touches no database. Raises SignatureRequired (401) for a missing,
     malformed, stale or wrong signature, a key on another origin than the actor, or a key that
-    cannot be fetched, bound to the actor or verified within `seconds` (every fetch included);
-    BadRequest (400) for a body that is not a JSON object naming an http(s) actor."""
+    cannot be fetched, bound to the actor or verified within `seconds` (every fetch included,
+    each holding one of `slots`); Unavailable (503 with Retry-After) when the key could not be
+    asked for now (too many fetches at once, or its origin did not answer lately); BadRequest
+    (400) for a body that is not a JSON object naming an http(s) actor."""
     deadline = time.monotonic() + seconds
     claim = _claim(request, url, now)
     try:
@@ -129,8 +133,11 @@ def authenticate(request: Request, url: str, now: datetime, *, allow_private: bo
     for fresh in (False, True):  # a cached key that fails may have been rotated: fetch it once more
         try:
             key, cached = remote.fetch_key(claim.key_id, actor, allow_private=allow_private, deadline=deadline,
-                                           fresh=fresh)
+                                           fresh=fresh, slots=slots)
         except remote.FetchError as exc:
+            if exc.retry_after is not None:
+                raise Unavailable(f"The signing key was not fetched: {exc}. Retry later.",
+                                  headers={"Retry-After": str(exc.retry_after)}) from None
             if (exc.status == 410 and activity.get("type") == "Delete"
                     and _id(activity.get("object")) == actor == urldefrag(claim.key_id)[0]):
                 return Sender(activity, actor, None, gone=True)

@@ -9,22 +9,27 @@ Bounded every way:
 - one deadline for everything a POST fetches, DNS included: the name is resolved in a small
   pool of resolver threads (RESOLVERS) and waited for only until the deadline (a silent
   resolver costs the budget, never more), then connect, send and answer get what is left;
-- at most PER_ORIGIN fetches to one origin at once in this process (more are refused at once,
-  never queued), and an origin whose fetch failed for want of an answer (network trouble, a
-  timeout, a 5xx) is not asked again for FAILURE_SECONDS (the negative cache);
+- at most PER_ORIGIN fetches to one origin at once in this process, and at most
+  ACTIVITYPUB_FETCH_SLOTS fetches at once among all the web workers of the machine (`FetchSlots`:
+  sync workers serve one request each, so this is what keeps workers free for the desk while
+  strangers' servers are slow); past either, refused at once, never queued (`busy`); an origin
+  whose fetch failed for want of an answer (network trouble, a timeout, a 5xx) is not asked
+  again for FAILURE_SECONDS (the negative cache);
 - keys are cached in the process by keyId for CACHE_SECONDS (at most CACHE_SIZE of them); a
   signature that fails against a cached key refetches it once (a key the sender rotated).
 """
 from __future__ import annotations
 
+import fcntl
 import http.client
 import json
+import os
 import ssl
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from urllib.parse import urldefrag, urlsplit
 
@@ -43,12 +48,44 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 class FetchError(Exception):
     """The document could not be fetched or read; `str()` is the reason (no secrets in it),
-    `status` the HTTP status when there was an answer (410: the actor is gone)."""
+    `status` the HTTP status when there was an answer (410: the actor is gone), `retry_after`
+    the seconds after which asking again may succeed when nothing was asked now (too many
+    fetches at once, or the origin in the negative cache), else None."""
 
-    def __init__(self, reason: str, status: int | None = None, *, unanswered: bool = False):
+    def __init__(self, reason: str, status: int | None = None, *, unanswered: bool = False,
+                 retry_after: int | None = None):
         super().__init__(reason)
         self.status = status
         self.unanswered = unanswered  # no answer at all (network trouble, time out): the origin is down
+        self.retry_after = retry_after
+
+
+class FetchSlots:
+    """At most `count` fetches at once among every process sharing `directory` (the web workers
+    of one deployment on one machine): a fetch holds an exclusive `flock` on one of `count`
+    files there, taken without waiting; a process that dies lets go of its lock."""
+
+    def __init__(self, directory: str, count: int):
+        self.directory, self.count = directory, count
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """Hold a free slot for the block. Raises FetchError (`retry_after` set) when none is."""
+        os.makedirs(self.directory, exist_ok=True)
+        for n in range(self.count):
+            fd = os.open(os.path.join(self.directory, f"slot-{n}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+            return
+        raise FetchError(f"all {self.count} key fetches of this server are under way", retry_after=5)
 
 
 @dataclass(frozen=True)
@@ -149,9 +186,10 @@ def _slot(origin: str) -> Iterator[None]:
     with _lock:
         until = _failed.get(origin, 0.0)
         if until > now:
-            raise FetchError(f"{origin} did not answer lately; it is not asked again for {until - now:.0f}s")
+            wait = int(until - now) + 1
+            raise FetchError(f"{origin} did not answer lately; it is not asked again for {wait}s", retry_after=wait)
         if _busy.get(origin, 0) >= PER_ORIGIN:
-            raise FetchError(f"{PER_ORIGIN} fetches to {origin} are already under way")
+            raise FetchError(f"{PER_ORIGIN} fetches to {origin} are already under way", retry_after=5)
         _busy[origin] = _busy.get(origin, 0) + 1
     try:
         yield
@@ -236,25 +274,26 @@ def read_key(key_id: str, actor: str, document: dict) -> tuple[str, bool]:
     raise FetchError("the document holds no such key")
 
 
-def fetch_key(key_id: str, actor: str, *, allow_private: bool, deadline: float,
-              fresh: bool = False) -> tuple[RemoteKey, bool]:
+def fetch_key(key_id: str, actor: str, *, allow_private: bool, deadline: float, fresh: bool = False,
+              slots: FetchSlots | None = None) -> tuple[RemoteKey, bool]:
     """The key `key_id` bound to `actor`, as Mastodon binds them (the caller has checked that
     both share one origin): the keyId's document (its fragment dropped) publishes the key as
     owned by `actor`; when that document is not the actor itself, `actor`'s document is fetched
     too and must list the key. Inbox and shared inbox come from the actor's document only.
-    From the cache unless `fresh`; every fetch ends by `deadline` (time.monotonic()). Returns
-    (key, whether it came from the cache). Raises FetchError."""
+    From the cache unless `fresh`; every fetch ends by `deadline` (time.monotonic()), holding
+    one of `slots` when given. Returns (key, whether it came from the cache). Raises FetchError."""
     if not fresh:
         with _lock:
             hit = _cache.get(key_id)
         if hit is not None and time.monotonic() - hit[0] < CACHE_SECONDS and hit[1].owner == actor:
             return hit[1], True
-    document = get_json(urldefrag(key_id)[0], allow_private=allow_private, seconds=deadline - time.monotonic())
-    pem, is_actor = read_key(key_id, actor, document)
-    if not is_actor:
-        document = get_json(actor, allow_private=allow_private, seconds=deadline - time.monotonic())
-        if _text(document.get("id")) != actor or not any(k.get("id") == key_id for k in _keys(document)):
-            raise FetchError("the actor does not list that key")
+    with slots.hold() if slots is not None else nullcontext():
+        document = get_json(urldefrag(key_id)[0], allow_private=allow_private, seconds=deadline - time.monotonic())
+        pem, is_actor = read_key(key_id, actor, document)
+        if not is_actor:
+            document = get_json(actor, allow_private=allow_private, seconds=deadline - time.monotonic())
+            if _text(document.get("id")) != actor or not any(k.get("id") == key_id for k in _keys(document)):
+                raise FetchError("the actor does not list that key")
     key = RemoteKey(key_id, pem, actor, *_inboxes(document))
     with _lock:
         if len(_cache) >= CACHE_SIZE:
