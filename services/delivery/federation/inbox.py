@@ -11,7 +11,7 @@ Two steps, and the first touches no database:
 3. only then the key, fetched and bound to the actor as Mastodon binds them (at most the keyId
    document and the actor, once each, within ACTIVITYPUB_KEY_FETCH_SECONDS in all, DNS
    included; services/delivery/federation/remote.py), and the signature checked under it (a
-   cached key that fails is refetched once: the sender may have rotated it).
+   cached key a minute old or more that fails is refetched once: the sender may have rotated it).
 Any failure: 401 with the reason, nothing recorded; 503 with Retry-After when the key could not
 be asked for now (too many fetches under way, or its origin did not answer lately).
 
@@ -132,7 +132,7 @@ def authenticate(request: Request, url: str, now: datetime, *, allow_private: bo
     key = None
     for fresh in (False, True):  # a cached key that fails may have been rotated: fetch it once more
         try:
-            key, cached = remote.fetch_key(claim.key_id, actor, allow_private=allow_private, deadline=deadline,
+            key, stale = remote.fetch_key(claim.key_id, actor, allow_private=allow_private, deadline=deadline,
                                            fresh=fresh, slots=slots)
         except remote.FetchError as exc:
             if exc.retry_after is not None:
@@ -146,7 +146,7 @@ def authenticate(request: Request, url: str, now: datetime, *, allow_private: bo
             claim.verify(key.pem)
             break
         except httpsig.SignatureError as exc:
-            if not cached:
+            if not stale:
                 raise SignatureRequired(str(exc)) from None
     return Sender(activity, actor, key)
 
