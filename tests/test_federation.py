@@ -48,6 +48,7 @@ class Follower:
         self.fetches: list[str] = []
         self.status = 202
         self.gone = False
+        self.lists_apart_key = False  # whether the actor lists /keys/alice besides #main-key
         follower = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -94,10 +95,13 @@ class Follower:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def actor(self) -> dict:
+        keys = [{"id": self.actor_id + "#main-key", "owner": self.actor_id, "publicKeyPem": self.pem}]
+        if self.lists_apart_key:
+            keys.append({"id": self.origin + "/keys/alice", "owner": self.actor_id, "publicKeyPem": self.pem})
         return {"@context": ["https://www.w3.org/ns/activitystreams", "https://w3id.org/security/v1"],
                 "id": self.actor_id, "type": "Person", "preferredUsername": "alice",
                 "inbox": self.actor_id + "/inbox", "endpoints": {"sharedInbox": self.origin + "/inbox"},
-                "publicKey": {"id": self.actor_id + "#main-key", "owner": self.actor_id, "publicKeyPem": self.pem}}
+                "publicKey": keys if self.lists_apart_key else keys[0]}
 
     def signed(self, url: str, activity: dict, *, key=None, key_id=None) -> tuple[bytes, dict]:
         """The body and headers of a POST of `activity` to `url`, signed by apsig."""
@@ -392,13 +396,20 @@ def test_follow_records_the_follower_and_queues_a_signed_accept(client, runner, 
 
 
 def test_a_key_published_apart_from_its_actor(client, runner, paper, follower):
+    """As Mastodon binds them: a key document apart from the actor counts only when the actor
+    it names as owner lists that key too (issue 31)."""
     activity = {"id": follower.origin + "/follows/k", "type": "Follow", "actor": follower.actor_id,
                 "object": "http://localhost/ap/paper"}
     with time_machine.travel(T, tick=False):
         body, headers = follower.signed("http://localhost/ap/inbox", activity, key_id=follower.origin + "/keys/alice")
+        refused = client.post("/ap/inbox", data=body, headers=headers)
+        assert refused.status_code == 401 and "does not list that key" in refused.get_json()["detail"]
+        assert follower.fetches == ["/keys/alice", "/users/alice"]
+        follower.fetches.clear()
+        follower.lists_apart_key = True
         answer = client.post("/ap/inbox", data=body, headers=headers)
         assert answer.status_code == 202 and answer.get_json()["status"] == "followed"
-        assert follower.fetches == ["/keys/alice", "/users/alice"]  # the key, then its owner's inbox
+        assert follower.fetches == ["/keys/alice", "/users/alice"]  # the key, then its owner, which lists it
         drain(runner)
     assert [p["path"] for p in follower.posts] == ["/users/alice/inbox"]
 
@@ -756,6 +767,7 @@ def test_discover_follow_and_receive_over_real_http(app, live, runner, desk, pap
         filing.put_on_air(paper, piece, utcnow())
         db.session.commit()
         drain(runner)
+        fetched = httpx.get(json.loads(follower.posts[1]["body"])["object"]["id"]).json()
     finally:
         app.config["PUBLIC_BASE_URL"] = ""
     kinds = [json.loads(p["body"])["type"] for p in follower.posts]
@@ -764,4 +776,4 @@ def test_discover_follow_and_receive_over_real_http(app, live, runner, desk, pap
         assert verify_post(post, actor["publicKey"]["publicKeyPem"]) == actor["publicKey"]["id"]
     create = json.loads(follower.posts[1]["body"])
     assert proven(actor["assertionMethod"][0]["publicKeyMultibase"], create["object"])
-    assert create["object"] == httpx.get(create["object"]["id"]).json()
+    assert create["object"] == fetched  # ids on the paper's canonical origin (PUBLIC_BASE_URL), asked or sent
