@@ -130,14 +130,15 @@ def webfinger():
 
 @bp.route("/.well-known/nodeinfo")
 def nodeinfo_index():
-    """The NodeInfo discovery document: a link to NodeInfo 2.1."""
+    """The NodeInfo discovery document: links to NodeInfo 2.0 and 2.1."""
     _paper()
     return _json(documents.nodeinfo_index(links()), "application/json")
 
 
-@bp.route("/nodeinfo/2.1")
-def nodeinfo():
-    """NodeInfo 2.1 of this paper's host."""
+@bp.route("/nodeinfo/2.0", defaults={"schema": "2.0"})
+@bp.route("/nodeinfo/2.1", defaults={"schema": "2.1"})
+def nodeinfo(schema: str):
+    """NodeInfo 2.0 or 2.1 of this paper's host."""
     paper = _paper()
     personas = db.session.scalar(select(func.count()).select_from(Persona).where(
         Persona.paper_id == paper.id, Persona.active.is_(True))) or 0
@@ -147,8 +148,8 @@ def nodeinfo():
         version = package_version("paper-desk")
     except PackageNotFoundError:  # pragma: no cover - always installed (make install)
         version = "0"
-    return _json(documents.nodeinfo(paper, version=version, personas=personas, pieces=pieces),
-                 'application/json; profile="http://nodeinfo.diaspora.software/ns/schema/2.1#"')
+    return _json(documents.nodeinfo(paper, schema=schema, version=version, personas=personas, pieces=pieces),
+                 f'application/json; profile="{documents.nodeinfo_schema(schema)}#"')
 
 
 @bp.route("/ap/context.jsonld")

@@ -4,8 +4,8 @@ drain-outbox --once`, against a follower server of ours on loopback.
 Outside code checks our cryptography: `apsig` (PyPI; its own draft-cavage code and its own
 FEP-8b32 `eddsa-jcs-2022` verifier on `jcs` and `multiformats`) signs the follower's inbox POSTs,
 verifies the HTTP signatures of what the worker posts, and verifies the Articles' proofs against
-the Multikey each actor publishes. `pyld` expands the documents as JSON-LD with the contexts
-served from memory (no network).
+the Multikey each actor publishes. `pyld` expands the documents as JSON-LD with the standard
+contexts from tests/data/jsonld/ (no network).
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from models import ApDelivery, ApFollower, ApKey
 from models.clock import utcnow
 from services.delivery.federation import remote
 from services.newsroom import filing
+from tests.fixtures import jsonld
 from tests.fixtures.keys import auth
 
 T = datetime(2026, 11, 20, 8, 0, tzinfo=timezone.utc)
@@ -183,14 +184,26 @@ def test_webfinger_names_the_paper_and_each_persona(client, paper):
         assert answer.mimetype == "application/problem+json"
 
 
-def test_nodeinfo(client, desk, paper):
+def test_nodeinfo_2_0_and_2_1(client, desk, paper):
+    """Both versions, listed in the index: Takahe reads 2.0 only, most servers 2.1."""
     desk.piece(paper, "One")
     index = client.get("/.well-known/nodeinfo").get_json()
-    assert index["links"][0]["rel"] == "http://nodeinfo.diaspora.software/ns/schema/2.1"
-    info = client.get("/nodeinfo/2.1").get_json()
-    assert info["version"] == "2.1" and info["protocols"] == ["activitypub"]
-    assert info["openRegistrations"] is False
-    assert info["usage"]["users"]["total"] == 3 and info["usage"]["localPosts"] == 1
+    assert [(link["rel"], link["href"]) for link in index["links"]] == [
+        ("http://nodeinfo.diaspora.software/ns/schema/2.0", "http://localhost/nodeinfo/2.0"),
+        ("http://nodeinfo.diaspora.software/ns/schema/2.1", "http://localhost/nodeinfo/2.1")]
+    for version in ("2.0", "2.1"):
+        response = client.get(f"/nodeinfo/{version}")
+        assert response.status_code == 200
+        assert response.headers["Content-Type"] == (
+            f'application/json; profile="http://nodeinfo.diaspora.software/ns/schema/{version}#"')
+        info = response.get_json()
+        assert info["version"] == version and info["protocols"] == ["activitypub"]
+        assert info["openRegistrations"] is False
+        assert info["usage"]["users"]["total"] == 3 and info["usage"]["localPosts"] == 1
+        assert info["software"]["name"] == "paperdesk"
+        # 2.0's schema allows only name and version under software (additionalProperties false).
+        assert ("homepage" in info["software"]) == (version == "2.1")
+    assert client.get("/nodeinfo/2.2").status_code == 404
 
 
 def test_pages_point_at_their_activitypub_documents(client, desk, paper):
@@ -290,45 +303,54 @@ def test_article_has_a_proof_that_apsig_verifies(client, desk, paper):
     assert get_ap(client, f"/ap/stories/{piece.id}") == article
 
 
-def test_article_is_json_ld(client, desk, paper):
-    from pyld import jsonld
+def served_context(client) -> dict[str, dict]:
+    """The paper's own JSON-LD context, as the app serves it, by its URL."""
+    response = client.get("/ap/context.jsonld")
+    assert response.status_code == 200 and response.mimetype == "application/ld+json"
+    return {"http://localhost/ap/context.jsonld": response.get_json()}
 
-    piece = desk.piece(paper, "Expandable")
+
+def untranslated(compact: dict, expanded: dict) -> set[str]:
+    """The keys of a compact node that expansion dropped (a term no context defines): every
+    key but @context becomes one expanded key (`id` -> @id, `type` -> @type, a term -> its IRI)."""
+    keys = [key for key in compact if key != "@context"]
+    return set(keys) if len(keys) != len(expanded) else set()
+
+
+@pytest.mark.parametrize("path", ["/ap/paper", "/ap/personas/ada-quill"])
+def test_actors_expand_as_json_ld_with_their_multikey(client, paper, path):
+    """pyld, with the standard contexts from tests/data/jsonld/, finds every term of an actor,
+    the Ed25519 Multikey under sec:assertionMethod above all (lost before the paper's context
+    defined `assertionMethod`: a JSON-LD consumer such as Fedify saw no key)."""
+    actor = get_ap(client, path)
+    node = jsonld.expand(actor, served_context(client))
+    assert untranslated(actor, node) == set()
+    [method] = node[jsonld.SEC + "assertionMethod"]
+    assert method["@id"] == actor["id"] + "#ed25519-key"
+    assert method["@type"] == [jsonld.SEC + "Multikey"]
+    assert method[jsonld.SEC + "controller"] == [{"@id": actor["id"]}]
+    [multibase] = method[jsonld.SEC + "publicKeyMultibase"]
+    assert multibase["@value"] == actor["assertionMethod"][0]["publicKeyMultibase"]
+    [key] = node[jsonld.SEC + "publicKey"]
+    assert key[jsonld.SEC + "publicKeyPem"][0]["@value"].startswith("-----BEGIN PUBLIC KEY-----")
+    assert node[jsonld.AS + "manuallyApprovesFollowers"] == [{"@value": False}]
+    assert node["http://joinmastodon.org/ns#discoverable"] == [{"@value": True}]
+    assert node["http://joinmastodon.org/ns#indexable"] == [{"@value": True}]
+    # Mastodon's own definition (an @id: a bare domain name is a relative IRI), kept for its readers.
+    assert node["http://joinmastodon.org/ns#attributionDomains"][0]["@id"].endswith("localhost")
+
+
+def test_article_is_json_ld_and_its_proof_still_verifies(client, desk, paper):
+    piece = desk.piece(paper, "Expandable", facts=1, image="https://cdn.example.com/a.jpg")
     article = get_ap(client, f"/ap/stories/{piece.id}")
-    served = {"http://localhost/ap/context.jsonld": get_ap_ld(client, "/ap/context.jsonld")}
-
-    def loader(url, options=None):
-        if url in served:
-            return {"contextUrl": None, "documentUrl": url, "document": served[url]}
-        return {"contextUrl": None, "documentUrl": url, "document": CONTEXTS[url]}
-
-    expanded = jsonld.expand({k: v for k, v in article.items() if k != "proof"},
-                             {"documentLoader": loader})[0]
-    assert expanded["@type"] == ["https://www.w3.org/ns/activitystreams#Article"]
-    assert expanded["http://schema.org/digitalSourceType"][0]["@id"].endswith("trainedAlgorithmicMedia")
-
-
-def get_ap_ld(client, path):
-    response = client.get(path)
-    assert response.status_code == 200
-    return response.get_json()
-
-
-# Minimal copies of the two public contexts the Article names, enough for expansion offline.
-CONTEXTS = {
-    "https://www.w3.org/ns/activitystreams": {"@context": {
-        "as": "https://www.w3.org/ns/activitystreams#", "id": "@id", "type": "@type",
-        "Article": "as:Article", "Note": "as:Note", "Image": "as:Image", "Hashtag": "as:Hashtag",
-        "name": "as:name", "summary": "as:summary", "content": "as:content", "mediaType": "as:mediaType",
-        "url": {"@id": "as:url", "@type": "@id"}, "attributedTo": {"@id": "as:attributedTo", "@type": "@id"},
-        "published": "as:published", "updated": "as:updated", "to": {"@id": "as:to", "@type": "@id"},
-        "cc": {"@id": "as:cc", "@type": "@id"}, "context": {"@id": "as:context", "@type": "@id"},
-        "tag": {"@id": "as:tag", "@type": "@id"}, "href": {"@id": "as:href", "@type": "@id"},
-        "preview": {"@id": "as:preview", "@type": "@id"}, "image": {"@id": "as:image", "@type": "@id"}}},
-    "https://w3id.org/security/data-integrity/v1": {"@context": {
-        "id": "@id", "type": "@type", "sec": "https://w3id.org/security#",
-        "DataIntegrityProof": "sec:DataIntegrityProof", "proof": {"@id": "sec:proof", "@type": "@id"}}},
-}
+    node = jsonld.expand({k: v for k, v in article.items() if k != "proof"}, served_context(client))
+    assert untranslated({k: v for k, v in article.items() if k != "proof"}, node) == set()
+    assert node["@type"] == [jsonld.AS + "Article"]
+    assert node["http://schema.org/digitalSourceType"][0]["@id"].endswith("trainedAlgorithmicMedia")
+    proof = jsonld.expand(article, served_context(client))[jsonld.SEC + "proof"][0]["@graph"][0]
+    assert proof[jsonld.SEC + "cryptosuite"][0]["@value"] == "eddsa-jcs-2022"
+    multikey = get_ap(client, "/ap/personas/ada-quill")["assertionMethod"][0]["publicKeyMultibase"]
+    assert proven(multikey, article) == article["proof"]["verificationMethod"]
 
 
 def test_drafts_scheduled_and_pulled_pieces_are_not_objects(client, desk, paper, admin):

@@ -45,16 +45,27 @@ CONTEXT_PATH = "/ap/context.jsonld"
 PAGE_SIZE = 20
 SOFTWARE = "paperdesk"
 
-# The terms ActivityStreams does not define, served at CONTEXT_PATH (every @context entry of an
-# Article stays a string, so its proof's @context can repeat it exactly).
+# The terms our documents use that the standard contexts they name do not define, served at
+# CONTEXT_PATH (every @context entry of an Article stays a string, so its proof's @context can
+# repeat it exactly). `Multikey` and `publicKeyMultibase` come from MULTIKEY_CONTEXT (protected
+# there, so not repeated here); `assertionMethod` is defined by the DID and CID contexts, which an
+# actor does not name, so it is defined here, with the IRI Fedify and the Data Integrity spec
+# read (without it a JSON-LD consumer drops the actor's Multikey). Mastodon's terms use its
+# `toot:` namespace and `as:` for the ones it proposed to ActivityStreams.
 EXTRA_TERMS = {
     "@context": {
+        "as": "https://www.w3.org/ns/activitystreams#",
+        "sec": "https://w3id.org/security#",
         "toot": "http://joinmastodon.org/ns#",
         "schema": "http://schema.org/",
+        "assertionMethod": {"@id": "sec:assertionMethod", "@type": "@id", "@container": "@set"},
+        "manuallyApprovesFollowers": "as:manuallyApprovesFollowers",
         "sensitive": "as:sensitive",
         "Hashtag": "as:Hashtag",
         "discoverable": "toot:discoverable",
         "indexable": "toot:indexable",
+        "featured": {"@id": "toot:featured", "@type": "@id"},
+        "featuredTags": {"@id": "toot:featuredTags", "@type": "@id"},
         "attributionDomains": {"@id": "toot:attributionDomains", "@type": "@id"},
         "digitalSourceType": {"@id": "schema:digitalSourceType", "@type": "@id"},
         "PropertyValue": "schema:PropertyValue",
@@ -106,17 +117,29 @@ def webfinger(subject: str, actor: str, page: str) -> dict:
                       {"rel": "http://webfinger.net/rel/profile-page", "type": "text/html", "href": page}]}
 
 
+NODEINFO_VERSIONS = ("2.0", "2.1")
+
+
+def nodeinfo_schema(version: str) -> str:
+    """The `rel` (and profile) naming NodeInfo `version`'s schema."""
+    return f"http://nodeinfo.diaspora.software/ns/schema/{version}"
+
+
 def nodeinfo_index(links: Links) -> dict:
-    return {"links": [{"rel": "http://nodeinfo.diaspora.software/ns/schema/2.1",
-                       "href": links.absolute("/nodeinfo/2.1")}]}
+    """The NodeInfo discovery document: one link per version served (Takahe reads 2.0, most
+    others 2.1)."""
+    return {"links": [{"rel": nodeinfo_schema(version), "href": links.absolute(f"/nodeinfo/{version}")}
+                      for version in NODEINFO_VERSIONS]}
 
 
-def nodeinfo(paper: Paper, *, version: str, personas: int, pieces: int) -> dict:
-    """NodeInfo 2.1 of the paper's host: actors (the paper and its personas) as users, its
-    pieces on air as local posts, registrations closed."""
-    return {"version": "2.1",
-            "software": {"name": SOFTWARE, "version": version,
-                         "homepage": "https://github.com/paperdesk/paperdesk"},
+def nodeinfo(paper: Paper, *, schema: str, version: str, personas: int, pieces: int) -> dict:
+    """NodeInfo `schema` (one of NODEINFO_VERSIONS) of the paper's host: actors (the paper and
+    its personas) as users, its pieces on air as local posts, registrations closed. 2.0 has no
+    `software.homepage` (2.1 added it), otherwise the two are the same."""
+    software = {"name": SOFTWARE, "version": version}
+    if schema != "2.0":
+        software["homepage"] = "https://github.com/paperdesk/paperdesk"
+    return {"version": schema, "software": software,
             "protocols": ["activitypub"], "services": {"inbound": [], "outbound": ["rss2.0"]},
             "openRegistrations": False,
             "usage": {"users": {"total": personas + 1, "activeMonth": personas + 1,
