@@ -1,11 +1,13 @@
 """The paper and its AI personas in the fediverse (docs/FEDERATION.md): WebFinger, NodeInfo,
 ActivityPub actors, Articles, inboxes, outboxes and follower counts.
 
-Every ActivityPub document lives at its own URL under `/ap/` and always answers
-`application/activity+json`, whatever the `Accept` header: nothing varies on a request header,
-so the response cache may keep these answers by URL (web/caching.py; each route's policy next
-to it, web/policy.py). Reader pages name their twin with `<link rel="alternate"
-type="application/activity+json">` (templates/base.html), and WebFinger names the actors. A
+Every ActivityPub document lives at its own URL under `/ap/` and answers
+`application/activity+json` whatever the `Accept` header, but for an Article's id, which
+sends a browser (`Accept` preferring text/html) to the story page: that route's policy
+`offers` both (web/policy.py), so its answers say `Vary: Accept` and the response cache and the
+replay keep the two apart (web/caching.py `chosen_type`); the others are kept by URL. Reader
+pages name their twin with `<link rel="alternate" type="application/activity+json">`
+(templates/base.html), and WebFinger names the actors. A
 private paper, an unknown host, or ACTIVITYPUB_ENABLED off: 404 on every route here.
 
 Inbox POSTs (`/ap/inbox`, `<actor>/inbox`) need an HTTP signature
@@ -20,7 +22,7 @@ import logging
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 
-from flask import Blueprint, Response, abort, current_app, g, request, url_for
+from flask import Blueprint, Response, abort, current_app, g, redirect, request, url_for
 from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload, selectinload
 from werkzeug.exceptions import HTTPException
@@ -215,10 +217,13 @@ def _article(piece: Piece) -> dict:
 
 
 @bp.route("/ap/stories/<int:id>")
+# Peers hand the `id` to their readers as the post's link: a browser is sent to the page.
+@policy.route(offers=(ACTIVITY_JSON, LD_JSON, "application/json", "text/html"))
 def article(id: int):  # noqa: A002 - `id`, as every route of a piece names it (tests/routes.py)
-    """A piece on air as an Article with its proof; 410 with a Tombstone for a piece pulled
-    from the air (or deleted) since it aired; 404 for a draft, a scheduled piece before its
-    instant, or no piece."""
+    """A piece on air as an Article with its proof, or, for a request whose `Accept` prefers
+    text/html (a browser), 303 to its story page (`Vary: Accept` on both); 410 with a Tombstone
+    for a piece pulled from the air (or deleted) since it aired; 404 for a draft, a scheduled
+    piece before its instant, or no piece."""
     paper = _paper()
     if id > stories.MAX_ID:
         raise NotFound("There is no such story on air.")
@@ -235,6 +240,8 @@ def article(id: int):  # noqa: A002 - `id`, as every route of a piece names it (
             raise NotFound("There is no such story on air.")
         return _json(documents.tombstone(links(), id, pulled), status=410)
     caching.tag_piece(piece)
+    if caching.chosen_type() == "text/html":
+        return redirect(links().story_page(piece.slug), code=303)
     return _json(_article(piece))
 
 

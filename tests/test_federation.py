@@ -353,6 +353,39 @@ def test_article_is_json_ld_and_its_proof_still_verifies(client, desk, paper):
     assert proven(multikey, article) == article["proof"]["verificationMethod"]
 
 
+BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+ACTIVITYPUB_CLIENTS = [{"Accept": AP}, {"Accept": 'application/ld+json; profile="https://www.w3.org/ns/activitystreams"'},
+                       {"Accept": "application/activity+json, application/ld+json"}, {"Accept": "*/*"}, {}]
+
+
+def test_an_articles_id_sends_a_browser_to_the_story_page(make_app, desk, paper):
+    """Peers hand an Article's `id` to their readers as its link: a browser (Accept: text/html)
+    is sent to the story page (303), an ActivityPub client (or one that names no type) gets the
+    Article. Both say `Vary: Accept`, and the response cache and the replay keep them apart
+    (a production-like app, caches on): whichever asked first, each gets its own."""
+    piece = desk.piece(paper, "Negotiated")
+    path = f"/ap/stories/{piece.id}"
+    for first in ("browser", "server"):
+        app = make_app()
+        client = app.test_client()
+        for _ in range(3):  # a miss, a stored answer, a replay
+            order = [BROWSER, *ACTIVITYPUB_CLIENTS] if first == "browser" else [*ACTIVITYPUB_CLIENTS, BROWSER]
+            for headers in order:
+                response = client.get(path, headers=headers)
+                assert "Accept" in {v.strip() for v in response.headers["Vary"].split(",")}, headers
+                if headers is BROWSER:
+                    assert response.status_code == 303, (first, response.status_code)
+                    assert response.headers["Location"] == f"http://localhost/stories/{piece.slug}"
+                else:
+                    assert response.status_code == 200 and response.mimetype == AP, (first, headers)
+                    assert response.get_json()["id"] == f"http://localhost{path}"
+        # A browser holding the Article's ETag still goes to the page, never a 304 of JSON.
+        etag = client.get(path, headers={"Accept": AP}).headers["ETag"]
+        assert client.get(path, headers={**BROWSER, "If-None-Match": etag}).status_code == 303
+        assert client.get(path, headers={"Accept": AP, "If-None-Match": etag}).status_code == 304
+        assert app.extensions["paperdesk.replay.stats"]["replayed"] > 0  # the replay answered some
+
+
 def test_drafts_scheduled_and_pulled_pieces_are_not_objects(client, desk, paper, admin):
     draft = desk.piece(paper, "Draft", on_air_at=None)
     with time_machine.travel(T, tick=False):
