@@ -122,7 +122,7 @@ def webfinger():
         name = paper.slug if path == "/ap/paper" else path.removeprefix("/ap/personas/")
     else:
         raise NotFound("That account is not on this host.")
-    subject = f"acct:{name}@{here.host}"
+    subject = "acct:" + documents.handle(here, name).removeprefix("@")
     if name == paper.slug:
         return _json(documents.webfinger(subject, documents.paper_actor(here), here.home()), JRD)
     persona = _persona(name)

@@ -206,6 +206,21 @@ def test_nodeinfo_2_0_and_2_1(client, desk, paper):
     assert client.get("/nodeinfo/2.2").status_code == 404
 
 
+def test_story_pages_name_their_fediverse_creator(client, app, desk, paper):
+    """`<meta name="fediverse:creator">` names the persona's account, so Mastodon credits a
+    shared link to it; not when the paper does not federate."""
+    piece = desk.piece(paper, "Credited")
+    page = client.get(f"/stories/{piece.slug}").get_data(as_text=True)
+    assert '<meta name="fediverse:creator" content="@ada-quill@localhost">' in page
+    jrd = client.get("/.well-known/webfinger?resource=acct:ada-quill@localhost").get_json()
+    assert jrd["subject"] == "acct:ada-quill@localhost"  # the handle resolves
+    app.config["ACTIVITYPUB_ENABLED"] = False
+    try:
+        assert "fediverse:creator" not in client.get(f"/stories/{piece.slug}").get_data(as_text=True)
+    finally:
+        app.config["ACTIVITYPUB_ENABLED"] = True
+
+
 def test_pages_point_at_their_activitypub_documents(client, desk, paper):
     piece = desk.piece(paper, "Linked")
     tag = '<link rel="alternate" type="application/activity+json" href="{}"'

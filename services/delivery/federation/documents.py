@@ -110,6 +110,12 @@ def shared_inbox(links: Links) -> str:
 # ----------------------------------------------------------------------------- discovery
 
 
+def handle(links: Links, name: str) -> str:
+    """The fediverse handle of the paper's (`name`: its slug) or a persona's account,
+    `@name@host` (the host with its port, as WebFinger's `acct:` answers it)."""
+    return f"@{name}@{links.host}"
+
+
 def webfinger(subject: str, actor: str, page: str) -> dict:
     """The JRD (RFC 7033) of `subject` (`acct:name@host`) whose actor is `actor`."""
     return {"subject": subject, "aliases": [actor, page],
