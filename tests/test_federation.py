@@ -249,6 +249,15 @@ def test_actors_are_services_with_both_keys(client, paper):
     assert persona["type"] == "Service" and persona["name"] == "Ada Quill (AI persona)"
     assert "declared AI persona" in persona["summary"]
     assert persona["attributionDomains"] == ["localhost"]
+    # PNG icons (many servers refuse SVG), served as what they say they are.
+    assert persona["icon"] == {"type": "Image", "mediaType": "image/png",
+                               "url": "http://localhost/masthead/ada-quill/avatar.png"}
+    for icon in (actor["icon"], persona["icon"]):
+        assert icon["mediaType"] == "image/png"
+        response = client.get(icon["url"].removeprefix("http://localhost"))
+        assert response.status_code == 200 and response.mimetype == "image/png"
+        assert response.data.startswith(b"\x89PNG\r\n\x1a\n")
+        response.close()
     # One RSA key per paper, the same on every actor, and made once.
     assert persona["publicKey"]["publicKeyPem"] == actor["publicKey"]["publicKeyPem"]
     assert get_ap(client, "/ap/paper")["publicKey"] == actor["publicKey"]

@@ -196,7 +196,7 @@ def persona_document(paper: Paper, persona: Persona, links: Links, *, rsa_pem: s
     return _actor(links, actor, type="Service", preferredUsername=persona.slug,
                   name=feeds.persona_label(persona.name), summary=summary,
                   url=links.absolute(f"/masthead/{persona.slug}"),
-                  icon={"type": "Image", "mediaType": "image/svg+xml", "url": links.avatar(persona.slug)},
+                  icon={"type": "Image", "mediaType": "image/png", "url": links.avatar_png(persona.slug)},
                   attachment=[{"type": "PropertyValue", "name": "Paper", "value": paper.nameplate}],
                   **_keys_of(actor, rsa_pem, receipt))
 
