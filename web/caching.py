@@ -213,12 +213,17 @@ def declared_for_endpoint() -> frozenset[str]:
 def response_cache_key() -> str:
     """The cache key of the current public GET: paper id and version, then a digest of scheme,
     host, path and the query parameters the route declares, names sorted (values of one name
-    keep their order). Parameters a route does not read change nothing in its answer, so they
-    are left out of the key: `?junk=N` cannot make new entries."""
+    keep their order), and the media type chosen for a route that `offers` several. Parameters
+    a route does not read change nothing in its answer, so they are left out of the key:
+    `?junk=N` cannot make new entries."""
     declared = declared_for_endpoint()
     args = sorted(((name, value) for name, value in request.args.items(multi=True)
                    if name in declared), key=lambda item: item[0])
-    raw = "\n".join([request.scheme, request.host.lower(), request.path, urlencode(args), chosen_type() or ""])
+    parts = [request.scheme, request.host.lower(), request.path, urlencode(args)]
+    chosen = chosen_type()
+    if chosen is not None:  # a route that negotiates keeps one answer per type chosen
+        parts.append(chosen)
+    raw = "\n".join(parts)
     digest = hashlib.blake2b(raw.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
     return f"resp:{paper_state()}.{FORMAT_SALT}:{digest}"
 
