@@ -159,6 +159,7 @@ def test_fedify_follows_receives_and_verifies_every_signature_and_proof(app, run
            "RATELIMIT_ENABLED": "0", "LOG_REQUESTS": "0", "WEBHOOK_ALLOW_PRIVATE": "1",
            "PUBLIC_BASE_URL": base, "PUBLIC_URL_SCHEME": "https"}
     fedify = None
+    previous = app.config["PUBLIC_BASE_URL"]
     app.config["PUBLIC_BASE_URL"] = base  # the worker names the host Fedify looked up
     try:
         trusted = ssl.create_default_context(cafile=ca)
@@ -181,7 +182,7 @@ def test_fedify_follows_receives_and_verifies_every_signature_and_proof(app, run
             fedify.send("received")
             fedify.until("received")
     finally:
-        app.config["PUBLIC_BASE_URL"] = ""
+        app.config["PUBLIC_BASE_URL"] = previous
         if fedify is not None:
             fedify.stop()
     for name, (ok, detail) in fedify.checks.items():
