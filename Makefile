@@ -84,4 +84,4 @@ bench-alerts: install ## 1, 2 and 4 alert senders sharing 100 000 readers' alert
 	$(BIN)/python bench/alerts.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) instance .pytest_cache build
+	rm -rf $(VENV) instance .pytest_cache build tests/fedify/node_modules
