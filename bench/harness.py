@@ -300,9 +300,12 @@ def settle(base: str, path: str) -> None:
 
 
 def wrk(url: str, *, duration: int, threads: int, connections: int,
-        headers: dict | None = None) -> Load:
-    """Run wrk at fixed concurrency with latency percentiles; parse its report."""
+        headers: dict | None = None, script: Path | None = None) -> Load:
+    """Run wrk at fixed concurrency with latency percentiles; parse its report. `script`: a wrk
+    Lua script choosing each request (bench/day.py's mix), else every request GETs `url`."""
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency", "--timeout", "10s"]
+    if script is not None:
+        command += ["-s", str(script)]
     for name, value in (headers or {}).items():
         command += ["-H", f"{name}: {value}"]
     out = subprocess.run(command + [url], capture_output=True, text=True, check=True).stdout
