@@ -28,7 +28,7 @@ story pages 35%, story JSON 15%, lists and sections 15% (`/api/v1/stories?limit=
 `?limit=50` 3, a section's page 3, a section's list 3), feeds 10% (`/rss.xml` 5, `/feed.json` 3,
 `/sitemap-news.xml` 2), search 5% (`/api/v1/search`: a common term 3, a rare one 2). Pieces
 are drawn Zipf-like over the archive, newest first (exponent ZIPF_S: most reads fall on the
-newest 200), the same draw for every run (seeded).
+newest 200), the same draw for every run (seeded). Every request accepts gzip, as browsers do.
 
 Results go to bench/results/day-<time>.json and, unless --no-record, to the day's section of
 docs/PERFORMANCE.md (bench/report.py, between its own markers).
@@ -106,7 +106,8 @@ def draw_paths(ids: list[int], sections: list[tuple[str, str]], draws: int = DRA
 
 
 def lua_script(paths: list[str]) -> str:
-    """A wrk script walking `paths` in order, each thread from its own offset."""
+    """A wrk script walking `paths` in order, each thread from its own offset, sending the
+    `Accept-Encoding` a browser sends (readers' answers travel gzipped; wrk does not inflate)."""
     table = ",\n".join(json.dumps(path) for path in paths)
     return ("local paths = {\n" + table + "\n}\n"
             "local counter = 0\n"
@@ -118,6 +119,7 @@ def lua_script(paths: list[str]) -> str:
             "function init(args)\n"
             "  counter = offset or 0\n"
             "end\n"
+            "wrk.headers[\"Accept-Encoding\"] = \"gzip, deflate, br\"\n"
             "function request()\n"
             "  counter = counter + 1\n"
             "  return wrk.format(\"GET\", paths[(counter % #paths) + 1])\n"
