@@ -87,13 +87,14 @@ def search_page(paper: Paper, terms: list[str], page: int = 1, size: int = SEARC
 
 
 def related_pieces(paper: Paper, piece: Piece, limit: int = RELATED_SIZE) -> list[Piece]:
-    """Up to `limit` newest other pieces on air in `piece`'s section ("more in this section")."""
+    """Up to `limit` newest other pieces on air in `piece`'s section ("more in this section"),
+    loaded as story items (stories.ITEM_LOADS: no prose, no facts)."""
     return list(db.session.scalars(_RELATED, {"paper_id": paper.id, "section_id": piece.section_id,
                                               "piece_id": piece.id, "limit": limit}))
 
 
 # Built once (building it cost as much as running it; docs/PERFORMANCE.md).
-_RELATED = (stories.rows_query_for(bindparam("paper_id"))
+_RELATED = (stories.items_query_for(bindparam("paper_id"))
             .where(Piece.section_id == bindparam("section_id"), Piece.id != bindparam("piece_id"))
             .limit(stories.limit_param()))
 
