@@ -368,11 +368,11 @@ CARD_LOADS = (load_only(Piece.id, Piece.paper_id, Piece.slug, Piece.headline, Pi
 
 
 # What a story item of a page's list shows of a piece (templates/pages/_macros.html
-# `story_item`: headline, dek, art, time, section, byline): no prose, no facts, no hashes; an
-# attribute outside it raises rather than costing a statement. The prose was most of what a
-# related rail loaded, and building its objects a quarter of a cold story page.
-ITEM_LOADS = (load_only(Piece.id, Piece.paper_id, Piece.slug, Piece.headline, Piece.dek, Piece.image,
-                        Piece.on_air, Piece.on_air_at, raiseload=True),
+# `story_item`: headline, dek, art, time, section, byline; `rev` for a lead's share card):
+# no prose, no facts, no hashes; an attribute outside it raises rather than costing a statement.
+ITEM_LOADS = (load_only(Piece.id, Piece.paper_id, Piece.section_id, Piece.persona_id, Piece.slug,
+                        Piece.headline, Piece.dek, Piece.image, Piece.rev, Piece.on_air, Piece.on_air_at,
+                        raiseload=True),
               joinedload(Piece.section).load_only(Section.name, Section.slug, raiseload=True),
               joinedload(Piece.persona).load_only(Persona.name, Persona.slug, raiseload=True),
               raiseload("*"))
