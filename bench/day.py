@@ -203,7 +203,10 @@ def run_desk(base: str, key: str, ids: list[int], sections: list[tuple[str, str]
     """Every `every` s until `stop`: air a new piece or revise one of the newest (alternately),
     then check the written piece on every worker. Returns what it did."""
     desk, n = Desk(), 0
-    while not stop.wait(every if n else 0.5):
+    due = time.monotonic() + 0.5
+    # On a fixed cadence (write n at start + n * every), whatever the writes and checks took.
+    while not stop.wait(max(0.0, due - time.monotonic())):
+        due += every
         n += 1
         started = time.perf_counter()
         if n % 2:
