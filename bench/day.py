@@ -241,7 +241,8 @@ def run_desk(base: str, key: str, ids: list[int], sections: list[tuple[str, str]
 
 def served_counts(log_path: Path, since: int) -> tuple[Counter, int]:
     """How the app's answers in `log_path` after byte `since` were served (the request log's
-    `served`: replay, cache, 304, app), and the byte offset the log ends at."""
+    `served`: replay, cache, 304, app; and how many were 4xx and 5xx), and the byte offset the
+    log ends at."""
     counts: Counter = Counter()
     with open(log_path, "rb") as log:
         log.seek(since)
@@ -252,7 +253,10 @@ def served_counts(log_path: Path, since: int) -> tuple[Counter, int]:
                 entry = json.loads(line)
             except ValueError:
                 continue
-            counts["304" if entry.get("status") == 304 else entry.get("served", "app")] += 1
+            status = entry.get("status") or 0
+            counts["304" if status == 304 else entry.get("served", "app")] += 1
+            if status >= 400:  # what wrk counts as failed, told apart here
+                counts[f"{status // 100}xx"] += 1
         return counts, log.tell()
 
 

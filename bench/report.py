@@ -276,7 +276,7 @@ def day_summary(results: dict) -> str:
 
 def _served(row: dict) -> str:
     counts = row["served"]
-    total = sum(counts.values()) or 1
+    total = sum(counts.get(kind, 0) for kind in ("replay", "cache", "304", "app")) or 1
     return " / ".join(f"{counts.get(kind, 0) / total:.0%}" for kind in ("replay", "cache", "304", "app"))
 
 
@@ -313,7 +313,10 @@ def render_day(results: dict) -> str:
             desk = row.get("desk")
             writes = f"{desk['writes']} ({desk['airs']}, {desk['revisions']})" if desk else "—"
             failed = f", {len(desk['failed'])} failed" if desk and desk["failed"] else ""
-            errors = f" ({row['errors']} failed)" if row["errors"] else ""
+            errors = ""
+            if row["errors"]:  # wrk's count (sockets, timeouts, >= 400); the app's log tells the answers
+                answers = ", ".join(f"{row['served'][k]} {k}" for k in ("4xx", "5xx") if row["served"].get(k))
+                errors = f" ({row['errors']} failed{': ' + answers if answers else ''})"
             out.append(f"| {NAMES[backend]} | {mix}{errors} | {row['rps']:.0f} | {row['ratio']:.0%} | "
                        f"{row['ratio_wsgi']:.0%} | {_ms(row['p50_ms'])} | {_ms(row['p99_ms'])} | "
                        f"{_served(row)} | {writes}{failed} | {desk['checked_reads'] if desk else '—'} | "
