@@ -47,7 +47,6 @@ import os
 import random
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -290,16 +289,7 @@ def _ids_and_sections(url: str) -> tuple[list[int], list[tuple[str, str]], str]:
 
 def run_backend(backend: str, url: str, work: Path, args, redis_url: str) -> dict:
     print(f"== {backend}", flush=True)
-    if backend == "postgresql":
-        harness.recreate_postgres(url)
-    else:
-        harness.remove_sqlite(url)
-    instance = work / f"instance-{backend}"
-    instance.mkdir(exist_ok=True)
-    env = harness.base_env(url, instance)
-    print(f"  seed-demo --pieces {args.pieces:,}", flush=True)
-    seeded = harness.seed(env, args.pieces, args.subscribers)
-    harness.analyze(url)
+    env, seeded = harness.fresh_seeded(backend, url, work, args.pieces, args.subscribers)
     ids, sections, byline = _ids_and_sections(url)
     paths = draw_paths(ids, sections)
     script = work / "mix.lua"
@@ -417,20 +407,9 @@ def main() -> int:
                             "connections": args.connections, "workers": 2, "zipf_s": ZIPF_S,
                             "mix": [[share, path] for share, path in MIX]},
                "backends": {}}
-    with tempfile.TemporaryDirectory(prefix="paperdesk-day-") as tmp:
-        work = Path(tmp)
-        for backend in backends:
-            url = pg if backend == "postgresql" else f"sqlite:///{work / 'day.db'}"
-            results["backends"][backend] = run_backend(backend, url, work, args, redis_url)
-    results["minutes"] = round((time.monotonic() - started) / 60, 1)
-    results["machine"]["load average at end (1, 5, 15 min)"] = " ".join(
-        f"{v:.1f}" for v in os.getloadavg())
-    out = harness.ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"day-{datetime.now():%Y%m%d-%H%M%S}.json"
-    path.write_text(json.dumps(results, indent=2))
-    print(f"results: {path.relative_to(harness.ROOT)} ({results['minutes']} min)")
-    print(report.day_summary(results))
+    harness.run_lanes(results, backends, pg, lambda backend, url, work: run_backend(
+        backend, url, work, args, redis_url), name="day", started=started)
+    print(report.summary(results, report.day_checks))
     if not args.no_record:
         report.record(report.render_day(results), report.DAY_BEGIN, report.DAY_END)
         print("docs/PERFORMANCE.md updated")

@@ -92,8 +92,10 @@ def checks(results: dict) -> list[tuple[bool, str]]:
     return out
 
 
-def summary(results: dict) -> str:
-    found = checks(results)
+def summary(results: dict, judge=None) -> str:
+    """One line per target of `results` (met or MISSED) and the count met; `judge` gives the
+    targets (default `checks`, a bench/http_bench.py run; `day_checks` for bench/day.py's)."""
+    found = (judge or checks)(results)
     lines = [f"{'met   ' if ok else 'MISSED'} {text}" for ok, text in found]
     lines.append(f"{sum(ok for ok, _ in found)} of {len(found)} targets met")
     return "\n".join(lines)
@@ -267,13 +269,6 @@ def day_checks(results: dict) -> list[tuple[bool, str]]:
     return out
 
 
-def day_summary(results: dict) -> str:
-    found = day_checks(results)
-    lines = [f"{'met   ' if ok else 'MISSED'} {text}" for ok, text in found]
-    lines.append(f"{sum(ok for ok, _ in found)} of {len(found)} targets met")
-    return "\n".join(lines)
-
-
 def _served(row: dict) -> str:
     counts = row["served"]
     total = sum(counts.get(kind, 0) for kind in ("replay", "cache", "304", "app")) or 1
@@ -332,7 +327,7 @@ def main(argv: list[str]) -> int:
     results = json.loads(Path(argv[0]).read_text())
     if "mixes" in next(iter(results["backends"].values()), {}):
         record(render_day(results), DAY_BEGIN, DAY_END)
-        print(day_summary(results))
+        print(summary(results, day_checks))
         return 0
     record(render(results))
     print(summary(results))
