@@ -38,7 +38,7 @@ run: install ## migrate, seed the demo paper once, serve on 127.0.0.1:$(PORT) (g
 	$(BIN)/flask seed-demo --if-empty
 	$(BIN)/flask run-info --port $(PORT)
 	$(BIN)/flask drain-outbox & drainer=$$!; \
-	trap 'kill -TERM $$drainer 2>/dev/null; wait $$drainer' EXIT INT TERM; \
+	trap 'kill -TERM $$drainer 2>/dev/null; wait $$drainer; $(BIN)/flask run-info --forget' EXIT INT TERM; \
 	$(BIN)/gunicorn --config gunicorn.conf.py --bind 127.0.0.1:$(PORT) --workers 2 --threads 4
 
 alerts: install ## send-alerts once, with the links of what `make run` serves
@@ -89,4 +89,4 @@ bench-alerts: install ## 1, 2 and 4 alert senders sharing 100 000 readers' alert
 	$(BIN)/python bench/alerts.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) instance .pytest_cache build
+	rm -rf $(VENV) instance .pytest_cache build tests/fedify/node_modules
