@@ -36,6 +36,7 @@ from standardwebhooks import Webhook
 from extensions import db
 from models import CONTENT_EVENTS, PING_EVENT, ContentDelivery, Edition, Paper, Piece, PieceRevision, WebhookEndpoint
 from models.clock import rfc3339, utcnow
+from services import http
 from services.delivery import claims, post_queue, webhooks
 from services.errors import Conflict, Invalid, NotFound
 from services.links import Links, PaperOrigins
@@ -66,8 +67,8 @@ def check_target(url: str) -> None:
     """Refuse a URL subscriber webhooks would refuse (https only; loopback, private, shared,
     link-local and reserved addresses unless WEBHOOK_ALLOW_PRIVATE): Invalid (422) on `url`."""
     try:
-        webhooks.check_url(url, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
-    except webhooks.WebhookTargetError as exc:
+        http.check_url(url, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
+    except http.TargetError as exc:
         raise Invalid(errors={"url": [exc.reason]}) from exc
 
 
@@ -299,9 +300,9 @@ def _claim(now: datetime, tried: set[int], clock: Callable[[], datetime]) -> _Jo
                 row.created_at)
 
 
-def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[], datetime]) -> webhooks.Attempt:
+def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[], datetime]) -> http.Attempt:
     if not job.url:
-        return webhooks.Attempt(False, None, "the endpoint was deleted")
+        return http.Attempt(False, None, "the endpoint was deleted")
     # Timestamped and signed as the request leaves: receivers refuse a timestamp more than
     # five minutes off, and a run behind slow receivers can be older than that.
     at = clock().replace(microsecond=0)
@@ -310,7 +311,7 @@ def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[],
     return webhooks.post(job.url, job.body.encode("utf-8"), headers, allow_private=allow_private, timeout=timeout)
 
 
-def _record(job: _Job, attempt: webhooks.Attempt, report: post_queue.Report, at: datetime) -> None:
+def _record(job: _Job, attempt: http.Attempt, report: post_queue.Report, at: datetime) -> None:
     values: dict = {"attempts": job.attempts + 1, "last_status": attempt.status, "last_error": attempt.error}
     endpoint = update(WebhookEndpoint).where(WebhookEndpoint.id == job.endpoint_id)
     if attempt.ok:
@@ -333,7 +334,7 @@ def _record(job: _Job, attempt: webhooks.Attempt, report: post_queue.Report, at:
     post_queue.record(ContentDelivery, job.id, values)
 
 
-def _disable(endpoint_id: int, since: datetime, attempt: webhooks.Attempt, at: datetime) -> None:
+def _disable(endpoint_id: int, since: datetime, attempt: http.Attempt, at: datetime) -> None:
     reason = (f"Every delivery attempt failed for 24 hours (since {rfc3339(since)}); "
               f"the last one: {attempt.error or 'no answer'}.")[:1000]
     db.session.execute(update(WebhookEndpoint).where(WebhookEndpoint.id == endpoint_id,

@@ -46,6 +46,7 @@ from sqlalchemy.orm import aliased, joinedload, selectinload
 from extensions import db
 from models import PAPER_ACTOR, ApDelivery, ApFollower, Paper, Piece
 from models.clock import utcnow
+from services import http
 from services.delivery import claims, post_queue, webhooks
 from services.delivery.federation import documents, httpsig, keys, remote
 from services.links import PaperOrigins
@@ -172,20 +173,20 @@ def signed_headers(job_inbox: str, body: bytes, key_id: str, private_key, at: da
     return headers
 
 
-def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[], datetime]) -> webhooks.Attempt:
+def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[], datetime]) -> http.Attempt:
     if job.private_key is None:
-        return webhooks.Attempt(False, None, job.error or "no signing key")
+        return http.Attempt(False, None, job.error or "no signing key")
     # Dated and signed as the request leaves: inboxes refuse a Date far from their clock.
     headers = signed_headers(job.inbox, job.body, job.key_id, job.private_key, clock())
     try:
         status, _ = remote.exchange("POST", job.inbox, headers=headers, body=job.body, allow_private=allow_private,
                                     seconds=timeout, max_bytes=65536)
     except remote.FetchError as exc:
-        return webhooks.Attempt(False, None, str(exc))
-    return webhooks.Attempt(200 <= status < 300, status, None if 200 <= status < 300 else f"HTTP {status}")
+        return http.Attempt(False, None, str(exc))
+    return http.Attempt(200 <= status < 300, status, None if 200 <= status < 300 else f"HTTP {status}")
 
 
-def _record(job: _Job, attempt: webhooks.Attempt, report: post_queue.Report, at: datetime, max_attempts: int) -> None:
+def _record(job: _Job, attempt: http.Attempt, report: post_queue.Report, at: datetime, max_attempts: int) -> None:
     post_queue.record(ApDelivery, job.id, post_queue.outcome(
         attempt, job.attempts + 1, report, at, max_attempts=max_attempts, refusal_gives_up=True))
 

@@ -32,11 +32,12 @@ from sqlalchemy import select
 from extensions import db
 from models import Paper, Piece, PingDelivery
 from models.clock import utcnow
+from services import http
 from services.delivery import claims, post_queue, webhooks
-from services.delivery.federation import remote
 from services.links import Links, PaperOrigins
 
 MAX_ATTEMPTS = 6
+USER_AGENT = "PaperDesk-Pings/1"
 FEEDS = ("/rss.xml", "/feed.json")
 
 
@@ -102,16 +103,12 @@ def _claim(now: datetime, tried: set[int], clock: Callable[[], datetime]) -> _Jo
     return _Job(row.id, row.target, row.content_type, row.body.encode("utf-8"), row.attempts)
 
 
-def _send(job: _Job, *, allow_private: bool, timeout: float) -> webhooks.Attempt:
-    try:
-        status, _ = remote.exchange("POST", job.target, headers={"Content-Type": job.content_type}, body=job.body,
-                                    allow_private=allow_private, seconds=timeout, max_bytes=65536)
-    except remote.FetchError as exc:
-        return webhooks.Attempt(False, None, str(exc))
-    return webhooks.Attempt(200 <= status < 300, status, None if 200 <= status < 300 else f"HTTP {status}")
+def _send(job: _Job, *, allow_private: bool, timeout: float) -> http.Attempt:
+    return http.post(job.target, job.body, {"Content-Type": job.content_type, "User-Agent": USER_AGENT},
+                     allow_private=allow_private, timeout=timeout)
 
 
-def _record(job: _Job, attempt: webhooks.Attempt, report: post_queue.Report, at: datetime) -> None:
+def _record(job: _Job, attempt: http.Attempt, report: post_queue.Report, at: datetime) -> None:
     post_queue.record(PingDelivery, job.id, post_queue.outcome(
         attempt, job.attempts + 1, report, at, max_attempts=MAX_ATTEMPTS, refusal_gives_up=True))
 

@@ -1,24 +1,22 @@
 """Fetching a remote actor's public key: the one outside call Paper Desk makes on a request path
 (an inbox POST's HTTP signature is checked against the key its `keyId` names).
 
-Bounded every way: the same target rules as webhooks (https only, the name resolved and every
-address public unless WEBHOOK_ALLOW_PRIVATE, the connection pinned to the checked address: no
-DNS rebinding; services/delivery/webhooks.py), no redirects, one deadline for the whole fetch
-(connect, send, answer: ACTIVITYPUB_KEY_FETCH_SECONDS, 3 s by default), at most MAX_BYTES of
+Bounded every way by the one HTTP client (services/http.py: https only, the name
+resolved and every address public unless WEBHOOK_ALLOW_PRIVATE, the connection pinned to the
+checked address: no DNS rebinding), no redirects, one deadline for the whole fetch (resolve,
+connect, send, answer: ACTIVITYPUB_KEY_FETCH_SECONDS, 3 s by default), at most MAX_BYTES of
 answer. Keys are cached in the process by keyId for CACHE_SECONDS (a bad signature refetches
 once, for a key the sender rotated), at most CACHE_SIZE of them.
 """
 from __future__ import annotations
 
-import http.client
 import json
-import ssl
 import threading
 import time
 from dataclasses import dataclass
-from urllib.parse import urldefrag, urlsplit
+from urllib.parse import urldefrag
 
-from services.delivery import webhooks
+from services import http
 
 MAX_BYTES = 256 * 1024
 CACHE_SECONDS = 600
@@ -27,13 +25,8 @@ ACCEPT = 'application/activity+json, application/ld+json; profile="https://www.w
 USER_AGENT = "PaperDesk-ActivityPub/1"
 
 
-class FetchError(Exception):
-    """The key could not be fetched or read; `str()` is the reason (no secrets in it), `status`
-    the HTTP status when there was an answer (410: the actor is gone)."""
-
-    def __init__(self, reason: str, status: int | None = None):
-        super().__init__(reason)
-        self.status = status
+# The one client's error, under the name this module's callers know.
+FetchError = http.FetchError
 
 
 @dataclass(frozen=True)
@@ -54,34 +47,14 @@ _lock = threading.Lock()
 
 def exchange(method: str, url: str, *, headers: dict, body: bytes | None, allow_private: bool,
              seconds: float, max_bytes: int = MAX_BYTES) -> tuple[int, bytes]:
-    """One HTTP request to `url` within `seconds` in all (connect, send, answer), to the address
-    the target check resolved (webhooks.check_url); returns (status, at most `max_bytes` + 1 of
-    the answer). `headers` are sent as given (a `Host` among them replaces the default). Never
-    follows a redirect. Raises FetchError for a refused target or network trouble."""
-    try:
-        addresses = webhooks.check_url(url, allow_private=allow_private)
-    except webhooks.WebhookTargetError as exc:
-        raise FetchError(str(exc)) from exc
-    parts = urlsplit(url)
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    # The webhooks' own connections: pinned to the checked address, cut at one deadline.
-    kind = webhooks._PinnedHTTPSConnection if parts.scheme == "https" else webhooks._PinnedHTTPConnection  # noqa: SLF001
-    extra = {"context": ssl.create_default_context()} if parts.scheme == "https" else {}
-    conn = kind(parts.hostname, addresses[0], seconds, port=parts.port, timeout=seconds, **extra)
-    conn.deadline.timer.start()
-    try:
-        conn.request(method, path, body=body, headers={"User-Agent": USER_AGENT, **headers})
-        response = conn.getresponse()
-        raw = response.read(max_bytes + 1)
-        status = response.status
-    except (OSError, http.client.HTTPException) as exc:
-        if conn.deadline.expired:
-            raise FetchError(f"no complete answer within {seconds:g}s") from None
-        raise FetchError(f"{type(exc).__name__}: {exc}"[:300]) from None
-    finally:
-        conn.deadline.timer.cancel()
-        conn.close()
-    return status, raw
+    """One ActivityPub request to `url` by the one HTTP client (services/http.py
+    `request`: within `seconds` in all, name resolution included, to the checked address, no
+    redirects); returns (status, at most `max_bytes` + 1 of the answer). `headers` are sent as
+    given over the ActivityPub `User-Agent`. Raises FetchError for a refused target or network
+    trouble."""
+    answer = http.request(method, url, headers={"User-Agent": USER_AGENT, **headers}, body=body,
+                          allow_private=allow_private, seconds=seconds, max_bytes=max_bytes)
+    return answer.status, answer.body
 
 
 def get_json(url: str, *, allow_private: bool, seconds: float) -> dict:
