@@ -19,6 +19,25 @@ def _flag(name: str, default: bool) -> bool:
     return raw.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _optional(name: str, kind):
+    """The setting `name` as `kind` (int, float or `bool` read like `_flag`), or None when unset:
+    a queue's own setting, which falls back to the WEBHOOK_* one (services/delivery/queues.py)."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    return _flag(name, False) if kind is bool else kind(raw)
+
+
+def _queue_settings(prefix: str) -> dict:
+    """`<prefix>_CONCURRENCY`, `_RUN_SECONDS`, `_TIMEOUT_SECONDS`, `_ALLOW_PRIVATE`,
+    `_MAX_ATTEMPTS`: None when unset."""
+    return {f"{prefix}_CONCURRENCY": _optional(f"{prefix}_CONCURRENCY", int),
+            f"{prefix}_RUN_SECONDS": _optional(f"{prefix}_RUN_SECONDS", float),
+            f"{prefix}_TIMEOUT_SECONDS": _optional(f"{prefix}_TIMEOUT_SECONDS", float),
+            f"{prefix}_ALLOW_PRIVATE": _optional(f"{prefix}_ALLOW_PRIVATE", bool),
+            f"{prefix}_MAX_ATTEMPTS": _optional(f"{prefix}_MAX_ATTEMPTS", int)}
+
+
 def _database_url(instance: Path) -> str:
     url = os.environ.get("DATABASE_URL") or f"sqlite:///{instance / 'paperdesk.db'}"
     # Heroku-style URLs name the driver "postgres"; SQLAlchemy wants an explicit driver.
@@ -181,6 +200,8 @@ def load() -> dict:
         "OUTBOX_SMTP_TIMEOUT": float(os.environ.get("OUTBOX_SMTP_TIMEOUT", "10")),
         "OUTBOX_MAX_ATTEMPTS": int(os.environ.get("OUTBOX_MAX_ATTEMPTS", "8")),
         "OUTBOX_POLL_SECONDS": float(os.environ.get("OUTBOX_POLL_SECONDS", "1")),
+        # Wall time one pass of the worker's confirm-mail queue spends sending (the rest waits).
+        "OUTBOX_RUN_SECONDS": float(os.environ.get("OUTBOX_RUN_SECONDS", "60")),
         # Days a sent (or given-up) confirm email or webhook delivery is kept (0: for ever).
         "OUTBOX_RETENTION_DAYS": int(os.environ.get("OUTBOX_RETENTION_DAYS", "30")),
         "ALERT_MAX_ATTEMPTS": int(os.environ.get("ALERT_MAX_ATTEMPTS", "8")),
@@ -207,13 +228,19 @@ def load() -> dict:
         # starting them; what is left is due for the next run (services/delivery/webhooks.py).
         "WEBHOOK_CONCURRENCY": int(os.environ.get("WEBHOOK_CONCURRENCY", "4")),
         "WEBHOOK_RUN_SECONDS": float(os.environ.get("WEBHOOK_RUN_SECONDS", "120")),
+        # The whole of one POST (resolve, connect, send, answer), in seconds (services/http.py).
+        "WEBHOOK_TIMEOUT_SECONDS": float(os.environ.get("WEBHOOK_TIMEOUT_SECONDS", "5")),
         # ActivityPub (docs/FEDERATION.md): off turns every /ap/ and .well-known route into a 404
         # and the outbox consumer into a no-op; the seconds an inbox POST may spend fetching
         # the sender's key (the one outside call on a request path), and the attempts an
         # activity gets before it is given up (backoff as for webhooks: 1 min doubling, 6 h cap).
         "ACTIVITYPUB_ENABLED": _flag("ACTIVITYPUB_ENABLED", True),
         "ACTIVITYPUB_KEY_FETCH_SECONDS": float(os.environ.get("ACTIVITYPUB_KEY_FETCH_SECONDS", "3")),
-        "ACTIVITYPUB_MAX_ATTEMPTS": int(os.environ.get("ACTIVITYPUB_MAX_ATTEMPTS", "10")),
+        # Each outgoing queue's own CONCURRENCY, RUN_SECONDS, ALLOW_PRIVATE and MAX_ATTEMPTS
+        # (services/delivery/queues.py): unset, the WEBHOOK_* values (and the queue's own
+        # attempts: 10 for activities, 6 for pings) apply.
+        **_queue_settings("ACTIVITYPUB"),
+        **_queue_settings("PING"),
         # Reach beyond the fediverse (docs/FEDERATION.md "WebSub and IndexNow"), both off when
         # empty: a WebSub hub (`https://pubsubhubbub.appspot.com/`) named in the feeds and pinged
         # when they change, and an IndexNow endpoint (`https://api.indexnow.org/indexnow`) sent

@@ -244,7 +244,7 @@ def run_backend(backend: str, url: str, args, workdir: Path) -> list[dict]:
         reset_postgres(url)
     env = {**os.environ, "DATABASE_URL": url, "INSTANCE_PATH": str(workdir / backend),
            "PAPER_DOMAIN": "localhost", "DEFAULT_PAPER": "demo", "FLASK_APP": "app",
-           # Alert links need an origin outside development (commands/outbox.py alert_origins).
+           # Alert links need an origin outside development (commands/worker.py alert_origins).
            "PUBLIC_BASE_URL": "http://localhost"}
     env.pop("SMTP_URL", None)
     flask(env, "init-db")

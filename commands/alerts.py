@@ -12,9 +12,9 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from commands.outbox import alert_origins, deliver_webhooks_due, drain_confirms, report_alerts, send_alerts_due
+from commands.worker import alert_origins, deliver_webhooks_due, drain_confirms, report_alerts, send_alerts_due
 from models.clock import utcnow
-from services.delivery import alerts, post_queue
+from services.delivery import alerts, queues
 
 
 @click.command("send-alerts")
@@ -56,7 +56,7 @@ def send_alerts(no_webhooks: bool, plan_only: bool, connections: int | None) -> 
     else:
         report = send_alerts_due(now, connections=connections)
     report_alerts(report, time.perf_counter() - started)
-    hooks = post_queue.Report() if no_webhooks else deliver_webhooks_due(utcnow())
+    hooks = queues.Report() if no_webhooks else deliver_webhooks_due(utcnow())
     click.echo(f"sent {report.sent}, failed {report.failed}, skipped {plan.skipped + report.skipped}")
     if report.failed or hooks.failed:
         sys.exit(1)

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from commands import database
 from commands import log as log_commands
-from commands.outbox import RECORDED_BASE_URL
+from commands.worker import RECORDED_BASE_URL
 from demo import seed as demo_seed
 from extensions import db
 from models import CADENCES, Paper, clock
@@ -110,7 +110,7 @@ def _host(slug: str, port: int) -> str:
 def _record_base_url() -> None:
     """Write PUBLIC_BASE_URL (which `make run` sets to what it serves) into the instance folder,
     where a later `flask send-alerts` or `drain-outbox` without it finds it
-    (commands/outbox.py `alert_origins`); nothing when it is unset."""
+    (commands/worker.py `alert_origins`); nothing when it is unset."""
     base = str(current_app.config.get("PUBLIC_BASE_URL") or "").strip()
     if base:
         path = Path(current_app.instance_path) / RECORDED_BASE_URL

@@ -732,7 +732,7 @@ def base_env(instance: Path, database_url: str) -> dict:
     env.update(FLASK_APP="app", INSTANCE_PATH=str(instance), DATABASE_URL=database_url,
                OUTBOX_DIR=str(instance / "outbox"), SECRET_KEY=RUN_SECRET,
                WEB_CONCURRENCY="2", LOG_REQUESTS="0", PYTHONUNBUFFERED="1",
-               # Alert links need an origin outside development (commands/outbox.py alert_origins).
+               # Alert links need an origin outside development (commands/worker.py alert_origins).
                PUBLIC_BASE_URL="http://localhost", **LIMITS)
     return env
 

@@ -35,6 +35,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from extensions import db
 from models import AlertDelivery, Edition, Paper, PieceChange, Subscriber
 from models.types import UTCDateTime
+from services import retry
 from services.delivery import claims, mail, webhooks
 from services.delivery.alert_content import MAX_LOOKBACK, Composer, Content, alert_data, period_for
 from services.links import Links, PaperOrigins
@@ -265,7 +266,7 @@ class FailurePolicy:
 
     def backoff(self, attempts: int) -> timedelta:
         """The wait after the `attempts`-th try (1-based)."""
-        return min(self.retry_cap, self.retry_first * 2 ** min(attempts - 1, 30))
+        return retry.backoff(attempts, self.retry_first, self.retry_cap)
 
 
 def _pending(now):

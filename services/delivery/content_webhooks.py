@@ -35,9 +35,9 @@ from standardwebhooks import Webhook
 
 from extensions import db
 from models import CONTENT_EVENTS, PING_EVENT, ContentDelivery, Edition, Paper, Piece, PieceRevision, WebhookEndpoint
-from models.clock import rfc3339, utcnow
+from models.clock import rfc3339
 from services import http
-from services.delivery import claims, post_queue, webhooks
+from services.delivery import queues, webhooks
 from services.errors import Conflict, Invalid, NotFound
 from services.links import Links, PaperOrigins
 
@@ -275,25 +275,20 @@ class _Job:
     attempts: int
     created_at: datetime
 
+    @property
+    def target(self) -> str:
+        """Where it goes (the circuit breaker's host)."""
+        return self.url
 
-def _claim(now: datetime, tried: set[int], clock: Callable[[], datetime]) -> _Job | None:
-    # Same lease as subscriber webhooks: `next_attempt_at` moved LEASE ahead, committed.
-    active = select(WebhookEndpoint.id).where(WebhookEndpoint.disabled_at.is_(None))
-    due = [ContentDelivery.delivered_at.is_(None), ContentDelivery.failed_at.is_(None),
-           ContentDelivery.next_attempt_at <= now, ContentDelivery.endpoint_id.in_(active)]
-    if tried:
-        due.append(ContentDelivery.id.not_in(tried))
-    claimed = claims.claim(db.session, ContentDelivery, due=due, order_by=(ContentDelivery.id,), limit=1,
-                           lease={"next_attempt_at": clock() + webhooks.LEASE},
-                           returning=(ContentDelivery.id, ContentDelivery.endpoint_id, ContentDelivery.message_id,
-                                      ContentDelivery.body, ContentDelivery.attempts, ContentDelivery.created_at))
-    if not claimed:
-        db.session.commit()
-        return None
-    [row] = claimed
+
+def _due() -> list:
+    # A disabled endpoint's messages were given up with it; none is claimed meanwhile.
+    return [ContentDelivery.endpoint_id.in_(select(WebhookEndpoint.id).where(WebhookEndpoint.disabled_at.is_(None)))]
+
+
+def _load(row) -> _Job:
     target = db.session.execute(select(WebhookEndpoint.url, WebhookEndpoint.secret)
                                 .where(WebhookEndpoint.id == row.endpoint_id)).first()
-    db.session.commit()
     if target is None:  # deleted between the claim and now: its rows went with it
         return _Job(row.id, row.endpoint_id, row.message_id, "", "", row.body, row.attempts, row.created_at)
     return _Job(row.id, row.endpoint_id, row.message_id, target.url, target.secret, row.body, row.attempts,
@@ -311,27 +306,19 @@ def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[],
     return webhooks.post(job.url, job.body.encode("utf-8"), headers, allow_private=allow_private, timeout=timeout)
 
 
-def _record(job: _Job, attempt: http.Attempt, report: post_queue.Report, at: datetime) -> None:
-    values: dict = {"attempts": job.attempts + 1, "last_status": attempt.status, "last_error": attempt.error}
+def _after(job: _Job, attempt: http.Attempt, values: dict, at: datetime, report: queues.Report) -> None:
+    # The endpoint's failure streak: any success ends it; one DISABLE_AFTER old disables it.
     endpoint = update(WebhookEndpoint).where(WebhookEndpoint.id == job.endpoint_id)
     if attempt.ok:
-        values["delivered_at"] = at
-        report.delivered += 1
         db.session.execute(endpoint.values(failing_since=None))
-    else:
-        report.failed += 1
-        db.session.execute(endpoint.values(failing_since=func.coalesce(WebhookEndpoint.failing_since, at)))
-        since = db.session.scalar(select(WebhookEndpoint.failing_since).where(WebhookEndpoint.id == job.endpoint_id))
-        if at - job.created_at >= RETRY_WINDOW:
-            values["failed_at"] = at
-            report.given_up += 1
-        else:
-            values["next_attempt_at"] = at + post_queue.backoff(job.attempts + 1)
-        if since is not None and at - since >= DISABLE_AFTER:
-            values["failed_at"] = at
-            _disable(job.endpoint_id, since, attempt, at)
-            report.disabled += 1
-    post_queue.record(ContentDelivery, job.id, values)
+        return
+    db.session.execute(endpoint.values(failing_since=func.coalesce(WebhookEndpoint.failing_since, at)))
+    since = db.session.scalar(select(WebhookEndpoint.failing_since).where(WebhookEndpoint.id == job.endpoint_id))
+    if since is not None and at - since >= DISABLE_AFTER:
+        values["failed_at"] = at
+        values.pop("next_attempt_at", None)
+        _disable(job.endpoint_id, since, attempt, at)
+        report.disabled += 1
 
 
 def _disable(endpoint_id: int, since: datetime, attempt: http.Attempt, at: datetime) -> None:
@@ -346,30 +333,12 @@ def _disable(endpoint_id: int, since: datetime, attempt: http.Attempt, at: datet
             ContentDelivery.last_error, "not sent: the endpoint was disabled")))
 
 
-def deliver_due(now: datetime, *, allow_private: bool, concurrency: int = webhooks.CONCURRENCY,
-                budget: float = webhooks.RUN_BUDGET_SECONDS, limit: int | None = None,
-                clock: Callable[[], datetime] = utcnow) -> post_queue.Report:
-    """Post every content message due at `now` to its endpoint, up to `concurrency` at once
-    within `budget` seconds (webhooks.run_concurrently), each result committed as it comes:
-    a 2xx marks it delivered and ends its endpoint's failure streak; a failure schedules the
-    next attempt at `clock() + backoff(attempts)` (1 min, 2, 4, ... at most 6 h) or gives it up
-    once the message is RETRY_WINDOW old, and disables the endpoint once its streak is
-    DISABLE_AFTER old. A run killed mid-POST leaves its rows leased for webhooks.LEASE."""
-    report = post_queue.Report()
-    report.left = webhooks.run_concurrently(
-        lambda tried: _claim(now, tried, clock),
-        lambda job, timeout: _send(job, allow_private=allow_private, timeout=timeout, clock=clock),
-        lambda job, attempt: _record(job, attempt, report, clock()),
-        concurrency=concurrency, budget=budget, limit=limit)
-    return report
-
-
-def pending_count() -> int:
-    """Messages neither delivered nor given up."""
-    return post_queue.pending_count(ContentDelivery)
-
-
-def prune(before: datetime) -> int:
-    """Delete deliveries delivered or given up before `before`; returns how many. The caller
-    commits."""
-    return post_queue.prune(ContentDelivery, before)
+QUEUE = queues.Queue(
+    name="content-webhooks", model=ContentDelivery, settings_prefix="CONTENT_WEBHOOK",
+    # No count of attempts: a message is given up once it is RETRY_WINDOW old.
+    max_attempts=1_000_000, gives_up=lambda job, attempt, attempts, at: at - job.created_at >= RETRY_WINDOW,
+    returning=(ContentDelivery.endpoint_id, ContentDelivery.message_id, ContentDelivery.body,
+               ContentDelivery.attempts, ContentDelivery.created_at),
+    load=_load, send=_send, after=_after, due=_due)
+"""The queue of content webhook messages (services/delivery/queues.py runs it):
+CONTENT_WEBHOOK_* settings if set, else the WEBHOOK_* ones."""

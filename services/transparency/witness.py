@@ -20,7 +20,7 @@ from sqlalchemy import select
 
 from extensions import db
 from models import LogCheckpoint, LogWitness, Paper, TransparencyLog
-from services import http
+from services import http, retry
 from services.transparency import note, store
 
 log = logging.getLogger("paperdesk.transparency.witness")
@@ -141,7 +141,8 @@ def submit(witness: Witness, paper_id: int, now: datetime, *, timeout: float) ->
         state = db.session.get(LogWitness, (paper_id, witness.name))
         state.failures += 1
         state.last_error = str(exc)[:1000]
-        state.next_attempt_at = now + timedelta(seconds=min(MAX_BACKOFF, BACKOFF * 2 ** (state.failures - 1)))
+        state.next_attempt_at = now + retry.backoff(state.failures, timedelta(seconds=BACKOFF),
+                                                     timedelta(seconds=MAX_BACKOFF))
         db.session.commit()
         outcome.error = str(exc)
         log.warning("witness %s refused or failed paper %s size %s: %s", witness.name, paper_id, target, exc)

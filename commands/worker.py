@@ -1,0 +1,392 @@
+"""`flask worker` (also `flask drain-outbox`, its old name): everything that leaves the
+building, run beside the app. It runs two declared lists (`describe()` reads them back, and
+docs/ARCHITECTURE.md "The worker" is tested against it):
+
+- CONSUMERS, in order, in the main thread each pass: the change feed's consumers
+  (services/delivery/change_stream.py: content webhook messages, CDN purge, ActivityPub
+  activities, WebSub and IndexNow pings, transparency log entries; a scheduled airing at its
+  instant), then the transparency logs' new checkpoints, signed and sent to the witnesses
+  (services/transparency/store.py, witness.py). They write rows; they send nothing slow.
+- QUEUES, each on its own thread, its own poll and its own time budget, so a slow or hanging
+  receiver on one never delays another: confirm mail (services/delivery/outbox.py), alert mail
+  (instant alerts planned, then recorded alerts sent: services/delivery/alerts.py), and the
+  four queues of outgoing POSTs run by the queue engine (services/delivery/queues.py):
+  subscriber webhooks, content webhooks, ActivityPub activities, pings. Each queue prunes its
+  own sent and given-up rows (OUTBOX_RETENTION_DAYS) once an hour.
+
+Like send-alerts it commits per message, inside the services (commands/__init__.py says why).
+Any number of workers and send-alerts runs may work at once: they share the rows by leases
+(services/delivery/claims.py), never by a lock."""
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import click
+from flask import current_app
+from flask.cli import with_appcontext
+
+from extensions import db
+from models.clock import utcnow
+from services.delivery import alerts, change_stream, content_webhooks, mail, outbox, queues, subscriptions, webhooks
+from services.delivery.federation import deliveries as activitypub
+from services.delivery.federation import pings
+from services.links import PaperOrigins
+from services.newsroom import filing
+from services.transparency import store as transparency_log
+from services.transparency import witness
+
+PRUNE_EVERY = 3600  # seconds between prunes of each queue's old sent rows in the loop
+
+
+def consume_changes(now: datetime) -> change_stream.Report:
+    """Hand the change feed's new public changes to each consumer (content webhook messages,
+    CDN purge: services/delivery/change_stream.py); prints `changes: N handled by <consumer>`
+    for each that handled any, and the failures."""
+    report = change_stream.run_all(now)
+    for name, handled in report.handled.items():
+        if handled:
+            click.echo(f"changes: {handled} handled by {name}")
+    for failure in report.failed:
+        click.echo(f"changes: consumer failed: {failure} (retried next pass)", err=True)
+    return report
+
+
+def sign_checkpoints(now: datetime, *, interval: float | None = None) -> list[tuple[int, int]]:
+    """Sign the transparency logs' new checkpoints (at most every LOG_CHECKPOINT_SECONDS per
+    paper, or `interval`), then submit each public paper's newest one to the LOG_WITNESSES;
+    prints `log: paper P signed size N`, `log: witness W cosigned paper P size N` and the
+    failures. Returns the (paper id, size) pairs signed."""
+    config = current_app.config
+    signed, failed = transparency_log.sign_due(
+        now, config["LOG_CHECKPOINT_SECONDS"] if interval is None else interval)
+    for paper_id, size in signed:
+        click.echo(f"log: paper {paper_id} signed size {size}")
+    for failure in failed:
+        click.echo(f"log: no checkpoint for paper {failure}", err=True)
+    try:
+        witnesses = witness.parse_config(config["LOG_WITNESSES"])
+    except ValueError as exc:
+        click.echo(f"log: {exc}", err=True)
+        return signed
+    for outcome in witness.submit_all(witnesses, now, timeout=config["LOG_WITNESS_TIMEOUT"]):
+        if outcome.error:
+            click.echo(f"log: witness {outcome.witness} failed paper {outcome.paper_id}: {outcome.error}", err=True)
+        else:
+            click.echo(f"log: witness {outcome.witness} cosigned paper {outcome.paper_id} size {outcome.cosigned}")
+    return signed
+
+
+def drain_confirms(should_stop=None) -> outbox.DrainReport:
+    """One pass over the confirm mail that is due (ended early once `should_stop()` is true);
+    prints `outbox: sent N, retrying R, failed F` when it did anything (`, skipped S` for
+    messages no longer needed), and the first errors."""
+    report = outbox.drain(utcnow, build=subscriptions.confirm_message, should_stop=should_stop,
+                          deadline=time.monotonic() + current_app.config["OUTBOX_RUN_SECONDS"])
+    if report.sent or report.retrying or report.failed or report.skipped:
+        click.echo(f"outbox: sent {report.sent}, retrying {report.retrying}, failed {report.failed}"
+                   + (f", skipped {report.skipped}" if report.skipped else "")
+                   + ("; stopped: the SMTP server is unreachable" if report.stopped else ""))
+    for error in report.errors[:5]:
+        click.echo(f"outbox error: {error}", err=True)
+    return report
+
+
+# Where `make run` writes the PUBLIC_BASE_URL it serves under (`flask run-info`), in the
+# instance folder, so a later `flask send-alerts` in another shell builds the same links.
+RECORDED_BASE_URL = "public_base_url"
+
+
+def alert_origins() -> PaperOrigins:
+    """Each paper's origin for links built outside a request (alerts): PUBLIC_BASE_URL, else
+    the one `make run` recorded in the instance folder (RECORDED_BASE_URL), else, only in
+    development (`FLASK_DEBUG`, or tests), PAPER_DOMAIN with PUBLIC_URL_SCHEME and
+    PUBLIC_PORT. Raises click.ClickException, naming the setting, when there is no base URL
+    outside development (its links would be `http://localhost/...`, which reach nothing) or
+    the recorded one is not usable."""
+    config = dict(current_app.config)
+    if not str(config.get("PUBLIC_BASE_URL") or "").strip():
+        recorded = Path(current_app.instance_path) / RECORDED_BASE_URL
+        if recorded.is_file():
+            config["PUBLIC_BASE_URL"] = recorded.read_text(encoding="utf-8").strip()
+    if not str(config.get("PUBLIC_BASE_URL") or "").strip() and not (current_app.debug or current_app.testing):
+        raise click.ClickException(
+            "PUBLIC_BASE_URL is not set: alert links would lead to "
+            f"{config['PUBLIC_URL_SCHEME']}://{config['PAPER_DOMAIN']}/..., not to this server. Set it to the "
+            "origin readers reach the paper on (e.g. PUBLIC_BASE_URL=https://papers.example.com), or run "
+            "`make alerts` beside `make run`. Nothing was planned or marked sent.")
+    try:
+        return PaperOrigins.from_config(config)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+def plan_instant_alerts(seen: dict | None = None) -> alerts.PlanReport:
+    """Plan the instant alerts due now (services/delivery/alerts.py `plan_instant`), with
+    `seen` carried between passes; prints `planned: N instant alert(s)` when it recorded any.
+    Raises click.ClickException when alert links have no origin (`alert_origins`)."""
+    report = alerts.plan_instant(utcnow, origins=alert_origins(), lock_paper=filing.lock_paper, seen=seen)
+    if report.recorded:
+        click.echo(f"planned: {report.recorded} instant alert(s)")
+    return report
+
+
+def send_alerts_due(now: datetime, *, connections: int | None = None,
+                    progress: Callable[[int], None] | None = None,
+                    should_stop: Callable[[], bool] | None = None) -> alerts.SendReport:
+    """Send the recorded alerts that are due, with the app's settings (SMTP_URL,
+    ALERT_CONNECTIONS unless `connections` is given, ALERT_SMTP_TIMEOUT, ALERT_LEASE_SECONDS,
+    the failure policy); no SMTP connection is opened when nothing is due. Raises
+    click.ClickException for an SMTP_URL that cannot be used."""
+    config = current_app.config
+    timeout = config["ALERT_SMTP_TIMEOUT"]
+    try:
+        mail.open_mailer(config, timeout=timeout).close()  # refuses a bad SMTP_URL up front
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from exc
+    policy = alerts.FailurePolicy(bounce_limit=config["ALERT_BOUNCE_LIMIT"], max_attempts=config["ALERT_MAX_ATTEMPTS"])
+    return alerts.send_recorded(
+        now, None, progress, origins=alert_origins(),
+        connections=connections or config["ALERT_CONNECTIONS"],
+        open_mailer=lambda: mail.open_mailer(config, timeout=timeout), policy=policy, clock=utcnow,
+        lease=timedelta(seconds=config["ALERT_LEASE_SECONDS"]), smtp_timeout=timeout, should_stop=should_stop)
+
+
+def report_alerts(report: alerts.SendReport, seconds: float | None = None) -> None:
+    """Print what a send phase did: `mailed: N in Xs (R a second)`, and when something failed
+    how each failure was classified and the first errors."""
+    if report.sent and seconds:
+        click.echo(f"mailed: {report.sent} in {seconds:.1f}s ({report.sent / seconds:.0f} a second)")
+    elif report.sent:
+        click.echo(f"alerts: mailed {report.sent}")
+    if report.failed:
+        click.echo(f"failed: {report.refused} refused for good, {report.retrying} to retry later, "
+                   f"{report.unreachable} not handed over (server unreachable), {report.unbuildable} "
+                   f"could not be built; {report.suppressed} address(es) suppressed"
+                   + ("; stopped: the SMTP server is down" if report.stopped else ""))
+    for error in report.errors[:5]:
+        click.echo(f"error: {error}", err=True)
+
+
+def deliver_due(label: str, queue: queues.Queue, now: datetime, *, quiet: bool = False,
+                should_stop: Callable[[], bool] | None = None) -> queues.Report:
+    """One run of an engine queue (services/delivery/queues.py) with its settings; prints
+    `{label}: delivered N, failed M, pending P` (only when something was tried, if `quiet`),
+    with `, disabled D` and `, deferred D` (an open circuit) when there were any, and says
+    when the run's budget ran out. Returns the run's report."""
+    settings = queues.settings_of(queue, current_app.config)
+    report = queues.run(queue, settings, now, should_stop=should_stop)
+    if report.left:
+        click.echo(f"{label}: out of time after {settings.budget:g}s; the next run goes on")
+    if not quiet or report.delivered or report.failed or report.deferred:
+        click.echo(f"{label}: delivered {report.delivered}, failed {report.failed}, "
+                   f"pending {queues.pending_count(queue)}"
+                   + (f", disabled {report.disabled}" if report.disabled else "")
+                   + (f", deferred {report.deferred} (circuit open)" if report.deferred else ""))
+    return report
+
+
+def deliver_webhooks_due(now: datetime, *, quiet: bool = False) -> queues.Report:
+    """Post the subscriber webhook deliveries that are due, with the app's WEBHOOK_* settings;
+    prints `webhooks: delivered N, failed M, pending P` (only when something was tried, if
+    `quiet`)."""
+    return deliver_due("webhooks", webhooks.QUEUE, now, quiet=quiet)
+
+
+# ----------------------------------------------------------------------------- the declared lists
+
+
+@dataclass(frozen=True)
+class Consumer:
+    """A step of the worker's main thread, run each pass in order: `run(now)`."""
+
+    name: str
+    run: Callable[[datetime], object]
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One queue of the worker, on its own thread: `run(state, should_stop)` is one pass (`state`
+    a dict the lane keeps between its passes), `prune(before)` deletes its rows sent or given up
+    before `before` (the caller commits), `tables` what it sends from, `budget` the setting
+    that bounds one pass."""
+
+    name: str
+    tables: tuple[str, ...]
+    budget: str
+    run: Callable[[dict, Callable[[], bool]], object]
+    prune: Callable[[datetime], int] | None = None
+
+
+def _engine_lane(queue: queues.Queue, label: str) -> Lane:
+    """The lane of an engine queue; `label` starts its printed lines."""
+    return Lane(queue.name, (queue.model.__tablename__,), f"{queue.settings_prefix}_RUN_SECONDS",
+                lambda state, should_stop: deliver_due(label, queue, utcnow(), quiet=True,
+                                                       should_stop=should_stop),
+                lambda before: queues.prune(queue, before))
+
+
+def _alert_pass(state: dict, should_stop: Callable[[], bool]) -> None:
+    if not state.get("with_alerts", True):
+        return
+    if state.get("plan_instant", True):
+        plan_instant_alerts(state.setdefault("seen", {}))
+    if not should_stop():
+        report_alerts(send_alerts_due(utcnow(), should_stop=should_stop))
+
+
+CONSUMERS: tuple[Consumer, ...] = (
+    Consumer("changes", consume_changes),
+    Consumer("log-checkpoints", sign_checkpoints),
+)
+
+QUEUES: tuple[Lane, ...] = (
+    Lane("confirm-mail", ("outbox_messages",), "OUTBOX_RUN_SECONDS",
+         lambda state, should_stop: drain_confirms(should_stop), outbox.prune),
+    # Alert rows are kept: each reader's last window is where the next one starts. A pass
+    # sends within its claim's lease.
+    Lane("alert-mail", ("alert_deliveries",), "ALERT_LEASE_SECONDS", _alert_pass),
+    _engine_lane(webhooks.QUEUE, "webhooks"),
+    _engine_lane(content_webhooks.QUEUE, "content webhooks"),
+    _engine_lane(activitypub.QUEUE, "activitypub"),
+    _engine_lane(pings.QUEUE, "pings"),
+)
+
+
+def describe() -> dict:
+    """The worker as declared: `{"consumers": [name, ...], "change_consumers": [name, ...],
+    "queues": [{"name", "tables", "budget", "pruned"}, ...]}` in the order they run."""
+    return {"consumers": [c.name for c in CONSUMERS],
+            "change_consumers": [c.name for c in change_stream.CONSUMERS],
+            "queues": [{"name": lane.name, "tables": list(lane.tables), "budget": lane.budget,
+                        "pruned": lane.prune is not None} for lane in QUEUES]}
+
+
+def prune_sent(now: datetime, lanes: tuple[Lane, ...] = QUEUES) -> int:
+    """Delete what `lanes` sent or gave up more than OUTBOX_RETENTION_DAYS ago (none when 0)
+    and commit; prints `outbox: pruned N` when it deleted anything."""
+    days = current_app.config["OUTBOX_RETENTION_DAYS"]
+    if days <= 0:
+        return 0
+    pruned = sum(lane.prune(now - timedelta(days=days)) for lane in lanes if lane.prune is not None)
+    db.session.commit()
+    if pruned:
+        click.echo(f"outbox: pruned {pruned} sent or given-up row(s) older than {days} days")
+    return pruned
+
+
+def drain_once(should_stop=None, seen: dict | None = None, with_alerts: bool = True,
+               plan_instant: bool = True) -> None:
+    """One pass of everything, in the declared order, in this thread: the consumers, then each
+    queue once (`seen`, `with_alerts`, `plan_instant`: the alert lane's state, see
+    `alerts.plan_instant`), each printing only when it did something."""
+    stop = should_stop or (lambda: False)
+    for consumer in CONSUMERS:
+        consumer.run(utcnow())
+    state = {"seen": {} if seen is None else seen, "with_alerts": with_alerts, "plan_instant": plan_instant}
+    for lane in QUEUES:
+        if stop():
+            break
+        lane.run(state, stop)
+
+
+def _alerts_usable(name: str) -> bool:
+    """Whether alerts can be planned and sent here (`alert_origins` has an origin); when not,
+    says why once, and the worker goes on with confirm mail and webhooks."""
+    try:
+        alert_origins()
+    except click.ClickException as exc:
+        click.echo(f"{name}: alerts are not planned or sent: {exc.message}", err=True)
+        return False
+    return True
+
+
+def _lane_loop(app, lane: Lane, stop: threading.Event, poll: float, state: dict) -> None:
+    """Run `lane` every `poll` seconds until `stop`, in its own app context (its own database
+    session); a failed pass is logged and the next one tried."""
+    pruned_at = None
+    with app.app_context():
+        while not stop.is_set():
+            try:
+                if lane.prune is not None and (pruned_at is None or time.monotonic() - pruned_at >= PRUNE_EVERY):
+                    pruned_at = time.monotonic()
+                    prune_sent(utcnow(), (lane,))
+                lane.run(state, stop.is_set)
+            except Exception as exc:  # noqa: BLE001 - a database outage must not end the loop
+                app.logger.exception("worker queue %s pass failed", lane.name)
+                click.echo(f"{lane.name} error: {type(exc).__name__}: {exc}", err=True)
+            finally:
+                db.session.remove()
+            stop.wait(poll)
+
+
+@click.command("worker")
+@click.option("--once", is_flag=True, help="Send what is due now, then exit.")
+@click.option("--plan-instant", is_flag=True,
+              help="With --once: plan the instant alerts of what aired first, as every pass of the loop does.")
+@with_appcontext
+def worker(once: bool, plan_instant: bool) -> None:
+    """Send what is due: the change feed's consumers and the log's checkpoints, then each
+    queue: confirm emails (each SMTP connect or read bounded by OUTBOX_SMTP_TIMEOUT seconds;
+    given up after OUTBOX_MAX_ATTEMPTS), recorded alerts (ALERT_CONNECTIONS connections,
+    ALERT_SMTP_TIMEOUT), subscriber webhook deliveries, content webhook messages (Standard
+    Webhooks, retried for 24 hours), ActivityPub activities and pings.
+
+    Without `--once`, each queue runs on its own thread, polling every OUTBOX_POLL_SECONDS
+    within its own budget, until SIGTERM or SIGINT, the alert queue first planning the instant
+    alerts of what aired since its last pass (docs/ALERTS.md "Instant alerts"; `--once` does
+    that only with `--plan-instant`: a one-off send of what is due, as benchmarks and catch-up
+    runs use it, plans nothing new); then each finishes the messages in hand and it exits 0.
+    Several workers may run at once, on any hosts with PostgreSQL (on SQLite, on the
+    database's host): they share the rows, none is sent twice. `flask drain-outbox` is the
+    same command under its old name."""
+    name = click.get_current_context().info_name or "worker"
+    with_alerts = _alerts_usable(name)
+    if once:
+        prune_sent(utcnow())
+        drain_once(with_alerts=with_alerts, plan_instant=plan_instant)
+        # What is left for the next pass (backing off, or due after this one): ops' queue depth.
+        click.echo(f"outbox: pending {outbox.pending_count()}, alerts pending {alerts.unsent_count(utcnow())}")
+        return
+    stop = threading.Event()
+
+    def ask_to_stop(signum, frame):
+        stop.set()
+
+    previous = {sig: signal.signal(sig, ask_to_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    app = current_app._get_current_object()  # noqa: SLF001 - each queue thread pushes its own context
+    poll = app.config["OUTBOX_POLL_SECONDS"]
+    click.echo(f"{name}: polling every {poll:g}s")
+    lanes = [threading.Thread(target=_lane_loop, args=(app, lane, stop, poll, {"with_alerts": with_alerts}),
+                              name=f"worker-{lane.name}", daemon=True) for lane in QUEUES]
+    for thread in lanes:
+        thread.start()
+    try:
+        while not stop.is_set():
+            for consumer in CONSUMERS:
+                try:
+                    consumer.run(utcnow())
+                except Exception as exc:  # noqa: BLE001 - a database outage must not end the loop
+                    app.logger.exception("worker consumer %s failed", consumer.name)
+                    click.echo(f"{consumer.name} error: {type(exc).__name__}: {exc}", err=True)
+                    db.session.rollback()
+            stop.wait(poll)
+    finally:
+        stop.set()
+        for thread in lanes:
+            thread.join()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    click.echo(f"{name}: stopped")
+
+
+# The old name, kept so cron lines, unit files and scripts written for it go on working.
+drain_outbox = click.Command("drain-outbox", params=worker.params, callback=worker.callback,
+                             help="The same as `flask worker` (its old name).")
+
+COMMANDS = [worker, drain_outbox]
