@@ -195,7 +195,7 @@ def load() -> dict:
         # send-alerts (docs/ALERTS.md "When a message fails"): permanent refusals in a row that
         # suppress an address, and temporary refusals after which an alert is given up.
         "ALERT_BOUNCE_LIMIT": int(os.environ.get("ALERT_BOUNCE_LIMIT", "3")),
-        # The confirm outbox (flask drain-outbox): seconds per SMTP connect or read, tries
+        # The confirm outbox (flask worker): seconds per SMTP connect or read, tries
         # before a message is given up, seconds between polls of the loop.
         "OUTBOX_SMTP_TIMEOUT": float(os.environ.get("OUTBOX_SMTP_TIMEOUT", "10")),
         "OUTBOX_MAX_ATTEMPTS": int(os.environ.get("OUTBOX_MAX_ATTEMPTS", "8")),

@@ -29,9 +29,9 @@ def send_alerts(no_webhooks: bool, plan_only: bool, connections: int | None) -> 
     failed M, skipped K`.
 
     Idempotent and crash-safe: run it from cron for the digests and as a catch-up (instant
-    alerts are planned by `drain-outbox` within a poll of airing). Refuses (exit 1, nothing
+    alerts are planned by `worker` within a poll of airing). Refuses (exit 1, nothing
     planned or sent) without PUBLIC_BASE_URL outside development. Any number of runs and
-    `drain-outbox` drainers may send at once; they share the rows. Exits 1
+    `worker` drainers may send at once; they share the rows. Exits 1
     when a message or a webhook delivery failed, after printing what was sent and how each
     failure was classified (docs/ALERTS.md "When a message fails").
     """

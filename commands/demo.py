@@ -109,7 +109,7 @@ def _host(slug: str, port: int) -> str:
 
 def _record_base_url() -> None:
     """Write PUBLIC_BASE_URL (which `make run` sets to what it serves) into the instance folder,
-    where a later `flask send-alerts` or `drain-outbox` without it finds it
+    where a later `flask send-alerts` or `worker` without it finds it
     (commands/worker.py `alert_origins`); nothing when it is unset."""
     base = str(current_app.config.get("PUBLIC_BASE_URL") or "").strip()
     if base:

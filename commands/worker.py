@@ -1,4 +1,4 @@
-"""`flask worker` (also `flask drain-outbox`, its old name): everything that leaves the
+"""`flask worker` (also `flask worker`, its old name): everything that leaves the
 building, run beside the app. It runs two declared lists (`describe()` reads them back, and
 docs/ARCHITECTURE.md "The worker" is tested against it):
 
@@ -343,7 +343,7 @@ def worker(once: bool, plan_instant: bool) -> None:
     that only with `--plan-instant`: a one-off send of what is due, as benchmarks and catch-up
     runs use it, plans nothing new); then each finishes the messages in hand and it exits 0.
     Several workers may run at once, on any hosts with PostgreSQL (on SQLite, on the
-    database's host): they share the rows, none is sent twice. `flask drain-outbox` is the
+    database's host): they share the rows, none is sent twice. `flask worker` is the
     same command under its old name."""
     name = click.get_current_context().info_name or "worker"
     with_alerts = _alerts_usable(name)

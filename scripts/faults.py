@@ -9,7 +9,7 @@ something they depend on fails. One scenario per fault:
                cache) stopped and started again under load: the limiter falls back to memory,
                the cache is skipped, nothing answers 500.
 - smtp-hang    An SMTP server that accepts and never speaks, while public subscribes run and
-               `flask drain-outbox --once` and `flask send-alerts` run beside the server: the
+               `flask worker --once` and `flask send-alerts` run beside the server: the
                requests stay fast (no SMTP on a request path), the commands end within their
                bound.
 - sqlite-move  The SQLite file moved away (the workers restarted meanwhile, as a deploy or a
@@ -840,7 +840,7 @@ def scenario_redis(db_url: str, key: str, backend: str, work: Path, args) -> Res
 
 
 def scenario_smtp(db_url: str, key: str, work: Path, args) -> Result:
-    """A silent SMTP server while subscribes run and drain-outbox / send-alerts run beside."""
+    """A silent SMTP server while subscribes run and worker / send-alerts run beside."""
     from services.delivery import mail
 
     result = Result("smtp-hang", "sqlite")

@@ -8,7 +8,7 @@ over another message. A run killed midway leaves unsent rows that the next run s
 row is never sent again. The one gap is between the server's "250" and that commit: a crash
 there sends that message again on the next run, with the same Message-ID (at-least-once).
 Concurrent runs: planning inserts with ON CONFLICT DO NOTHING (the unique constraints decide);
-senders (any number of send-alerts runs and drain-outbox drainers, on any hosts with
+senders (any number of send-alerts runs and workers, on any hosts with
 PostgreSQL) lease batches of rows (`claims.claim`, FOR UPDATE SKIP LOCKED), so each row is
 sent by one of them, and a killed sender's rows go to the others when its lease ends.
 
@@ -157,7 +157,7 @@ def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SET
 def plan_instant(clock: Callable[[], datetime], *, origins: PaperOrigins, lock_paper: Callable[[Paper], None],
                  seen: dict[int, tuple] | None = None) -> PlanReport:
     """Record the due window of every confirmed `instant` subscriber, ending at this instant
-    rather than ALERT_SETTLE_SECONDS ago: what `drain-outbox` runs every pass, so an instant
+    rather than ALERT_SETTLE_SECONDS ago: what `worker` runs every pass, so an instant
     alert leaves within a poll or two of its piece airing (docs/ALERTS.md "Instant alerts").
 
     Why no settle is needed: piece writes take the paper's lock (`filing.lock_paper`) before

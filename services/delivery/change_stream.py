@@ -2,7 +2,7 @@
 
 A public change of a piece (aired, revised while on air, unaired) is written once, as a
 `PieceChange` row in the change's own transaction (services/newsroom/filing.py). Everything else
-that follows from it is derived here, in the worker (`flask drain-outbox`), never on the write
+that follows from it is derived here, in the worker (`flask worker`), never on the write
 path: each consumer in CONSUMERS keeps its own position per paper (`ChangeCursor`)
 and is handed the changes after it, in the feed's order ((`at`, `seq`), only those with
 `at <= now`, so a scheduled airing reaches consumers at its instant and a cancelled one, whose

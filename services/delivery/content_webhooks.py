@@ -5,7 +5,7 @@ An admin registers an endpoint (`create_endpoint`) for some of CONTENT_EVENTS. T
 calls `emit` (through `piece_aired`, `piece_revised`, `piece_unaired`, `edition_published`)
 inside its own transaction: one `content_deliveries` row per active endpoint subscribed to the
 event, committed with the change itself or not at all (the outbox pattern). `flask
-drain-outbox` posts them (`deliver_due`): the body is `{"type", "timestamp", "data"}`, the
+worker` posts them (`deliver_due`): the body is `{"type", "timestamp", "data"}`, the
 headers `webhook-id` (the message id, the same on every retry and redelivery),
 `webhook-timestamp` (unix seconds, taken as each attempt leaves) and `webhook-signature:
 v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, signed by the `standardwebhooks` package

@@ -21,7 +21,7 @@ MAX_PENDING purges wait, further ones are dropped with a warning (the ETag still
 clients revalidating through the CDN see the new version once `max-age` runs out).
 
 The keys are derived from the change feed, the one record of a public change, by `flask
-drain-outbox` (services/delivery/change_stream.py, consumer `cdn-purge`): within one worker
+worker` (services/delivery/change_stream.py, consumer `cdn-purge`): within one worker
 pass (OUTBOX_POLL_SECONDS) of the change becoming public, a scheduled airing at its instant,
 whatever wrote it (the API, the CLI); rolled-back work wrote no change and purges nothing. The
 keys of one pass and paper go in one POST.

@@ -8,7 +8,7 @@
     remote.py      the one outside call on a request path: fetching a sender's key (bounded)
     inbox.py       Follow, Undo Follow, Delete of a follower; everything else ignored
     deliveries.py  the change-feed consumer that writes one signed delivery per inbox, and the
-                   sender that posts them from `flask drain-outbox`
+                   sender that posts them from `flask worker`
     pings.py       the change-feed consumer of WebSub hub pings and IndexNow URL lists, and
                    their sender
 """

@@ -2,7 +2,7 @@
 IndexNow"), both derived from the change feed like the activities.
 
 `on_changes` is the `pings` consumer of services/delivery/change_stream.py; it only writes rows
-(`ping_deliveries`), posted by `deliver_due` in `flask drain-outbox`:
+(`ping_deliveries`), posted by `deliver_due` in `flask worker`:
 
 - WebSub (W3C): with WEBSUB_HUB set, the feeds name it (`rel="hub"`, with their own
   `rel="self"`), and each batch of a paper's changes writes one `hub.mode=publish` ping per feed
