@@ -37,7 +37,6 @@ from services.delivery import alerts, change_stream, content_webhooks, mail, out
 from services.delivery.federation import deliveries as activitypub
 from services.delivery.federation import pings
 from services.links import PaperOrigins
-from services.newsroom import filing
 from services.transparency import store as transparency_log
 from services.transparency import witness
 
@@ -130,7 +129,7 @@ def plan_instant_alerts(seen: dict | None = None) -> alerts.PlanReport:
     """Plan the instant alerts due now (services/delivery/alerts.py `plan_instant`), with
     `seen` carried between passes; prints `planned: N instant alert(s)` when it recorded any.
     Raises click.ClickException when alert links have no origin (`alert_origins`)."""
-    report = alerts.plan_instant(utcnow, origins=alert_origins(), lock_paper=filing.lock_paper, seen=seen)
+    report = alerts.plan_instant(utcnow, origins=alert_origins(), seen=seen)
     if report.recorded:
         click.echo(f"planned: {report.recorded} instant alert(s)")
     return report

@@ -39,6 +39,7 @@ from services import retry
 from services.delivery import claims, mail, webhooks
 from services.delivery.alert_content import MAX_LOOKBACK, Composer, Content, alert_data, period_for
 from services.links import Links, PaperOrigins
+from services.newsroom.filing import lock_paper
 
 CHUNK = 1000
 # How far behind the run's clock a window ends (ALERT_SETTLE_SECONDS). A piece's `on_air_at`
@@ -154,7 +155,7 @@ def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SET
     return report
 
 
-def plan_instant(clock: Callable[[], datetime], *, origins: PaperOrigins, lock_paper: Callable[[Paper], None],
+def plan_instant(clock: Callable[[], datetime], *, origins: PaperOrigins,
                  seen: dict[int, tuple] | None = None) -> PlanReport:
     """Record the due window of every confirmed `instant` subscriber, ending at this instant
     rather than ALERT_SETTLE_SECONDS ago: what `worker` runs every pass, so an instant
@@ -167,9 +168,7 @@ def plan_instant(clock: Callable[[], datetime], *, origins: PaperOrigins, lock_p
     has committed by then, every later one takes a time after it. A scheduled piece is
     committed long before its instant. Each piece therefore falls in exactly one window; a
     second planner (another drainer, or cron's `send-alerts`) ends its windows elsewhere, and
-    the chain of windows (unique per subscriber and window start) stays single. `lock_paper`
-    is that lock (`services.newsroom.filing.lock_paper`, handed in: newsroom imports delivery,
-    never the other way).
+    the chain of windows (unique per subscriber and window start) stays single.
 
     `seen` (kept by the caller between passes, paper id -> what was last planned through):
     a paper whose newest listed change and newest edition are the same as at its last

@@ -1,10 +1,10 @@
 """Content webhooks for site owners (docs/API.md "Content webhooks"), after Standard Webhooks
 (standardwebhooks.com).
 
-An admin registers an endpoint (`create_endpoint`) for some of CONTENT_EVENTS. The newsroom
-calls `emit` (through `piece_aired`, `piece_revised`, `piece_unaired`, `edition_published`)
-inside its own transaction: one `content_deliveries` row per active endpoint subscribed to the
-event, committed with the change itself or not at all (the outbox pattern). `flask
+An admin registers an endpoint (`create_endpoint`) for some of CONTENT_EVENTS. The worker's
+change feed consumers (`on_changes` for pieces, `on_editions` for editions:
+services/delivery/change_stream.py) call `emit`: one `content_deliveries` row per active
+endpoint subscribed to the event, in the transaction that moves the consumer's cursor. `flask
 worker` posts them (`deliver_due`): the body is `{"type", "timestamp", "data"}`, the
 headers `webhook-id` (the message id, the same on every retry and redelivery),
 `webhook-timestamp` (unix seconds, taken as each attempt leaves) and `webhook-signature:
@@ -201,13 +201,19 @@ def _change_data(paper: Paper, piece: Piece, change) -> dict:
     return data
 
 
-def edition_published(paper: Paper, edition: Edition, *, now: datetime) -> None:
-    """Emit `edition.published`: `{day, title, summary, url, video_url, poster_url,
-    published_at}`."""
-    emit(paper, "edition.published", lambda: {
-        "day": edition.day.isoformat(), "title": edition.title, "summary": edition.summary,
-        "url": _links(paper).edition_page(edition.day), "video_url": edition.video_url,
-        "poster_url": edition.poster_url, "published_at": rfc3339(edition.published_at)}, now=now)
+def on_editions(paper: Paper, editions: list[Edition], now: datetime) -> None:
+    """change_stream consumer of the editions feed: `edition.published` for each edition newly
+    published, `{day, title, summary, url, video_url, poster_url, published_at}`, timestamped
+    when it was published, due now."""
+    for edition in editions:
+        emit(paper, "edition.published", functools.partial(_edition_data, paper, edition),
+             now=edition.published_at, deliver_at=now)
+
+
+def _edition_data(paper: Paper, edition: Edition) -> dict:
+    return {"day": edition.day.isoformat(), "title": edition.title, "summary": edition.summary,
+            "url": _links(paper).edition_page(edition.day), "video_url": edition.video_url,
+            "poster_url": edition.poster_url, "published_at": rfc3339(edition.published_at)}
 
 
 def _require_active(endpoint: WebhookEndpoint) -> None:

@@ -31,6 +31,7 @@ from sqlalchemy.exc import IntegrityError
 from extensions import db
 from models import ApKey, Paper, SigningKey
 from services.errors import DeskError
+from services.newsroom import seeds
 
 VERSION = "v1:"
 PERSON = b"paperdesk-apkeys"  # at most 16 bytes
@@ -50,26 +51,10 @@ class KeyLocked(DeskError):
                       "open the paper's HTTP-signature key. Restore the previous SECRET_KEY.")
 
 
-# Receipt seeds are opened by services/newsroom/seeds.py (`open_seed(stored, secret, kid=)`,
-# raising its SeedLocked), a package that imports this one's (newsroom -> delivery), so it is
-# handed in rather than imported: blueprints/activitypub.py, imported by every app (web and
-# worker), calls `use_seed_opener(seeds.open_seed)`.
-_seed_opener: Callable[..., bytes] | None = None
-
-
-def use_seed_opener(opener: Callable[..., bytes]) -> None:
-    """Open receipt seeds with `opener(stored, secret, kid=...)` -> 32 bytes from now on."""
-    global _seed_opener
-    _seed_opener = opener
-
-
 def receipt_signer(receipt: SigningKey, secret: str) -> Callable[[bytes], bytes]:
     """A function signing bytes with the receipt key `receipt` (Ed25519, 64-byte signature).
-    Raises what the seed opener raises (SeedLocked when `secret` does not open the seed), and
-    RuntimeError when no opener was handed in."""
-    if _seed_opener is None:
-        raise RuntimeError("no receipt seed opener: import blueprints.activitypub (the app does)")
-    key = NaclSigningKey(_seed_opener(receipt.private_seed, secret, kid=receipt.kid))
+    Raises SeedLocked (services/newsroom/seeds.py) when `secret` does not open the seed."""
+    key = NaclSigningKey(seeds.open_seed(receipt.private_seed, secret, kid=receipt.kid))
     return lambda data: key.sign(data).signature
 
 
