@@ -248,11 +248,6 @@ def redeliver(endpoint: WebhookEndpoint, delivery_id: str, *, now: datetime) -> 
 # ----------------------------------------------------------------------------- the log
 
 
-def status_of(row: ContentDelivery) -> str:
-    """`delivered`, `failed` or `pending`."""
-    return "delivered" if row.delivered_at else "failed" if row.failed_at else "pending"
-
-
 def deliveries_page(endpoint: WebhookEndpoint, *, before: int | None, limit: int = PAGE
                     ) -> tuple[list[ContentDelivery], int | None]:
     """The endpoint's deliveries, newest first, `limit` at a time, those with an id below
