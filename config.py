@@ -236,6 +236,13 @@ def load() -> dict:
         # activity gets before it is given up (backoff as for webhooks: 1 min doubling, 6 h cap).
         "ACTIVITYPUB_ENABLED": _flag("ACTIVITYPUB_ENABLED", True),
         "ACTIVITYPUB_KEY_FETCH_SECONDS": float(os.environ.get("ACTIVITYPUB_KEY_FETCH_SECONDS", "3")),
+        # The most remote actors of one origin (scheme, host, port) that may follow one paper:
+        # past it a Follow is refused (403), so one server cannot fill the follower table.
+        "ACTIVITYPUB_MAX_FOLLOWERS_PER_ORIGIN": int(os.environ.get("ACTIVITYPUB_MAX_FOLLOWERS_PER_ORIGIN", "1000")),
+        # The most inbox POSTs that may wait on a sender's server at once among all the web
+        # workers of this instance folder (lock files there): keep it below the workers
+        # (WEB_CONCURRENCY), so the others serve the desk however slow strangers' servers are.
+        "ACTIVITYPUB_FETCH_SLOTS": int(os.environ.get("ACTIVITYPUB_FETCH_SLOTS", "2")),
         # Each outgoing queue's own CONCURRENCY, RUN_SECONDS, ALLOW_PRIVATE and MAX_ATTEMPTS
         # (services/delivery/queues.py): unset, the WEBHOOK_* values (and the queue's own
         # attempts: 10 for activities, 6 for pings) apply.

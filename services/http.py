@@ -89,7 +89,7 @@ def is_public_address(address: str) -> bool:
                                  or ip.is_private or ip.is_reserved or ip.is_unspecified)
 
 
-def resolve(host: str, port: int, seconds: float) -> list[str]:
+def resolve_host(host: str, port: int, seconds: float) -> list[str]:
     """The addresses `host` resolves to, in the resolver's order, each once, within `seconds`.
     `getaddrinfo` takes no timeout: it runs in a daemon thread this call waits for at most
     `seconds` (a hung resolver keeps that thread, never the caller). Raises TargetError when
@@ -112,11 +112,11 @@ def resolve(host: str, port: int, seconds: float) -> list[str]:
     return list(dict.fromkeys(info[4][0] for info in found[0]))
 
 
-def check_url(url: str, *, allow_private: bool, resolve_name: bool = True,
+def check_url(url: str, *, allow_private: bool, resolve: bool = True,
               seconds: float = TIMEOUT_SECONDS) -> list[str]:
     """Check a target URL; return the addresses it may be called on.
 
-    https only, unless `allow_private` (then http too). With `resolve_name`, the host is
+    https only, unless `allow_private` (then http too). With `resolve`, the host is
     resolved within `seconds` and every address it resolves to must be public
     (`is_public_address`) unless `allow_private`. Raises TargetError (a 422 on the `webhook`
     field).
@@ -134,9 +134,9 @@ def check_url(url: str, *, allow_private: bool, resolve_name: bool = True,
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError as exc:
         raise TargetError("The webhook URL has a bad port.") from exc
-    if not resolve_name:
+    if not resolve:
         return []
-    addresses = resolve(parts.hostname, port, seconds)
+    addresses = resolve_host(parts.hostname, port, seconds)
     if not allow_private and not all(is_public_address(a) for a in addresses):
         raise TargetError("The webhook host resolves to an address that is not public (loopback, "
                           "private, shared, link-local or reserved).")
