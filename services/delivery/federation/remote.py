@@ -35,7 +35,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from urllib.parse import urldefrag, urlsplit
 
-from services import http
+from services import http as desk_http
 
 MAX_BYTES = 256 * 1024
 CACHE_SECONDS = 600
@@ -130,27 +130,27 @@ def origin_of(url: str) -> str | None:
 
 
 def _addresses(url: str, *, allow_private: bool, seconds: float) -> list[str]:
-    """http.check_url within `seconds`, resolution included. Raises FetchError."""
+    """desk_http.check_url within `seconds`, resolution included. Raises FetchError."""
     try:
-        http.check_url(url, allow_private=allow_private, resolve=False)  # refused without a lookup
-    except http.TargetError as exc:
+        desk_http.check_url(url, allow_private=allow_private, resolve=False)  # refused without a lookup
+    except desk_http.TargetError as exc:
         raise FetchError(str(exc)) from None
     if seconds <= 0:
         raise FetchError("no time left to resolve the name", unanswered=True)
-    lookup = _resolvers.submit(http.check_url, url, allow_private=allow_private)
+    lookup = _resolvers.submit(desk_http.check_url, url, allow_private=allow_private)
     try:
         return lookup.result(timeout=seconds)
     except TimeoutError:
         lookup.cancel()
         raise FetchError(f"the name did not resolve within {seconds:.1f}s", unanswered=True) from None
-    except http.TargetError as exc:
+    except desk_http.TargetError as exc:
         raise FetchError(str(exc)) from None
 
 
 def exchange(method: str, url: str, *, headers: dict, body: bytes | None, allow_private: bool,
              seconds: float, max_bytes: int = MAX_BYTES) -> tuple[int, bytes]:
     """One HTTP request to `url` within `seconds` in all (name resolution, connect, send,
-    answer), to the address the target check resolved (http.check_url); returns (status,
+    answer), to the address the target check resolved (desk_http.check_url); returns (status,
     at most `max_bytes` + 1 of the answer). `headers` are sent as given (a `Host` among them
     replaces the default). Never follows a redirect. Raises FetchError for a refused target or
     network trouble (`unanswered` set for the latter)."""
@@ -162,7 +162,7 @@ def exchange(method: str, url: str, *, headers: dict, body: bytes | None, allow_
     parts = urlsplit(url)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     # The one client's connections: pinned to the checked address, cut at one deadline.
-    kind = http._PinnedHTTPSConnection if parts.scheme == "https" else http._PinnedHTTPConnection  # noqa: SLF001
+    kind = desk_http._PinnedHTTPSConnection if parts.scheme == "https" else desk_http._PinnedHTTPConnection  # noqa: SLF001
     extra = {"context": ssl.create_default_context()} if parts.scheme == "https" else {}
     conn = kind(parts.hostname, addresses[0], seconds, port=parts.port, timeout=seconds, **extra)
     conn.deadline.timer.start()
