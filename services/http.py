@@ -216,12 +216,20 @@ def request(method: str, url: str, *, headers: dict, body: bytes | None, allow_p
         addresses = check_url(url, allow_private=allow_private, seconds=seconds)
     except TargetError as exc:
         raise FetchError(str(exc)) from exc
-    left = max(0.05, seconds - (time.monotonic() - started))
+    return send_to(addresses[0], method, url, headers=headers, body=body,
+                   seconds=max(0.05, seconds - (time.monotonic() - started)), max_bytes=max_bytes)
+
+
+def send_to(address: str, method: str, url: str, *, headers: dict, body: bytes | None, seconds: float,
+            max_bytes: int = MAX_BYTES) -> Answer:
+    """`request` to `address`, one `check_url` has already checked for `url` (a caller that
+    resolves on its own terms, as the inbox's key fetches do), within `seconds` in all.
+    Raises FetchError for network trouble or the deadline."""
     parts = urlsplit(url)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     kind = _PinnedHTTPSConnection if parts.scheme == "https" else _PinnedHTTPConnection
     extra = {"context": ssl.create_default_context()} if parts.scheme == "https" else {}
-    conn = kind(parts.hostname, addresses[0], left, port=parts.port, timeout=left, **extra)
+    conn = kind(parts.hostname, address, seconds, port=parts.port, timeout=seconds, **extra)
     conn.deadline.timer.start()
     try:
         conn.request(method, path, body=body, headers={"User-Agent": USER_AGENT, **headers})
@@ -230,7 +238,7 @@ def request(method: str, url: str, *, headers: dict, body: bytes | None, allow_p
         answer = Answer(response.status, response.headers.get_content_type(), raw)
     except (OSError, http.client.HTTPException) as exc:
         if conn.deadline.expired:
-            raise FetchError(f"timed out: no complete answer within {seconds:g}s") from None
+            raise FetchError(f"timed out: no complete answer within {seconds:.1f}s") from None
         raise FetchError(f"{type(exc).__name__}: {exc}"[:500]) from None
     finally:
         conn.deadline.timer.cancel()

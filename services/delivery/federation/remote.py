@@ -23,10 +23,8 @@ Bounded every way:
 from __future__ import annotations
 
 import fcntl
-import http.client
 import json
 import os
-import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -159,26 +157,12 @@ def exchange(method: str, url: str, *, headers: dict, body: bytes | None, allow_
     seconds -= time.monotonic() - started
     if seconds <= 0.05:
         raise FetchError("no time left after resolving the name", unanswered=True)
-    parts = urlsplit(url)
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    # The one client's connections: pinned to the checked address, cut at one deadline.
-    kind = desk_http._PinnedHTTPSConnection if parts.scheme == "https" else desk_http._PinnedHTTPConnection  # noqa: SLF001
-    extra = {"context": ssl.create_default_context()} if parts.scheme == "https" else {}
-    conn = kind(parts.hostname, addresses[0], seconds, port=parts.port, timeout=seconds, **extra)
-    conn.deadline.timer.start()
     try:
-        conn.request(method, path, body=body, headers={"User-Agent": USER_AGENT, **headers})
-        response = conn.getresponse()
-        raw = response.read(max_bytes + 1)
-        status = response.status
-    except (OSError, http.client.HTTPException) as exc:
-        if conn.deadline.expired:
-            raise FetchError(f"no complete answer within {seconds:.1f}s", unanswered=True) from None
-        raise FetchError(f"{type(exc).__name__}: {exc}"[:300], unanswered=True) from None
-    finally:
-        conn.deadline.timer.cancel()
-        conn.close()
-    return status, raw
+        answer = desk_http.send_to(addresses[0], method, url, headers={"User-Agent": USER_AGENT, **headers},
+                                   body=body, seconds=seconds, max_bytes=max_bytes)
+    except desk_http.FetchError as exc:
+        raise FetchError(str(exc), unanswered=True) from None
+    return answer.status, answer.body
 
 
 @contextmanager
