@@ -12,12 +12,12 @@ v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, signed by the `standardwe
 with the endpoint's `whsec_` secret.
 
 Only a 2xx counts; redirects are not followed; targets are checked at input and again at each
-attempt, against the resolved address, by the subscriber webhooks' own code
-(services/delivery/webhooks.py `check_url`, `post`, `run_concurrently`). A failed attempt is
-retried with exponential backoff (1 minute doubling, at most 6 hours) until the message is 24
-hours old, then given up. An endpoint whose attempts have all failed for 24 hours (its first
-failure of the current streak is that old) is disabled with the reason; any success ends the
-streak. A disabled endpoint gets no new messages and its pending ones are given up.
+attempt, against the resolved address, by the one HTTP client (services/http.py). `QUEUE` is
+sent by the queue engine (services/delivery/queues.py; CONTENT_WEBHOOK_* settings, the WEBHOOK_*
+ones when unset). A failed attempt is retried with the one backoff (1 minute doubling, at most
+6 hours) until the message is 24 hours old, then given up. An endpoint whose attempts have all
+failed for 24 hours (its first failure of the current streak is that old) is disabled with the
+reason; any success ends the streak. A disabled endpoint gets no new messages and its pending ones are given up.
 """
 from __future__ import annotations
 
