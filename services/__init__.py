@@ -48,7 +48,8 @@
                      keys           the paper's RSA key (sealed), its Ed25519 key as a Multikey
                      documents      WebFinger, NodeInfo, actors, Articles with proofs, activities
                      httpsig        draft-cavage HTTP signatures and Digest, both ways
-                     remote         the bounded fetch of a sender's key (inbox POSTs)
+                     messagesig     RFC 9421 HTTP message signatures and Content-Digest
+                     remote         the bounded fetch of a sender's key (inbox POSTs), fetch slots
                      inbox          Follow, Undo, Delete; everything else ignored
                      deliveries     the change feed's `activitypub` consumer and its queue
                      pings          the `pings` consumer and its queue: WebSub hub and IndexNow
