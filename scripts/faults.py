@@ -9,7 +9,7 @@ something they depend on fails. One scenario per fault:
                cache) stopped and started again under load: the limiter falls back to memory,
                the cache is skipped, nothing answers 500.
 - smtp-hang    An SMTP server that accepts and never speaks, while public subscribes run and
-               `flask drain-outbox --once` and `flask send-alerts` run beside the server: the
+               `flask worker --once` and `flask send-alerts` run beside the server: the
                requests stay fast (no SMTP on a request path), the commands end within their
                bound.
 - sqlite-move  The SQLite file moved away (the workers restarted meanwhile, as a deploy or a
@@ -753,7 +753,7 @@ def base_env(instance: Path, database_url: str) -> dict:
     env.update(FLASK_APP="app", INSTANCE_PATH=str(instance), DATABASE_URL=database_url,
                OUTBOX_DIR=str(instance / "outbox"), SECRET_KEY=RUN_SECRET,
                WEB_CONCURRENCY="2", LOG_REQUESTS="0", PYTHONUNBUFFERED="1",
-               # Alert links need an origin outside development (commands/outbox.py alert_origins).
+               # Alert links need an origin outside development (commands/worker.py alert_origins).
                PUBLIC_BASE_URL="http://localhost", **LIMITS)
     return env
 
@@ -861,7 +861,7 @@ def scenario_redis(db_url: str, key: str, backend: str, work: Path, args) -> Res
 
 
 def scenario_smtp(db_url: str, key: str, work: Path, args) -> Result:
-    """A silent SMTP server while subscribes run and drain-outbox / send-alerts run beside."""
+    """A silent SMTP server while subscribes run and worker / send-alerts run beside."""
     from services.delivery import mail
 
     result = Result("smtp-hang", "sqlite")
