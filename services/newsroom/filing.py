@@ -20,6 +20,7 @@ from sqlalchemy import inspect as sa_inspect
 
 from extensions import db
 from models import CitedFact, Paper, Persona, Piece, PieceChange, PieceRevision, Section, SigningKey
+from models.clock import rfc3339
 from services.errors import Invalid
 from services.newsroom import provenance
 
@@ -27,6 +28,13 @@ MARKER = re.compile(r"\[\^(\d+)\]")
 FACT_FIELDS = ("statement", "source", "instrument", "claim_key")
 # A piece cites at most this many facts (a bound for readers and for the 64 KiB body limit).
 MAX_FACTS = 20
+# Revision kinds (docs/CORRECTIONS.md): `edit` is a change before the piece was ever public; the
+# others are changes to what readers have seen, each a public notice. A correction,
+# clarification or retraction must say why in its note, plain text of at most NOTE_MAX characters.
+KINDS = ("edit", "correction", "clarification", "update", "retraction")
+PUBLIC_KINDS = KINDS[1:]
+NOTE_REQUIRED = ("correction", "clarification", "retraction")
+NOTE_MAX = 1000
 
 
 # The detail of every refused filing or revision (services.errors.Invalid, a 422 problem whose
@@ -49,6 +57,9 @@ class Draft:
     persona: Persona
     cited_facts: list[dict] = field(default_factory=list)
     image: str | None = None
+    # A revision's kind and public note (`type_revision`); None for a first filing.
+    kind: str | None = None
+    note: str = ""
 
 
 def slugify(text: str, max_length: int = 80, fallback: str = "piece") -> str:
@@ -137,13 +148,50 @@ def build_draft(paper: Paper, fields: dict, *, base: Piece | None = None) -> Dra
                  image=merged["image"])
 
 
-def same_content(paper: Paper, piece: Piece, draft: Draft) -> bool:
+def has_been_public(piece: Piece, now: datetime) -> bool:
+    """True once readers may have seen the piece: it aired (`on_air_at` has come), even if it
+    was taken off air since (a cancelled schedule clears `on_air_at`)."""
+    return piece.on_air_at is not None and piece.on_air_at <= now
+
+
+def type_revision(piece: Piece, draft: Draft, kind: str | None, note: str | None, now: datetime) -> None:
+    """Set `draft.kind` and `draft.note` for the next revision of `piece` (docs/CORRECTIONS.md).
+    No kind given: `edit` for a piece never public, `update` for one that has been. Raises
+    Invalid (422) for `edit` on a piece readers have seen, a public kind on one they have not,
+    or a correction, clarification or retraction without a note."""
+    public = has_been_public(piece, now)
+    kind = kind or ("update" if public else "edit")
+    note = (note or "").strip()
+    errors: dict[str, list[str]] = {}
+    if kind not in KINDS:
+        errors["kind"] = [f"must be one of {', '.join(KINDS)}"]
+    elif public and kind == "edit":
+        errors["kind"] = ["this piece has been public: revise it as a correction, clarification, "
+                          "update or retraction"]
+    elif not public and kind != "edit":
+        errors["kind"] = [f"this piece has never been public: a {kind} is for what readers have "
+                          "seen; revise it as an edit"]
+    if kind in NOTE_REQUIRED and not note:
+        errors["note"] = [f"a {kind} needs a public note saying what changed and why"]
+    if len(note) > NOTE_MAX:
+        errors["note"] = [f"at most {NOTE_MAX} characters"]
+    if errors:
+        _refuse(errors)
+    draft.kind, draft.note = kind, note
+
+
+def same_content(paper: Paper, piece: Piece, draft: Draft, *, with_notice: bool = False) -> bool:
     """True when filing `draft` as the next revision of `piece` would change no published field
-    (the bases differ only in `rev`)."""
+    (the bases differ only in `rev`, and in `kind` and `note` unless `with_notice`: a body that
+    names its kind files a notice even when the text stays, a retraction for one)."""
     current = db.session.scalar(select(PieceRevision.basis).where(
         PieceRevision.piece_id == piece.id, PieceRevision.rev == piece.rev))
+    if current is None:
+        return False
     proposed = basis_for(paper, piece, piece.rev, draft)
-    return current is not None and provenance.content_hash(current) == provenance.content_hash(proposed)
+    ignored = () if with_notice else ("kind", "note")
+    current, proposed = ({k: v for k, v in b.items() if k not in ignored} for b in (current, proposed))
+    return provenance.content_hash(current) == provenance.content_hash(proposed)
 
 
 def basis_for(paper: Paper, piece: Piece, rev: int, draft: Draft) -> dict:
@@ -169,6 +217,8 @@ def revision_basis(paper_slug: str, piece_id: int, piece_slug: str, rev: int, dr
             {"n": i, **{name: str(fact[name]) for name in FACT_FIELDS}}
             for i, fact in enumerate(draft.cited_facts, start=1)
         ],
+        # A revision's kind and note are signed with its text; a first filing has neither.
+        **({"kind": draft.kind, "note": draft.note} if draft.kind is not None else {}),
     }
 
 
@@ -191,7 +241,7 @@ def seal(key: SigningKey, paper_slug: str, piece_id: int, rev: int, basis: dict,
     digest = provenance.content_hash(basis)
     text = provenance.signed_string(paper=paper_slug, piece=str(piece_id), rev=rev,
                                     content_hash=digest, prev_hash=prev_hash, filed_at=now,
-                                    filer=filer)
+                                    filer=filer, kind=basis.get("kind"))
     return {"content_hash": digest, "signed_string": text, "receipt": provenance.sign(key, text),
             "kid": key.kid}
 
@@ -225,9 +275,14 @@ def _record(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: dateti
     _drop_cited_facts(piece)
     for i, fact in enumerate(draft.cited_facts, start=1):
         db.session.add(CitedFact(piece_id=piece.id, n=i, **{k: str(fact[k]) for k in FACT_FIELDS}))
+    if draft.kind is not None:
+        # A new list: the JSON column does not track in-place mutation.
+        piece.notices = [*(piece.notices or []),
+                         {"rev": rev, "kind": draft.kind, "note": draft.note, "at": rfc3339(now)}]
     if piece.on_air and piece.on_air_at is not None:
         if piece.on_air_at <= now:
-            _add_change(paper, piece, "revised", now)
+            change = _add_change(paper, piece, "revised", now)
+            change.kind, change.note = draft.kind, draft.note if draft.kind is not None else None
         else:
             # Scheduled, not public yet: its pending `aired` change announces this revision
             # instead (no poller has seen it, so it may still change).

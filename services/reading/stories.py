@@ -90,7 +90,7 @@ def latest(paper: Paper, limit: int, *, include_drafts: bool = False,
 ROW_COLUMNS = (Piece.id, Piece.slug, Piece.headline, Piece.dek, Section.name.label("section"),
                Persona.name.label("byline"), Piece.rev, Piece.on_air_at, Piece.on_air)
 STORY_COLUMNS = (*ROW_COLUMNS, Piece.prose, Piece.image, Piece.content_hash,
-                 Persona.slug.label("persona_slug"), Persona.title.label("persona_title"))
+                 Persona.slug.label("persona_slug"), Persona.title.label("persona_title"), Piece.notices)
 FACT_COLUMNS = (CitedFact.n, CitedFact.statement, CitedFact.source, CitedFact.instrument, CitedFact.claim_key)
 
 

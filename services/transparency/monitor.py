@@ -203,6 +203,8 @@ def basis_of(story: dict, paper: str, origin_url: str) -> list[dict]:
             "cited_facts": [{"n": f["n"], "statement": f["statement"], "source": f["source"],
                              "instrument": f["instrument"], "claim_key": f["claim_key"]}
                             for f in story["cited_facts"]]}
+    if story.get("kind") is not None:  # a typed revision signs its kind and note (docs/CORRECTIONS.md)
+        base.update(kind=story["kind"], note=story["note"])
     image = story.get("image")
     if image is None:
         images: list = [None, ""]

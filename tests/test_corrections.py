@@ -1,0 +1,149 @@
+"""Typed revisions (docs/CORRECTIONS.md) through HTTP and the CLI: a revision of a piece readers
+have seen is a correction, clarification, update or retraction with a public note, signed with
+its text, logged, and listed in the piece's public history."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.fixtures.keys import auth
+from tests.test_proof import fetch_proof, holds, published_keys, recompute
+from tests.test_transparency_log import checkpoint_now, file, logged, worker
+
+PROBLEM = "application/problem+json"
+NOTE = "An earlier version gave the rise as half a point; it was a quarter point."
+
+
+@pytest.fixture
+def desk_keys(desk):
+    paper = desk.paper("demo")
+    return {"paper": paper, "admin": desk.key(paper, "admin"), "read": desk.key(paper, "read")}
+
+
+def aired(client, admin, headline: str = "Rates rise half a point") -> str:
+    piece = file(client, admin, headline)
+    assert client.put(f"/api/v1/stories/{piece}/air", headers=auth(admin)).status_code == 200
+    return piece
+
+
+def revise(client, admin, piece: str, **body):
+    return client.patch(f"/api/v1/stories/{piece}", json=body, headers=auth(admin))
+
+
+def test_a_correction_is_signed_with_its_kind_and_note(client, desk_keys):
+    admin = desk_keys["admin"]
+    piece = aired(client, admin)
+    response = revise(client, admin, piece, headline="Rates rise a quarter point", kind="correction", note=NOTE)
+    assert response.status_code == 200, response.get_json()
+    story = response.get_json()
+    assert (story["rev"], story["kind"], story["note"]) == (2, "correction", NOTE)
+    assert [(c["rev"], c["kind"], c["note"]) for c in story["corrections"]] == [(2, "correction", NOTE)]
+    public = client.get(f"/api/v1/stories/{piece}").get_json()
+    assert public["corrections"] == story["corrections"] and public["kind"] == "correction"
+    proof = fetch_proof(client, desk_keys["read"], piece)
+    assert proof["basis"]["kind"] == "correction" and proof["basis"]["note"] == NOTE
+    assert proof["receipt_verify"]["signed_string"].endswith("\nkind=correction")
+    assert holds(proof, published_keys(client))
+    # The first filing has no kind: its basis is as it always was.
+    assert "kind" not in client.get(f"/api/v1/stories/{piece}/revisions/1").get_json()["basis"]
+
+
+def test_missing_notes_and_wrong_kinds_are_422_problems_that_write_nothing(client, desk_keys):
+    admin = desk_keys["admin"]
+    piece = aired(client, admin)
+    draft = file(client, admin, "Never aired")
+    for target, body, field, words in [
+        (piece, {"dek": "x", "kind": "correction"}, "note", "needs a public note"),
+        (piece, {"dek": "x", "kind": "retraction", "note": "   "}, "note", "needs a public note"),
+        (piece, {"dek": "x", "kind": "erratum", "note": "x"}, "kind", "Must be one of"),
+        (piece, {"dek": "x", "kind": "edit"}, "kind", "has been public"),
+        (piece, {"dek": "x", "kind": "update", "note": "x" * 1001}, "note", "1000"),
+        (draft, {"dek": "x", "kind": "correction", "note": "Why"}, "kind", "never been public"),
+    ]:
+        response = revise(client, admin, target, **body)
+        assert response.status_code == 422 and response.mimetype == PROBLEM, body
+        assert words in " ".join(response.get_json()["errors"][field]), response.get_json()
+    assert client.get(f"/api/v1/stories/{piece}").get_json()["rev"] == 1
+    # No kind: an update once public (note optional), an edit before.
+    assert revise(client, admin, piece, dek="Fresh.").get_json()["kind"] == "update"
+    assert revise(client, admin, draft, dek="Fresh.").get_json()["kind"] == "edit"
+    # A first filing takes neither field.
+    response = client.post("/api/v1/stories", headers=auth(admin), json={
+        "headline": "x", "prose": "y", "section": "World", "byline": "Ada Quill", "kind": "edit"})
+    assert response.status_code == 422 and "kind" in response.get_json()["errors"]
+
+
+def test_a_retraction_without_a_text_change_is_filed_and_logged_with_its_note(client, runner, desk_keys):
+    admin = desk_keys["admin"]
+    piece = aired(client, admin)
+    revise(client, admin, piece, kind="clarification", note="The rise is to the main rate.",
+           dek="The main rate rose.")
+    response = revise(client, admin, piece, kind="retraction", note="The meeting never took place.")
+    assert response.status_code == 200 and response.get_json()["rev"] == 3
+    worker(runner)
+    checkpoint_now(runner)
+    revised = [e for e in logged(client) if e["event"] == "revised"]
+    assert [(e["rev"], e["kind"], e["note"]) for e in revised] == [
+        (2, "clarification", "The rise is to the main rate."), (3, "retraction", "The meeting never took place.")]
+    changes = client.get("/api/v1/changes").get_json()["changes"]
+    assert [(c["type"], c.get("kind")) for c in changes] == [
+        ("aired", None), ("revised", "clarification"), ("revised", "retraction")]
+
+
+def test_the_public_history_lists_revisions_since_airing_each_text_hashing_to_its_logged_entry(
+        client, runner, desk_keys, tmp_path):
+    admin = desk_keys["admin"]
+    piece = file(client, admin, "Rates rise half a point")
+    revise(client, admin, piece, dek="Edited before airing.")  # rev 2, an edit: private until it airs
+    client.put(f"/api/v1/stories/{piece}/air", headers=auth(admin))
+    revise(client, admin, piece, headline="Rates rise a quarter point", kind="correction", note=NOTE)
+    revise(client, admin, piece, dek="With the governor's words.", kind="update")
+    worker(runner)
+    checkpoint_now(runner)
+    history = client.get(f"/api/v1/stories/{piece}/revisions")
+    assert history.status_code == 200
+    listed = history.get_json()["revisions"]
+    assert [(r["rev"], r["kind"]) for r in listed] == [(4, "update"), (3, "correction"), (2, "edit")]
+    assert listed[1]["note"] == NOTE and listed[0]["prev_hash"] == listed[1]["content_hash"]
+    logged_hashes = {(int(e["piece"]), e["rev"]): e["content_hash"] for e in logged(client) if e["content_hash"]}
+    keys = published_keys(client)
+    for entry in listed:
+        text = client.get(entry["url"]).get_json()
+        assert recompute(text["basis"]) == entry["content_hash"] == logged_hashes[(int(piece), entry["rev"])]
+        assert holds(text, keys)
+    old = client.get(f"/api/v1/stories/{piece}/revisions/2").get_json()
+    assert old["basis"]["headline"] == "Rates rise half a point"
+    # Paged like the other lists: one at a time, following the Link header.
+    first = client.get(f"/api/v1/stories/{piece}/revisions?limit=2")
+    assert [r["rev"] for r in first.get_json()["revisions"]] == [4, 3]
+    assert 'rel="next"' in first.headers["Link"]
+    rest = client.get(f"/api/v1/stories/{piece}/revisions?limit=2&cursor={first.get_json()['next_cursor']}")
+    assert [r["rev"] for r in rest.get_json()["revisions"]] == [2] and rest.get_json()["next_cursor"] is None
+    # `flask verify-proof` checks an old revision offline, from files.
+    (tmp_path / "rev.json").write_text(client.get(f"/api/v1/stories/{piece}/revisions/3").get_data(as_text=True))
+    (tmp_path / "keys.json").write_text(client.get("/api/v1/receipt-keys").get_data(as_text=True))
+    result = runner.invoke(args=["verify-proof", str(tmp_path / "rev.json"), "--keys", str(tmp_path / "keys.json")])
+    assert result.exit_code == 0 and "rev 3" in result.output and "one revision" in result.output, result.output
+    tampered = client.get(f"/api/v1/stories/{piece}/revisions/3").get_json()
+    tampered["basis"]["note"] = "Nothing to see."
+    (tmp_path / "rev.json").write_text(json.dumps(tampered))
+    result = runner.invoke(args=["verify-proof", str(tmp_path / "rev.json"), "--keys", str(tmp_path / "keys.json")])
+    assert result.exit_code == 1 and "content hash mismatch" in result.output
+
+
+def test_drafts_revisions_stay_private_and_a_pulled_piece_keeps_hashes_not_text(client, desk_keys):
+    admin = desk_keys["admin"]
+    draft = file(client, admin, "Never aired")
+    revise(client, admin, draft, dek="An edit.")
+    piece = aired(client, admin)
+    for url in [f"/api/v1/stories/{draft}/revisions", f"/api/v1/stories/{draft}/revisions/1",
+                f"/api/v1/stories/{piece}/revisions/9", "/api/v1/stories/424242/revisions"]:
+        response = client.get(url)
+        assert response.status_code == 404 and response.mimetype == PROBLEM, url
+    revise(client, admin, piece, kind="correction", note=NOTE, dek="Fixed.")
+    client.delete(f"/api/v1/stories/{piece}/air", headers=auth(admin))
+    history = client.get(f"/api/v1/stories/{piece}/revisions")
+    assert history.status_code == 200 and [r["rev"] for r in history.get_json()["revisions"]] == [2, 1]
+    gone = client.get(f"/api/v1/stories/{piece}/revisions/1")
+    assert gone.status_code == 410 and gone.mimetype == PROBLEM and "off air" in gone.get_json()["detail"]
