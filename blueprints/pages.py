@@ -21,7 +21,7 @@ from flask import Blueprint, abort, g, make_response, render_template, request, 
 
 from models.clock import rfc3339
 from services.reading import archive, front, lookups, reader, revisions, search, stories
-from services.rendering import embeds, prose
+from services.rendering import diffs, embeds, prose
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from web import caching, policy, security
 from web.links import links
@@ -233,7 +233,7 @@ def story_history(id: str):
         abort(404, description="There is no such story on air in this paper.")
     caching.tag_piece(piece)
     entries = [{**entry, "api": links().api(f"/stories/{piece.id}/revisions/{entry['rev']}")}
-               for entry in revisions.timeline(history)]
+               for entry in diffs.timeline(revisions.texts(history))]
     return render_template("pages/history.html", piece=piece, entries=entries,
                            story_url=links().story_page(piece.slug), active_nav=piece.section.slug)
 

@@ -17,7 +17,6 @@ from extensions import db
 from models import Paper, Piece, PieceChange, PieceRevision
 from services.errors import Gone
 from services.reading import stories, visibility
-from services.rendering import diffs
 
 # Kinds readers are told about: every typed revision but the private `edit`.
 NOTICE_KINDS = ("correction", "clarification", "update", "retraction")
@@ -97,16 +96,12 @@ def record(row: PieceRevision) -> dict:
             "prev_hash": row.prev_hash, "receipt": row.receipt, "kid": row.kid, "signed_string": row.signed_string}
 
 
-def timeline(history: History) -> list[dict]:
-    """The history page's entries, newest first: each public revision's `rev`, `kind`, `note`,
-    `at`, `content_hash` and `changes` (services/rendering/diffs.py: what it changed from the
-    revision before; none for the one the piece aired with). One query. Raises Gone for a
-    piece taken off air."""
+
+def texts(history: History) -> list[PieceRevision]:
+    """Every public revision, oldest first, texts and all (the history page). One query.
+    Raises Gone for a piece taken off air: its history's text is withdrawn with it."""
     if not history.public:
         raise Gone("This piece was taken off air: its history's text is withdrawn with it.")
-    rows = list(db.session.scalars(
+    return list(db.session.scalars(
         select(PieceRevision).where(PieceRevision.piece_id == history.piece.id,
                                     PieceRevision.rev >= history.since).order_by(PieceRevision.rev)))
-    entries = [{**record(row), "changes": [] if older is None else diffs.changes(older.basis, row.basis)}
-               for older, row in zip([None, *rows], rows, strict=False)]
-    return entries[::-1]

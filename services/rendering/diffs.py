@@ -1,6 +1,7 @@
 """Readable diffs of a piece's public revisions, for the history page (docs/CORRECTIONS.md).
 
     changes(older_basis, newer_basis) -> [FieldDiff]
+    timeline(revisions) -> [entry]   newest first, each with what it changed
 
 Each field a reader sees (headline, dek, prose, cited facts) is compared word by word
 (difflib.SequenceMatcher); removed words come out in `<del>`, added ones in `<ins>`, the rest
@@ -13,6 +14,8 @@ import re
 from dataclasses import dataclass
 
 from markupsafe import Markup, escape
+
+from services.reading import revisions as history
 
 FIELDS = (("headline", "Headline"), ("dek", "Standfirst"), ("prose", "Text"), ("cited_facts", "Cited facts"))
 _TOKENS = re.compile(r"\s+|[^\s]+")
@@ -54,3 +57,13 @@ def changes(older: dict, newer: dict) -> list[FieldDiff]:
     """The fields that differ between two revisions' bases, each as a word diff."""
     return [FieldDiff(label, word_diff(_text(older, name), _text(newer, name)))
             for name, label in FIELDS if _text(older, name) != _text(newer, name)]
+
+
+def timeline(rows: list) -> list[dict]:
+    """The history page's entries from a piece's public revisions (oldest first, as
+    services/reading/revisions.py `texts` gives them), newest first: each one's `record`
+    (rev, kind, note, at, hashes, receipt) and `changes`, what it changed from the revision
+    before (none for the one the piece aired with)."""
+    entries = [{**history.record(row), "changes": [] if older is None else changes(older.basis, row.basis)}
+               for older, row in zip([None, *rows], rows, strict=False)]
+    return entries[::-1]
