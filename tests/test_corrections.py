@@ -239,3 +239,19 @@ def test_the_corrected_pages_pass_the_nu_validator_and_their_json_ld_expands(cli
     corrections = expanded["http://schema.org/correction"]
     assert [c["@type"] for c in corrections] == [["http://schema.org/CorrectionComment"]] * 2
     assert expanded["http://schema.org/publisher"][0]["http://schema.org/correctionsPolicy"]
+
+
+def test_both_feeds_update_the_item_with_its_correction_line(client, desk_keys):
+    import feedparser
+
+    slug = corrected(client, desk_keys["admin"])
+    story = client.get(f"/api/v1/stories/{slug}").get_json()
+    [item] = client.get("/feed.json").get_json(force=True)["items"]
+    assert item["date_modified"] > item["date_published"]
+    assert [c["kind"] for c in item["_paperdesk"]["corrections"]] == ["correction", "clarification"]
+    assert item["_paperdesk"]["corrections"] == story["corrections"]
+    head = lxml.html.fromstring(item["content_html"]).xpath("//p[@class='correction']")
+    assert head[0].text_content().startswith("Clarification, ") and NOTE in head[1].text_content()
+    [entry] = feedparser.parse(client.get("/rss.xml").data).entries
+    assert entry.title == "Rates rise a quarter point" and NOTE in entry.content[0].value
+    assert f"http://localhost/stories/{slug}/history" in entry.content[0].value
