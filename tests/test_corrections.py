@@ -255,3 +255,17 @@ def test_both_feeds_update_the_item_with_its_correction_line(client, desk_keys):
     [entry] = feedparser.parse(client.get("/rss.xml").data).entries
     assert entry.title == "Rates rise a quarter point" and NOTE in entry.content[0].value
     assert f"http://localhost/stories/{slug}/history" in entry.content[0].value
+
+
+def test_cards_and_oembed_say_corrected(client, desk_keys):
+    admin = desk_keys["admin"]
+    plain = aired(client, admin, "A piece never corrected")
+    slug = corrected(client, admin)
+    story = client.get(f"/api/v1/stories/{slug}").get_json()
+    record = client.get("/oembed", query_string={"url": f"http://localhost/stories/{slug}"}).get_json()
+    assert record["corrected"] == story["corrections"][-1]["at"]
+    card = lxml.html.fromstring(client.get(f"/embed/{slug}").data)
+    assert card.xpath("//a[@class='np']/text()")[0].endswith("· Corrected")
+    other = client.get(f"/api/v1/stories/{plain}").get_json()["slug"]
+    assert "corrected" not in client.get("/oembed", query_string={"url": f"http://localhost/stories/{other}"}).get_json()
+    assert b"Corrected" not in client.get(f"/embed/{other}").data

@@ -361,7 +361,7 @@ def _lookup(id_or_slug: str) -> tuple[bool, int | str] | None:
 # What a story card and its oEmbed record show of a piece (blueprints/embed.py): the rest is
 # never read, and an attribute outside it raises rather than costing a statement.
 CARD_LOADS = (load_only(Piece.id, Piece.paper_id, Piece.slug, Piece.headline, Piece.image, Piece.rev,
-                        Piece.on_air, Piece.on_air_at, raiseload=True),
+                        Piece.on_air, Piece.on_air_at, Piece.notices, raiseload=True),
               joinedload(Piece.section).load_only(Section.name, raiseload=True),
               joinedload(Piece.persona).load_only(Persona.name, Persona.slug, raiseload=True),
               raiseload("*"))
@@ -398,8 +398,9 @@ def find(paper: Paper, id_or_slug: str, *, include_drafts: bool = False,
 
 def find_card(paper: Paper, id_or_slug: str) -> Piece | None:
     """`find()` of a piece on air for its story card: only what a card shows is loaded (id,
-    slug, headline, image, rev, on air; the section's name; the persona's name and slug; no
-    facts, no prose: one row of 13 columns instead of one per fact of 33), and reading
+    slug, headline, image, rev, on air, its notices (a card says "corrected"); the section's
+    name; the persona's name and slug; no facts, no prose: one row of 14 columns instead of one
+    per fact of 33), and reading
     anything else raises `sqlalchemy.exc.InvalidRequestError`. None as `find()`."""
     lookup = _lookup(id_or_slug)
     if lookup is None:
