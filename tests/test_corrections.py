@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 
 import lxml.html
 import pytest
 
 from tests.fixtures.keys import auth
+from tests.fixtures.servers import body_text
 from tests.test_proof import fetch_proof, holds, published_keys, recompute
 from tests.test_transparency_log import checkpoint_now, file, logged, worker
 
@@ -269,3 +271,53 @@ def test_cards_and_oembed_say_corrected(client, desk_keys):
     other = client.get(f"/api/v1/stories/{plain}").get_json()["slug"]
     assert "corrected" not in client.get("/oembed", query_string={"url": f"http://localhost/stories/{other}"}).get_json()
     assert b"Corrected" not in client.get(f"/embed/{other}").data
+
+
+# ----------------------------------------------------------------------------- readers told
+
+
+def test_readers_mailed_the_piece_get_one_correction_alert_each_when_their_cadence_says(
+        client, desk, runner, smtp):
+    import time_machine
+
+    from tests.test_alerts import T, alerts_to, join
+    from tests.test_instant_alerts import _drain
+
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    with time_machine.travel(T, tick=False) as clock:
+        join(client, smtp, "now@example.com", cadence="instant")
+        join(client, smtp, "daily@example.com", cadence="daily")
+        join(client, smtp, "science@example.com", cadence="instant", sections=["Science"])
+        piece = aired(client, admin, "Ice front retreats 32 metres")
+        clock.shift(timedelta(seconds=1))
+        _drain(runner)
+        clock.move_to(T.replace(hour=23))
+        assert runner.invoke(args=["send-alerts"]).exit_code == 0  # the daily digest holds it
+        join(client, smtp, "late@example.com", cadence="instant")  # never mailed the piece
+        mailed = {email: len(alerts_to(smtp, email)) for email in
+                  ("now@example.com", "daily@example.com", "science@example.com", "late@example.com")}
+        assert mailed == {"now@example.com": 1, "daily@example.com": 1, "science@example.com": 0,
+                          "late@example.com": 0}
+        revise(client, admin, piece, headline="Ice front retreats 157 metres", kind="correction",
+               note="The retreat was 157 metres, not 32.")
+        clock.shift(timedelta(seconds=1))
+        _drain(runner)
+        _drain(runner)  # a second pass sends nothing twice
+        [alert] = alerts_to(smtp, "now@example.com")[1:]
+        assert alert["Subject"] == "Correction: Ice front retreats 157 metres"
+        assert "The retreat was 157 metres, not 32." in body_text(alert) and "/history" in body_text(alert)
+        assert len(alerts_to(smtp, "daily@example.com")) == 1  # a daily reader hears of it tomorrow
+        clock.move_to(T.replace(day=21, hour=0, minute=0, second=5))
+        _drain(runner)
+        assert [m["Subject"] for m in alerts_to(smtp, "daily@example.com")][1:] == [
+            "Correction: Ice front retreats 157 metres"]
+        # A retraction reaches everyone mailed the piece at once, whatever their cadence.
+        revise(client, admin, piece, kind="retraction", note="The survey was withdrawn.")
+        clock.shift(timedelta(seconds=1))
+        _drain(runner)
+        _drain(runner)
+        for email, count in [("now@example.com", 3), ("daily@example.com", 3), ("science@example.com", 0),
+                             ("late@example.com", 0)]:
+            assert len(alerts_to(smtp, email)) == count, email
+        assert alerts_to(smtp, "daily@example.com")[-1]["Subject"] == "Retraction: Ice front retreats 157 metres"

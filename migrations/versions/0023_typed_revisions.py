@@ -9,7 +9,12 @@ A revision of a piece carries a `kind` (`edit` before the piece was ever public;
 in its signed basis. `pieces.notices` keeps the typed revisions' `{rev, kind, note, at}` in rev
 order, so a story's reads need no second query; `piece_changes.kind`/`.note` carry them into
 the change feed and the transparency log. Nothing to backfill: earlier revisions have no kind.
+The `correction-alerts` consumer of the change feed (services/delivery/corrections.py) starts
+after the last change already public on each paper, as 0019 placed its consumers: no earlier
+change is a correction.
 """
+from datetime import datetime, timezone
+
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
@@ -26,9 +31,21 @@ def upgrade():
         nullable=True))
     op.add_column('piece_changes', sa.Column('kind', sa.String(length=16), nullable=True))
     op.add_column('piece_changes', sa.Column('note', sa.Text(), nullable=True))
+    now = datetime.now(timezone.utc).replace(tzinfo=None)  # stored naive UTC (models/types.py)
+    bind = op.get_bind()
+    last = bind.execute(sa.text(
+        "SELECT c.paper_id, c.at, MAX(c.seq) FROM piece_changes c "
+        "JOIN (SELECT paper_id, MAX(at) AS at FROM piece_changes WHERE at <= :now GROUP BY paper_id) m "
+        "ON m.paper_id = c.paper_id AND m.at = c.at GROUP BY c.paper_id, c.at"), {"now": now}).all()
+    for paper_id, at, seq in last:
+        bind.execute(sa.text(
+            "INSERT INTO change_cursors (consumer, paper_id, after_at, after_seq) "
+            "VALUES ('correction-alerts', :paper_id, :at, :seq)"),
+            {"paper_id": paper_id, "at": at, "seq": seq})
 
 
 def downgrade():
+    op.execute("DELETE FROM change_cursors WHERE consumer = 'correction-alerts'")
     with op.batch_alter_table('piece_changes', schema=None) as batch_op:
         batch_op.drop_column('note')
         batch_op.drop_column('kind')

@@ -33,7 +33,7 @@ from sqlalchemy import and_, or_, select, update
 
 from extensions import db
 from models import ChangeCursor, Paper, PieceChange
-from services.delivery import content_webhooks, purge
+from services.delivery import content_webhooks, corrections, purge
 from services.delivery.federation import deliveries, pings
 from services.reading import changes as changes_feed
 from services.reading.changes import EPOCH
@@ -65,6 +65,7 @@ CONSUMERS: tuple[Consumer, ...] = (
     Consumer("activitypub", deliveries.on_changes),
     Consumer("pings", pings.on_changes),
     Consumer(transparency_log.CONSUMER, transparency_log.on_changes),
+    Consumer(corrections.CONSUMER, corrections.on_changes),
 )
 
 
