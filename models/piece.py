@@ -72,6 +72,9 @@ class Piece(db.Model):
     # The typed revisions (rev 2 on), `[{rev, kind, note, at}]` in rev order, as their bases
     # hold them (docs/CORRECTIONS.md): read with the piece, no second query. None: none yet.
     notices: Mapped[list | None] = mapped_column(JSONType)
+    # How many figures of the current revision no cited fact states (services/newsroom/
+    # figures.py); None for a piece filed before the check existed.
+    unsupported_figures: Mapped[int | None] = mapped_column(Integer)
 
     section: Mapped[Section] = relationship(lazy="raise_on_sql")
     persona: Mapped[Persona] = relationship(lazy="raise_on_sql")

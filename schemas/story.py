@@ -12,6 +12,7 @@ from models.clock import rfc3339
 from schemas.common import AnyOf, Timestamp, Written, text
 from schemas.common import url as url_field
 from services.links import Links
+from services.newsroom import figures
 from services.reading import visibility
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from web.links import links
@@ -106,6 +107,34 @@ class StoryOut(StoryRowOut):
     def write(self, obj) -> dict:
         facts = sorted(obj.cited_facts, key=lambda fact: fact.n)
         return story_wire(as_row(obj), facts, links(), g.paper.nameplate)
+
+
+class FigureOut(Schema):
+    """A figure of the filed text that no cited fact states (services/newsroom/figures.py)."""
+
+    field = fields.String(required=True, metadata={"description": "`headline`, `dek` or `prose`.",
+                                                   "example": "headline"})
+    start = fields.Integer(required=True,
+                           metadata={"description": "Where it starts in that field (characters, from 0)."})
+    end = fields.Integer(required=True, metadata={"description": "Where it ends (exclusive)."})
+    figure = fields.String(required=True, metadata={"description": "The figure as written.", "example": "32 metres"})
+
+
+class FiledStoryOut(StoryOut):
+    """The answer to a filing or a revision: the full story, and the figures of its text that no
+    cited fact states."""
+
+    unsupported_figures = fields.List(fields.Nested(FigureOut), required=True, metadata={
+        "description": "Every number with a unit, a percent or a currency sign in the headline, dek and "
+                       "prose that no cited fact's statement states: check each against the facts. Empty "
+                       "when all match. A paper whose config sets `refuse_unsupported_figures` refuses such "
+                       "a filing instead (422, each figure named)."})
+
+    def write(self, obj) -> dict:
+        wire = super().write(obj)
+        wire["unsupported_figures"] = figures.unsupported(
+            wire, [{"statement": fact["statement"]} for fact in wire["cited_facts"]])
+        return wire
 
 
 # A page's cursor as the API shows it (opaque; blueprints/api/paging.py makes them).

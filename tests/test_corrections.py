@@ -321,3 +321,42 @@ def test_readers_mailed_the_piece_get_one_correction_alert_each_when_their_caden
                              ("late@example.com", 0)]:
             assert len(alerts_to(smtp, email)) == count, email
         assert alerts_to(smtp, "daily@example.com")[-1]["Subject"] == "Retraction: Ice front retreats 157 metres"
+
+
+# ----------------------------------------------------------------------------- figures and facts
+
+
+GLACIER = {"headline": "Ice front in Estrenia retreats 32 metres in a summer", "section": "Science",
+           "byline": "Ada Quill", "dek": "The glacier has lost 4.5% of its area.",
+           "prose": "The front retreated 157 metres this summer[^1]. It lost 4.5% of its area[^2].",
+           "cited_facts": [{"statement": "The glacier front retreated 157 metres this summer.",
+                            "source": "Polar Survey", "instrument": "Annual survey", "claim_key": "g/1"},
+                           {"statement": "The glacier has lost 4.5% of its area since 1950.",
+                            "source": "Polar Survey", "instrument": "Long-term record", "claim_key": "g/2"}]}
+
+
+def test_a_figure_no_fact_states_is_named_in_the_answer_and_counted_on_the_cockpit(client, desk_keys):
+    admin = desk_keys["admin"]
+    filed = client.post("/api/v1/stories", json=GLACIER, headers=auth(admin))
+    assert filed.status_code == 201
+    assert filed.get_json()["unsupported_figures"] == [
+        {"field": "headline", "start": 31, "end": 40, "figure": "32 metres"}]
+    piece = filed.get_json()["id"]
+    fixed = revise(client, admin, piece, headline="Ice front in Estrenia retreats 157 metres in a summer")
+    assert fixed.get_json()["unsupported_figures"] == []
+    assert "unsupported_figures" not in client.get(f"/api/v1/stories/{piece}", headers=auth(admin)).get_json()
+    client.post("/api/v1/stories", json={**GLACIER, "dek": "Down $3bn and 12 km."}, headers=auth(admin))
+    cockpit = client.get("/api/v1/agent", headers=auth(admin)).get_json()["unsupported_figures"]
+    assert cockpit == [{"persona": "Ada Quill", "pieces": 1, "figures": 3}]
+
+
+def test_a_paper_can_refuse_a_filing_whose_figures_no_fact_states(client, desk_keys):
+    admin = desk_keys["admin"]
+    assert client.patch("/api/v1/config", json={"config": {"refuse_unsupported_figures": True}},
+                        headers=auth(admin)).status_code == 200
+    refused = client.post("/api/v1/stories", json=GLACIER, headers=auth(admin))
+    assert refused.status_code == 422 and refused.mimetype == PROBLEM
+    assert refused.get_json()["errors"] == {"headline": ["'32 metres' (characters 31-40) matches no cited fact"]}
+    fine = client.post("/api/v1/stories", headers=auth(admin), json={
+        **GLACIER, "headline": "Ice front in Estrenia retreats 157 metres in a summer"})
+    assert fine.status_code == 201 and fine.get_json()["unsupported_figures"] == []

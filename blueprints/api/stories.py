@@ -32,7 +32,7 @@ from models.clock import utcnow
 from schemas.desk import AirIn, StoryIn, StoryPatch
 from schemas.proof import ProofOut
 from schemas.revision import RevisionListOut, RevisionsQuery, RevisionTextOut
-from schemas.story import StoriesQuery, StoryListOut, StoryOut, story_row_wire, story_wire
+from schemas.story import FiledStoryOut, StoriesQuery, StoryListOut, StoryOut, story_row_wire, story_wire
 from services.errors import BadRequest, Unauthorized
 from services.newsroom import filing, provenance
 from services.reading import cursors, revisions, stories, visibility
@@ -247,12 +247,14 @@ def optional_json_body(view):
 @writer(bp, "file")
 @json_body(bp)
 @bp.arguments(StoryIn)
-@bp.response(201, StoryOut, headers=LOCATION)
+@bp.response(201, FiledStoryOut, headers=LOCATION)
 def file_story(body: dict):
     """File a draft (admin, or an agent key with `file`, which files as its own persona)
 
     The draft gets rev 1, a content hash and a signed receipt; it is not on air until
-    `PUT /stories/{id}/air`.
+    `PUT /stories/{id}/air`. `unsupported_figures` lists each figure (a number with a unit,
+    percent or currency sign) of headline, dek and prose that no cited fact states; a paper
+    whose config sets `refuse_unsupported_figures` refuses the filing instead (422, each named).
     """
     filing.lock_paper(g.paper)
     fields = permissions.check_file(g.key, body)
@@ -266,7 +268,7 @@ def file_story(body: dict):
 @writer(bp, "revise")
 @json_body(bp)
 @bp.arguments(StoryPatch)
-@bp.response(200, StoryOut)
+@bp.response(200, FiledStoryOut)
 @bp.alt_response(404, description="No such piece on this paper.")
 def revise_story(body: dict, id: str):
     """Revise a piece: new rev, content hash and receipt chained to the previous one

@@ -1,4 +1,4 @@
-"""typed revisions: pieces.notices, piece_changes.kind and .note
+"""typed revisions: pieces.notices, piece_changes.kind and .note; pieces.unsupported_figures
 
 Revision ID: 0023
 Revises: 0019
@@ -9,6 +9,9 @@ A revision of a piece carries a `kind` (`edit` before the piece was ever public;
 in its signed basis. `pieces.notices` keeps the typed revisions' `{rev, kind, note, at}` in rev
 order, so a story's reads need no second query; `piece_changes.kind`/`.note` carry them into
 the change feed and the transparency log. Nothing to backfill: earlier revisions have no kind.
+`pieces.unsupported_figures` counts the figures of the current revision that no cited fact
+states (services/newsroom/figures.py), for the cockpit's count per persona; null for pieces
+filed before (not checked).
 The `correction-alerts` consumer of the change feed (services/delivery/corrections.py) starts
 after the last change already public on each paper, as 0019 placed its consumers: no earlier
 change is a correction.
@@ -29,6 +32,7 @@ def upgrade():
     op.add_column('pieces', sa.Column(
         'notices', sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), 'postgresql'),
         nullable=True))
+    op.add_column('pieces', sa.Column('unsupported_figures', sa.Integer(), nullable=True))
     op.add_column('piece_changes', sa.Column('kind', sa.String(length=16), nullable=True))
     op.add_column('piece_changes', sa.Column('note', sa.Text(), nullable=True))
     now = datetime.now(timezone.utc).replace(tzinfo=None)  # stored naive UTC (models/types.py)
@@ -50,4 +54,5 @@ def downgrade():
         batch_op.drop_column('note')
         batch_op.drop_column('kind')
     with op.batch_alter_table('pieces', schema=None) as batch_op:
+        batch_op.drop_column('unsupported_figures')
         batch_op.drop_column('notices')

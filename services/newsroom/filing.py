@@ -22,7 +22,7 @@ from extensions import db
 from models import CitedFact, Paper, Persona, Piece, PieceChange, PieceRevision, Section, SigningKey
 from models.clock import rfc3339
 from services.errors import Invalid
-from services.newsroom import provenance
+from services.newsroom import figures, provenance
 
 MARKER = re.compile(r"\[\^(\d+)\]")
 FACT_FIELDS = ("statement", "source", "instrument", "claim_key")
@@ -107,6 +107,25 @@ def validate(draft: Draft) -> None:
         errors.setdefault(name, []).extend(messages)
     if errors:
         _refuse(errors)
+
+
+# The paper setting (config) that makes a figure no cited fact states a refusal, not a warning.
+REFUSE_FIGURES = "refuse_unsupported_figures"
+
+
+def check_figures(paper: Paper, draft: Draft) -> list[dict]:
+    """The draft's figures that no cited fact states (services/newsroom/figures.py), each
+    `{field, start, end, figure}`. Raises Invalid (422) naming each one when the paper's
+    config sets REFUSE_FIGURES."""
+    found = figures.unsupported({"headline": draft.headline, "dek": draft.dek, "prose": draft.prose},
+                                draft.cited_facts)
+    if found and (paper.config or {}).get(REFUSE_FIGURES) is True:
+        errors: dict[str, list[str]] = {}
+        for figure in found:
+            errors.setdefault(figure["field"], []).append(
+                f"{figure['figure']!r} (characters {figure['start']}-{figure['end']}) matches no cited fact")
+        raise Invalid("A figure matches no cited fact; this paper refuses such filings.", errors=errors)
+    return found
 
 
 def build_draft(paper: Paper, fields: dict, *, base: Piece | None = None) -> Draft:
@@ -269,6 +288,7 @@ def _record(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: dateti
                              filed_at=now, **sealed)
     db.session.add(revision)
     piece.rev, piece.content_hash, piece.updated_at = rev, sealed["content_hash"], now
+    piece.unsupported_figures = len(check_figures(paper, draft))
     piece.headline, piece.dek, piece.prose, piece.image = (
         draft.headline, draft.dek, draft.prose, draft.image)
     piece.section_id, piece.persona_id = draft.section.id, draft.persona.id
@@ -296,8 +316,10 @@ def _record(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: dateti
 
 def file_piece(paper: Paper, draft: Draft, *, filer: str, now: datetime,
                key_id: int | None = None) -> Piece:
-    """File a new draft (rev 1, not on air). Raises Invalid (422); nothing is written then."""
+    """File a new draft (rev 1, not on air). Raises Invalid (422), also for a figure no cited
+    fact states on a paper that refuses them (`check_figures`); nothing is written then."""
     validate(draft)
+    check_figures(paper, draft)
     piece = Piece(paper_id=paper.id, slug=_unique_slug(paper, draft.headline),
                   section_id=draft.section.id, persona_id=draft.persona.id,
                   headline=draft.headline, dek=draft.dek, prose=draft.prose, image=draft.image,
@@ -311,8 +333,9 @@ def file_piece(paper: Paper, draft: Draft, *, filer: str, now: datetime,
 
 def revise_piece(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: datetime) -> Piece:
     """File a new revision of `piece` (rev + 1, chained to the previous hash). Raises
-    Invalid (422); nothing is written then."""
+    Invalid (422) as `file_piece`; nothing is written then."""
     validate(draft)
+    check_figures(paper, draft)
     _record(paper, piece, draft, filer=filer, now=now)
     return piece
 

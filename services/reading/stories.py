@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from sqlalchemy import Integer, Select, and_, bindparam, case, or_, select, union_all
+from sqlalchemy import Integer, Select, and_, bindparam, case, func, or_, select, union_all
 from sqlalchemy.orm import joinedload, load_only, raiseload
 
 from extensions import db
@@ -408,3 +408,17 @@ def find_card(paper: Paper, id_or_slug: str) -> Piece | None:
     by_id, value = lookup
     return db.session.execute(_FIND_CARD[by_id], {"paper_id": paper.id, "id" if by_id else "slug": value}
                               ).scalar_one_or_none()
+
+
+def unsupported_by_persona(paper: Paper, persona_id: int | None = None) -> list[dict]:
+    """Per persona (by name), how many of the paper's pieces, drafts too, have figures no cited
+    fact states in their current revision, and how many figures in all: `[{persona, pieces,
+    figures}]`, most figures first; only `persona_id`'s with one given. One query."""
+    query = (select(Persona.name, func.count(Piece.id), func.sum(Piece.unsupported_figures))
+             .join(Persona, Persona.id == Piece.persona_id)
+             .where(Piece.paper_id == paper.id, Piece.unsupported_figures > 0)
+             .group_by(Persona.name).order_by(func.sum(Piece.unsupported_figures).desc(), Persona.name))
+    if persona_id is not None:
+        query = query.where(Piece.persona_id == persona_id)
+    return [{"persona": name, "pieces": pieces, "figures": int(total)}
+            for name, pieces, total in db.session.execute(query)]
