@@ -360,3 +360,31 @@ def test_a_paper_can_refuse_a_filing_whose_figures_no_fact_states(client, desk_k
     fine = client.post("/api/v1/stories", headers=auth(admin), json={
         **GLACIER, "headline": "Ice front in Estrenia retreats 157 metres in a summer"})
     assert fine.status_code == 201 and fine.get_json()["unsupported_figures"] == []
+
+
+@pytest.mark.slow
+def test_the_monitor_checks_every_old_revision_of_a_corrected_piece_against_the_log(
+        client, runner, desk_keys, live, app):
+    from sqlalchemy import text
+
+    from extensions import db
+    from tests.test_transparency_log import monitor
+
+    admin = desk_keys["admin"]
+    piece = aired(client, admin)
+    aired(client, admin, "An untouched piece")
+    revise(client, admin, piece, headline="Rates rise a quarter point", kind="correction", note=NOTE)
+    worker(runner)
+    checkpoint_now(runner)
+    result = monitor(runner, live)
+    assert result.exit_code == 0, result.output
+    assert "2 pieces on air (2 recomputed, 2 revisions of corrected pieces)" in result.output
+    with app.app_context():
+        # The first revision's text rewritten behind its hash: the history no longer holds.
+        db.session.execute(text("UPDATE piece_revisions SET basis = :basis WHERE piece_id = :id AND rev = 1"),
+                           {"basis": json.dumps({"headline": "We never said half"}), "id": int(piece)})
+        db.session.execute(text("UPDATE papers SET version = version + 1"))
+        db.session.commit()
+    result = monitor(runner, live)
+    assert result.exit_code == 1
+    assert f"FAIL: piece {piece} (rates-rise-half-a-point) rev 1: its public text hashes to" in result.output

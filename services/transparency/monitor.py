@@ -20,7 +20,9 @@ tile and entry bundle, and every piece on air, and checks:
    public answer hashes to its `content_hash` (docs/PROOFS.md "From the public story to the
    hash basis"), which is its newest entry's: every piece's, read 200 at a time from the list
    with `full=true` (each row exactly its `/api/v1/stories/{id}` answer), or with `sample` the
-   pieces changed since the last run plus a random choice of the others, one GET each.
+   pieces changed since the last run plus a random choice of the others, one GET each;
+6. every revision in the public history of each corrected piece so read hashes to its
+   `content_hash`, the hash its log entry holds (docs/CORRECTIONS.md).
 
 Speed (docs/PROOFS.md has the figures): one keep-alive connection per thread; the list's next
 page requested (from its `Link`) while this one is checked; entries and bases re-encoded with
@@ -181,6 +183,7 @@ class Report:
     old_size: int | None = None
     pieces: int = 0
     recomputed: int = 0
+    revisions: int = 0
     tiles: int = 0
     cosigned_by: list[str] = field(default_factory=list)
     state: dict | None = None
@@ -488,8 +491,9 @@ def _check_pieces(client: Client, report: Report, logged: list[dict], paper: str
                 explained = change is not None and change["type"] != "unaired" and change["rev"] == served["rev"] \
                     and served.get("content_hash", change["content_hash"]) == change["content_hash"]
             (report.pending if explained else report.problems).append(problem)
+    _check_history(client, report, logged, answers, workers)
     progress(f"pieces: {len(rows)} on air checked against their newest entries, {len(answers)} public answers "
-             "recomputed")
+             f"recomputed, {report.revisions} revisions of corrected pieces")
 
 
 def _plain(basis: dict) -> bool:
@@ -518,4 +522,38 @@ def _answer(story: dict, paper: str, origin_url: str) -> dict:
     `content_hash`, whether it `matches` its recomputed hash (`hashes_to`) and that hash."""
     matches, recomputed = hashes_to(story, paper, origin_url)
     return {"id": story["id"], "slug": story["slug"], "rev": story["rev"], "content_hash": story["content_hash"],
-            "matches": matches, "recomputed": recomputed}
+            "matches": matches, "recomputed": recomputed, "corrected": bool(story.get("corrections"))}
+
+
+def _check_history(client: Client, report: Report, logged: list[dict], answers: list[dict], workers: int) -> None:
+    """Every earlier revision of each corrected piece among `answers` (docs/CORRECTIONS.md):
+    its public history's text hashes to its `content_hash`, which is the hash the log holds for
+    that piece and revision (the revisions since the piece aired are all logged)."""
+    hashes = {(e["piece"], e["rev"]): e["content_hash"] for e in logged if e["event"] != "unaired"}
+
+    def check(story: dict) -> list[str]:
+        problems = []
+        try:
+            history = client.json(f"/api/v1/stories/{story['id']}/revisions?limit=200")["revisions"]
+        except FetchError as exc:
+            return [f"piece {story['id']} ({story['slug']}): its history: {exc}"]
+        for revision in history:
+            label = f"piece {story['id']} ({story['slug']}) rev {revision['rev']}"
+            if hashes.get((story["id"], revision["rev"]), revision["content_hash"]) != revision["content_hash"]:
+                problems.append(f"{label}: the history says {revision['content_hash']}, the log "
+                                f"{hashes[(story['id'], revision['rev'])]}")
+            try:
+                text = client.json(f"/api/v1/stories/{story['id']}/revisions/{revision['rev']}")
+            except FetchError as exc:
+                problems.append(f"{label}: {exc}")
+                continue
+            if content_hash(text["basis"]) != revision["content_hash"]:
+                problems.append(f"{label}: its public text hashes to {content_hash(text['basis'])}, not "
+                                f"{revision['content_hash']}: changed behind its hash")
+        report.revisions += len(history)
+        return problems
+
+    corrected = [story for story in answers if story.get("corrected")]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for problems in pool.map(check, corrected):
+            report.problems.extend(problems)
