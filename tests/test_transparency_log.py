@@ -344,9 +344,10 @@ def test_the_monitor_passes_an_honest_paper_and_proves_each_run_consistent(clien
     state = tmp_path / "state.json"
     first = monitor(runner, live, state)
     assert first.exit_code == 0, first.output
-    # Every answer read from the list's one full page: log, index, checkpoint, 2 tiles, 1 page.
-    assert "OK: demo.localhost/log size 9" in first.output and "6 pieces on air (6 recomputed), 6 requests" \
-        in first.output
+    # Every answer read from the list's one full page: log, index, checkpoint, 2 tiles, 1 page;
+    # and the history of the piece revised on air (an update): its list and its 2 revisions.
+    assert "OK: demo.localhost/log size 9" in first.output
+    assert "6 pieces on air (6 recomputed, 2 revisions of corrected pieces), 9 requests" in first.output
     assert json.loads(state.read_text())["size"] == 9
     more = file(client, admin, "Another one")
     client.put(f"/api/v1/stories/{more}/air", headers=auth(admin))
