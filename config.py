@@ -214,6 +214,13 @@ def load() -> dict:
         "ACTIVITYPUB_ENABLED": _flag("ACTIVITYPUB_ENABLED", True),
         "ACTIVITYPUB_KEY_FETCH_SECONDS": float(os.environ.get("ACTIVITYPUB_KEY_FETCH_SECONDS", "3")),
         "ACTIVITYPUB_MAX_ATTEMPTS": int(os.environ.get("ACTIVITYPUB_MAX_ATTEMPTS", "10")),
+        # The most remote actors of one origin (scheme, host, port) that may follow one paper:
+        # past it a Follow is refused (403), so one server cannot fill the follower table.
+        "ACTIVITYPUB_MAX_FOLLOWERS_PER_ORIGIN": int(os.environ.get("ACTIVITYPUB_MAX_FOLLOWERS_PER_ORIGIN", "1000")),
+        # The most inbox POSTs that may wait on a sender's server at once among all the web
+        # workers of this instance folder (lock files there): keep it below the workers
+        # (WEB_CONCURRENCY), so the others serve the desk however slow strangers' servers are.
+        "ACTIVITYPUB_FETCH_SLOTS": int(os.environ.get("ACTIVITYPUB_FETCH_SLOTS", "2")),
         # Reach beyond the fediverse (docs/FEDERATION.md "WebSub and IndexNow"), both off when
         # empty: a WebSub hub (`https://pubsubhubbub.appspot.com/`) named in the feeds and pinged
         # when they change, and an IndexNow endpoint (`https://api.indexnow.org/indexnow`) sent

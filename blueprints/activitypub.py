@@ -1,11 +1,13 @@
 """The paper and its AI personas in the fediverse (docs/FEDERATION.md): WebFinger, NodeInfo,
 ActivityPub actors, Articles, inboxes, outboxes and follower counts.
 
-Every ActivityPub document lives at its own URL under `/ap/` and always answers
-`application/activity+json`, whatever the `Accept` header: nothing varies on a request header,
-so the response cache may keep these answers by URL (web/caching.py; each route's policy next
-to it, web/policy.py). Reader pages name their twin with `<link rel="alternate"
-type="application/activity+json">` (templates/base.html), and WebFinger names the actors. A
+Every ActivityPub document lives at its own URL under `/ap/` and answers
+`application/activity+json` whatever the `Accept` header, but for an Article's id, which
+sends a browser (`Accept` preferring text/html) to the story page: that route's policy
+`offers` both (web/policy.py), so its answers say `Vary: Accept` and the response cache and the
+replay keep the two apart (web/caching.py `chosen_type`); the others are kept by URL. Reader
+pages name their twin with `<link rel="alternate" type="application/activity+json">`
+(templates/base.html), and WebFinger names the actors. A
 private paper, an unknown host, or ACTIVITYPUB_ENABLED off: 404 on every route here.
 
 Inbox POSTs (`/ap/inbox`, `<actor>/inbox`) need an HTTP signature
@@ -17,10 +19,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 
-from flask import Blueprint, Response, abort, current_app, g, request, url_for
+from flask import Blueprint, Response, abort, current_app, g, redirect, request, url_for
 from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload, selectinload
 from werkzeug.exceptions import HTTPException
@@ -29,13 +32,13 @@ from blueprints.api import permissions
 from extensions import db
 from models import PAPER_ACTOR, ApFollower, Persona, Piece, PieceChange
 from models.clock import utcnow
-from services.delivery.federation import deliveries, documents, inbox, keys, pings
+from services.delivery.federation import deliveries, documents, inbox, keys, pings, remote
 from services.errors import BadRequest, DeskError, NotFound
 from services.newsroom import seeds
 from services.reading import stories, visibility
 from web import caching, errors, policy
 from web.commit import transactional
-from web.links import links
+from web.links import links, paper_links
 
 # Any origin may read these documents from a browser (fediverse web clients do).
 bp = policy.blueprint(Blueprint("activitypub", __name__), cors="read", problems=True)
@@ -103,24 +106,25 @@ def _rsa_pem(paper) -> str:
 @policy.route(query=("resource",))
 def webfinger():
     """RFC 7033 WebFinger for `acct:<paper slug>@<host>` (the paper) or `acct:<persona
-    slug>@<host>` (a persona), or an actor's URL: a JRD whose `self` link is the actor. 400
-    without `resource`; 404 for a name or host of no actor here."""
+    slug>@<host>` (a persona), or an actor's URL: a JRD whose `self` link is the actor, on the
+    paper's canonical origin whichever of its hosts is asked. 400 without `resource`; 404 for a
+    name or host of no actor here."""
     paper = _paper()
-    here = links()
+    here, asked = paper_links(), links()
     resource = request.args.get("resource", "").strip()
     if not resource:
         raise BadRequest("Name the account in `resource`, e.g. acct:demo@host.")
     if resource.startswith("acct:"):
         name, _, host = resource[5:].rpartition("@")
         name = name.lstrip("@").lower()
-        if host.lower() not in (here.host, here.host_name):
+        if host.lower() not in (here.host, here.host_name, asked.host, asked.host_name):
             raise NotFound("That account is not on this host.")
-    elif resource.startswith(here.origin + "/ap/"):
-        path = resource[len(here.origin):]
+    elif resource.startswith((here.origin + "/ap/", asked.origin + "/ap/")):
+        path = "/ap/" + resource.split("/ap/", 1)[1]
         name = paper.slug if path == "/ap/paper" else path.removeprefix("/ap/personas/")
     else:
         raise NotFound("That account is not on this host.")
-    subject = f"acct:{name}@{here.host}"
+    subject = "acct:" + documents.handle(here, name).removeprefix("@")
     if name == paper.slug:
         return _json(documents.webfinger(subject, documents.paper_actor(here), here.home()), JRD)
     persona = _persona(name)
@@ -130,14 +134,15 @@ def webfinger():
 
 @bp.route("/.well-known/nodeinfo")
 def nodeinfo_index():
-    """The NodeInfo discovery document: a link to NodeInfo 2.1."""
+    """The NodeInfo discovery document: links to NodeInfo 2.0 and 2.1."""
     _paper()
-    return _json(documents.nodeinfo_index(links()), "application/json")
+    return _json(documents.nodeinfo_index(paper_links()), "application/json")
 
 
-@bp.route("/nodeinfo/2.1")
-def nodeinfo():
-    """NodeInfo 2.1 of this paper's host."""
+@bp.route("/nodeinfo/2.0", defaults={"schema": "2.0"})
+@bp.route("/nodeinfo/2.1", defaults={"schema": "2.1"})
+def nodeinfo(schema: str):
+    """NodeInfo 2.0 or 2.1 of this paper's host."""
     paper = _paper()
     personas = db.session.scalar(select(func.count()).select_from(Persona).where(
         Persona.paper_id == paper.id, Persona.active.is_(True))) or 0
@@ -147,8 +152,8 @@ def nodeinfo():
         version = package_version("paper-desk")
     except PackageNotFoundError:  # pragma: no cover - always installed (make install)
         version = "0"
-    return _json(documents.nodeinfo(paper, version=version, personas=personas, pieces=pieces),
-                 'application/json; profile="http://nodeinfo.diaspora.software/ns/schema/2.1#"')
+    return _json(documents.nodeinfo(paper, schema=schema, version=version, personas=personas, pieces=pieces),
+                 f'application/json; profile="{documents.nodeinfo_schema(schema)}#"')
 
 
 @bp.route("/ap/context.jsonld")
@@ -182,7 +187,7 @@ def indexnow_key(key: str):
 def paper_actor():
     """The paper's actor (a `Service`)."""
     paper = _paper()
-    here = links()
+    here = paper_links()
     icon = here.absolute(url_for("static", filename="img/icon-512.png"))
     return _json(documents.paper_document(paper, here, rsa_pem=_rsa_pem(paper), receipt=keys.receipt_key(paper),
                                           icon=icon))
@@ -194,7 +199,7 @@ def persona_actor(slug: str):
     persona not on the masthead."""
     paper = _paper()
     persona = _persona(slug)
-    return _json(documents.persona_document(paper, persona, links(), rsa_pem=_rsa_pem(paper),
+    return _json(documents.persona_document(paper, persona, paper_links(), rsa_pem=_rsa_pem(paper),
                                             receipt=keys.receipt_key(paper)))
 
 
@@ -206,18 +211,21 @@ def _article(piece: Piece) -> dict:
     SECRET_KEY does not open the receipt key: a reader still gets the piece, and a proof is
     never made with another key (the worker, by contrast, stops and retries: nothing is sent)."""
     try:
-        return documents.article(g.paper, piece, links(), receipt=keys.receipt_key(g.paper),
+        return documents.article(g.paper, piece, paper_links(), receipt=keys.receipt_key(g.paper),
                                  secret=current_app.config["SECRET_KEY"])
     except seeds.SeedLocked:
         log.warning("serving an Article without its proof: the receipt key does not open (SECRET_KEY)")
-        return documents.article(g.paper, piece, links(), receipt=None, secret="")
+        return documents.article(g.paper, piece, paper_links(), receipt=None, secret="")
 
 
 @bp.route("/ap/stories/<int:id>")
+# Peers hand the `id` to their readers as the post's link: a browser is sent to the page.
+@policy.route(offers=(ACTIVITY_JSON, LD_JSON, "application/json", "text/html"))
 def article(id: int):  # noqa: A002 - `id`, as every route of a piece names it (tests/routes.py)
-    """A piece on air as an Article with its proof; 410 with a Tombstone for a piece pulled
-    from the air (or deleted) since it aired; 404 for a draft, a scheduled piece before its
-    instant, or no piece."""
+    """A piece on air as an Article with its proof, or, for a request whose `Accept` prefers
+    text/html (a browser), 303 to its story page (`Vary: Accept` on both); 410 with a Tombstone
+    for a piece pulled from the air (or deleted) since it aired; 404 for a draft, a scheduled
+    piece before its instant, or no piece."""
     paper = _paper()
     if id > stories.MAX_ID:
         raise NotFound("There is no such story on air.")
@@ -232,8 +240,10 @@ def article(id: int):  # noqa: A002 - `id`, as every route of a piece names it (
             .order_by(PieceChange.at.desc()).limit(1))
         if pulled is None:
             raise NotFound("There is no such story on air.")
-        return _json(documents.tombstone(links(), id, pulled), status=410)
+        return _json(documents.tombstone(paper_links(), id, pulled), status=410)
     caching.tag_piece(piece)
+    if caching.chosen_type() == "text/html":
+        return redirect(links().story_page(piece.slug), code=303)
     return _json(_article(piece))
 
 
@@ -251,7 +261,7 @@ def _page() -> int | None:
 
 def _outbox(local: str, persona: Persona | None):
     paper = g.paper
-    here = links()
+    here = paper_links()
     actor = documents.actor_of(here, local)
     collection_id = f"{actor}/outbox"
     query = stories.rows_query(paper)
@@ -295,7 +305,7 @@ def persona_outbox(slug: str):
 
 def _followers(local: str):
     paper = g.paper
-    collection_id = documents.actor_of(links(), local) + "/followers"
+    collection_id = documents.actor_of(paper_links(), local) + "/followers"
     document = documents.collection(collection_id, deliveries.followers_count(paper, local), paged=False)
     # The public sees a count; the paper's admin sees who (keyed answers are never cached).
     if permissions.reaches(g.get("key"), "admin"):
@@ -325,29 +335,41 @@ def persona_followers(slug: str):
 
 
 def _receive(local: str | None):
+    """Authenticate the POST (services/delivery/federation/inbox.py: the cheap checks, then at
+    most the sender's key and actor fetched, within ACTIVITYPUB_KEY_FETCH_SECONDS in all)
+    holding no database transaction, then act on it in one (web/commit.py)."""
     paper = _paper()
     config = current_app.config
     target = request.path + (f"?{request.query_string.decode('latin-1')}" if request.query_string else "")
     received = inbox.Request(method=request.method, target=target, headers=dict(request.headers),
                              body=request.get_data(cache=True))
-    outcome = inbox.receive(paper, links(), local, received, utcnow(),
-                            allow_private=config["WEBHOOK_ALLOW_PRIVATE"],
-                            seconds=config["ACTIVITYPUB_KEY_FETCH_SECONDS"])
-    return _json({"status": outcome.action, "detail": outcome.detail}, "application/json", 202)
+    # End the read transaction tenancy opened: nothing is held (no connection, no lock, no
+    # snapshot) while an unauthenticated sender is checked, however slow its server is.
+    db.session.rollback()
+    sender = inbox.authenticate(received, links().absolute(target), utcnow(),
+                                allow_private=config["WEBHOOK_ALLOW_PRIVATE"],
+                                seconds=config["ACTIVITYPUB_KEY_FETCH_SECONDS"],
+                                slots=remote.FetchSlots(os.path.join(current_app.instance_path, "ap-fetch-slots"),
+                                                        config["ACTIVITYPUB_FETCH_SLOTS"]))
+
+    def act():
+        outcome = inbox.receive(paper, paper_links(), local, sender, utcnow(),
+                                max_per_origin=config["ACTIVITYPUB_MAX_FOLLOWERS_PER_ORIGIN"])
+        return _json({"status": outcome.action, "detail": outcome.detail}, "application/json", 202)
+
+    return transactional(act)()
 
 
 @bp.route("/ap/inbox", methods=["POST"])
 @INBOX
-@transactional
 def shared_inbox():
     """The shared inbox: a signed Follow, Undo or Delete for any actor of the paper (202);
-    401 without a valid HTTP signature."""
+    401 without a valid HTTP signature (draft-cavage or RFC 9421)."""
     return _receive(None)
 
 
 @bp.route("/ap/paper/inbox", methods=["POST"])
 @INBOX
-@transactional
 def paper_inbox():
     """The paper's inbox (see `shared_inbox`)."""
     return _receive(PAPER_ACTOR)
@@ -355,7 +377,6 @@ def paper_inbox():
 
 @bp.route("/ap/personas/<string:slug>/inbox", methods=["POST"])
 @INBOX
-@transactional
 def persona_inbox(slug: str):
     """A persona's inbox (see `shared_inbox`); 404 for a persona not on the masthead."""
     _paper()

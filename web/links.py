@@ -4,12 +4,16 @@ Views and schemas call `links()`; services never read the request and take the r
 argument (services/links.py). The scheme is PUBLIC_URL_SCHEME (https in production
 behind a proxy); the host is the request's own, port included, so every paper's answers point
 at the host they were asked on.
+
+`paper_links()` is the exception: ActivityPub ids, keyIds and everything a peer stores name the
+paper's one canonical origin (services/links.py PaperOrigins, the origin the worker signs
+with), whichever of the paper's hosts a request came in on.
 """
 from __future__ import annotations
 
-from flask import current_app, request
+from flask import current_app, g, request
 
-from services.links import Links
+from services.links import Links, PaperOrigins
 from web import request_state
 
 
@@ -26,3 +30,11 @@ def links() -> Links:
     if found is None or found.origin != origin:
         found = state.links = Links(origin)
     return found
+
+
+def paper_links() -> Links:
+    """The `Links` of the request's paper's canonical origin (`PaperOrigins.links(g.paper)`,
+    what the worker uses outside requests), whatever host the request was made to: a paper served
+    on an alias host (`demo.papers.test` for the default paper at `papers.test`) hands out the
+    same ids there. Needs `g.paper` (tenancy)."""
+    return PaperOrigins.from_config(current_app.config).links(g.paper)

@@ -3,8 +3,8 @@
 
 `on_changes` is the `activitypub` consumer of services/delivery/change_stream.py: handed a
 paper's new public changes in feed order, inside the transaction that moves its cursor, it only
-writes rows, one `ApDelivery` per inbox (a follower's shared inbox once for all its followers
-there):
+writes rows, one `ApDelivery` per inbox (one shared inbox per host for all the followers there
+when the host has one; issue 31: many actors on one host cost that host one POST):
 
 | change   | activity, signed as                | to the inboxes of                         |
 |----------|------------------------------------|-------------------------------------------|
@@ -23,7 +23,9 @@ its Delete, signed by the paper when its persona is unknown.
 
 `deliver_due` runs in `flask drain-outbox` after the consumers: each due row is claimed with a
 lease (services/delivery/claims.py), signed as it leaves (draft-cavage rsa-sha256 over
-`(request-target) host date digest`, services/delivery/federation/httpsig.py) and posted within the
+`(request-target) host date digest`, services/delivery/federation/httpsig.py; on a 401, once
+more signed RFC 9421, services/delivery/federation/messagesig.py, and the host remembered) and
+posted within the
 webhooks' bounds (WEBHOOK_CONCURRENCY POSTs at once, WEBHOOK_RUN_SECONDS per run, 5 s per
 attempt, the webhooks' SSRF rules with WEBHOOK_ALLOW_PRIVATE), one at a time per inbox in the
 order written (a row waits while an earlier one to its inbox is pending). A 2xx is delivered; a 4xx other
@@ -47,7 +49,7 @@ from extensions import db
 from models import PAPER_ACTOR, ApDelivery, ApFollower, Paper, Piece
 from models.clock import utcnow
 from services.delivery import claims, post_queue, webhooks
-from services.delivery.federation import documents, httpsig, keys, remote
+from services.delivery.federation import documents, httpsig, keys, messagesig, remote
 from services.links import PaperOrigins
 
 CONTENT_TYPE = 'application/activity+json'
@@ -59,10 +61,17 @@ def _dumps(document: dict) -> str:
 
 def _inboxes(followers: list[ApFollower], locals_: set[str], at: datetime) -> list[str]:
     """Where an activity for a change public at `at` goes: the followers of `locals_` who
-    followed by then (a new follower is not sent the back catalogue), each by its shared inbox
-    if it has one, else its own; each inbox once, in first-follow order."""
-    return list(dict.fromkeys((f.shared_inbox or f.inbox) for f in followers
-                              if f.local in locals_ and f.created_at <= at))
+    followed by then (a new follower is not sent the back catalogue), one POST per host that
+    has a shared inbox (the first one named there, for every follower whose inbox is on that
+    host: the server hands it to each of its actors), else each follower's own inbox; each
+    inbox once, in first-follow order."""
+    chosen = [f for f in followers if f.local in locals_ and f.created_at <= at]
+    shared: dict[str, str] = {}
+    for follower in chosen:
+        if follower.shared_inbox:
+            shared.setdefault(remote.origin_of(follower.shared_inbox) or follower.shared_inbox, follower.shared_inbox)
+    return list(dict.fromkeys(shared.get(remote.origin_of(f.shared_inbox or f.inbox) or "", f.shared_inbox or f.inbox)
+                              for f in chosen))
 
 
 def _queue(paper: Paper, signer: str, kind: str, piece_id: int | None, body: str, inboxes: list[str],
@@ -161,29 +170,56 @@ def _claim(now: datetime, tried: set[int], clock: Callable[[], datetime], origin
     return _Job(row.id, row.inbox, row.body.encode("utf-8"), key_id, private, error, row.attempts)
 
 
-def signed_headers(job_inbox: str, body: bytes, key_id: str, private_key, at: datetime) -> dict:
-    """The headers of a POST of `body` to `job_inbox` signed at `at`: Host, Date, Digest,
-    Content-Type and Signature."""
+def signed_headers(job_inbox: str, body: bytes, key_id: str, private_key, at: datetime, *,
+                   rfc9421: bool = False) -> dict:
+    """The headers of a POST of `body` to `job_inbox` signed at `at`: Host, Date,
+    Content-Type, and draft-cavage `Digest` and `Signature`, or with `rfc9421` RFC 9421
+    `Content-Digest`, `Signature-Input` and `Signature` (messagesig.sign)."""
     parts = urlsplit(job_inbox)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     host = parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
-    headers = {"Host": host, "Date": httpsig.http_date(at), "Digest": httpsig.digest(body),
-               "Content-Type": CONTENT_TYPE}
+    headers = {"Host": host, "Date": httpsig.http_date(at), "Content-Type": CONTENT_TYPE}
+    if rfc9421:
+        return messagesig.sign(private_key, key_id, "POST", job_inbox, headers, body, at)
+    headers["Digest"] = httpsig.digest(body)
     headers["Signature"] = httpsig.sign(private_key, key_id, "POST", target, headers)
     return headers
 
 
-def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[], datetime]) -> webhooks.Attempt:
-    if job.private_key is None:
-        return webhooks.Attempt(False, None, job.error or "no signing key")
-    # Dated and signed as the request leaves: inboxes refuse a Date far from their clock.
-    headers = signed_headers(job.inbox, job.body, job.key_id, job.private_key, clock())
+# Hosts that answered 401 to draft-cavage and took RFC 9421 (this process's memory): their
+# next POSTs are signed that way first.
+_rfc9421_hosts: set[str] = set()
+
+
+def _post(job: _Job, headers: dict, *, allow_private: bool, timeout: float) -> webhooks.Attempt:
     try:
         status, _ = remote.exchange("POST", job.inbox, headers=headers, body=job.body, allow_private=allow_private,
                                     seconds=timeout, max_bytes=65536)
     except remote.FetchError as exc:
         return webhooks.Attempt(False, None, str(exc))
     return webhooks.Attempt(200 <= status < 300, status, None if 200 <= status < 300 else f"HTTP {status}")
+
+
+def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[], datetime]) -> webhooks.Attempt:
+    """POST one activity, signed draft-cavage; on a 401, once more signed RFC 9421 (the
+    "double knock"), within `timeout` in all. The host's answer is remembered: a host that took
+    RFC 9421 after refusing draft-cavage gets RFC 9421 first from then on (and draft-cavage on
+    its 401)."""
+    if job.private_key is None:
+        return webhooks.Attempt(False, None, job.error or "no signing key")
+    deadline = time.monotonic() + timeout
+    host = remote.origin_of(job.inbox) or job.inbox
+    order = [True, False] if host in _rfc9421_hosts else [False, True]
+    attempt = None
+    for rfc9421 in order:
+        # Dated and signed as the request leaves: inboxes refuse a Date far from their clock.
+        headers = signed_headers(job.inbox, job.body, job.key_id, job.private_key, clock(), rfc9421=rfc9421)
+        attempt = _post(job, headers, allow_private=allow_private, timeout=deadline - time.monotonic())
+        if attempt.status != 401 or deadline - time.monotonic() < 0.5:
+            break
+    if attempt.ok:
+        (_rfc9421_hosts.add if rfc9421 else _rfc9421_hosts.discard)(host)
+    return attempt
 
 
 def _record(job: _Job, attempt: webhooks.Attempt, report: post_queue.Report, at: datetime, max_attempts: int) -> None:

@@ -1,20 +1,37 @@
-"""Fetching a remote actor's public key: the one outside call Paper Desk makes on a request path
-(an inbox POST's HTTP signature is checked against the key its `keyId` names).
+"""Fetching a remote actor's documents: the one outside call Paper Desk makes on a request path
+(an inbox POST's HTTP signature is checked against the key its `keyId` names), made only after
+every check that needs no fetch has passed (services/delivery/federation/inbox.py).
 
-Bounded every way: the same target rules as webhooks (https only, the name resolved and every
-address public unless WEBHOOK_ALLOW_PRIVATE, the connection pinned to the checked address: no
-DNS rebinding; services/delivery/webhooks.py), no redirects, one deadline for the whole fetch
-(connect, send, answer: ACTIVITYPUB_KEY_FETCH_SECONDS, 3 s by default), at most MAX_BYTES of
-answer. Keys are cached in the process by keyId for CACHE_SECONDS (a bad signature refetches
-once, for a key the sender rotated), at most CACHE_SIZE of them.
+Bounded every way:
+- the same target rules as webhooks (https only, every address public unless
+  WEBHOOK_ALLOW_PRIVATE, the connection pinned to the checked address: no DNS rebinding;
+  services/delivery/webhooks.py), no redirects, at most MAX_BYTES of answer;
+- one deadline for everything a POST fetches, DNS included: the name is resolved in a small
+  pool of resolver threads (RESOLVERS) and waited for only until the deadline (a silent
+  resolver costs the budget, never more), then connect, send and answer get what is left;
+- at most PER_ORIGIN fetches to one origin at once in this process, and at most
+  ACTIVITYPUB_FETCH_SLOTS fetches at once among all the web workers of the machine (`FetchSlots`:
+  sync workers serve one request each, so this is what keeps workers free for the desk while
+  strangers' servers are slow); past either, refused at once, never queued (`busy`); an origin
+  whose fetch failed for want of an answer (network trouble, a timeout, a 5xx) is not asked
+  again for FAILURE_SECONDS (the negative cache);
+- keys are cached in the process by keyId for CACHE_SECONDS (at most CACHE_SIZE of them); a
+  signature that fails against a cached key refetches it once (a key the sender rotated), when
+  that key was fetched at least REFRESH_SECONDS ago: bad signatures naming someone's keyId
+  cannot make us ask that server more than once a minute.
 """
 from __future__ import annotations
 
+import fcntl
 import http.client
 import json
+import os
 import ssl
 import threading
 import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from urllib.parse import urldefrag, urlsplit
 
@@ -22,24 +39,62 @@ from services.delivery import webhooks
 
 MAX_BYTES = 256 * 1024
 CACHE_SECONDS = 600
+REFRESH_SECONDS = 60
 CACHE_SIZE = 2048
+FAILURE_SECONDS = 60
+PER_ORIGIN = 2
+RESOLVERS = 8
 ACCEPT = 'application/activity+json, application/ld+json; profile="https://www.w3.org/ns/activitystreams"'
 USER_AGENT = "PaperDesk-ActivityPub/1"
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 class FetchError(Exception):
-    """The key could not be fetched or read; `str()` is the reason (no secrets in it), `status`
-    the HTTP status when there was an answer (410: the actor is gone)."""
+    """The document could not be fetched or read; `str()` is the reason (no secrets in it),
+    `status` the HTTP status when there was an answer (410: the actor is gone), `retry_after`
+    the seconds after which asking again may succeed when nothing was asked now (too many
+    fetches at once, or the origin in the negative cache), else None."""
 
-    def __init__(self, reason: str, status: int | None = None):
+    def __init__(self, reason: str, status: int | None = None, *, unanswered: bool = False,
+                 retry_after: int | None = None):
         super().__init__(reason)
         self.status = status
+        self.unanswered = unanswered  # no answer at all (network trouble, time out): the origin is down
+        self.retry_after = retry_after
+
+
+class FetchSlots:
+    """At most `count` fetches at once among every process sharing `directory` (the web workers
+    of one deployment on one machine): a fetch holds an exclusive `flock` on one of `count`
+    files there, taken without waiting; a process that dies lets go of its lock."""
+
+    def __init__(self, directory: str, count: int):
+        self.directory, self.count = directory, count
+
+    @contextmanager
+    def hold(self) -> Iterator[None]:
+        """Hold a free slot for the block. Raises FetchError (`retry_after` set) when none is."""
+        os.makedirs(self.directory, exist_ok=True)
+        for n in range(self.count):
+            fd = os.open(os.path.join(self.directory, f"slot-{n}.lock"), os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                os.close(fd)
+            return
+        raise FetchError(f"all {self.count} key fetches of this server are under way", retry_after=5)
 
 
 @dataclass(frozen=True)
 class RemoteKey:
-    """A sender's key as its `keyId` document gives it: the PEM, the `owner` actor, and that
-    actor's `inbox` and `sharedInbox` when the document is the actor itself (else None)."""
+    """A sender's key bound to its actor: the PEM, the `owner` actor (which lists the key), and
+    that actor's `inbox` and `sharedInbox` as the actor document gives them (None when absent)."""
 
     key_id: str
     pem: str
@@ -49,19 +104,61 @@ class RemoteKey:
 
 
 _cache: dict[str, tuple[float, RemoteKey]] = {}
+_failed: dict[str, float] = {}  # origin -> monotonic instant until which it is not asked
+_busy: dict[str, int] = {}  # origin -> fetches to it under way in this process
 _lock = threading.Lock()
+# Names resolve here, so that waiting for one is bounded by the caller's deadline: a resolver
+# that never answers holds one of these threads, never a request.
+_resolvers = ThreadPoolExecutor(max_workers=RESOLVERS, thread_name_prefix="ap-resolve")
+
+
+def origin_of(url: str) -> str | None:
+    """`scheme://host[:port]` of an http(s) URL, lower-cased, the scheme's default port left
+    out (`HTTPS://A.example:443/x` -> `https://a.example`); None for anything else."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        return None
+    host = parts.hostname.lower()
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{scheme}://{host}" + ("" if port in (None, _DEFAULT_PORTS[scheme]) else f":{port}")
+
+
+def _addresses(url: str, *, allow_private: bool, seconds: float) -> list[str]:
+    """webhooks.check_url within `seconds`, resolution included. Raises FetchError."""
+    try:
+        webhooks.check_url(url, allow_private=allow_private, resolve=False)  # refused without a lookup
+    except webhooks.WebhookTargetError as exc:
+        raise FetchError(str(exc)) from None
+    if seconds <= 0:
+        raise FetchError("no time left to resolve the name", unanswered=True)
+    lookup = _resolvers.submit(webhooks.check_url, url, allow_private=allow_private)
+    try:
+        return lookup.result(timeout=seconds)
+    except TimeoutError:
+        lookup.cancel()
+        raise FetchError(f"the name did not resolve within {seconds:.1f}s", unanswered=True) from None
+    except webhooks.WebhookTargetError as exc:
+        raise FetchError(str(exc)) from None
 
 
 def exchange(method: str, url: str, *, headers: dict, body: bytes | None, allow_private: bool,
              seconds: float, max_bytes: int = MAX_BYTES) -> tuple[int, bytes]:
-    """One HTTP request to `url` within `seconds` in all (connect, send, answer), to the address
-    the target check resolved (webhooks.check_url); returns (status, at most `max_bytes` + 1 of
-    the answer). `headers` are sent as given (a `Host` among them replaces the default). Never
-    follows a redirect. Raises FetchError for a refused target or network trouble."""
-    try:
-        addresses = webhooks.check_url(url, allow_private=allow_private)
-    except webhooks.WebhookTargetError as exc:
-        raise FetchError(str(exc)) from exc
+    """One HTTP request to `url` within `seconds` in all (name resolution, connect, send,
+    answer), to the address the target check resolved (webhooks.check_url); returns (status,
+    at most `max_bytes` + 1 of the answer). `headers` are sent as given (a `Host` among them
+    replaces the default). Never follows a redirect. Raises FetchError for a refused target or
+    network trouble (`unanswered` set for the latter)."""
+    started = time.monotonic()
+    addresses = _addresses(url, allow_private=allow_private, seconds=seconds)
+    seconds -= time.monotonic() - started
+    if seconds <= 0.05:
+        raise FetchError("no time left after resolving the name", unanswered=True)
     parts = urlsplit(url)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     # The webhooks' own connections: pinned to the checked address, cut at one deadline.
@@ -76,26 +173,68 @@ def exchange(method: str, url: str, *, headers: dict, body: bytes | None, allow_
         status = response.status
     except (OSError, http.client.HTTPException) as exc:
         if conn.deadline.expired:
-            raise FetchError(f"no complete answer within {seconds:g}s") from None
-        raise FetchError(f"{type(exc).__name__}: {exc}"[:300]) from None
+            raise FetchError(f"no complete answer within {seconds:.1f}s", unanswered=True) from None
+        raise FetchError(f"{type(exc).__name__}: {exc}"[:300], unanswered=True) from None
     finally:
         conn.deadline.timer.cancel()
         conn.close()
     return status, raw
 
 
+@contextmanager
+def _slot(origin: str) -> Iterator[None]:
+    """One of PER_ORIGIN fetches to `origin` at once, unless it failed to answer lately.
+    Raises FetchError at once otherwise (nothing waits)."""
+    now = time.monotonic()
+    with _lock:
+        until = _failed.get(origin, 0.0)
+        if until > now:
+            wait = int(until - now) + 1
+            raise FetchError(f"{origin} did not answer lately; it is not asked again for {wait}s", retry_after=wait)
+        if _busy.get(origin, 0) >= PER_ORIGIN:
+            raise FetchError(f"{PER_ORIGIN} fetches to {origin} are already under way", retry_after=5)
+        _busy[origin] = _busy.get(origin, 0) + 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _busy[origin] -= 1
+            if not _busy[origin]:
+                del _busy[origin]
+
+
+def _failing(origin: str) -> None:
+    with _lock:
+        if len(_failed) >= CACHE_SIZE:
+            _failed.clear()
+        _failed[origin] = time.monotonic() + FAILURE_SECONDS
+
+
 def get_json(url: str, *, allow_private: bool, seconds: float) -> dict:
-    """GET `url` for an ActivityStreams document within `seconds` in all; returns the JSON
-    object. Raises FetchError (refused target, network trouble, non-200, too large, not JSON)."""
-    status, raw = exchange("GET", url, headers={"Accept": ACCEPT}, body=None, allow_private=allow_private,
-                           seconds=seconds)
+    """GET `url` for an ActivityStreams document within `seconds` in all (DNS included);
+    returns the JSON object. Raises FetchError (refused target, the origin busy or failing
+    lately, network trouble, non-200, too large, not JSON); no answer or a 5xx puts the origin
+    in the negative cache for FAILURE_SECONDS."""
+    origin = origin_of(url)
+    if origin is None:
+        raise FetchError("the URL is not http(s)")
+    with _slot(origin):
+        try:
+            status, raw = exchange("GET", url, headers={"Accept": ACCEPT}, body=None, allow_private=allow_private,
+                                   seconds=seconds)
+        except FetchError as exc:
+            if exc.unanswered:
+                _failing(origin)
+            raise
+    if status >= 500:
+        _failing(origin)
     if status != 200:
         raise FetchError(f"HTTP {status}", status)
     if len(raw) > MAX_BYTES:
         raise FetchError("the document is too large")
     try:
         document = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise FetchError("the document is not JSON") from None
     if not isinstance(document, dict):
         raise FetchError("the document is not a JSON object")
@@ -110,42 +249,66 @@ def _text(value) -> str | None:
     return value if ok else None
 
 
-def read_key(key_id: str, document: dict) -> RemoteKey:
-    """The key `key_id` from its document: an actor with `publicKey` (an object or a list of
-    them) holding one whose `id` is `key_id`, or a key object itself. Raises FetchError."""
-    candidates = document.get("publicKey") if "publicKey" in document else document
-    candidates = candidates if isinstance(candidates, list) else [candidates]
-    for key in candidates:
-        if isinstance(key, dict) and key.get("id") == key_id and isinstance(key.get("publicKeyPem"), str):
-            owner = _text(key.get("owner")) or _text(document.get("id"))
-            if owner is None:
-                break
-            is_actor = _text(document.get("id")) == owner
-            endpoints = document.get("endpoints") if isinstance(document.get("endpoints"), dict) else {}
-            return RemoteKey(key_id, key["publicKeyPem"], owner,
-                             _text(document.get("inbox")) if is_actor else None,
-                             _text(endpoints.get("sharedInbox")) if is_actor else None)
+def _keys(document: dict) -> list[dict]:
+    """The key objects `document` publishes: its `publicKey` (an object or a list) if it has
+    one, else the document itself (a key published on its own)."""
+    found = document.get("publicKey") if "publicKey" in document else document
+    return [key for key in (found if isinstance(found, list) else [found]) if isinstance(key, dict)]
+
+
+def _inboxes(actor: dict) -> tuple[str | None, str | None]:
+    endpoints = actor.get("endpoints") if isinstance(actor.get("endpoints"), dict) else {}
+    return _text(actor.get("inbox")), _text(endpoints.get("sharedInbox"))
+
+
+def read_key(key_id: str, actor: str, document: dict) -> tuple[str, bool]:
+    """The PEM of the key `key_id` in its `document` and whether that document is the actor
+    `actor` itself (else a key published apart, whose actor must still be fetched and must list
+    it). The key must be owned by `actor`, and an actor document must be `actor`'s. Raises
+    FetchError."""
+    is_actor = "publicKey" in document
+    if is_actor and _text(document.get("id")) != actor:
+        raise FetchError("the key document is another actor's")
+    for key in _keys(document):
+        if key.get("id") == key_id and isinstance(key.get("publicKeyPem"), str):
+            if (_text(key.get("owner")) or (actor if is_actor else None)) != actor:
+                raise FetchError("the key's owner is not the activity's actor")
+            return key["publicKeyPem"], is_actor
     raise FetchError("the document holds no such key")
 
 
-def fetch_key(key_id: str, *, allow_private: bool, seconds: float, fresh: bool = False) -> RemoteKey:
-    """The key named `key_id` (its fragment dropped for the fetch), from the cache unless
-    `fresh`. Raises FetchError."""
-    now = time.monotonic()
+def fetch_key(key_id: str, actor: str, *, allow_private: bool, deadline: float, fresh: bool = False,
+              slots: FetchSlots | None = None) -> tuple[RemoteKey, bool]:
+    """The key `key_id` bound to `actor`, as Mastodon binds them (the caller has checked that
+    both share one origin): the keyId's document (its fragment dropped) publishes the key as
+    owned by `actor`; when that document is not the actor itself, `actor`'s document is fetched
+    too and must list the key. Inbox and shared inbox come from the actor's document only.
+    From the cache unless `fresh`; every fetch ends by `deadline` (time.monotonic()), holding
+    one of `slots` when given. Returns (key, whether it may be fetched afresh when a signature
+    fails under it: a cached key at least REFRESH_SECONDS old). Raises FetchError."""
     if not fresh:
         with _lock:
             hit = _cache.get(key_id)
-        if hit is not None and now - hit[0] < CACHE_SECONDS:
-            return hit[1]
-    key = read_key(key_id, get_json(urldefrag(key_id)[0], allow_private=allow_private, seconds=seconds))
+        age = time.time() - hit[0] if hit is not None else CACHE_SECONDS
+        if hit is not None and 0 <= age < CACHE_SECONDS and hit[1].owner == actor:
+            return hit[1], age >= REFRESH_SECONDS
+    with slots.hold() if slots is not None else nullcontext():
+        document = get_json(urldefrag(key_id)[0], allow_private=allow_private, seconds=deadline - time.monotonic())
+        pem, is_actor = read_key(key_id, actor, document)
+        if not is_actor:
+            document = get_json(actor, allow_private=allow_private, seconds=deadline - time.monotonic())
+            if _text(document.get("id")) != actor or not any(k.get("id") == key_id for k in _keys(document)):
+                raise FetchError("the actor does not list that key")
+    key = RemoteKey(key_id, pem, actor, *_inboxes(document))
     with _lock:
         if len(_cache) >= CACHE_SIZE:
             _cache.clear()
-        _cache[key_id] = (now, key)
-    return key
+        _cache[key_id] = (time.time(), key)  # the wall clock: tests travel in time
+    return key, False
 
 
 def forget_all() -> None:
-    """Empty the key cache (tests)."""
+    """Empty the key cache and the negative cache (tests)."""
     with _lock:
         _cache.clear()
+        _failed.clear()
