@@ -1303,8 +1303,8 @@ def scenario_redis_lifetimes(db_url: str, key: str, backend: str, work: Path, ar
 
 
 def scenario_state_file(template: Path, key: str, work: Path, args) -> Result:
-    """The SQLite host (SHARED_STATE host, 2 workers): its state file deleted and one worker
-    restarted (a recycled worker), then truncated to 0 bytes; a pull and reads after each."""
+    """The SQLite host (SHARED_STATE host, 2 workers): its state file truncated to 0 bytes,
+    then deleted and one worker restarted (a recycled worker); a pull and reads after each."""
     result = Result("state-file", "sqlite")
     folder = work / "state-file"
     folder.mkdir(parents=True)
@@ -1315,9 +1315,9 @@ def scenario_state_file(template: Path, key: str, work: Path, args) -> Result:
     tally, stale, phases = Tally(), 0, []
     with Gunicorn("state-file", env) as server:
         client = Client(server.port, tally, key)
-        for phase, piece in (("deleted", _on_air_piece(client, 0)), ("truncated", _on_air_piece(client, 1))):
+        for phase, piece in (("truncated", _on_air_piece(client, 0)), ("deleted", _on_air_piece(client, 1))):
             reads = StaleReads([client], piece)
-            reads.read(10)
+            reads.read(40)  # both workers read the state file (sync workers take connections unevenly)
             if phase == "deleted":
                 state_file.unlink()
                 booted = server.count("Booting worker")
@@ -1329,7 +1329,8 @@ def scenario_state_file(template: Path, key: str, work: Path, args) -> Result:
                     time.sleep(0.1)
                 time.sleep(1.0)
             else:
-                os.truncate(state_file, 0)
+                os.truncate(state_file, 0)  # the workers hold it open (and, before issue 32, mapped)
+                time.sleep(0.5)
             reads.read(10)
             acked = _pull(client, piece)
             reads.read(20)

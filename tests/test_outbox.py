@@ -203,6 +203,8 @@ def test_the_drainer_loop_sends_within_a_poll_and_stops_cleanly_on_sigterm(clien
     drainer = subprocess.Popen([flask, "drain-outbox"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)
     try:
+        # It says which origin its links use (commands/outbox.py announce_origin), then polls.
+        assert drainer.stdout.readline().startswith("drain-outbox: links on http://localhost (PUBLIC_BASE_URL)")
         assert drainer.stdout.readline().startswith("drain-outbox: polling every 0.2s")
         assert client.post("/api/v1/subscribers", json={"email": "loop@example.com"}).status_code == 202
         line = drainer.stdout.readline()
