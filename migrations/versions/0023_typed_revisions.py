@@ -50,9 +50,9 @@ def upgrade():
 
 def downgrade():
     op.execute("DELETE FROM change_cursors WHERE consumer = 'correction-alerts'")
-    with op.batch_alter_table('piece_changes', schema=None) as batch_op:
-        batch_op.drop_column('note')
-        batch_op.drop_column('kind')
-    with op.batch_alter_table('pieces', schema=None) as batch_op:
-        batch_op.drop_column('unsupported_figures')
-        batch_op.drop_column('notices')
+    # Plain ALTER TABLE ... DROP COLUMN (SQLite 3.35+), not a batch copy: copying `pieces` would
+    # drop the full-text search triggers migrations 0005 and 0011 put on it.
+    op.drop_column('piece_changes', 'note')
+    op.drop_column('piece_changes', 'kind')
+    op.drop_column('pieces', 'unsupported_figures')
+    op.drop_column('pieces', 'notices')
