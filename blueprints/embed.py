@@ -48,7 +48,7 @@ def card(id: str):
     html = render_template(
         "embed/card.html", piece=piece, paper=g.paper, story_url=links().story_page(piece.slug),
         picture=embeds.picture(piece, g.paper.nameplate, links=links()),
-        disclosure=disclosure(piece.persona.name, g.paper.nameplate),
+        disclosure=disclosure(piece.persona.name, g.paper.nameplate), corrected=embeds.corrected_at(piece),
     )
     response = make_response(html)
     # A card is for frames, not for search results: the story page is the canonical copy.

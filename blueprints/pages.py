@@ -21,8 +21,8 @@ from flask import Blueprint, abort, current_app, g, make_response, render_templa
 
 from models.clock import rfc3339
 from services.delivery.federation import documents
-from services.reading import archive, front, lookups, reader, search, stories
-from services.rendering import embeds, prose
+from services.reading import archive, front, lookups, reader, revisions, search, stories
+from services.rendering import diffs, embeds, prose
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from web import caching, policy, security
 from web.links import links
@@ -99,7 +99,7 @@ def publisher() -> dict:
     512 px square icon, static/img/icon-512.png, as search engines ask of a publisher logo)."""
     here = links()
     return {"@type": "NewsMediaOrganization", "@id": here.home() + "#publisher", "name": g.paper.nameplate,
-            "url": here.home(),
+            "url": here.home(), "correctionsPolicy": here.absolute("/corrections"),
             "logo": {"@type": "ImageObject", "width": 512, "height": 512,
                      "url": here.absolute(url_for("static", filename="img/icon-512.png"))}}
 
@@ -220,11 +220,38 @@ def story(id: str):
         author_url=embeds.masthead_entry(piece.persona.slug, links=links()),
         json_ld=news_article(piece, story_url, picture),
         related=reader.related_pieces(g.paper, piece, version_state=caching.paper_state()),
+        notices=revisions.notices_of(piece), retraction=revisions.retraction_of(piece),
         # Mastodon credits a shared link to the account this names (the persona's attributionDomains
         # include this host), when the paper federates.
         fediverse_creator=documents.handle(links(), piece.persona.slug)
         if current_app.config.get("ACTIVITYPUB_ENABLED", True) and g.paper.is_public else None,
     )
+
+
+@bp.route("/stories/<string:id>/history")
+def story_history(id: str):
+    """A story's history: each public revision's kind, note and receipt hash, newest first,
+    with what it changed in headline, standfirst, text and cited facts as a word diff."""
+    piece = stories.find(g.paper, id)
+    history = revisions.history_of(g.paper, id) if piece is not None else None
+    if history is None:
+        abort(404, description="There is no such story on air in this paper.")
+    caching.tag_piece(piece)
+    entries = [{**entry, "api": links().api(f"/stories/{piece.id}/revisions/{entry['rev']}")}
+               for entry in diffs.timeline(revisions.texts(history))]
+    return render_template("pages/history.html", piece=piece, entries=entries,
+                           story_url=links().story_page(piece.slug), active_nav=piece.section.slug)
+
+
+def correction_graph(piece) -> dict:
+    """A NewsArticle's `correction`s: each public notice of the piece as a schema.org
+    `CorrectionComment` (its note as `text`, dated), and nothing for a piece never corrected."""
+    notices = revisions.notices_of(piece)
+    if not notices:
+        return {}
+    history = links().absolute(f"/stories/{piece.slug}/history")
+    return {"correction": [{"@type": "CorrectionComment", "text": f"{n['kind'].title()}: {n['note']}".rstrip(": "),
+                            "datePublished": n["at"], "url": f"{history}#rev-{n['rev']}"} for n in notices]}
 
 
 def news_article(piece, story_url: str, image: str) -> dict:
@@ -264,6 +291,7 @@ def news_article(piece, story_url: str, image: str) -> dict:
         "publisher": organization,
         "isAccessibleForFree": True,
         "version": str(piece.rev),
+        **correction_graph(piece),
         "citation": [
             {"@type": "CreativeWork", "name": fact.statement,
              "publisher": {"@type": "Organization", "name": fact.source},
@@ -394,6 +422,13 @@ def video_object(edition, page_url: str, media: dict) -> dict:
     if edition.transcript:
         data["transcript"] = edition.transcript
     return data
+
+
+@bp.route("/corrections")
+def corrections_policy():
+    """The paper's corrections policy (schema.org `correctionsPolicy` of the publisher): what
+    each revision kind means and how a reader checks an old revision (docs/CORRECTIONS.md)."""
+    return render_template("pages/corrections.html")
 
 
 @bp.route("/masthead")

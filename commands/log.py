@@ -107,7 +107,9 @@ def verify(base: str, host: str | None, state_file: Path | None, grace: float, w
         click.echo(f"cosigned by: {', '.join(report.cosigned_by)}")
     if report.ok:
         click.echo(f"OK: {report.origin} size {report.size}, {report.tiles} tiles, {report.pieces} pieces on air "
-                   f"({report.recomputed} recomputed), {client.requests} requests in {seconds:.1f}s")
+                   f"({report.recomputed} recomputed"
+                   + (f", {report.revisions} revisions of corrected pieces" if report.revisions else "")
+                   + f"), {client.requests} requests in {seconds:.1f}s")
         return
     for problem in report.problems:
         click.echo(f"FAIL: {problem}", err=True)

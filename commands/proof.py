@@ -129,7 +129,8 @@ def verify_proof(source: str | None, keys_source: str | None, desk_key: str | No
     """Recompute a proof's content hash from its basis and check its receipt (and the whole
     revision chain) against the paper's published Ed25519 keys. Exits 0 when it holds, 1 when not.
 
-    SOURCE is a proof JSON file or a proof URL; or use --paper SLUG --piece ID.
+    SOURCE is a proof JSON file or a proof URL, or a revision of a piece's public history
+    (`/api/v1/stories/ID/revisions/REV`, checked on its own: no chain); or use --paper SLUG --piece ID.
     """
     if slug and piece_id:
         paper = _paper(slug)
@@ -151,7 +152,8 @@ def verify_proof(source: str | None, keys_source: str | None, desk_key: str | No
             where = "the proof itself (pass --keys to check against the paper's published keys)"
     else:
         raise click.UsageError("give a proof FILE or URL, or --paper SLUG --piece ID")
-    problems = provenance.check_proof(proof, published)
+    chain = "generations" in proof  # a proof has its chain; a revision of the history stands alone
+    problems = provenance.check_proof(proof, published, chain=chain)
     label = f"piece {proof.get('id')} rev {proof.get('rev')} ({proof.get('content_hash')})"
     if problems:
         click.echo(f"FAILED: {label}", err=True)
@@ -160,7 +162,8 @@ def verify_proof(source: str | None, keys_source: str | None, desk_key: str | No
         raise SystemExit(1)
     kid = (proof.get("receipt_verify") or {}).get("kid")
     click.echo(f"OK: {label}: the basis matches its content hash and the receipt verifies under "
-               f"key {kid} from {where}; {len(proof.get('generations', []))} generation(s) chain.")
+               f"key {kid} from {where}; "
+               + (f"{len(proof['generations'])} generation(s) chain." if chain else "one revision, no chain."))
     click.echo("This proves who filed the piece and that it is unchanged; it never proves that "
                "its claims are true.")
 

@@ -34,7 +34,7 @@ from flask.cli import with_appcontext
 
 from extensions import db
 from models.clock import utcnow
-from services.delivery import alerts, change_stream, content_webhooks, mail, outbox, queues, subscriptions, webhooks
+from services.delivery import alerts, change_stream, content_webhooks, corrections, mail, outbox, queues, webhooks
 from services.delivery.federation import deliveries as activitypub
 from services.delivery.federation import pings
 from services.links import PaperOrigins
@@ -84,10 +84,11 @@ def sign_checkpoints(now: datetime, *, interval: float | None = None) -> list[tu
 
 
 def drain_confirms(should_stop=None) -> outbox.DrainReport:
-    """One pass over the confirm mail that is due (ended early once `should_stop()` is true);
+    """One pass over the confirm mail and correction alerts that are due (ended early once
+    `should_stop()` is true);
     prints `outbox: sent N, retrying R, failed F` when it did anything (`, skipped S` for
     messages no longer needed), and the first errors."""
-    report = outbox.drain(utcnow, build=subscriptions.confirm_message, should_stop=should_stop,
+    report = outbox.drain(utcnow, build=corrections.outbox_message, should_stop=should_stop,
                           deadline=time.monotonic() + current_app.config["OUTBOX_RUN_SECONDS"])
     if report.sent or report.retrying or report.failed or report.skipped:
         click.echo(f"outbox: sent {report.sent}, retrying {report.retrying}, failed {report.failed}"

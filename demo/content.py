@@ -19,6 +19,7 @@ import hashlib
 import random
 
 from demo.kits import KITS
+from services.newsroom import figures
 from services.newsroom.filing import slugify
 
 # (name, description), in the paper's order.
@@ -290,12 +291,16 @@ def claim_key(source: str, key: str, slots: dict) -> str:
 
 def _wording(rng: random.Random, kit: dict, slots: _Slots, world: World) -> tuple[str, str] | None:
     """A headline and a dek for this kit and its slots, each one of the kit's ways of saying it
-    (`headlines`, `deks`, tried in a random order) that this world has not printed yet; None
-    when every way is taken."""
+    (`headlines`, `deks`, tried in a random order) that this world has not printed yet and whose
+    figures the kit's facts state; None when every way is taken."""
     headlines = [_capital(h.format_map(slots)) for h in rng.sample(kit["headlines"], len(kit["headlines"]))]
     deks = [_capital(d.format_map(slots)) for d in rng.sample(kit["deks"], len(kit["deks"]))]
-    headline = next((h for h in headlines if h not in world.headlines), None)
-    dek = next((d for d in deks if d not in world.deks), None)
+    # A wording whose figures the kit's facts do not state would contradict the piece's own
+    # footnotes ("retreats 32 metres" over a fact of 157): never chosen.
+    facts = [{"statement": fact[0].format_map(slots)} for fact in kit["facts"]]
+    headline = next((h for h in headlines if h not in world.headlines
+                     and not figures.unsupported({"headline": h}, facts)), None)
+    dek = next((d for d in deks if d not in world.deks and not figures.unsupported({"dek": d}, facts)), None)
     return None if headline is None or dek is None else (headline, dek)
 
 
@@ -314,8 +319,15 @@ def _draw(rng: random.Random, section: str, world: World, first: int) -> tuple[d
         if wording is not None:
             return kit, slots, subject, wording
     world.exhausted.add(section)
-    return kit, slots, subject, (_capital(rng.choice(kit["headlines"]).format_map(slots)),
-                                 _capital(rng.choice(kit["deks"]).format_map(slots)))
+    facts = [{"statement": fact[0].format_map(slots)} for fact in kit["facts"]]
+
+    def told(ways: list[str], field: str) -> str:
+        # Repeats allowed now, contradictions still not (when the kit has a way without one).
+        said = [_capital(way.format_map(slots)) for way in ways]
+        fitting = [text for text in said if not figures.unsupported({field: text}, facts)]
+        return rng.choice(fitting or said)
+
+    return kit, slots, subject, (told(kit["headlines"], "headline"), told(kit["deks"], "dek"))
 
 
 def compose(rng: random.Random, section: str, world: World | None = None, turn: int = 0) -> dict:
@@ -330,6 +342,12 @@ def compose(rng: random.Random, section: str, world: World | None = None, turn: 
     world = world if world is not None else World()
     kit, slots, subject, (headline, dek) = _draw(rng, section, world, turn)
     k = rng.randint(2, len(kit["facts"]))
+    # Every figure of the headline and dek is a figure a cited fact states: cite as many of the
+    # kit's facts as that takes (services/newsroom/figures.py; tests/test_demo_paper.py).
+    wording = {"headline": headline, "dek": dek}
+    while k < len(kit["facts"]) and figures.unsupported(
+            wording, [{"statement": f[0].format_map(slots)} for f in kit["facts"][:k]]):
+        k += 1
     facts = []
     for statement, source, instrument, key in kit["facts"][:k]:
         source_text = source.format_map(slots)

@@ -433,7 +433,7 @@ MORE_KITS: dict[str, list[dict]] = {
          "speaker": "{person}, speaking after the count in {abroad_city}"},
         {"headline": "{home_city} council sets up citizens' assembly on {topic}",
          "once": "assembly/{home_city}/{topic}",
-         "dek": "{n3} residents of {home_city}, drawn by lot, will report on {topic} within {months} months.",
+         "dek": "{n3} residents of {home_city}, drawn by lot, will report on {topic} within a year.",
          "facts": [
              ("The assembly will have {n3} members chosen by lottery from the electoral roll.",
               "{home_city} City Council", "Council resolution", "assembly/{home_city}/{topic}/size"),
@@ -683,8 +683,9 @@ VARIANTS: dict[str, tuple[list[str], list[str]]] = {
         ["{person} replaces a minister who clashed with colleagues over the spending review.",
          "The reshuffle in {abroad_country} comes with debt at {debt}% of output."]),
     "glacier/{country}": (
-        ["{country} glacier shrinks to smallest on record", "Ice front in {country} retreats {n} metres in a summer"],
-        ["Surveyors measured the ice front in {country} {n} metres further back than last year.",
+        ["{country} glacier shrinks to smallest on record",
+         "Ice front in {country} retreats {depth} metres in a summer"],
+        ["Surveyors measured the ice front in {country} {depth} metres further back than last year.",
          "Summers in {country} are now {summer_temp} degrees warmer than the old average."]),
     "air/{home_city}": (
         ["Low-emission zone cleans {home_city} air, study finds",

@@ -12,12 +12,13 @@ from extensions import db
 from models.paper import JSONType
 from models.types import UTCDateTime
 
-OUTBOX_KINDS = ("confirm",)
+OUTBOX_KINDS = ("confirm", "correction")
 
 
 class OutboxMessage(db.Model):
     """One message to send. `kind` says how the drainer builds it ("confirm": the confirm email
-    of `subscriber_id`); `payload` holds what the request knew and the drainer cannot
+    of `subscriber_id`; "correction": a correction alert, services/delivery/corrections.py);
+    `payload` holds what the request knew and the drainer cannot
     (`{"origin": "https://demo.example.com"}`: the links' origin, the request's own host).
 
     Pending while `sent_at` and `failed_at` are both null; due once `next_attempt_at` has come

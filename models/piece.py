@@ -69,6 +69,12 @@ class Piece(db.Model):
     filed_at: Mapped[datetime] = mapped_column(UTCDateTime)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime)
     filed_by_key_id: Mapped[int | None] = mapped_column(ForeignKey("desk_keys.id"))
+    # The typed revisions (rev 2 on), `[{rev, kind, note, at}]` in rev order, as their bases
+    # hold them (docs/CORRECTIONS.md): read with the piece, no second query. None: none yet.
+    notices: Mapped[list | None] = mapped_column(JSONType)
+    # How many figures of the current revision no cited fact states (services/newsroom/
+    # figures.py); None for a piece filed before the check existed.
+    unsupported_figures: Mapped[int | None] = mapped_column(Integer)
 
     section: Mapped[Section] = relationship(lazy="raise_on_sql")
     persona: Mapped[Persona] = relationship(lazy="raise_on_sql")
@@ -144,3 +150,6 @@ class PieceChange(db.Model):
     rev: Mapped[int] = mapped_column(Integer)
     content_hash: Mapped[str | None] = mapped_column(String(80))
     at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # A `revised` change's revision kind and public note (docs/CORRECTIONS.md); None otherwise.
+    kind: Mapped[str | None] = mapped_column(String(16))
+    note: Mapped[str | None] = mapped_column(Text)

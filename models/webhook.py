@@ -12,7 +12,7 @@ from models.delivery_state import DeliveryState
 from models.types import UTCDateTime
 
 # What an endpoint may subscribe to; `webhook.ping` is sent on demand to any endpoint.
-CONTENT_EVENTS = ("piece.aired", "piece.revised", "piece.unaired", "edition.published")
+CONTENT_EVENTS = ("piece.aired", "piece.revised", "piece.corrected", "piece.unaired", "edition.published")
 PING_EVENT = "webhook.ping"
 
 

@@ -41,6 +41,10 @@ class ChangeOut(Schema):
     at = Timestamp(required=True, metadata={
         "description": "When the change became public (RFC 3339, UTC): for a scheduled airing, its instant.",
         "example": "2026-11-25T07:00:00Z"})
+    kind = fields.String(metadata={
+        "description": "Only on a `revised` change: the revision's kind (docs/CORRECTIONS.md), "
+                       "`correction`, `clarification`, `update` or `retraction` (absent for revisions "
+                       "filed before kinds existed).", "example": "correction"})
 
 
 class ChangeListOut(Schema):

@@ -15,7 +15,7 @@ from marshmallow import Schema, ValidationError, fields, validate
 
 from models.paper import INDEX_STYLES, SUBSCRIBE_PATHS
 from schemas.common import Timestamp, computed_url
-from services.newsroom.filing import MAX_FACTS
+from services.newsroom.filing import KINDS, MAX_FACTS, NOTE_MAX
 from web.links import links
 
 NO_NUL = r"^[^\x00]*$"
@@ -145,10 +145,23 @@ class StoryPatch(Schema):
                               metadata={"description": f"Numbered 1..k in order (at most {MAX_FACTS}); "
                                                        "marker `[^N]` refers to entry N."})
     image = HttpUrl(allow_none=True, metadata={"description": "The story's art, or null."})
+    kind = fields.String(validate=validate.OneOf(KINDS), metadata={
+        "description": "What this revision is (docs/CORRECTIONS.md): `edit` for a piece never public "
+                       "(the default then); `correction`, `clarification`, `update` (the default once "
+                       "public) or `retraction` for one readers have seen. Signed with the revision, "
+                       "logged, and shown to readers.", "example": "correction"})
+    note = Text(max_length=NOTE_MAX, metadata={
+        "description": f"The public note of the revision, plain text (at most {NOTE_MAX} characters): "
+                       "required for a correction, clarification or retraction.",
+        "example": "An earlier version gave the ice front's retreat as 32 metres; it was 157 metres."})
 
 
 class StoryIn(StoryPatch):
     """A new draft. `byline` is required for an admin key; an agent key may omit it."""
+
+    class Meta:
+        # A first filing is no revision: it has no kind and no note.
+        exclude = ("kind", "note")
 
     headline = Text(required=True, min_length=1, max_length=300)
     dek = Text(load_default="", max_length=600, metadata={"description": "The standfirst; may be empty."})

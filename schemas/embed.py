@@ -74,3 +74,8 @@ class OEmbedOut(Schema):
         "description": "The same disclosure for machines: the IPTC digital source type "
                        "`trainedAlgorithmicMedia`, always this value.",
         "example": DIGITAL_SOURCE_TYPE})
+    corrected = fields.String(metadata={
+        "format": "date-time", "example": "2026-11-28T09:30:00Z",
+        "description": "Only for a piece corrected, clarified, updated or retracted since it aired: when "
+                       "it last was (RFC 3339, UTC). The card says \"Corrected\"; the notes are on the story "
+                       "page (docs/CORRECTIONS.md)."})

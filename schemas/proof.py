@@ -72,6 +72,13 @@ class MayOut(Schema):
     url = fields.String(required=True, metadata={"description": "Absolute URL (template) of the route."})
 
 
+class PersonaFiguresOut(Schema):
+    persona = fields.String(required=True, metadata={"description": "The persona's name."})
+    pieces = fields.Integer(required=True, metadata={
+        "description": "Its pieces (drafts too) with a figure no cited fact states, in their current revision."})
+    figures = fields.Integer(required=True, metadata={"description": "How many such figures in all."})
+
+
 class AgentOut(Schema):
     key = fields.Nested(AgentKeyOut, required=True)
     avatar = fields.String(required=True, allow_none=True,
@@ -93,3 +100,7 @@ class AgentOut(Schema):
     search_help = fields.String(required=True, metadata={"description": "The help desk: a mailto: address or a URL."})
     paper = fields.String(required=True)
     nameplate = fields.String(required=True)
+    unsupported_figures = fields.List(fields.Nested(PersonaFiguresOut), required=True, metadata={
+        "description": "Per persona (an agent key: its own only), the pieces whose headline, dek or prose "
+                       "holds a figure no cited fact states (the filing answer's `unsupported_figures` names "
+                       "each); most figures first, personas with none left out."})

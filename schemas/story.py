@@ -12,6 +12,7 @@ from models.clock import rfc3339
 from schemas.common import AnyOf, Timestamp, Written, text
 from schemas.common import url as url_field
 from services.links import Links
+from services.newsroom import figures
 from services.reading import visibility
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from web.links import links
@@ -61,6 +62,16 @@ class CitedFactOut(Schema):
     claim_key = fields.String(required=True, metadata={"description": "Pointer into the fact record."})
 
 
+class NoticeOut(Schema):
+    """A public notice: one revision of a piece readers had seen."""
+
+    rev = fields.Integer(required=True, metadata={"description": "The revision that made the change."})
+    kind = fields.String(required=True, metadata={
+        "description": "`correction`, `clarification`, `update` or `retraction`.", "example": "correction"})
+    note = fields.String(required=True, metadata={"description": "Plain text: what changed and why."})
+    at = Timestamp(required=True, metadata={"description": "When the revision was filed (RFC 3339, UTC)."})
+
+
 class PersonaRefOut(Schema):
     name = fields.String(required=True)
     slug = fields.String(required=True)
@@ -82,10 +93,48 @@ class StoryOut(StoryRowOut):
     disclosure = text(metadata={"description": "States that the byline is an AI persona. Clients must show it."})
     content_hash = fields.String(required=True, metadata={
         "description": "`sha256:` + hex; the proof is at `/api/v1/stories/{id}/proof` (keyed)."})
+    kind = fields.String(required=True, allow_none=True, metadata={
+        "description": "What this revision is (docs/CORRECTIONS.md): `edit`, `correction`, `clarification`, "
+                       "`update` or `retraction`; null for a first filing. Part of the hash basis.",
+        "example": "correction"})
+    note = fields.String(required=True, allow_none=True, metadata={
+        "description": "This revision's public note (plain text); null for a first filing. Part of the "
+                       "hash basis."})
+    corrections = fields.List(fields.Nested(lambda: NoticeOut()), required=True, metadata={
+        "description": "Every correction, clarification, update and retraction of the piece, oldest first; "
+                       "the texts before each are at `/api/v1/stories/{id}/revisions`."})
 
     def write(self, obj) -> dict:
         facts = sorted(obj.cited_facts, key=lambda fact: fact.n)
         return story_wire(as_row(obj), facts, links(), g.paper.nameplate)
+
+
+class FigureOut(Schema):
+    """A figure of the filed text that no cited fact states (services/newsroom/figures.py)."""
+
+    field = fields.String(required=True, metadata={"description": "`headline`, `dek` or `prose`.",
+                                                   "example": "headline"})
+    start = fields.Integer(required=True,
+                           metadata={"description": "Where it starts in that field (characters, from 0)."})
+    end = fields.Integer(required=True, metadata={"description": "Where it ends (exclusive)."})
+    figure = fields.String(required=True, metadata={"description": "The figure as written.", "example": "32 metres"})
+
+
+class FiledStoryOut(StoryOut):
+    """The answer to a filing or a revision: the full story, and the figures of its text that no
+    cited fact states."""
+
+    unsupported_figures = fields.List(fields.Nested(FigureOut), required=True, metadata={
+        "description": "Every number with a unit, a percent or a currency sign in the headline, dek and "
+                       "prose that no cited fact's statement states: check each against the facts. Empty "
+                       "when all match. A paper whose config sets `refuse_unsupported_figures` refuses such "
+                       "a filing instead (422, each figure named)."})
+
+    def write(self, obj) -> dict:
+        wire = super().write(obj)
+        wire["unsupported_figures"] = figures.unsupported(
+            wire, [{"statement": fact["statement"]} for fact in wire["cited_facts"]])
+        return wire
 
 
 # A page's cursor as the API shows it (opaque; blueprints/api/paging.py makes them).
@@ -158,6 +207,7 @@ class StoryRow(NamedTuple):
     content_hash: str
     persona_slug: str
     persona_title: str
+    notices: list | None
 
 
 def as_row(obj):
@@ -167,7 +217,7 @@ def as_row(obj):
         return obj
     return StoryRow(obj.id, obj.slug, obj.headline, obj.dek, obj.section.name, obj.persona.name, obj.rev,
                     obj.on_air_at, obj.on_air, obj.prose, obj.image, obj.content_hash, obj.persona.slug,
-                    obj.persona.title)
+                    obj.persona.title, obj.notices)
 
 
 def story_row_wire(row, links: Links, now=None) -> dict:
@@ -199,5 +249,15 @@ def story_wire(row, facts, links: Links, nameplate: str, now=None) -> dict:
                     "avatar": links.avatar(row.persona_slug), "declared_ai": True},
         "disclosure": disclosure(row.byline, nameplate),
         "content_hash": row.content_hash,
+        **revision_notices(row.rev, row.notices),
     })
     return wire
+
+
+def revision_notices(rev: int, notices: list | None) -> dict:
+    """`kind` and `note` of revision `rev` (null for a first filing) and the piece's public
+    `corrections` (every typed revision but the private `edit`s), from a piece's `notices`."""
+    notices = notices or []
+    current = next((n for n in notices if n["rev"] == rev), None)
+    return {"kind": current["kind"] if current else None, "note": current["note"] if current else None,
+            "corrections": [n for n in notices if n["kind"] != "edit"]}

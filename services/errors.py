@@ -82,6 +82,13 @@ class NotFound(DeskError):
     default_detail = "There is nothing here."
 
 
+class Gone(DeskError):
+    """410: the thing was public and is withdrawn (a pulled piece's old text); its record stays."""
+
+    status = 410
+    default_detail = "This was public and has been withdrawn."
+
+
 class Conflict(DeskError):
     """409: the write clashes with an existing row (a name, slug or day already taken)."""
 

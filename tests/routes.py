@@ -101,7 +101,7 @@ def value_for(endpoint: str, name: str, data: PaperData) -> str:
         return "dlv_0"
     if name == "version" and endpoint == "media.share_card":
         return data.card_version  # the current one: a 200, not the redirect
-    if name == "n":
+    if name in ("n", "rev"):
         return "1"
     if name == "filename":
         return "css/paper.css"

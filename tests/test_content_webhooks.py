@@ -15,7 +15,7 @@ from standardwebhooks.webhooks import WebhookVerificationError
 from tests.fixtures.keys import auth
 
 T = datetime(2026, 11, 20, 8, 0, tzinfo=timezone.utc)
-ALL_EVENTS = ["piece.aired", "piece.revised", "piece.unaired", "edition.published"]
+ALL_EVENTS = ["piece.aired", "piece.revised", "piece.corrected", "piece.unaired", "edition.published"]
 
 
 def register(client, admin, url, events=None):
@@ -169,8 +169,8 @@ def test_revised_unaired_and_edition_published(client, runner, desk, paper, admi
         hook = register(client, admin, receiver.url + "/h")
         piece = desk.piece(paper, "Changing news", on_air_at=T)  # aired: one piece.aired
         clock.shift(timedelta(minutes=1))
-        assert client.patch(f"/api/v1/stories/{piece.id}", headers=auth(admin),
-                            json={"headline": "Changed news"}).status_code == 200
+        assert client.patch(f"/api/v1/stories/{piece.id}", headers=auth(admin), json={
+            "headline": "Changed news", "kind": "correction", "note": "The news had changed."}).status_code == 200
         assert client.delete(f"/api/v1/stories/{piece.id}/air", headers=auth(admin)).status_code == 200
         # A revision of a piece off air is no news to the site.
         assert client.patch(f"/api/v1/stories/{piece.id}", headers=auth(admin),
@@ -181,8 +181,11 @@ def test_revised_unaired_and_edition_published(client, runner, desk, paper, admi
         drain(runner)
         payloads = [verified(hook["secret"], r) for r in receiver.requests]
     by_type = {p["type"]: p["data"] for p in payloads}
-    assert sorted(by_type) == sorted(ALL_EVENTS) and len(payloads) == 4
+    assert sorted(by_type) == sorted(ALL_EVENTS) and len(payloads) == 5
     assert by_type["piece.revised"]["headline"] == "Changed news" and by_type["piece.revised"]["rev"] == 2
+    # A correction is also its own event, with its kind and note (docs/CORRECTIONS.md).
+    assert by_type["piece.corrected"] == {**by_type["piece.revised"], "kind": "correction",
+                                          "note": "The news had changed."}
     assert by_type["piece.unaired"] == {"id": piece.id, "rev": 2}  # a tombstone, no content
     edition = by_type["edition.published"]
     assert edition["day"] == "2026-11-20" and edition["title"] == "The day"

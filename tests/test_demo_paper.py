@@ -1,6 +1,6 @@
 """A demo paper that reads as real, through the CLI (`seed-demo`) and HTTP: at 300 pieces no
-headline or dek repeats and no kind of story dominates; the front's section rails open with
-art."""
+headline or dek repeats, no kind of story dominates and no figure contradicts the piece's own
+cited facts; the front's section rails open with art."""
 from __future__ import annotations
 
 import re
@@ -8,11 +8,13 @@ from collections import Counter
 
 import lxml.html
 
+from services.newsroom import figures
+
 
 def _all_stories(client) -> list[dict]:
     rows, cursor = [], None
     while True:
-        answer = client.get("/api/v1/stories?limit=200" + (f"&cursor={cursor}" if cursor else "")).get_json()
+        answer = client.get("/api/v1/stories?limit=200&full=true" + (f"&cursor={cursor}" if cursor else "")).get_json()
         rows += answer["stories"]
         cursor = answer["next_cursor"]
         if cursor is None:
@@ -32,6 +34,11 @@ def test_three_hundred_demo_pieces_repeat_no_headline_or_dek(client, runner):
     # is more than a twentieth of the paper, and there are many shapes.
     shapes = Counter(re.sub(r"[A-Z][\w'-]*(?: [A-Z][\w'-]*)*|\d[\d.,%$-]*", "X", h) for h in headlines)
     assert len(shapes) >= 80 and shapes.most_common(1)[0][1] <= 15, shapes.most_common(5)
+    # Every figure with a unit in headline, dek and prose is one its cited facts state (it read
+    # "Ice front in Estrenia retreats 32 metres" over a fact of 157 m).
+    unsupported = [(row["headline"], found["field"], found["figure"]) for row in rows
+                   for found in figures.unsupported(row, row["cited_facts"])]
+    assert unsupported == []
 
 
 def test_the_fronts_rails_open_with_art(client, runner):

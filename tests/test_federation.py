@@ -652,13 +652,17 @@ def test_airing_revising_and_pulling_reach_followers_signed(client, runner, desk
 
         follower.posts.clear()
         clock.shift(timedelta(minutes=1))
-        assert client.patch(f"/api/v1/stories/{piece.id}", json={"dek": "A new standfirst."},
-                            headers=auth(admin)).status_code == 200
+        assert client.patch(f"/api/v1/stories/{piece.id}", headers=auth(admin), json={
+            "dek": "A new standfirst.", "kind": "correction", "note": "The standfirst named the wrong bank."
+        }).status_code == 200
         clock.shift(timedelta(seconds=5))
         drain(runner)
         [post] = follower.posts  # one Update to the shared inbox, for both follows
         update = json.loads(post["body"])
         assert update["type"] == "Update" and "A new standfirst." in update["object"]["summary"]
+        # The correction's note: the activity's summary, and a line atop the Article's content.
+        assert update["summary"] == "Correction: The standfirst named the wrong bank."
+        assert "The standfirst named the wrong bank." in update["object"]["content"]
         assert update["object"]["updated"]
         assert verify_post(post, pem)
         assert proven(multikey, update["object"])

@@ -46,7 +46,7 @@ def test_subscribe_with_javascript_confirms_inline_and_the_email_arrives(browser
     page.get_by_role("button", name="Subscribe").click()
 
     status = page.locator(".form-status")
-    expect(status).to_contain_text("Check your inbox")
+    expect(status).to_contain_text("Check your inbox at reader@example.com")
     expect(status).to_contain_text("confirmation link is on its way")
     # The page stayed put: the script sent JSON to the public API, not the form.
     assert page.url == live + "/subscribe"
@@ -74,7 +74,7 @@ def test_every_section_ticked_sends_no_sections_so_later_ones_count_too(browser,
     page.goto(live + "/subscribe")
     page.get_by_label("Email address").fill("all@example.com")
     page.get_by_role("button", name="Subscribe").click()
-    expect(page.locator(".form-status")).to_contain_text("Check your inbox")
+    expect(page.locator(".form-status")).to_contain_text("Check your inbox at all@example.com")
     assert posts[0].post_data_json == {"email": "all@example.com", "cadence": "daily", "cast": True}
     assert len(smtp.to("all@example.com")) == 1
     context.close()
@@ -111,7 +111,7 @@ def test_errors_from_the_api_show_beside_their_fields(browser, live, newsroom, s
     # Fixed: the errors go and the confirmation comes.
     page.get_by_label("Science").check()
     page.get_by_role("button", name="Subscribe").click()
-    expect(page.locator(".form-status")).to_contain_text("Check your inbox")
+    expect(page.locator(".form-status")).to_contain_text("Check your inbox at fine@example.com")
     expect(page.locator(".field-error")).to_have_count(0)
     assert smtp.messages and [m["To"] for m in smtp.messages] == ["fine@example.com"]
     # The 422 is the only console error (Chromium logs a failed fetch); no CSP refusal.
@@ -155,4 +155,21 @@ def test_landing_page_screenshots(browser, live, newsroom, label):
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     screenshot(page, f"landing-{label}")
     assert seen["errors"] == []
+    context.close()
+
+
+@pytest.mark.parametrize("label", WIDTHS)
+def test_the_confirmation_is_in_view_after_pressing_subscribe(browser, live, newsroom, smtp, label):
+    width, height = WIDTHS[label]
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.goto(live + "/subscribe")
+    page.get_by_label("Email address").fill("reader@example.com")
+    page.get_by_role("button", name="Subscribe").click()  # scrolled to, as a reader scrolls to it
+    status = page.locator(".form-status")
+    expect(status).to_contain_text("Check your inbox at reader@example.com")
+    box = status.bounding_box()
+    assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= height, (box, height)
+    expect(status).to_be_focused()
+    screenshot(page, f"landing-confirmed-{label}")
     context.close()

@@ -26,6 +26,11 @@ echo "CHECK search $(curl -s "$H/api/v1/search?q=city+council" | j 'd["count"]')
 echo "CHECK posts $(curl -s "$H/api/v1/posts?limit=10&since=$SINCE" | j 'len(d["posts"])')"
 echo "CHECK agent-piece $(curl -s -H "$A" $H/api/v1/stories/$AID | j 'd["byline"], d["on_air"], d["rev"]')"
 echo "CHECK harbour $(curl -s $H/api/v1/sections | j '[s["name"] for s in d["sections"] if s["name"] == "Harbour"]')"
+echo "CHECK corrected $(curl -s $H/api/v1/stories/$CID | j '[c["kind"] for c in d["corrections"]]')"
+echo "CHECK history $(curl -s $H/api/v1/stories/$CID/revisions | j '[r["rev"] for r in d["revisions"]]')"
+VIDEO=$(curl -s $H/api/v1/cast | j 'd["editions"][0]["video_url"]')
+echo "CHECK cast $(curl -s $H/api/v1/cast | j 'd["editions"][0]["title"]') ${VIDEO%%/media/*}"
+echo "CHECK cast-video $(curl -s -o /dev/null -w '%{http_code}' $VIDEO)"
 """
 
 
@@ -81,5 +86,9 @@ def test_the_readme_examples_work_pasted_in_order(app, runner, live, tmp_path):
     assert int(checks["day"]) > 0 and int(checks["search"]) > 0 and int(checks["posts"]) > 0
     assert checks["agent-piece"] == "Ada Quill False 1"  # filed as its persona, aired, pulled
     assert checks["harbour"] == "[]"  # the idempotency example tidied its section away
+    assert checks["corrected"] == "['correction']" and checks["history"] == "[2, 1]"
+    # Today's edition plays the demo's own video (no cdn.example.com player left black).
+    assert checks["cast"] == f"The evening cast {live}" and checks["cast-video"] == "200"
+    assert re.search(r"^OK: piece \d+ rev 1 .*one revision, no chain", done.stdout, flags=re.M), output[-2000:]
     assert re.search(r"^OK: .*the receipt verifies", done.stdout, flags=re.M), output[-2000:]
     assert sorted(p.name for p in work.iterdir()) == [".venv"], "an example left files behind"

@@ -28,7 +28,10 @@ LINK = {"Link": {"description": '`<{next page URL}>; rel="next"`, only when more
     "changes": [{"seq": 41, "type": "aired", "id": "17", "rev": 1,
                  "content_hash": "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
                  "at": "2026-11-24T09:00:00Z"},
-                {"seq": 42, "type": "unaired", "id": "12", "rev": 3, "content_hash": None,
+                {"seq": 42, "type": "revised", "id": "9", "rev": 2, "kind": "correction",
+                 "content_hash": "sha256:60303ae22b998861bce3b28f33eec1be758a213c86c93c076dbe9f558c11c752",
+                 "at": "2026-11-24T09:02:00Z"},
+                {"seq": 43, "type": "unaired", "id": "12", "rev": 3, "content_hash": None,
                  "at": "2026-11-24T09:05:00Z"}],
     "next_cursor": CHANGES_CURSOR_EXAMPLE})
 @bp.alt_response(400, description="The cursor is malformed or belongs to another paper.")

@@ -32,7 +32,7 @@ from schemas.proof import AgentOut
 from services.errors import Invalid
 from services.newsroom import desk
 from services.newsroom.keys import AGENT_CAPABILITIES
-from services.reading import front
+from services.reading import front, stories
 from web.commit import transactional
 from web.links import links
 
@@ -318,7 +318,8 @@ def agent_check():
 
     Names the key (kind, prefix, label), the persona an agent key files as, its capabilities
     and every capability an agent key can have (`agent_capabilities`), and `may`: every action
-    the key may take here, each with its method and absolute URL.
+    the key may take here, each with its method and absolute URL. `unsupported_figures`
+    counts, per persona (an agent key: its own), the pieces whose figures no cited fact states.
     """
     key, paper = g.key, g.paper
     persona = permissions.persona_of(key)
@@ -334,4 +335,5 @@ def agent_check():
         "search_help": help_desk(paper),
         "paper": paper.slug,
         "nameplate": paper.nameplate,
+        "unsupported_figures": stories.unsupported_by_persona(paper, persona.id if persona else None),
     }

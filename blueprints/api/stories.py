@@ -7,6 +7,8 @@
     PUT    /api/v1/stories/{id}/air      on air now, or at `{"at": RFC 3339}` (admin, or agent with `air`: own pieces)
     DELETE /api/v1/stories/{id}/air      take off air, or cancel a schedule (admin, or agent with `air`)
     GET    /api/v1/stories/{id}/proof    the provenance record (read key)
+    GET    /api/v1/stories/{id}/revisions        the public history, newest first
+    GET    /api/v1/stories/{id}/revisions/{rev}  one public revision's full text and receipt
 
 Writes take a JSON body (415 otherwise) parsed by a schema that refuses unknown fields (422
 with per-field `errors`), and commit once, at the commit point (web/commit.py): any 4xx writes
@@ -29,10 +31,11 @@ from models import DeskKey, Piece
 from models.clock import utcnow
 from schemas.desk import AirIn, StoryIn, StoryPatch
 from schemas.proof import ProofOut
-from schemas.story import StoriesQuery, StoryListOut, StoryOut, story_row_wire, story_wire
+from schemas.revision import RevisionListOut, RevisionsQuery, RevisionTextOut
+from schemas.story import FiledStoryOut, StoriesQuery, StoryListOut, StoryOut, story_row_wire, story_wire
 from services.errors import BadRequest, Unauthorized
 from services.newsroom import filing, provenance
-from services.reading import cursors, stories, visibility
+from services.reading import cursors, revisions, stories, visibility
 from web import caching
 from web.commit import transactional
 from web.links import links
@@ -170,6 +173,57 @@ def story_proof(id: str):
     return proof
 
 
+def _history(id: str) -> revisions.History:
+    history = revisions.history_of(g.paper, id)
+    if history is None:
+        raise not_found()
+    return history
+
+
+@bp.route("/stories/<string(maxlength=200):id>/revisions")
+@bp.doc(security=OPTIONAL_SECURITY)
+@bp.arguments(RevisionsQuery(), location="query", as_kwargs=True)
+@bp.response(200, RevisionListOut, headers=paging.LINK)
+@bp.alt_response(400, description="A malformed or foreign `cursor`.")
+@bp.alt_response(404, description="No such piece, or one never public.")
+def list_revisions(id: str, limit: int, cursor: str | None = None):
+    """A piece's public history: its revisions newest first, each kind, note, hashes and receipt
+
+    From the revision the piece first aired with (a draft's earlier revisions stay private); a
+    piece taken off air keeps this list, not its texts. Each revision's full text is at its
+    `url`, and hashes to its `content_hash` (docs/CORRECTIONS.md).
+    """
+    history = _history(id)
+    filters = {"piece": history.piece.id}
+    after = paging.read("revisions", filters, cursor, 1)
+    rows, more = revisions.page(history, stories.clamp(limit, 1, 200),
+                                None if after is None else cursors.parse_id(after[0]))
+    here = links()
+    listed = [{**revisions.record(row), "url": here.api(f"/stories/{history.piece.id}/revisions/{row.rev}")}
+              for row in rows]
+    body, headers = paging.answer({"revisions": listed, "count": len(listed)}, "revisions", filters,
+                                  [rows[-1].rev] if more else None)
+    return body, 200, headers
+
+
+@bp.route("/stories/<string(maxlength=200):id>/revisions/<int(max=2147483647):rev>")
+@bp.doc(security=OPTIONAL_SECURITY)
+@bp.response(200, RevisionTextOut)
+@bp.alt_response(404, description="No such piece or revision, or one not public (a draft's).")
+@bp.alt_response(410, description="The piece was taken off air: its history's hashes stay public, its texts do not.")
+def get_revision(id: str, rev: int):
+    """One public revision's full text (its hash basis), with its receipt to verify offline
+
+    `basis` hashes to `content_hash` (RFC 8785, SHA-256), the hash the transparency log holds
+    for this revision; `flask verify-proof URL` checks it and its receipt.
+    """
+    history = _history(id)
+    row = revisions.revision(history, rev)
+    if row is None:
+        raise not_found()
+    return provenance.revision_proof(row, links().api("/receipt-keys"))
+
+
 # ----------------------------------------------------------------------------- writing
 
 
@@ -193,12 +247,14 @@ def optional_json_body(view):
 @writer(bp, "file")
 @json_body(bp)
 @bp.arguments(StoryIn)
-@bp.response(201, StoryOut, headers=LOCATION)
+@bp.response(201, FiledStoryOut, headers=LOCATION)
 def file_story(body: dict):
     """File a draft (admin, or an agent key with `file`, which files as its own persona)
 
     The draft gets rev 1, a content hash and a signed receipt; it is not on air until
-    `PUT /stories/{id}/air`.
+    `PUT /stories/{id}/air`. `unsupported_figures` lists each figure (a number with a unit,
+    percent or currency sign) of headline, dek and prose that no cited fact states; a paper
+    whose config sets `refuse_unsupported_figures` refuses the filing instead (422, each named).
     """
     filing.lock_paper(g.paper)
     fields = permissions.check_file(g.key, body)
@@ -212,21 +268,27 @@ def file_story(body: dict):
 @writer(bp, "revise")
 @json_body(bp)
 @bp.arguments(StoryPatch)
-@bp.response(200, StoryOut)
+@bp.response(200, FiledStoryOut)
 @bp.alt_response(404, description="No such piece on this paper.")
 def revise_story(body: dict, id: str):
     """Revise a piece: new rev, content hash and receipt chained to the previous one
 
-    Only the fields given change. An agent key (capability `revise`) may revise only its own
-    persona's drafts, never a piece on air. A body that changes nothing files nothing.
+    Only the fields given change. A piece readers have seen is revised as a `correction`,
+    `clarification`, `update` (the default) or `retraction`, with a public `note` (required but
+    for an update); one never public as an `edit` (docs/CORRECTIONS.md). An agent key
+    (capability `revise`) may revise only its own persona's drafts, never a piece on air. A body
+    that changes nothing files nothing; one that names its `kind` files its notice.
     """
     filing.lock_paper(g.paper)  # before the read the revision is built on
     piece = _piece(id)
     permissions.check_revise(g.key, piece, body)
-    draft = filing.build_draft(g.paper, body, base=piece)
-    if filing.same_content(g.paper, piece, draft):
+    fields = {k: v for k, v in body.items() if k not in ("kind", "note")}
+    draft = filing.build_draft(g.paper, fields, base=piece)
+    now = utcnow()
+    filing.type_revision(piece, draft, body.get("kind"), body.get("note"), now)
+    if filing.same_content(g.paper, piece, draft, with_notice="kind" in body):
         return piece
-    filing.revise_piece(g.paper, piece, draft, filer=filer_for(g.key), now=utcnow())
+    filing.revise_piece(g.paper, piece, draft, filer=filer_for(g.key), now=now)
     return _as_filed(piece)
 
 

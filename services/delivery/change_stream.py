@@ -37,7 +37,7 @@ from sqlalchemy import and_, or_, select, update
 
 from extensions import db
 from models import ChangeCursor, Edition, Paper, PieceChange
-from services.delivery import content_webhooks, purge
+from services.delivery import content_webhooks, corrections, purge
 from services.delivery.federation import deliveries, pings
 from services.reading import changes as changes_feed
 from services.reading.changes import EPOCH
@@ -96,6 +96,7 @@ CONSUMERS: tuple[Consumer, ...] = (
     Consumer("activitypub", deliveries.on_changes),
     Consumer("pings", pings.on_changes),
     Consumer(transparency_log.CONSUMER, transparency_log.on_changes),
+    Consumer(corrections.CONSUMER, corrections.on_changes),
     # Editions (migration 0022 placed this cursor at each paper's newest edition).
     Consumer("edition-webhooks", content_webhooks.on_editions, feed=EDITIONS),
 )

@@ -163,6 +163,10 @@ def _links(paper: Paper) -> Links:
     return PaperOrigins.from_config(current_app.config).links(paper)
 
 
+# The revision kinds that tell a reader the piece they saw was wrong or unclear.
+CORRECTING = ("correction", "clarification", "retraction")
+
+
 def piece_data(paper: Paper, piece: Piece) -> dict:
     """A piece event's `data`: `{id, slug, rev, content_hash, headline, url, api_url,
     on_air_at}` (no prose: the receiver fetches `api_url`)."""
@@ -176,7 +180,8 @@ def piece_data(paper: Paper, piece: Piece) -> dict:
 def on_changes(paper: Paper, changes: list, now: datetime) -> None:
     """change_stream consumer: one message per change for every endpoint subscribed to it,
     `piece.aired`, `piece.revised` or `piece.unaired`, timestamped when the change became
-    public (its `at`), due now. A piece's data is that of the revision the change names, so a
+    public (its `at`), due now; a correction, clarification or retraction also `piece.corrected`
+    (docs/CORRECTIONS.md). A piece's data is that of the revision the change names, so a
     late pass never sends a newer headline under an older `rev`; a piece deleted since has no
     content to announce, and only its `unaired` tombstone `{id, rev}` is sent."""
     pieces = {piece.id: piece for piece in db.session.scalars(
@@ -189,6 +194,9 @@ def on_changes(paper: Paper, changes: list, now: datetime) -> None:
         elif piece is not None:
             emit(paper, f"piece.{change.type}", functools.partial(_change_data, paper, piece, change),
                  now=change.at, deliver_at=now, piece_id=piece.id)
+            if change.kind in CORRECTING:
+                emit(paper, "piece.corrected", functools.partial(_change_data, paper, piece, change),
+                     now=change.at, deliver_at=now, piece_id=piece.id)
 
 
 def _change_data(paper: Paper, piece: Piece, change) -> dict:
@@ -198,6 +206,8 @@ def _change_data(paper: Paper, piece: Piece, change) -> dict:
             PieceRevision.piece_id == piece.id, PieceRevision.rev == change.rev)) or {}
         data["headline"] = basis.get("headline", data["headline"])
     data["rev"], data["content_hash"] = change.rev, change.content_hash
+    if change.kind is not None:  # a typed revision says what it is and why
+        data["kind"], data["note"] = change.kind, change.note
     return data
 
 

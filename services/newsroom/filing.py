@@ -20,13 +20,21 @@ from sqlalchemy import inspect as sa_inspect
 
 from extensions import db
 from models import CitedFact, Paper, Persona, Piece, PieceChange, PieceRevision, Section, SigningKey
+from models.clock import rfc3339
 from services.errors import Invalid
-from services.newsroom import provenance
+from services.newsroom import figures, provenance
 
 MARKER = re.compile(r"\[\^(\d+)\]")
 FACT_FIELDS = ("statement", "source", "instrument", "claim_key")
 # A piece cites at most this many facts (a bound for readers and for the 64 KiB body limit).
 MAX_FACTS = 20
+# Revision kinds (docs/CORRECTIONS.md): `edit` is a change before the piece was ever public; the
+# others are changes to what readers have seen, each a public notice. A correction,
+# clarification or retraction must say why in its note, plain text of at most NOTE_MAX characters.
+KINDS = ("edit", "correction", "clarification", "update", "retraction")
+PUBLIC_KINDS = KINDS[1:]
+NOTE_REQUIRED = ("correction", "clarification", "retraction")
+NOTE_MAX = 1000
 
 
 # The detail of every refused filing or revision (services.errors.Invalid, a 422 problem whose
@@ -49,6 +57,9 @@ class Draft:
     persona: Persona
     cited_facts: list[dict] = field(default_factory=list)
     image: str | None = None
+    # A revision's kind and public note (`type_revision`); None for a first filing.
+    kind: str | None = None
+    note: str = ""
 
 
 def slugify(text: str, max_length: int = 80, fallback: str = "piece") -> str:
@@ -98,6 +109,25 @@ def validate(draft: Draft) -> None:
         _refuse(errors)
 
 
+# The paper setting (config) that makes a figure no cited fact states a refusal, not a warning.
+REFUSE_FIGURES = "refuse_unsupported_figures"
+
+
+def check_figures(paper: Paper, draft: Draft) -> list[dict]:
+    """The draft's figures that no cited fact states (services/newsroom/figures.py), each
+    `{field, start, end, figure}`. Raises Invalid (422) naming each one when the paper's
+    config sets REFUSE_FIGURES."""
+    found = figures.unsupported({"headline": draft.headline, "dek": draft.dek, "prose": draft.prose},
+                                draft.cited_facts)
+    if found and (paper.config or {}).get(REFUSE_FIGURES) is True:
+        errors: dict[str, list[str]] = {}
+        for figure in found:
+            errors.setdefault(figure["field"], []).append(
+                f"{figure['figure']!r} (characters {figure['start']}-{figure['end']}) matches no cited fact")
+        raise Invalid("A figure matches no cited fact; this paper refuses such filings.", errors=errors)
+    return found
+
+
 def build_draft(paper: Paper, fields: dict, *, base: Piece | None = None) -> Draft:
     """A Draft from request fields (`headline`, `dek`, `prose`, `section` name, `byline` persona
     name, `cited_facts`, `image`); fields absent from `fields` come from `base` (a revision),
@@ -137,16 +167,52 @@ def build_draft(paper: Paper, fields: dict, *, base: Piece | None = None) -> Dra
                  image=merged["image"])
 
 
-def same_content(paper: Paper, piece: Piece, draft: Draft) -> bool:
+def has_been_public(piece: Piece, now: datetime) -> bool:
+    """True once readers may have seen the piece: it aired (`on_air_at` has come), even if it
+    was taken off air since (a cancelled schedule clears `on_air_at`)."""
+    return piece.on_air_at is not None and piece.on_air_at <= now
+
+
+def type_revision(piece: Piece, draft: Draft, kind: str | None, note: str | None, now: datetime) -> None:
+    """Set `draft.kind` and `draft.note` for the next revision of `piece` (docs/CORRECTIONS.md).
+    No kind given: `edit` for a piece never public, `update` for one that has been. Raises
+    Invalid (422) for `edit` on a piece readers have seen, a public kind on one they have not,
+    or a correction, clarification or retraction without a note."""
+    public = has_been_public(piece, now)
+    kind = kind or ("update" if public else "edit")
+    note = (note or "").strip()
+    errors: dict[str, list[str]] = {}
+    if kind not in KINDS:
+        errors["kind"] = [f"must be one of {', '.join(KINDS)}"]
+    elif public and kind == "edit":
+        errors["kind"] = ["this piece has been public: revise it as a correction, clarification, "
+                          "update or retraction"]
+    elif not public and kind != "edit":
+        errors["kind"] = [f"this piece has never been public: a {kind} is for what readers have "
+                          "seen; revise it as an edit"]
+    if kind in NOTE_REQUIRED and not note:
+        errors["note"] = [f"a {kind} needs a public note saying what changed and why"]
+    if len(note) > NOTE_MAX:
+        errors["note"] = [f"at most {NOTE_MAX} characters"]
+    if errors:
+        _refuse(errors)
+    draft.kind, draft.note = kind, note
+
+
+def same_content(paper: Paper, piece: Piece, draft: Draft, *, with_notice: bool = False) -> bool:
     """True when filing `draft` as the next revision of `piece` would change no published field
-    (the bases differ only in `rev`; a basis of an earlier BASIS_VERSION is compared in its own
-    version, so an unchanged piece filed before it is still unchanged)."""
+    (the bases differ only in `rev`, and in `kind` and `note` unless `with_notice`: a body that
+    names its kind files a notice even when the text stays, a retraction for one; a basis of an
+    earlier BASIS_VERSION is compared in its own version, so an unchanged piece filed before it
+    is still unchanged)."""
     current = db.session.scalar(select(PieceRevision.basis).where(
         PieceRevision.piece_id == piece.id, PieceRevision.rev == piece.rev))
     if current is None:
         return False
     proposed = revision_basis(paper.slug, piece.id, piece.slug, piece.rev, draft,
                               version=current.get("basis", 1))
+    ignored = () if with_notice else ("kind", "note")
+    current, proposed = ({k: v for k, v in b.items() if k not in ignored} for b in (current, proposed))
     return provenance.content_hash(current) == provenance.content_hash(proposed)
 
 
@@ -182,6 +248,8 @@ def revision_basis(paper_slug: str, piece_id: int, piece_slug: str, rev: int, dr
             {"n": i, **{name: str(fact[name]) for name in FACT_FIELDS}}
             for i, fact in enumerate(draft.cited_facts, start=1)
         ],
+        # A revision's kind and note are signed with its text; a first filing has neither.
+        **({"kind": draft.kind, "note": draft.note} if draft.kind is not None else {}),
     }
     if version >= 2:
         basis.update({"basis": version, "byline_title": draft.persona.title or ""})
@@ -207,7 +275,7 @@ def seal(key: SigningKey, paper_slug: str, piece_id: int, rev: int, basis: dict,
     digest = provenance.content_hash(basis)
     text = provenance.signed_string(paper=paper_slug, piece=str(piece_id), rev=rev,
                                     content_hash=digest, prev_hash=prev_hash, filed_at=now,
-                                    filer=filer)
+                                    filer=filer, kind=basis.get("kind"))
     return {"content_hash": digest, "signed_string": text, "receipt": provenance.sign(key, text),
             "kid": key.kid}
 
@@ -235,15 +303,21 @@ def _record(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: dateti
                              filed_at=now, **sealed)
     db.session.add(revision)
     piece.rev, piece.content_hash, piece.updated_at = rev, sealed["content_hash"], now
+    piece.unsupported_figures = len(check_figures(paper, draft))
     piece.headline, piece.dek, piece.prose, piece.image = (
         draft.headline, draft.dek, draft.prose, draft.image)
     piece.section_id, piece.persona_id = draft.section.id, draft.persona.id
     _drop_cited_facts(piece)
     for i, fact in enumerate(draft.cited_facts, start=1):
         db.session.add(CitedFact(piece_id=piece.id, n=i, **{k: str(fact[k]) for k in FACT_FIELDS}))
+    if draft.kind is not None:
+        # A new list: the JSON column does not track in-place mutation.
+        piece.notices = [*(piece.notices or []),
+                         {"rev": rev, "kind": draft.kind, "note": draft.note, "at": rfc3339(now)}]
     if piece.on_air and piece.on_air_at is not None:
         if piece.on_air_at <= now:
-            _add_change(paper, piece, "revised", now)
+            change = _add_change(paper, piece, "revised", now)
+            change.kind, change.note = draft.kind, draft.note if draft.kind is not None else None
         else:
             # Scheduled, not public yet: its pending `aired` change announces this revision
             # instead (no poller has seen it, so it may still change).
@@ -257,8 +331,10 @@ def _record(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: dateti
 
 def file_piece(paper: Paper, draft: Draft, *, filer: str, now: datetime,
                key_id: int | None = None) -> Piece:
-    """File a new draft (rev 1, not on air). Raises Invalid (422); nothing is written then."""
+    """File a new draft (rev 1, not on air). Raises Invalid (422), also for a figure no cited
+    fact states on a paper that refuses them (`check_figures`); nothing is written then."""
     validate(draft)
+    check_figures(paper, draft)
     piece = Piece(paper_id=paper.id, slug=_unique_slug(paper, draft.headline),
                   section_id=draft.section.id, persona_id=draft.persona.id,
                   headline=draft.headline, dek=draft.dek, prose=draft.prose, image=draft.image,
@@ -272,8 +348,9 @@ def file_piece(paper: Paper, draft: Draft, *, filer: str, now: datetime,
 
 def revise_piece(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: datetime) -> Piece:
     """File a new revision of `piece` (rev + 1, chained to the previous hash). Raises
-    Invalid (422); nothing is written then."""
+    Invalid (422) as `file_piece`; nothing is written then."""
     validate(draft)
+    check_figures(paper, draft)
     _record(paper, piece, draft, filer=filer, now=now)
     return piece
 

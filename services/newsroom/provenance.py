@@ -53,9 +53,11 @@ def content_hash(basis: dict) -> str:
 
 
 def signed_string(*, paper: str, piece: str, rev: int, content_hash: str, prev_hash: str | None,
-                  filed_at: datetime, filer: str) -> str:
+                  filed_at: datetime, filer: str, kind: str | None = None) -> str:
     """The exact text a receipt signs: one `name=value` line each, joined by '\\n', no trailing
-    newline. Binds paper, piece, revision, content hash, previous hash, filing time and filer."""
+    newline. Binds paper, piece, revision, content hash, previous hash, filing time and filer,
+    and a typed revision's `kind` (a last line, only for revisions that have one; its note is
+    in the basis the content hash covers)."""
     return "\n".join([
         RECEIPT_VERSION,
         f"paper={paper}",
@@ -65,6 +67,7 @@ def signed_string(*, paper: str, piece: str, rev: int, content_hash: str, prev_h
         f"prev_hash={prev_hash or ''}",
         f"filed_at={rfc3339(filed_at)}",
         f"filer={filer}",
+        *([f"kind={kind}"] if kind is not None else []),
     ])
 
 
@@ -200,17 +203,36 @@ def proof_for(piece: Piece) -> dict:
     }
 
 
+def revision_proof(revision: PieceRevision, keys_url: str) -> dict:
+    """One revision as a reader verifies it (`/api/v1/stories/{id}/revisions/{rev}`): `id`,
+    `rev`, `kind`, `note`, `at`, `content_hash`, `prev_hash`, `basis` (its full public text),
+    `hash_basis`, `receipt`, `receipt_verify` (as `proof_for`'s, with `keys_url`) and
+    `disclaimer`. `check_proof(..., chain=False)` checks it."""
+    public = db.session.scalar(select(SigningKey.public_key).where(SigningKey.kid == revision.kid))
+    return {
+        "id": str(revision.piece_id), "rev": revision.rev, "kind": revision.basis.get("kind"),
+        "note": revision.basis.get("note"), "at": revision.filed_at, "content_hash": revision.content_hash,
+        "prev_hash": revision.prev_hash, "basis": revision.basis, "hash_basis": HASH_BASIS,
+        "receipt": revision.receipt,
+        "receipt_verify": {"signed_string": revision.signed_string, "alg": ALG, "kid": revision.kid,
+                           "public_key": public, "encoding": ENCODING, "keys_url": keys_url},
+        "disclaimer": DISCLAIMER,
+    }
+
+
 def _fields(text: str) -> dict[str, str]:
     lines = text.split("\n")
     return dict(line.split("=", 1) for line in lines[1:] if "=" in line)
 
 
-def check_proof(proof: dict, published_keys: list[dict]) -> list[str]:
+def check_proof(proof: dict, published_keys: list[dict], *, chain: bool = True) -> list[str]:
     """Check a proof record (as served, JSON-decoded) against a paper's published receipt keys
     (`[{kid, public_key, ...}]` as at /api/v1/receipt-keys). Returns the problems found; an
     empty list means: the basis hashes to `content_hash`, the signed string names that hash and
     the basis's paper, piece and revision, the receipt verifies under the published key `kid`,
-    and every generation links to the previous one's hash and verifies too."""
+    and every generation links to the previous one's hash and verifies too. `chain` False: a
+    single revision (`revision_proof`), whose signed string must name its `prev_hash` and,
+    for a typed revision, the basis's kind, instead of a chain of generations."""
     problems: list[str] = []
     basis = proof.get("basis")
     if not isinstance(basis, dict):
@@ -239,6 +261,12 @@ def check_proof(proof: dict, published_keys: list[dict]) -> list[str]:
     given = verify_block.get("public_key")
     if given and keys.get(verify_block.get("kid")) and given != keys[verify_block.get("kid")]:
         problems.append("receipt_verify.public_key differs from the paper's published key")
+    if not chain:
+        if named.get("prev_hash") != (proof.get("prev_hash") or ""):
+            problems.append("the signed string names another prev_hash than the revision's")
+        if basis.get("kind") is not None and named.get("kind") != basis["kind"]:
+            problems.append(f"the signed string says kind={named.get('kind')}, the basis {basis['kind']}")
+        return problems
     problems += _check_chain(proof, keys)
     return problems
 

@@ -30,7 +30,7 @@ _PREFIX = "chg1"
 # that it bounds the index range: without it a poller near the end of a long feed would walk
 # every change since the first.
 _PAGE = (select(PieceChange.seq, PieceChange.type, PieceChange.piece_id, PieceChange.rev,
-                PieceChange.content_hash, PieceChange.at)
+                PieceChange.content_hash, PieceChange.at, PieceChange.kind)
          .where(PieceChange.paper_id == bindparam("paper_id"), PieceChange.at <= visibility.AIR_NOW,
                 PieceChange.at >= bindparam("after_at"),
                 or_(PieceChange.at > bindparam("after_at"),
@@ -83,7 +83,8 @@ _BARRIER = select(Paper.id).where(Paper.id == bindparam("paper_id")).with_for_up
 
 def page(paper: Paper, after: tuple[datetime, int] | None, limit: int) -> tuple[list[dict], tuple, bool]:
     """At most `limit` changes after position `after` ((`at`, `seq`); from the beginning when
-    None), in feed order: `([{"seq", "type", "id", "rev", "content_hash", "at"}], last, more)`.
+    None), in feed order: `([{"seq", "type", "id", "rev", "content_hash", "at"}], last, more)`
+    (a typed revision's change has `kind` too).
     `id` is the piece id as text, `at` aware UTC, `content_hash` None on an `unaired` tombstone.
     `last` is never None: the position after the last change listed (or `after` itself, or the
     beginning, when none is), to poll again from; `more` is True when further changes are
@@ -96,6 +97,7 @@ def page(paper: Paper, after: tuple[datetime, int] | None, limit: int) -> tuple[
     more = len(rows) > limit
     rows = rows[:limit]
     changes = [{"seq": row.seq, "type": row.type, "id": str(row.piece_id), "rev": row.rev,
-                "content_hash": row.content_hash, "at": row.at} for row in rows]
+                "content_hash": row.content_hash, "at": row.at, **({"kind": row.kind} if row.kind else {})}
+               for row in rows]
     last = (rows[-1].at, rows[-1].seq) if rows else (after_at, after_seq)
     return changes, last, more

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from sqlalchemy import Integer, Select, and_, bindparam, case, or_, select, union_all
+from sqlalchemy import Integer, Select, and_, bindparam, case, func, or_, select, union_all
 from sqlalchemy.orm import joinedload, load_only, raiseload
 
 from extensions import db
@@ -90,7 +90,7 @@ def latest(paper: Paper, limit: int, *, include_drafts: bool = False,
 ROW_COLUMNS = (Piece.id, Piece.slug, Piece.headline, Piece.dek, Section.name.label("section"),
                Persona.name.label("byline"), Piece.rev, Piece.on_air_at, Piece.on_air)
 STORY_COLUMNS = (*ROW_COLUMNS, Piece.prose, Piece.image, Piece.content_hash,
-                 Persona.slug.label("persona_slug"), Persona.title.label("persona_title"))
+                 Persona.slug.label("persona_slug"), Persona.title.label("persona_title"), Piece.notices)
 FACT_COLUMNS = (CitedFact.n, CitedFact.statement, CitedFact.source, CitedFact.instrument, CitedFact.claim_key)
 
 
@@ -354,7 +354,7 @@ def _lookup(id_or_slug: str) -> tuple[bool, int | str] | None:
 # What a story card and its oEmbed record show of a piece (blueprints/embed.py): the rest is
 # never read, and an attribute outside it raises rather than costing a statement.
 CARD_LOADS = (load_only(Piece.id, Piece.paper_id, Piece.slug, Piece.headline, Piece.image, Piece.rev,
-                        Piece.on_air, Piece.on_air_at, raiseload=True),
+                        Piece.on_air, Piece.on_air_at, Piece.notices, raiseload=True),
               joinedload(Piece.section).load_only(Section.name, raiseload=True),
               joinedload(Piece.persona).load_only(Persona.name, Persona.slug, raiseload=True),
               raiseload("*"))
@@ -409,8 +409,9 @@ def find(paper: Paper, id_or_slug: str, *, include_drafts: bool = False,
 
 def find_card(paper: Paper, id_or_slug: str) -> Piece | None:
     """`find()` of a piece on air for its story card: only what a card shows is loaded (id,
-    slug, headline, image, rev, on air; the section's name; the persona's name and slug; no
-    facts, no prose: one row of 13 columns instead of one per fact of 33), and reading
+    slug, headline, image, rev, on air, its notices (a card says "corrected"); the section's
+    name; the persona's name and slug; no facts, no prose: one row of 14 columns instead of one
+    per fact of 33), and reading
     anything else raises `sqlalchemy.exc.InvalidRequestError`. None as `find()`."""
     lookup = _lookup(id_or_slug)
     if lookup is None:
@@ -418,3 +419,17 @@ def find_card(paper: Paper, id_or_slug: str) -> Piece | None:
     by_id, value = lookup
     return db.session.execute(_FIND_CARD[by_id], {"paper_id": paper.id, "id" if by_id else "slug": value}
                               ).scalar_one_or_none()
+
+
+def unsupported_by_persona(paper: Paper, persona_id: int | None = None) -> list[dict]:
+    """Per persona (by name), how many of the paper's pieces, drafts too, have figures no cited
+    fact states in their current revision, and how many figures in all: `[{persona, pieces,
+    figures}]`, most figures first; only `persona_id`'s with one given. One query."""
+    query = (select(Persona.name, func.count(Piece.id), func.sum(Piece.unsupported_figures))
+             .join(Persona, Persona.id == Piece.persona_id)
+             .where(Piece.paper_id == paper.id, Piece.unsupported_figures > 0)
+             .group_by(Persona.name).order_by(func.sum(Piece.unsupported_figures).desc(), Persona.name))
+    if persona_id is not None:
+        query = query.where(Piece.persona_id == persona_id)
+    return [{"persona": name, "pieces": pieces, "figures": int(total)}
+            for name, pieces, total in db.session.execute(query)]

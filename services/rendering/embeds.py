@@ -112,7 +112,8 @@ def oembed_record(piece: Piece, paper: Paper, maxwidth: int | None, maxheight: i
                   links: Links) -> dict:
     """The oEmbed 1.0 rich record for `piece` (shape: schemas.embed.OEmbedOut), its URLs under
     `links`, sized by `card_size`. Beside the standard members it carries two that oEmbed allows
-    as extras: the byline's `disclosure` sentence and its `digital_source_type` (IPTC). Needs
+    as extras: the byline's `disclosure` sentence and its `digital_source_type` (IPTC), and for a
+    piece changed since it aired `corrected` (`corrected_at`). Needs
     `piece.section` and `persona` loaded."""
     width, height = card_size(piece, maxwidth, maxheight, nameplate=paper.nameplate)
     return {
@@ -134,7 +135,15 @@ def oembed_record(piece: Piece, paper: Paper, maxwidth: int | None, maxheight: i
         "cache_age": CACHE_AGE,
         "disclosure": disclosure(piece.persona.name, paper.nameplate),
         "digital_source_type": DIGITAL_SOURCE_TYPE,
+        **({"corrected": corrected} if (corrected := corrected_at(piece)) else {}),
     }
+
+
+def corrected_at(piece: Piece) -> str | None:
+    """When the piece was last corrected, clarified, updated or retracted (RFC 3339), from its
+    public notices; None for a piece never changed since it aired. Cards and oEmbed say so."""
+    notices = [n for n in piece.notices or [] if n["kind"] != "edit"]
+    return notices[-1]["at"] if notices else None
 
 
 def oembed_xml(record: dict) -> bytes:

@@ -81,11 +81,23 @@ def render_prose(piece: Piece, story_url: str) -> str:
     return html.replace('href="#', f'href="{escape(story_url)}#')
 
 
+def correction_lines(piece: Piece, story_url: str) -> str:
+    """The piece's public notices as feed HTML, newest first: one `<p class="correction">` line
+    each ('Correction, 2026-11-28: note'), then a link to its history; "" for a piece never
+    corrected. A feed reader that refetches the item shows what changed and why."""
+    notices = [n for n in piece.notices or [] if n["kind"] != "edit"]
+    if not notices:
+        return ""
+    lines = "".join(f'<p class="correction"><strong>{escape(n["kind"].capitalize())}, {escape(n["at"][:10])}'
+                    f'</strong>{": " + str(escape(n["note"])) if n["note"] else ""}</p>' for n in reversed(notices))
+    return lines + f'<p class="correction"><a href="{escape(story_url)}/history">Every change to this piece</a></p>'
+
+
 def _prose_html(piece: Piece, story_url: str, nameplate: str) -> str:
     byline = persona_label(piece.persona.name)
     head = (f'<p class="byline">By {escape(byline)}. '
             f"<em>{escape(disclosure(piece.persona.name, nameplate))}</em></p>")
-    return xml_safe(head + render_prose(piece, story_url))
+    return xml_safe(correction_lines(piece, story_url) + head + render_prose(piece, story_url))
 
 
 # --- RSS ------------------------------------------------------------------------------------
@@ -177,7 +189,8 @@ def json_feed_item(piece: Piece, nameplate: str, *, links: Links, about: str) ->
     masthead, avatar}]) and the `_paperdesk` extension object: `about` (the URL `about`),
     `digital_source_type` (IPTC), `disclosure` (the sentence), `declared_ai` (true),
     `content_hash`, `rev`, `story_url` (the story in the API) and `proof_url` (its proof with the
-    signed receipt; a desk key reads it). Needs `piece.section`, `persona` and `cited_facts`
+    signed receipt; a desk key reads it) and `corrections` (`[{rev, kind, note, at}]`, also
+    written as lines atop `content_html`). Needs `piece.section`, `persona` and `cited_facts`
     loaded."""
     url = links.story_page(piece.slug)
     item = {
@@ -205,6 +218,7 @@ def json_feed_item(piece: Piece, nameplate: str, *, links: Links, about: str) ->
             "rev": piece.rev,
             "story_url": links.api(f"/stories/{piece.id}"),
             "proof_url": links.api(f"/stories/{piece.id}/proof"),
+            "corrections": [n for n in piece.notices or [] if n["kind"] != "edit"],
         },
     })
     return item

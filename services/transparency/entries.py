@@ -5,8 +5,9 @@
 
 `seq` is the change feed's number, `event` its type (`aired`, `revised`, `unaired`), `piece` the
 id as the API spells it, `content_hash` the API's (`null` for `unaired`), `at` when the change
-became public (RFC 3339, UTC). Hashes only, never prose. And entry bundles (c2sp.org/tlog-tiles):
-each entry as a big-endian uint16 length, then its bytes.
+became public (RFC 3339, UTC). A `revised` entry of a typed revision (docs/CORRECTIONS.md) also
+has `kind` and `note`, the revision's kind and public note. Hashes only, never prose. And entry
+bundles (c2sp.org/tlog-tiles): each entry as a big-endian uint16 length, then its bytes.
 """
 from __future__ import annotations
 
@@ -19,21 +20,24 @@ from models.clock import rfc3339
 
 FORMAT = "paperdesk-log/1"
 FIELDS = ("at", "content_hash", "event", "log", "paper", "piece", "rev", "seq")
+TYPED = ("kind", "note")  # the fields a typed revision's `revised` entry adds
 EVENTS = ("aired", "revised", "unaired")
 MAX_ENTRY = 0xFFFF
 SAFE_INTEGER = 2**53 - 1  # RFC 8785 (I-JSON): integers beyond it are not exact
 
 
 def entry_bytes(*, paper: str, seq: int, event: str, piece: int | str, rev: int,
-                content_hash: str | None, at) -> bytes:
-    """The canonical bytes of one entry (`at` an aware datetime). Raises ValueError for an
-    unknown event or an entry too long for a bundle (never the case: it holds no prose)."""
+                content_hash: str | None, at, kind: str | None = None, note: str | None = None) -> bytes:
+    """The canonical bytes of one entry (`at` an aware datetime; `kind` and `note` those of a
+    typed revision's `revised` entry). Raises ValueError for an unknown event or an entry too
+    long for a bundle (never the case: a note is at most 1000 characters)."""
     if event not in EVENTS:
         raise ValueError(f"unknown event {event!r}")
+    typed = {"kind": kind, "note": note or ""} if kind is not None and event == "revised" else {}
     data = rfc8785.dumps({"log": FORMAT, "paper": paper, "seq": seq, "event": event,
                           "piece": str(piece), "rev": rev,
                           "content_hash": None if event == "unaired" else content_hash,
-                          "at": rfc3339(at)})
+                          "at": rfc3339(at), **typed})
     if len(data) > MAX_ENTRY:
         raise ValueError("a log entry longer than 65535 bytes")
     return data
@@ -52,8 +56,9 @@ def parse_entry(data: bytes) -> dict:
         entry = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise ValueError(f"an entry is not JSON: {exc}") from None
-    if not isinstance(entry, dict) or set(entry) != set(FIELDS):
-        raise ValueError("an entry has exactly the fields " + ", ".join(FIELDS))
+    if not isinstance(entry, dict) or set(entry) not in (set(FIELDS), {*FIELDS, *TYPED}):
+        raise ValueError("an entry has exactly the fields " + ", ".join(FIELDS)
+                         + " (and kind, note for a typed revision)")
     if entry["log"] != FORMAT or entry["event"] not in EVENTS:
         raise ValueError(f"not a {FORMAT} entry")
     # Only strings, null and exact integers: orjson writes a float as it read it (`1.0`), RFC

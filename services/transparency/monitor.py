@@ -25,7 +25,9 @@ tile and entry bundle, and every piece on air, and checks:
    mismatch names the field that changed since the last run verified the piece (the state
    file keeps a 4-hex digest of each field per verified piece, `field_digests`);
 6. every piece's publication time (`on_air_at`, on the list's rows) is the `at` of its newest
-   `aired` entry: a piece backdated in the database fails, naming `on_air_at`.
+   `aired` entry: a piece backdated in the database fails, naming `on_air_at`;
+7. every revision in the public history of each corrected piece so read hashes to its
+   `content_hash`, the hash its log entry holds (docs/CORRECTIONS.md).
 
 Speed (docs/PROOFS.md has the figures): one keep-alive connection per thread; the list's next
 page requested (from its `Link`) while this one is checked; entries and bases re-encoded with
@@ -186,6 +188,7 @@ class Report:
     old_size: int | None = None
     pieces: int = 0
     recomputed: int = 0
+    revisions: int = 0
     tiles: int = 0
     cosigned_by: list[str] = field(default_factory=list)
     state: dict | None = None
@@ -237,6 +240,8 @@ def basis_of(story: dict, paper: str, origin_url: str) -> list[dict]:
         base = {"paper": paper, "piece": story["id"], **fields}
         if version >= 2:
             base.update({"basis": version, "byline_title": title})
+        if story.get("kind") is not None:  # a typed revision signs its kind and note (docs/CORRECTIONS.md)
+            base.update(kind=story["kind"], note=story["note"])
         out += [{**base, "image": i} for i in images]
     return out
 
@@ -558,8 +563,9 @@ def _check_pieces(client: Client, report: Report, logged: list[dict], paper: str
                     and (served.get("on_air_at") is None or (
                         change["type"] == "aired" and _moment(change["at"]) == _moment(served["on_air_at"])))
             (report.pending if explained else report.problems).append(problem)
+    _check_history(client, report, logged, answers, workers)
     progress(f"pieces: {len(rows)} on air checked against their newest entries, {len(answers)} public answers "
-             "recomputed")
+             f"recomputed, {report.revisions} revisions of corrected pieces")
     return verified
 
 
@@ -590,4 +596,39 @@ def _answer(story: dict, paper: str, origin_url: str) -> dict:
     its `fields` (`field_digests`)."""
     matches, recomputed = hashes_to(story, paper, origin_url)
     return {"id": story["id"], "slug": story["slug"], "rev": story["rev"], "content_hash": story["content_hash"],
-            "matches": matches, "recomputed": recomputed, "fields": field_digests(story)}
+            "matches": matches, "recomputed": recomputed, "fields": field_digests(story),
+            "corrected": bool(story.get("corrections"))}
+
+
+def _check_history(client: Client, report: Report, logged: list[dict], answers: list[dict], workers: int) -> None:
+    """Every earlier revision of each corrected piece among `answers` (docs/CORRECTIONS.md):
+    its public history's text hashes to its `content_hash`, which is the hash the log holds for
+    that piece and revision (the revisions since the piece aired are all logged)."""
+    hashes = {(e["piece"], e["rev"]): e["content_hash"] for e in logged if e["event"] != "unaired"}
+
+    def check(story: dict) -> list[str]:
+        problems = []
+        try:
+            history = client.json(f"/api/v1/stories/{story['id']}/revisions?limit=200")["revisions"]
+        except FetchError as exc:
+            return [f"piece {story['id']} ({story['slug']}): its history: {exc}"]
+        for revision in history:
+            label = f"piece {story['id']} ({story['slug']}) rev {revision['rev']}"
+            if hashes.get((story["id"], revision["rev"]), revision["content_hash"]) != revision["content_hash"]:
+                problems.append(f"{label}: the history says {revision['content_hash']}, the log "
+                                f"{hashes[(story['id'], revision['rev'])]}")
+            try:
+                text = client.json(f"/api/v1/stories/{story['id']}/revisions/{revision['rev']}")
+            except FetchError as exc:
+                problems.append(f"{label}: {exc}")
+                continue
+            if content_hash(text["basis"]) != revision["content_hash"]:
+                problems.append(f"{label}: its public text hashes to {content_hash(text['basis'])}, not "
+                                f"{revision['content_hash']}: changed behind its hash")
+        report.revisions += len(history)
+        return problems
+
+    corrected = [story for story in answers if story.get("corrected")]
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for problems in pool.map(check, corrected):
+            report.problems.extend(problems)

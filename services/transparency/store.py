@@ -117,7 +117,7 @@ def on_changes(paper: Paper, changes: list[PieceChange], now: datetime) -> None:
     row = ensure_log(paper, now)
     append(row, [(c.seq, c.piece_id, entries.entry_bytes(
         paper=paper.slug, seq=c.seq, event=c.type, piece=c.piece_id, rev=c.rev,
-        content_hash=c.content_hash, at=c.at)) for c in changes])
+        content_hash=c.content_hash, at=c.at, kind=c.kind, note=c.note)) for c in changes])
 
 
 def append(row: TransparencyLog, new: list[tuple[int, int, bytes]]) -> None:

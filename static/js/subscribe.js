@@ -3,7 +3,7 @@
    Without this script the form POSTs to /subscribe and the server answers with a page. With it,
    the form sends the same choices as JSON to the public API named by its `data-api` attribute
    (POST /api/v1/subscribers), says inline that the confirmation email is on its way (the
-   form's `role="status"` live region), and puts each message of a 422 problem's `errors` next
+   form's `role="status"` live region, scrolled into view and focused), and puts each message of a 422 problem's `errors` next
    to its own field. All sections ticked sends no `sections` (every section, later ones too),
    as the form POST does. */
 (function () {
@@ -89,7 +89,17 @@
 
   function say(message, isError) {
     status.classList.toggle('is-error', Boolean(isError));
+    status.classList.remove('is-sent');
     status.textContent = message;
+  }
+
+  /* The confirmation, where the reader is looking: below the button it can fall under the fold
+     (a phone, or a long section list), and the emptied form then reads as reset. */
+  function sent() {
+    status.classList.add('is-sent');
+    status.setAttribute('tabindex', '-1');
+    status.focus({preventScroll: true});
+    status.scrollIntoView({block: 'center'});
   }
 
   form.addEventListener('submit', function (event) {
@@ -109,7 +119,8 @@
       return response.json().catch(function () { return {}; }).then(function (answer) {
         if (response.ok) {
           form.elements.email.value = '';
-          say('Check your inbox. ' + (answer.detail || 'A confirmation link is on its way.'));
+          say('Check your inbox at ' + data.email + '. ' + (answer.detail || 'A confirmation link is on its way.'));
+          sent();
         } else if (response.status === 422 && answer.errors) {
           showErrors(answer.errors);
         } else if (response.status === 429) {

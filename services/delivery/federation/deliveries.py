@@ -121,7 +121,8 @@ def on_changes(paper: Paper, changes: list, now: datetime) -> None:
                    _inboxes(followers, {PAPER_ACTOR}, change.at), now)
         elif change.type == "revised":
             _queue(paper, author, "Update", piece.id,
-                   _dumps(documents.update(links, article, change.rev, change.at)),
+                   _dumps(documents.update(links, article, change.rev, change.at, kind=change.kind,
+                                           note=change.note)),
                    _inboxes(followers, {author, PAPER_ACTOR}, change.at), now)
     db.session.flush()
 

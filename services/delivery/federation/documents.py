@@ -238,7 +238,8 @@ def article(paper: Paper, piece: Piece, links: Links, *, receipt: SigningKey | N
         "id": article_id(links, piece.id), "type": "Article", "attributedTo": author,
         "name": piece.headline,
         "summary": "".join(f"<p>{escape(part)}</p>" for part in (piece.dek, said) if part),
-        "content": head + feeds.render_prose(piece, url), "mediaType": "text/html",
+        "content": feeds.correction_lines(piece, url) + head + feeds.render_prose(piece, url),
+        "mediaType": "text/html",
         "url": url, "published": rfc3339(piece.on_air_at or piece.filed_at),
         "to": [PUBLIC], "cc": [f"{author}/followers", f"{paper_actor(links)}/followers"],
         "context": section_url,
@@ -283,10 +284,16 @@ def announce(links: Links, object_id: str, author: str, at: datetime) -> dict:
             "cc": [f"{actor}/followers", author], "object": object_id}
 
 
-def update(links: Links, document: dict, rev: int, at: datetime) -> dict:
-    return {"@context": article_context(links), "id": f"{document['id']}#update-{rev}", "type": "Update",
-            "actor": document["attributedTo"], "published": rfc3339(at),
-            "to": document["to"], "cc": document["cc"], "object": document}
+def update(links: Links, document: dict, rev: int, at: datetime, *, kind: str | None = None,
+           note: str | None = None) -> dict:
+    """`Update` of an Article to revision `rev`; a typed revision's kind and note
+    (docs/CORRECTIONS.md) as its `summary`, 'Correction: ...' (plain text)."""
+    activity = {"@context": article_context(links), "id": f"{document['id']}#update-{rev}", "type": "Update",
+                "actor": document["attributedTo"], "published": rfc3339(at),
+                "to": document["to"], "cc": document["cc"], "object": document}
+    if kind is not None:
+        activity["summary"] = f"{kind.capitalize()}: {note}" if note else kind.capitalize()
+    return activity
 
 
 def delete(links: Links, author: str, piece_id: int, seq: int, at: datetime) -> dict:

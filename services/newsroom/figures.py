@@ -1,0 +1,62 @@
+"""Figures that match their facts (docs/CORRECTIONS.md "Figures"): every number with a unit or a
+percent sign in a piece's headline, dek and prose should be a number some cited fact states.
+
+    unsupported(draft_fields) -> [{"field", "start", "end", "figure"}]
+
+A figure is a number (digits, with `,` thousands and a `.` decimal part) with a unit after it
+(`32 metres`, `4.5%`, `1.2 per cent`, `12 km`, `3 tonnes`, `20°C`, `5 million`) or a currency
+sign before it (`$40,000`, `€3.5bn`). It is supported when its value appears as a number in
+the statement of one of the piece's cited facts (`1,200` and `1200` are one value). Numbers
+without a unit (dates, counts, scores, `[^N]` markers) are not judged: the check is for the
+measures readers quote, and is a help to the desk, not a proof.
+"""
+from __future__ import annotations
+
+import re
+
+UNITS = (
+    r"%|per\s?cent|percent|percentage points?|points?|"
+    r"metres?|meters?|kilometres?|kilometers?|centimetres?|millimetres?|km²|km2|km|cm|mm|m|miles?|feet|ft|"
+    r"square (?:kilo)?metres?|hectares?|ha|acres?|"
+    r"tonnes?|tons?|kilograms?|kg|grams?|g|litres?|liters?|cubic metres?|"
+    r"°C|°F|degrees?(?: Celsius| Fahrenheit)?|"
+    r"kWh|MWh|GWh|MW|GW|kW|km/h|mph|knots?|"
+    r"million|billion|trillion|bn|m(?=\b)|"
+    r"minutes?|hours?|days?|weeks?|months?|years?|seconds?"
+)
+NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+FIGURE = re.compile(
+    rf"(?P<currency>[$€£¥])\s?(?P<cnum>{NUMBER})(?:\s?(?:million|billion|trillion|bn|m)\b)?"
+    rf"|(?<![\w^.,])(?P<num>{NUMBER})\s?(?P<unit>{UNITS})(?![\w²])",
+    re.IGNORECASE,
+)
+ANY_NUMBER = re.compile(NUMBER)
+FIELDS = ("headline", "dek", "prose")
+
+
+def value(text: str) -> float:
+    """The numeric value of a number as written: '1,200' -> 1200.0, '4.50' -> 4.5."""
+    return float(text.replace(",", ""))
+
+
+def stated(facts: list[dict]) -> set[float]:
+    """Every number the facts' statements state."""
+    return {value(n) for fact in facts for n in ANY_NUMBER.findall(str(fact.get("statement", "")))}
+
+
+def figures(text: str) -> list[re.Match]:
+    """The figures (numbers with a unit or a currency sign) in `text`, in order."""
+    return list(FIGURE.finditer(text))
+
+
+def unsupported(fields: dict, facts: list[dict]) -> list[dict]:
+    """The figures of `fields` (headline, dek, prose) that no fact's statement states, in
+    field order: `{"field", "start", "end" (character offsets in the field), "figure" (as
+    written)}`."""
+    known = stated(facts)
+    found = []
+    for name in FIELDS:
+        for match in figures(str(fields.get(name) or "")):
+            if value(match["num"] or match["cnum"]) not in known:
+                found.append({"field": name, "start": match.start(), "end": match.end(), "figure": match.group(0)})
+    return found
