@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 5000
 export FLASK_APP := app
 
-.PHONY: install run alerts test test-fast test-sqlite test-postgres lint schemathesis clients faults ci openapi bench bench-alerts clean
+.PHONY: install run alerts test test-fast test-sqlite test-postgres lint schemathesis clients faults ci openapi bench bench-day bench-alerts clean
 
 # A marker written last, so a venv left half-made by an interrupted run is made again.
 $(VENV)/.created:
@@ -38,7 +38,7 @@ run: install ## migrate, seed the demo paper once, serve on 127.0.0.1:$(PORT) (g
 	$(BIN)/flask seed-demo --if-empty
 	$(BIN)/flask run-info --port $(PORT)
 	$(BIN)/flask drain-outbox & drainer=$$!; \
-	trap 'kill -TERM $$drainer 2>/dev/null; wait $$drainer' EXIT INT TERM; \
+	trap 'kill -TERM $$drainer 2>/dev/null; wait $$drainer; $(BIN)/flask run-info --forget' EXIT INT TERM; \
 	$(BIN)/gunicorn --config gunicorn.conf.py --bind 127.0.0.1:$(PORT) --workers 2 --threads 4
 
 alerts: install ## send-alerts once, with the links of what `make run` serves
@@ -75,13 +75,18 @@ ci: ## what CI runs: install, test on both backends, schemathesis on both backen
 openapi: install ## write the OpenAPI document to openapi.json
 	$(BIN)/flask openapi --output openapi.json
 
-bench: install ## load benchmarks at 100 000 pieces on SQLite and PostgreSQL (BENCH_DATABASE_URL), cold and warm, then bench-alerts; writes docs/PERFORMANCE.md
+bench: install ## load benchmarks at 100 000 pieces on SQLite and PostgreSQL (BENCH_DATABASE_URL), cold and warm, then bench-day and bench-alerts; writes docs/PERFORMANCE.md
 	@command -v wrk >/dev/null 2>&1 || apt-get install -y -q wrk || sudo apt-get install -y -q wrk
 	$(BIN)/python -m bench.http_bench $(HTTP_BENCH_ARGS)
+	$(MAKE) bench-day
 	$(MAKE) bench-alerts
+
+bench-day: install ## a newsroom's day: the read mix under wrk while a desk agent files every 2 s, 100 000 pieces (DAY_ARGS='--pieces 1000' for a quick run), SQLite and PostgreSQL, against bare Flask; writes docs/PERFORMANCE.md
+	@command -v wrk >/dev/null 2>&1 || apt-get install -y -q wrk || sudo apt-get install -y -q wrk
+	$(BIN)/python -m bench.day $(DAY_ARGS)
 
 bench-alerts: install ## 1, 2 and 4 alert senders sharing 100 000 readers' alerts over a local SMTP sink (PostgreSQL too with BENCH_DATABASE_URL); appends to docs/PERFORMANCE.md
 	$(BIN)/python bench/alerts.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) instance .pytest_cache build
+	rm -rf $(VENV) instance .pytest_cache build tests/fedify/node_modules

@@ -18,7 +18,7 @@ import config
 from extensions import cache, db, migrate
 from schemas.apidoc import api
 from services.delivery import purge
-from web import errors, pipeline, replay, request_log, security, static_assets
+from web import errors, pipeline, replay, request_log, security, state, static_assets
 from web.jsonio import OrjsonProvider
 
 
@@ -47,6 +47,7 @@ def create_app(test_config: dict | None = None) -> Flask:
         # never taken from X-Forwarded-Host: tenancy trusts Host, which the proxy passes.
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=trusted, x_proto=trusted)
     register_commands(app)
+    state.install(app)
     return app
 
 

@@ -6,6 +6,7 @@ seed-demo`, `gunicorn -c gunicorn.conf.py`, `wrk`) in their own processes.
 """
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
@@ -14,11 +15,13 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -198,6 +201,26 @@ def seed(env: dict, pieces: int, subscribers: int) -> Seeded:
                   float(sub_s.group(1)) if sub_s else 0.0, wall)
 
 
+def fresh_seeded(backend: str, database_url: str, work: Path, pieces: int,
+                 subscribers: int) -> tuple[dict, Seeded]:
+    """A fresh database (`backend` "postgresql" or "sqlite" at `database_url`) seeded with
+    `pieces` and `subscribers` (timed), with the statistics docs/DEPLOYING.md asks for after a
+    bulk load, and an instance folder under `work`: (the app's environment, Seeded)."""
+    if backend == "postgresql":
+        recreate_postgres(database_url)
+    else:
+        remove_sqlite(database_url)
+    instance = work / f"instance-{backend}"
+    instance.mkdir(exist_ok=True)
+    env = base_env(database_url, instance)
+    print(f"  seed-demo --pieces {pieces:,} --subscribers {subscribers:,}", flush=True)
+    seeded = seed(env, pieces, subscribers)
+    print(f"    {seeded.pieces_seconds:.1f} s pieces, {seeded.subscribers_seconds:.1f} s subscribers, "
+          f"{seeded.wall_seconds:.1f} s in all", flush=True)
+    analyze(database_url)
+    return env, seeded
+
+
 def base_env(database_url: str, instance: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CACHE_", "RATELIMIT_", "PURGE_"))}
     env.update(DATABASE_URL=database_url, INSTANCE_PATH=str(instance), FLASK_APP="app",
@@ -300,9 +323,12 @@ def settle(base: str, path: str) -> None:
 
 
 def wrk(url: str, *, duration: int, threads: int, connections: int,
-        headers: dict | None = None) -> Load:
-    """Run wrk at fixed concurrency with latency percentiles; parse its report."""
+        headers: dict | None = None, script: Path | None = None) -> Load:
+    """Run wrk at fixed concurrency with latency percentiles; parse its report. `script`: a wrk
+    Lua script choosing each request (bench/day.py's mix), else every request GETs `url`."""
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency", "--timeout", "10s"]
+    if script is not None:
+        command += ["-s", str(script)]
     for name, value in (headers or {}).items():
         command += ["-H", f"{name}: {value}"]
     out = subprocess.run(command + [url], capture_output=True, text=True, check=True).stdout
@@ -313,6 +339,29 @@ def wrk(url: str, *, duration: int, threads: int, connections: int,
     errors = sum(int(n) for n in re.findall(r"(?:connect|read|write|timeout) (\d+)", out))
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     return Load(rps, p50, p99, requests, errors + (int(bad.group(1)) if bad else 0))
+
+
+# --- a run ----------------------------------------------------------------------------------
+
+def run_lanes(results: dict, backends: list[str], pg_url: str, run_backend, *, name: str,
+              started: float) -> Path:
+    """Run `run_backend(backend, database_url, work_folder)` for each of `backends` (a fresh
+    SQLite file in a temporary work folder, or PostgreSQL at `pg_url`) into
+    `results["backends"]`; add the minutes since `started` (time.monotonic()) and the load
+    average at the end; write bench/results/<name>-<time>.json and return its path."""
+    with tempfile.TemporaryDirectory(prefix=f"paperdesk-{name}-") as tmp:
+        work = Path(tmp)
+        for backend in backends:
+            url = pg_url if backend == "postgresql" else f"sqlite:///{work / (name + '.db')}"
+            results["backends"][backend] = run_backend(backend, url, work)
+    results["minutes"] = round((time.monotonic() - started) / 60, 1)
+    results["machine"]["load average at end (1, 5, 15 min)"] = " ".join(f"{v:.1f}" for v in os.getloadavg())
+    out = ROOT / "bench" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{name}-{datetime.now():%Y%m%d-%H%M%S}.json"
+    path.write_text(json.dumps(results, indent=2))
+    print(f"results: {path.relative_to(ROOT)} ({results['minutes']} min)")
+    return path
 
 
 # --- the machine ----------------------------------------------------------------------------

@@ -43,7 +43,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import asdict
 from datetime import datetime, timezone
@@ -153,19 +152,8 @@ def run_backend(backend: str, url: str, work: Path, args, redis_url: str | None)
         loads = scale.measure(backend, url, size, work, limiter_uri=limiter,
                               duration=args.scale_duration)
         result["scale"][str(size)] = {label: asdict(load) for label, load in loads.items()}
-    if backend == "postgresql":
-        harness.recreate_postgres(url)
-    else:
-        harness.remove_sqlite(url)
-    instance = work / f"instance-{backend}"
-    instance.mkdir(exist_ok=True)
-    env = harness.base_env(url, instance)
-    print(f"  seed-demo --pieces {args.pieces:,} --subscribers {args.subscribers:,}", flush=True)
-    seeded = harness.seed(env, args.pieces, args.subscribers)
+    env, seeded = harness.fresh_seeded(backend, url, work, args.pieces, args.subscribers)
     result["seed"] = asdict(seeded)
-    print(f"    {seeded.pieces_seconds:.1f} s pieces, {seeded.subscribers_seconds:.1f} s subscribers, "
-          f"{seeded.wall_seconds:.1f} s in all", flush=True)
-    harness.analyze(url)
     piece_id = harness.query_one(url, "SELECT max(id) FROM pieces WHERE paper_id = "
                                       "(SELECT id FROM papers WHERE slug = 'demo') AND on_air")
     env["RATELIMIT_STORAGE_URI"] = limiter
@@ -242,19 +230,8 @@ def main() -> int:
                             "connections": args.connections, "workers": 2,
                             "redis": redis_url is not None},
                "notes": notes, "backends": {}}
-    with tempfile.TemporaryDirectory(prefix="paperdesk-bench-") as tmp:
-        work = Path(tmp)
-        for backend in backends:
-            url = pg if backend == "postgresql" else f"sqlite:///{work / 'bench.db'}"
-            results["backends"][backend] = run_backend(backend, url, work, args, redis_url)
-    results["minutes"] = round((time.monotonic() - started) / 60, 1)
-    results["machine"]["load average at end (1, 5, 15 min)"] = " ".join(
-        f"{v:.1f}" for v in os.getloadavg())
-    out = harness.ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"http-{datetime.now():%Y%m%d-%H%M%S}.json"
-    path.write_text(json.dumps(results, indent=2))
-    print(f"results: {path.relative_to(harness.ROOT)} ({results['minutes']} min)")
+    harness.run_lanes(results, backends, pg, lambda backend, url, work: run_backend(
+        backend, url, work, args, redis_url), name="http", started=started)
     markdown = report.render(results)
     print(report.summary(results))
     if not args.no_record:

@@ -23,6 +23,11 @@ Profiling inflates code that makes many small calls more than code that waits, s
 say where to look, not exact costs; the run's own req/s are the measurements.
 
     DATABASE_URL=sqlite:////tmp/x.db .venv/bin/python -m bench.where /api/v1/stories/7
+
+A path `@FILE` profiles a mix instead: the paths in FILE (one a line, bench/day.py's draw), in
+order, each warmed first; with `--write-every N` the piece of a path every N requests is
+revised through the API (an admin key, outside the profile), as bench/day.py's desk agent does,
+so the profile holds what a write costs the reads after it.
 """
 from __future__ import annotations
 
@@ -87,12 +92,41 @@ def buckets(stats: pstats.Stats, total: float) -> dict[str, float]:
     return {name: value / total for name, value in parts.items() if total}
 
 
+def _reviser(app, client):
+    """A function revising, through the API with a new admin key, the piece a mix path names
+    (or the newest piece): the write bench/day.py's desk agent makes."""
+    from extensions import db
+    from models import Paper, Piece
+    from services.newsroom import keys
+
+    with app.app_context():
+        paper = db.session.query(Paper).filter_by(slug="demo").one()
+        _, plain = keys.issue_key(paper, "admin", label="bench.where")
+        newest = db.session.query(Piece.id).filter_by(paper_id=paper.id, on_air=True) \
+            .order_by(Piece.on_air_at.desc()).first()[0]
+        db.session.commit()
+
+    def revise(path: str, n: int) -> None:
+        tail = path.split("?")[0].rsplit("/", 1)[-1]
+        piece = tail if path.startswith(("/stories/", "/api/v1/stories/")) and tail.isdigit() else newest
+        headline = f"Revision {n} by bench.where {time.time_ns()}"  # never the same: a write each time
+        answer = client.patch(f"/api/v1/stories/{piece}", json={"headline": headline},
+                              headers={"X-Desk-Key": plain})
+        if answer.status_code != 200:
+            raise SystemExit(f"revising {piece}: {answer.status_code} {answer.data[:300]!r}")
+    return revise
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("path")
     parser.add_argument("--if-none-match", action="store_true", help="send the current ETag (a 304)")
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--write-every", type=int, default=0,
+                        help="with @FILE: revise a piece through the API every N requests")
+    parser.add_argument("--top", type=int, default=0,
+                        help="also print the N costliest functions, by own and by cumulative time (stderr)")
     args = parser.parse_args()
     from werkzeug.test import EnvironBuilder
 
@@ -102,30 +136,45 @@ def main() -> int:
     for handler in logging.getLogger("paperdesk").handlers:
         handler.stream = open(os.devnull, "w")  # noqa: SIM115 - the process's lifetime
     client = app.test_client()
-    headers = {}
-    first = client.get(args.path)
-    if args.if_none_match:
-        headers["If-None-Match"] = first.headers["ETag"]
-    environ = EnvironBuilder(path=args.path, base_url="http://localhost", headers=headers).get_environ()
+    paths = Path(args.path[1:]).read_text().split() if args.path.startswith("@") else [args.path]
+    environs = []
+    for path in paths:
+        headers = {}
+        first = client.get(path)
+        if args.if_none_match:
+            headers["If-None-Match"] = first.headers["ETag"]
+        environs.append(EnvironBuilder(path=path, base_url="http://localhost", headers=headers).get_environ())
+    revise = _reviser(app, client) if args.write_every else None
 
-    def one() -> None:
+    def one(environ) -> None:
         request = dict(environ, **{"wsgi.input": io.BytesIO(b"")})
         body = app(request, lambda *_: None)
         for _ in body:
             pass
         getattr(body, "close", lambda: None)()
 
-    for _ in range(20):  # warm: compiled statements, templates, a kept answer
-        one()
+    for environ in environs * max(1, 20 // len(environs)):  # warm: statements, templates, kept answers
+        one(environ)
     profiler = cProfile.Profile()
-    done, started = 0, time.perf_counter()
+    done, started, writing = 0, time.perf_counter(), 0.0
     profiler.enable()
     while done < args.requests and time.perf_counter() - started < args.seconds:
-        one()
+        one(environs[done % len(environs)])
         done += 1
+        if revise and done % args.write_every == 0:
+            profiler.disable()
+            began = time.perf_counter()
+            revise(paths[done % len(paths)], done)
+            writing += time.perf_counter() - began
+            profiler.enable()
     profiler.disable()
-    total = time.perf_counter() - started
-    shares = buckets(pstats.Stats(profiler), total)
+    total = time.perf_counter() - started - writing
+    stats = pstats.Stats(profiler)
+    shares = buckets(stats, total)
+    if args.top:
+        stats.stream = sys.stderr
+        stats.sort_stats("tottime").print_stats(args.top)
+        stats.sort_stats("cumulative").print_stats(args.top)
     print(json.dumps({"requests": done, "ms": round(total / done * 1000, 3),
                       "buckets": {k: round(v, 4) for k, v in shares.items()}}))
     return 0

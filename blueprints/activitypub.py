@@ -1,11 +1,13 @@
 """The paper and its AI personas in the fediverse (docs/FEDERATION.md): WebFinger, NodeInfo,
 ActivityPub actors, Articles, inboxes, outboxes and follower counts.
 
-Every ActivityPub document lives at its own URL under `/ap/` and always answers
-`application/activity+json`, whatever the `Accept` header: nothing varies on a request header,
-so the response cache may keep these answers by URL (web/caching.py; each route's policy next
-to it, web/policy.py). Reader pages name their twin with `<link rel="alternate"
-type="application/activity+json">` (templates/base.html), and WebFinger names the actors. A
+Every ActivityPub document lives at its own URL under `/ap/` and answers
+`application/activity+json` whatever the `Accept` header, but for an Article's id, which
+sends a browser (`Accept` preferring text/html) to the story page: that route's policy
+`offers` both (web/policy.py), so its answers say `Vary: Accept` and the response cache and the
+replay keep the two apart (web/caching.py `chosen_type`); the others are kept by URL. Reader
+pages name their twin with `<link rel="alternate" type="application/activity+json">`
+(templates/base.html), and WebFinger names the actors. A
 private paper, an unknown host, or ACTIVITYPUB_ENABLED off: 404 on every route here.
 
 Inbox POSTs (`/ap/inbox`, `<actor>/inbox`) need an HTTP signature
@@ -21,7 +23,7 @@ import os
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as package_version
 
-from flask import Blueprint, Response, abort, current_app, g, request, url_for
+from flask import Blueprint, Response, abort, current_app, g, redirect, request, url_for
 from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload, selectinload
 from werkzeug.exceptions import HTTPException
@@ -122,7 +124,7 @@ def webfinger():
         name = paper.slug if path == "/ap/paper" else path.removeprefix("/ap/personas/")
     else:
         raise NotFound("That account is not on this host.")
-    subject = f"acct:{name}@{here.host}"
+    subject = "acct:" + documents.handle(here, name).removeprefix("@")
     if name == paper.slug:
         return _json(documents.webfinger(subject, documents.paper_actor(here), here.home()), JRD)
     persona = _persona(name)
@@ -132,14 +134,15 @@ def webfinger():
 
 @bp.route("/.well-known/nodeinfo")
 def nodeinfo_index():
-    """The NodeInfo discovery document: a link to NodeInfo 2.1."""
+    """The NodeInfo discovery document: links to NodeInfo 2.0 and 2.1."""
     _paper()
     return _json(documents.nodeinfo_index(paper_links()), "application/json")
 
 
-@bp.route("/nodeinfo/2.1")
-def nodeinfo():
-    """NodeInfo 2.1 of this paper's host."""
+@bp.route("/nodeinfo/2.0", defaults={"schema": "2.0"})
+@bp.route("/nodeinfo/2.1", defaults={"schema": "2.1"})
+def nodeinfo(schema: str):
+    """NodeInfo 2.0 or 2.1 of this paper's host."""
     paper = _paper()
     personas = db.session.scalar(select(func.count()).select_from(Persona).where(
         Persona.paper_id == paper.id, Persona.active.is_(True))) or 0
@@ -149,8 +152,8 @@ def nodeinfo():
         version = package_version("paper-desk")
     except PackageNotFoundError:  # pragma: no cover - always installed (make install)
         version = "0"
-    return _json(documents.nodeinfo(paper, version=version, personas=personas, pieces=pieces),
-                 'application/json; profile="http://nodeinfo.diaspora.software/ns/schema/2.1#"')
+    return _json(documents.nodeinfo(paper, schema=schema, version=version, personas=personas, pieces=pieces),
+                 f'application/json; profile="{documents.nodeinfo_schema(schema)}#"')
 
 
 @bp.route("/ap/context.jsonld")
@@ -216,10 +219,13 @@ def _article(piece: Piece) -> dict:
 
 
 @bp.route("/ap/stories/<int:id>")
+# Peers hand the `id` to their readers as the post's link: a browser is sent to the page.
+@policy.route(offers=(ACTIVITY_JSON, LD_JSON, "application/json", "text/html"))
 def article(id: int):  # noqa: A002 - `id`, as every route of a piece names it (tests/routes.py)
-    """A piece on air as an Article with its proof; 410 with a Tombstone for a piece pulled
-    from the air (or deleted) since it aired; 404 for a draft, a scheduled piece before its
-    instant, or no piece."""
+    """A piece on air as an Article with its proof, or, for a request whose `Accept` prefers
+    text/html (a browser), 303 to its story page (`Vary: Accept` on both); 410 with a Tombstone
+    for a piece pulled from the air (or deleted) since it aired; 404 for a draft, a scheduled
+    piece before its instant, or no piece."""
     paper = _paper()
     if id > stories.MAX_ID:
         raise NotFound("There is no such story on air.")
@@ -236,6 +242,8 @@ def article(id: int):  # noqa: A002 - `id`, as every route of a piece names it (
             raise NotFound("There is no such story on air.")
         return _json(documents.tombstone(paper_links(), id, pulled), status=410)
     caching.tag_piece(piece)
+    if caching.chosen_type() == "text/html":
+        return redirect(links().story_page(piece.slug), code=303)
     return _json(_article(piece))
 
 

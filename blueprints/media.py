@@ -1,4 +1,4 @@
-"""`/masthead/{slug}/avatar.svg` (persona portraits), `/cards/{slug}/{version}.png` (share
+"""`/masthead/{slug}/avatar.svg` and `.png` (persona portraits), `/cards/{slug}/{version}.png` (share
 cards; `/cards/{slug}.png` redirects to the current one) and `/media/{name}` (the paper's own
 stored media: art, posters, podcast artwork, captions).
 
@@ -38,6 +38,22 @@ def avatar(slug: str):
     response.headers["Cache-Control"] = LONG_CACHE
     # An SVG opened directly is a document: let it run nothing and load nothing.
     response.headers["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response.make_conditional(request)
+
+
+@bp.route("/masthead/<string:slug>/avatar.png")
+def avatar_png(slug: str):
+    """A persona's portrait as a 256x256 PNG (the fediverse actor's icon: many servers refuse
+    SVG), rendered once into the media folder and read from there; its content ETag and a long
+    Cache-Control as the SVG's; 404 for an unknown persona."""
+    persona = lookups.find_persona(g.paper, slug)
+    if persona is None:
+        abort(404, description="No such persona on this paper.")
+    path = media.avatar_png_file(current_app.instance_path, persona)
+    response = Response(path.read_bytes(), mimetype="image/png")
+    response.set_etag(path.stem)  # the name is the hash of the bytes
+    response.headers["Cache-Control"] = LONG_CACHE
     response.headers["X-Content-Type-Options"] = "nosniff"
     return response.make_conditional(request)
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from flask import Blueprint, abort, g, make_response, render_template, request, url_for
+from flask import Blueprint, abort, current_app, g, make_response, render_template, request, url_for
 
 from models.clock import rfc3339
+from services.delivery.federation import documents
 from services.reading import archive, front, lookups, reader, search, stories
 from services.rendering import embeds, prose
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
@@ -219,6 +220,10 @@ def story(id: str):
         author_url=embeds.masthead_entry(piece.persona.slug, links=links()),
         json_ld=news_article(piece, story_url, picture),
         related=reader.related_pieces(g.paper, piece),
+        # Mastodon credits a shared link to the account this names (the persona's attributionDomains
+        # include this host), when the paper federates.
+        fediverse_creator=documents.handle(links(), piece.persona.slug)
+        if current_app.config.get("ACTIVITYPUB_ENABLED", True) and g.paper.is_public else None,
     )
 
 

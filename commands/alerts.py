@@ -12,7 +12,14 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from commands.outbox import alert_origins, deliver_webhooks_due, drain_confirms, report_alerts, send_alerts_due
+from commands.outbox import (
+    alert_origins,
+    announce_origin,
+    deliver_webhooks_due,
+    drain_confirms,
+    report_alerts,
+    send_alerts_due,
+)
 from models.clock import utcnow
 from services.delivery import alerts, post_queue
 
@@ -37,6 +44,7 @@ def send_alerts(no_webhooks: bool, plan_only: bool, connections: int | None) -> 
     """
     # Each paper's canonical origin: alerts are written outside any request. Refused (exit 1,
     # nothing planned or marked sent) when no base URL would reach the server.
+    announce_origin("send-alerts")
     origins = alert_origins()
     # Confirm emails first: a reader waiting for one should not wait behind the alerts.
     drain_confirms()

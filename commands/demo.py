@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 import click
 from flask import current_app
@@ -13,7 +12,7 @@ from sqlalchemy import select
 
 from commands import database
 from commands import log as log_commands
-from commands.outbox import RECORDED_BASE_URL
+from commands.outbox import forget_base_url, record_base_url
 from demo import seed as demo_seed
 from extensions import db
 from models import CADENCES, Paper, clock
@@ -107,23 +106,19 @@ def _host(slug: str, port: int) -> str:
     return f"{slug}.{current_app.config['PAPER_DOMAIN']}:{port}"
 
 
-def _record_base_url() -> None:
-    """Write PUBLIC_BASE_URL (which `make run` sets to what it serves) into the instance folder,
-    where a later `flask send-alerts` or `drain-outbox` without it finds it
-    (commands/outbox.py `alert_origins`); nothing when it is unset."""
-    base = str(current_app.config.get("PUBLIC_BASE_URL") or "").strip()
-    if base:
-        path = Path(current_app.instance_path) / RECORDED_BASE_URL
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(base + "\n", encoding="utf-8")
-
-
 @click.command("run-info")
 @click.option("--port", type=click.IntRange(1, 65535), default=5000, show_default=True)
 @click.option("--paper", "slug", default="demo", show_default=True, callback=_slug)
+@click.option("--forget", is_flag=True, help="Remove the recorded PUBLIC_BASE_URL (`make run` stopping) and exit.")
 @with_appcontext
-def run_info(port: int, slug: str) -> None:
-    """Print the URLs to try on the demo paper and a fresh demo admin key (label "make run")."""
+def run_info(port: int, slug: str, forget: bool) -> None:
+    """Print the URLs to try on the demo paper and a fresh demo admin key (label "make run").
+    With PUBLIC_BASE_URL set (`make run` sets it), record it and `port` in the instance folder
+    for later `send-alerts` and `drain-outbox` runs, used while that port is served
+    (commands/outbox.py `recorded_base_url`); `--forget` removes the record."""
+    if forget:
+        forget_base_url(current_app.instance_path)
+        return
     paper = db.session.scalar(select(Paper).where(Paper.slug == slug))
     if paper is None:
         raise click.ClickException(f"paper {slug} does not exist; run `flask seed-demo` first.")
@@ -145,7 +140,9 @@ def run_info(port: int, slug: str) -> None:
         ("playground", f"{base}/api"), ("home", f"{base}/"),
     ]
     click.echo(f"{paper.nameplate} ({slug}) on {base}")
-    _record_base_url()
+    base_url = str(current_app.config.get("PUBLIC_BASE_URL") or "").strip()
+    if base_url:
+        record_base_url(current_app.instance_path, base_url, port)
     for label, url in rows:
         if url:
             click.echo(f"  {label:<16}{url}")

@@ -13,6 +13,7 @@ Any number of drainers and send-alerts runs may work at once: they share the row
 from __future__ import annotations
 
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from services.links import PaperOrigins
 from services.newsroom import filing
 from services.transparency import store as transparency_log
 from services.transparency import witness
+from web import state
 
 PRUNE_EVERY = 3600  # seconds between prunes of old sent rows in the drain loop
 
@@ -89,22 +91,75 @@ def drain_confirms(should_stop=None) -> outbox.DrainReport:
 
 
 # Where `make run` writes the PUBLIC_BASE_URL it serves under (`flask run-info`), in the
-# instance folder, so a later `flask send-alerts` in another shell builds the same links.
+# instance folder, so a later `flask send-alerts` in another shell builds the same links: the
+# URL, then `port N`, the loopback port that server listens on. It is used only while something
+# listens there (and `make run` removes it when it stops), so no later command sends links to a
+# port nothing serves any more.
 RECORDED_BASE_URL = "public_base_url"
+LISTENING_TIMEOUT = 0.5  # seconds: the connect to the recorded port (loopback)
+
+
+def record_base_url(instance_path: str, base: str, port: int) -> None:
+    """Record `base` (served by `make run` on loopback `port`) for later commands (above)."""
+    path = Path(instance_path) / RECORDED_BASE_URL
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"{base}\nport {port}\n", encoding="utf-8")
+
+
+def forget_base_url(instance_path: str) -> None:
+    """Remove the recorded base URL (`make run` stopping)."""
+    (Path(instance_path) / RECORDED_BASE_URL).unlink(missing_ok=True)
+
+
+def recorded_base_url(instance_path: str) -> tuple[str | None, str]:
+    """(the base URL `make run` recorded, or None when there is none to use; why, in words).
+    A record whose port nothing on 127.0.0.1 accepts a connection on (within
+    LISTENING_TIMEOUT) is from a server that stopped: not used. One without a port (written
+    before ports were recorded) cannot be checked: not used either."""
+    path = Path(instance_path) / RECORDED_BASE_URL
+    if not path.is_file():
+        return None, "none recorded"
+    lines = path.read_text(encoding="utf-8").split()
+    base = lines[0] if lines else ""
+    port = lines[2] if len(lines) >= 3 and lines[1] == "port" and lines[2].isascii() and lines[2].isdigit() else None
+    if not base or port is None or not 0 < int(port) < 65536:
+        return None, f"{path} names no port to check; run `make run` again"
+    try:
+        socket.create_connection(("127.0.0.1", int(port)), timeout=LISTENING_TIMEOUT).close()
+    except OSError:
+        return None, f"the server that recorded {base} (port {port}) is not running; ignored"
+    return base, f"recorded by `make run`, listening on port {port}"
+
+
+def origin_source() -> tuple[dict, str]:
+    """(the app's config with the PUBLIC_BASE_URL links outside a request use, where it came
+    from in words): PUBLIC_BASE_URL, else the live `make run`'s recorded one (above)."""
+    config = dict(current_app.config)
+    if str(config.get("PUBLIC_BASE_URL") or "").strip():
+        return config, "PUBLIC_BASE_URL"
+    recorded, why = recorded_base_url(current_app.instance_path)
+    if recorded:
+        config["PUBLIC_BASE_URL"] = recorded
+        return config, why
+    return config, f"no PUBLIC_BASE_URL; recorded origin: {why}"
+
+
+def announce_origin(command: str) -> None:
+    """Print, as `command` starts, which origin its links use and where it came from."""
+    config, source = origin_source()
+    base = str(config.get("PUBLIC_BASE_URL") or "").strip()
+    shown = base or f"{config['PUBLIC_URL_SCHEME']}://{config['PAPER_DOMAIN']} (development default)"
+    click.echo(f"{command}: links on {shown} ({source})")
 
 
 def alert_origins() -> PaperOrigins:
     """Each paper's origin for links built outside a request (alerts): PUBLIC_BASE_URL, else
-    the one `make run` recorded in the instance folder (RECORDED_BASE_URL), else, only in
-    development (`FLASK_DEBUG`, or tests), PAPER_DOMAIN with PUBLIC_URL_SCHEME and
+    the one a running `make run` recorded in the instance folder (`recorded_base_url`), else,
+    only in development (`FLASK_DEBUG`, or tests), PAPER_DOMAIN with PUBLIC_URL_SCHEME and
     PUBLIC_PORT. Raises click.ClickException, naming the setting, when there is no base URL
     outside development (its links would be `http://localhost/...`, which reach nothing) or
     the recorded one is not usable."""
-    config = dict(current_app.config)
-    if not str(config.get("PUBLIC_BASE_URL") or "").strip():
-        recorded = Path(current_app.instance_path) / RECORDED_BASE_URL
-        if recorded.is_file():
-            config["PUBLIC_BASE_URL"] = recorded.read_text(encoding="utf-8").strip()
+    config, _source = origin_source()
     if not str(config.get("PUBLIC_BASE_URL") or "").strip() and not (current_app.debug or current_app.testing):
         raise click.ClickException(
             "PUBLIC_BASE_URL is not set: alert links would lead to "
@@ -277,6 +332,7 @@ def drain_outbox(once: bool, plan_instant: bool) -> None:
     and catch-up runs use it, plans nothing new), then finishes
     the messages in hand and exits 0. Several drainers may run at once, on any hosts with
     PostgreSQL (on SQLite, on the database's host): they share the rows, none is sent twice."""
+    announce_origin("drain-outbox")
     with_alerts = _alerts_usable()
     if once:
         prune_sent(utcnow())
@@ -300,6 +356,9 @@ def drain_outbox(once: bool, plan_instant: bool) -> None:
                 if pruned_at is None or time.monotonic() - pruned_at >= PRUNE_EVERY:
                     pruned_at = time.monotonic()
                     prune_sent(utcnow())
+                # A paper's change committed in an earlier pass whose generation move failed
+                # (Redis away) is made visible as soon as Redis answers (web/state.py).
+                state.for_app(current_app._get_current_object()).settle()
                 drain_once(stop.is_set, seen, with_alerts)
             except Exception as exc:  # noqa: BLE001 - a database outage must not end the loop
                 current_app.logger.exception("drain-outbox pass failed")

@@ -15,6 +15,16 @@ something they depend on fails. One scenario per fault:
 - sqlite-move  The SQLite file moved away (the workers restarted meanwhile, as a deploy or a
                recycled worker would) and back under load: 503 problems while it is gone, nothing
                created in its place, every acknowledged write there afterwards.
+- partition    Two app hosts on one database and one Redis; host A's link to Redis turns lossy
+               and slow while a pull is sent through A: the pull gets no success answer until
+               every host will see it (503, retried with its Idempotency-Key), and no read
+               after that answer shows the piece (issue 32; docs/SECURITY.md).
+- redis-lifetimes  Redis restarted empty between a pull and the next write (the workers idle),
+               then restored from a snapshot taken before a pull: 0 reads of the pulled piece.
+- state-file   The SQLite host's state file deleted (and a worker recycled), then truncated,
+               under load: 0 stale reads, 0 worker crashes (no SIGBUS).
+- monitor-rewrite  `flask log verify` after a piece is backdated, a persona retitled and one
+               renamed in the database behind the API: each run fails and names the field.
 - hostile      Hostile bodies and query strings drawn from tests/strategies.py (hypothesis,
                derandomized) at every operation of the OpenAPI document, with and without a key,
                on SQLite and on PostgreSQL.
@@ -67,7 +77,8 @@ from urllib.parse import quote, urlsplit, urlunsplit
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent  # the venv's bin: flask, gunicorn
 OUT = ROOT / "build" / "faults"
-SCENARIOS = ("pg-kill", "redis", "smtp-hang", "sqlite-move", "hostile")
+SCENARIOS = ("pg-kill", "redis", "smtp-hang", "sqlite-move", "hostile", "partition", "redis-lifetimes",
+             "state-file", "monitor-rewrite")
 RECOVERY_TARGET = 2.0  # seconds from a fault's end to the first successful answer
 # Rate limits stay on (the limiter is one of the things under test) but far above the load.
 LIMITS = {"READ_RATELIMIT": "1000000/minute", "RATELIMIT_DEFAULT": "1000000 per minute",
@@ -442,24 +453,30 @@ class Gunicorn:
 
 
 class RedisServer:
-    """A redis-server of the suite's own on a free loopback port (no persistence), which can be
-    stopped and started again on the same port."""
+    """A redis-server of the suite's own on a free loopback port (no persistence but an
+    explicit SAVE, into `folder`), which can be stopped and started again on the same port:
+    empty, or (`keep`) from the snapshot SAVE wrote."""
 
-    def __init__(self):
+    def __init__(self, folder: Path | None = None):
         self.binary = shutil.which("redis-server")
         if not self.binary:
             raise SetupError("redis-server is not installed (Debian: apt-get install redis-server)")
         self.port = free_port()
+        self.folder = folder or Path(tempfile.mkdtemp(prefix="paperdesk-faults-redis-"))
+        self.folder.mkdir(parents=True, exist_ok=True)
         self.process: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}"
 
-    def start(self) -> None:
-        """Start it and wait until it answers PING."""
+    def start(self, keep: bool = False) -> None:
+        """Start it (empty unless `keep`: then from the last SAVE) and wait until it answers PING."""
+        if not keep:
+            (self.folder / "dump.rdb").unlink(missing_ok=True)
         cmd = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-               "--appendonly", "no", "--protected-mode", "yes", "--loglevel", "warning"]
+               "--appendonly", "no", "--protected-mode", "yes", "--loglevel", "warning",
+               "--dir", str(self.folder)]
         self.process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 10
@@ -632,6 +649,8 @@ class Result:
     examples: list[str] = field(default_factory=list)
     fault_seconds: float | None = None
     timeline: list[str] = field(default_factory=list)
+    stale: int | None = None     # reads that lagged an answered write (issue 32's scenarios)
+    crashes: int | None = None   # workers that died of a fault (SIGBUS, an exit of their own)
 
     @property
     def passed(self) -> bool:
@@ -685,7 +704,8 @@ class Result:
 
 HEADER = ["scenario", "backend", "requests", "2xx/3xx", "4xx", "5xx: bare 500", "5xx: 500 problem",
           "5xx: 503 problem",
-          "conn errors", "writes acked", "found", "lost", "duplicates", "recovery s", "run s", "result"]
+          "conn errors", "writes acked", "found", "lost", "duplicates", "stale reads", "worker crashes",
+          "recovery s", "run s", "result"]
 
 
 def row(r: Result) -> list[str]:
@@ -693,6 +713,7 @@ def row(r: Result) -> list[str]:
     return [r.scenario, r.backend, str(r.requests), str(r.ok), str(r.c4xx), str(r.c500),
             str(r.c500_problem), str(r.c503),
             str(r.conn), str(r.acked), str(r.found), str(r.lost), str(r.duplicates),
+            "-" if r.stale is None else str(r.stale), "-" if r.crashes is None else str(r.crashes),
             "-" if r.recovery is None else f"{r.recovery:.2f}", f"{r.seconds:.0f}",
             "pass" if r.passed else "FAIL"]
 
@@ -802,7 +823,7 @@ def scenario_pg_kill(pg_url: str, pg_key: str, work: Path, args) -> Result:
 def scenario_redis(db_url: str, key: str, backend: str, work: Path, args) -> Result:
     """The suite's own Redis (limits and cache) stopped for `args.redis_seconds` and started."""
     result = Result("redis", backend)
-    redis = RedisServer()
+    redis = RedisServer(work / "redis-server")
     redis.start()
     try:
         env = base_env(work / "redis", db_url)
@@ -1085,6 +1106,304 @@ def scenario_hostile(db_url: str, key: str, backend: str, work: Path, args) -> R
     return result
 
 
+# ----------------------------------------------------------------------------- promises under faults
+#
+# Issue 32's scenarios: what a reader sees after a write was answered, while the shared store
+# (Redis, or the SQLite host's state file) fails, and what the log monitor sees of a database
+# rewritten behind the API. A *stale read* is a read of a pulled piece, sent after the pull's
+# success answer, that still shows it (200, or a 304 for the ETag it had): the promise is 0.
+
+
+class StaleReads:
+    """Reads of one piece's public answer on some servers, each kept with when it was sent;
+    half of them revalidate the ETag the warm-up saw (the 304 path)."""
+
+    def __init__(self, clients: list[Client], piece_id: int):
+        self.clients, self.path = clients, f"/api/v1/stories/{piece_id}"
+        self.etags: dict[int, str] = {}
+        self.answers: list[tuple[Answer, str]] = []  # (answer, server)
+        self.lock = threading.Lock()
+
+    def read(self, n: int, *, spread: float = 0.0) -> None:
+        """`n` reads on each server (one connection each, so a master's workers all answer)."""
+        for c in self.clients:
+            if c.port not in self.etags:
+                self.etags[c.port] = self._etag_of(c)
+        for i in range(n):
+            for c in self.clients:
+                etag = self.etags.get(c.port)
+                answer = c.request("GET", self.path, keyed=False,
+                                   headers={"If-None-Match": etag} if etag and i % 2 else None)
+                with self.lock:
+                    self.answers.append((answer, str(c.port)))
+            if spread:
+                time.sleep(spread)
+
+    def _etag_of(self, c: Client) -> str:
+        conn = http.client.HTTPConnection("127.0.0.1", c.port, timeout=10)
+        try:
+            conn.request("GET", self.path)
+            response = conn.getresponse()
+            response.read()
+            return response.getheader("ETag", "")
+        finally:
+            conn.close()
+
+    def stale_after(self, acked: float) -> int:
+        """Reads sent after `acked` (monotonic) that still show the piece."""
+        with self.lock:
+            return sum(1 for a, _ in self.answers if a.started >= acked and a.status in (200, 304))
+
+    def sent_after(self, acked: float) -> int:
+        with self.lock:
+            return sum(1 for a, _ in self.answers if a.started >= acked)
+
+
+def _on_air_piece(client: Client, n: int = 0) -> int:
+    stories = (client.request("GET", "/api/v1/stories?limit=5", keyed=False).json() or {}).get("stories", [])
+    if len(stories) <= n:
+        raise SetupError("the demo paper has too few pieces on air")
+    return int(stories[n]["id"])
+
+
+def _pull(client: Client, piece_id: int, *, patience: float = 30, tally_503: list | None = None) -> float | None:
+    """Pull a piece with one Idempotency-Key, sent again after a 503 or a lost connection until
+    it is acknowledged; the moment (monotonic) its success answer arrived, or None."""
+    key = uuid.uuid4().hex
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        answer = client.request("DELETE", f"/api/v1/stories/{piece_id}/air", headers={"Idempotency-Key": key})
+        if answer.kind == "ok":
+            return answer.ended
+        if tally_503 is not None:
+            tally_503.append(answer.status)
+        if answer.kind not in ("503", "conn"):
+            return None
+        time.sleep(0.5)
+    return None
+
+
+def _revise(client: Client, piece_id: int) -> None:
+    client.request("PATCH", f"/api/v1/stories/{piece_id}", {"dek": f"Revised {uuid.uuid4().hex[:8]}"},
+                   headers={"Idempotency-Key": uuid.uuid4().hex})
+
+
+def _crashes(server: Gunicorn) -> int:
+    """Workers that died of a signal they did not ask for, or exited on their own."""
+    return sum(server.count(marker) for marker in ("was sent SIGBUS", "was sent SIGSEGV", "exited with code"))
+
+
+def _stale_row(result: Result, tally: Tally, stale: int, crashes: int = 0) -> Result:
+    result.count(tally)
+    result.stale, result.crashes = stale, crashes
+    if stale:
+        result.failures.append(f"{stale} stale read(s) after a write's success answer")
+    if crashes:
+        result.failures.append(f"{crashes} worker crash(es)")
+    return result
+
+
+def scenario_partition(db_url: str, key: str, backend: str, work: Path, args) -> Result:
+    """Two app hosts (gunicorn masters) on one database and one Redis; host A reaches Redis
+    through a relay that turns lossy and slow (half the connections black-holed, 0.3 s per
+    chunk against the 0.25 s SHARED_STATE_TIMEOUT) for `args.partition_seconds`, while a pull
+    is sent through A and both hosts read the piece."""
+    from tests.relay import Relay
+
+    result = Result("partition", backend)
+    redis = RedisServer(work / "partition-redis")
+    redis.start()
+    relay = Relay(("127.0.0.1", redis.port), seed=32).start()
+    tally, attempts = Tally(), []
+    try:
+        env_b = base_env(work / "partition", db_url)
+        env_b.update(SHARED_STATE=f"{redis.url}/0", CACHE_TYPE="SimpleCache")
+        env_a = {**env_b, "SHARED_STATE": f"redis://127.0.0.1:{relay.port}/0"}
+        with Gunicorn("partition-a", env_a) as host_a, Gunicorn("partition-b", env_b) as host_b:
+            a, b = Client(host_a.port, tally, key), Client(host_b.port, tally, key)
+            piece = _on_air_piece(b)
+            reads = StaleReads([a, b], piece)
+            reads.read(12)  # every worker of both hosts holds the paper (and the answer)
+            stop = threading.Event()
+
+            def keep_reading():
+                while not stop.is_set():
+                    reads.read(1, spread=0.02)
+
+            reader = threading.Thread(target=keep_reading, daemon=True)
+            reader.start()
+            fault_start = time.monotonic()
+            relay.impair(delay=0.3, loss=0.5)
+            relay.cut()  # live connections go: each new one crosses the lossy link
+            healer = threading.Timer(args.partition_seconds, lambda: (relay.impair(), relay.cut()))
+            healer.start()
+            acked = _pull(a, piece, tally_503=attempts)
+            healer.join()
+            fault_end = time.monotonic()
+            time.sleep(3.0)
+            stop.set()
+            reader.join(30)
+            result.logged_errors = host_a.logged_errors() + host_b.logged_errors()
+            unmoved = host_a.count("the shared generation could not be moved")
+    finally:
+        relay.stop()
+        redis.stop()
+    stale = reads.stale_after(acked) if acked else 0
+    _stale_row(result, tally, stale)
+    result.fault_seconds = round(fault_end - fault_start, 2)
+    result.notes.insert(0, f"A cut off (lossy, slow) {args.partition_seconds:g} s; the pull through A answered "
+                           f"{len(attempts)} time(s) without success ({Counter(attempts).most_common()}) then "
+                           + (f"2xx {acked - fault_start:.1f} s into the fault" if acked else "never 2xx")
+                           + f"; A logged {unmoved} unmoved generation(s); {reads.sent_after(acked or 0)} "
+                           "reads on both hosts after the success answer")
+    if acked is None:
+        result.failures.append("the pull was never acknowledged, even after Redis came back")
+    return result
+
+
+def scenario_redis_lifetimes(db_url: str, key: str, backend: str, work: Path, args) -> Result:
+    """One host (2 workers) on Redis. (1) Redis restarted empty between a pull and the next
+    write, the workers idle meanwhile; (2) Redis restored from an RDB snapshot taken before a
+    pull. Reads of the pulled piece afterwards."""
+    result = Result("redis-lifetimes", backend)
+    redis = RedisServer(work / "lifetimes-redis")
+    redis.start()
+    tally, stale, phases = Tally(), 0, []
+    try:
+        env = base_env(work / "lifetimes", db_url)
+        env.update(SHARED_STATE=f"{redis.url}/0", CACHE_TYPE="SimpleCache")
+        with Gunicorn("redis-lifetimes", env) as server:
+            client = Client(server.port, tally, key)
+            other = _on_air_piece(client, 4)
+            for phase, piece in (("restarted empty", _on_air_piece(client, 0)),
+                                 ("restored from a snapshot", _on_air_piece(client, 1))):
+                reads = StaleReads([client], piece)
+                if phase == "restarted empty":
+                    redis.stop()
+                    redis.start()  # a lifetime whose first touch is a write (INCR from nothing)
+                    _revise(client, other)
+                reads.read(10)  # both workers hold the paper at this generation
+                if phase == "restored from a snapshot":
+                    redis.command("SAVE")
+                acked = _pull(client, piece)
+                redis.stop()
+                redis.start(keep=phase == "restored from a snapshot")
+                if phase == "restarted empty":
+                    _revise(client, other)  # the next write, before any read (the workers idle)
+                reads.read(20)
+                n = reads.stale_after(acked) if acked else 0
+                stale += n
+                phases.append(f"{phase}: {n} of {reads.sent_after(acked or 0)} reads stale")
+            result.logged_errors = server.logged_errors()
+    finally:
+        redis.stop()
+    _stale_row(result, tally, stale)
+    result.notes.insert(0, "; ".join(phases))
+    return result
+
+
+def scenario_state_file(template: Path, key: str, work: Path, args) -> Result:
+    """The SQLite host (SHARED_STATE host, 2 workers): its state file deleted and one worker
+    restarted (a recycled worker), then truncated to 0 bytes; a pull and reads after each."""
+    result = Result("state-file", "sqlite")
+    folder = work / "state-file"
+    folder.mkdir(parents=True)
+    shutil.copy(template, folder / "paperdesk.db")
+    env = base_env(folder, f"sqlite:///{folder / 'paperdesk.db'}")
+    env.update(SHARED_STATE="host", CACHE_TYPE="SimpleCache")
+    state_file = folder / "paperdesk-state.shm"
+    tally, stale, phases = Tally(), 0, []
+    with Gunicorn("state-file", env) as server:
+        client = Client(server.port, tally, key)
+        for phase, piece in (("deleted", _on_air_piece(client, 0)), ("truncated", _on_air_piece(client, 1))):
+            reads = StaleReads([client], piece)
+            reads.read(10)
+            if phase == "deleted":
+                state_file.unlink()
+                booted = server.count("Booting worker")
+                workers = subprocess.run(["ps", "-o", "pid=", "--ppid", str(server.process.pid)],
+                                         capture_output=True, text=True).stdout.split()
+                os.kill(int(workers[0]), signal.SIGTERM)  # recycled: the new worker opens the path
+                deadline = time.monotonic() + 30
+                while server.count("Booting worker") <= booted and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                time.sleep(1.0)
+            else:
+                os.truncate(state_file, 0)
+            reads.read(10)
+            acked = _pull(client, piece)
+            reads.read(20)
+            n = reads.stale_after(acked) if acked else 0
+            stale += n
+            phases.append(f"{phase}: {n} of {reads.sent_after(acked or 0)} reads stale")
+        crashes = _crashes(server)
+        result.logged_errors = server.logged_errors()
+    _stale_row(result, tally, stale, crashes)
+    result.notes.insert(0, "; ".join(phases) + f"; {crashes} worker crash(es)")
+    return result
+
+
+def scenario_monitor_rewrite(template: Path, key: str, work: Path, args) -> Result:
+    """`flask log verify` against a served paper, then after each rewrite in the database
+    behind the API: a piece backdated 30 days, a persona retitled, a persona renamed. Each
+    must fail, naming the field."""
+    import sqlite3
+
+    result = Result("monitor-rewrite", "sqlite")
+    folder = work / "monitor"
+    folder.mkdir(parents=True)
+    db_path = folder / "paperdesk.db"
+    shutil.copy(template, db_path)
+    env = base_env(folder, f"sqlite:///{db_path}")
+    # A rewrite behind the API moves no generation: with snapshots (web/state.py) the workers
+    # would go on serving the version they hold until the next write. Here every public read
+    # asks the database, so the monitor sees the rewrite at once.
+    env.update(SHARED_STATE="off")
+    tally = Tally()
+    caught, runs = 0, []
+    with Gunicorn("monitor-rewrite", env) as server:
+        client = Client(server.port, tally, key)
+        piece = _on_air_piece(client, 2)
+        story = client.request("GET", f"/api/v1/stories/{piece}", keyed=False).json() or {}
+        persona, title = story["byline"], story["persona"]["title"]
+        verify = [str(BIN / "flask"), "log", "verify", "--url", f"http://127.0.0.1:{server.port}",
+                  "--state", str(folder / "monitor.json"), "--grace", "0"]
+
+        def run() -> tuple[int, str]:
+            done = subprocess.run(verify, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+            return done.returncode, done.stdout + done.stderr
+
+        rewrites = [
+            ("honest", None, None),
+            ("backdated", "UPDATE pieces SET on_air_at = datetime(on_air_at, '-30 days') WHERE id = ?", (piece,)),
+            ("retitled", "UPDATE personas SET title = 'Editor at large' WHERE name = ?", (persona,)),
+            ("renamed", "UPDATE personas SET name = name || ' Jr', title = ? WHERE name = ?", (title, persona)),
+        ]
+        expected = {"backdated": "field on_air_at", "retitled": "field byline_title changed",
+                    "renamed": "field byline changed"}
+        for name, statement, params in rewrites:
+            if statement:
+                with sqlite3.connect(db_path) as conn:
+                    conn.execute(statement, params)
+                    conn.execute("UPDATE papers SET version = version + 1")  # no cache outlives it
+            code, output = run()
+            if name == "honest":
+                if code != 0:
+                    result.failures.append(f"the monitor failed the honest paper: {output[-400:]}")
+                runs.append(f"honest: exit {code}")
+                continue
+            named = expected[name] in output
+            caught += code == 1 and named
+            runs.append(f"{name}: exit {code}" + (f", names `{expected[name]}`" if named else ""))
+            if code != 1 or not named:
+                result.failures.append(f"{name}: the monitor said exit {code} without naming {expected[name]!r}")
+        result.logged_errors = server.logged_errors()
+    result.count(tally)
+    result.notes.insert(0, f"rewrites caught and named: {caught} of 3 ({'; '.join(runs)})")
+    return result
+
+
+
 # ----------------------------------------------------------------------------- main
 
 
@@ -1097,6 +1416,8 @@ def parse_args(argv: list[str]):
     parser.add_argument("--redis-seconds", type=float, default=3, help="redis: how long Redis stays down")
     parser.add_argument("--move-seconds", type=float, default=3,
                         help="sqlite-move: how long the file stays away once the new workers answer 503")
+    parser.add_argument("--partition-seconds", type=float, default=4,
+                        help="partition: how long host A's link to Redis stays lossy and slow")
     parser.add_argument("--hostile-examples", type=int, default=6,
                         help="hostile: examples per operation and key (hypothesis, derandomized)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (databases, instance folders)")
@@ -1158,6 +1479,15 @@ def main(argv: list[str]) -> int:
                 return [scenario_smtp(sqlite_copy(name), sqlite_key, work, args)]
             if name == "sqlite-move":
                 return [scenario_sqlite_move(template, sqlite_key, work, args)]
+            if name in ("partition", "redis-lifetimes"):
+                scenario = scenario_partition if name == "partition" else scenario_redis_lifetimes
+                if pg_url:  # production's pair: PostgreSQL and Redis
+                    return [scenario(pg_url, pg_key, "postgresql", work, args)]
+                return [scenario(sqlite_copy(name), sqlite_key, "sqlite", work, args)]
+            if name == "state-file":
+                return [scenario_state_file(template, sqlite_key, work, args)]
+            if name == "monitor-rewrite":
+                return [scenario_monitor_rewrite(template, sqlite_key, work, args)]
             # hostile: each database refuses different things (NULs, integer ranges, collations).
             out = [scenario_hostile(sqlite_copy(name), sqlite_key, "sqlite", work, args)]
             if pg_url:

@@ -125,6 +125,10 @@ class Links:
         """`{origin}/masthead/{slug}/avatar.svg`: a persona's portrait."""
         return self.absolute(f"/masthead/{slug}/avatar.svg")
 
+    def avatar_png(self, slug: str) -> str:
+        """`{origin}/masthead/{slug}/avatar.png`: the same portrait as a PNG (an actor's icon)."""
+        return self.absolute(f"/masthead/{slug}/avatar.png")
+
     def api(self, path: str = "") -> str:
         """`api('/stories')` -> `{origin}/api/v1/stories`."""
         return self.absolute("/api/v1" + path)

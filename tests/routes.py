@@ -23,6 +23,7 @@ SLUG_KIND = {
     "media.share_card": "piece_slug",
     "media.current_share_card": "piece_slug",
     "media.avatar": "persona_slug",
+    "media.avatar_png": "persona_slug",
     "pages.section": "section_slug",
     "pages.persona": "persona_slug",
     "sections.update_section": "section_slug",

@@ -39,6 +39,21 @@ def test_large_answers_are_gzipped_with_a_weak_etag_and_revalidate(client, desk)
         assert again.status_code == 304 and again.headers["ETag"] == held and again.data == b""
 
 
+def test_activitypub_documents_are_gzipped_like_other_json(client, desk):
+    """An Article (application/activity+json) and the JSON-LD context (application/ld+json)
+    go compressed like every JSON answer: ActivityPub was not a compressible type."""
+    paper = desk.paper("demo")
+    piece = desk.piece(paper, "Council weighs the harbour plan", dek="A long dek " * 10, facts=2)
+    for path in (f"/ap/stories/{piece.id}", "/ap/paper"):
+        plain = client.get(path, headers={"Accept": "application/activity+json"})
+        packed = client.get(path, headers={"Accept": "application/activity+json", **GZIP})
+        assert plain.mimetype == packed.mimetype == "application/activity+json"
+        assert len(plain.data) > 1024 and "Content-Encoding" not in plain.headers
+        assert packed.headers["Content-Encoding"] == "gzip", path
+        assert "Accept-Encoding" in packed.headers["Vary"]
+        assert json.loads(gzip.decompress(packed.data)) == plain.get_json()
+
+
 def test_small_answers_and_refusing_clients_get_identity(client, desk):
     paper = _newsroom(desk)
     small = client.get("/api/v1/stories?limit=1", headers=GZIP)

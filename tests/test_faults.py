@@ -43,7 +43,8 @@ from models import Piece, PieceRevision, Subscriber, WebhookDelivery
 from services.delivery import post_queue, webhooks
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import Desk
-from tests.fixtures.servers import free_port, gunicorn
+from tests.fixtures.servers import gunicorn
+from tests.relay import Relay
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -51,63 +52,6 @@ LEAK_WORDS = ("traceback", "operationalerror", "sqlalchemy", "psycopg", "sqlite"
 
 
 # ----------------------------------------------------------------------------- database gone
-
-
-class Relay:
-    """A TCP relay from a loopback port to `target`, which can be stopped (listener and every
-    live connection closed) and started again on the same port."""
-
-    def __init__(self, target: tuple[str, int]):
-        self.target, self.port = target, free_port()
-        self.sockets: list[socket.socket] = []
-        self.lock = threading.Lock()
-        self.listener: socket.socket | None = None
-
-    def start(self) -> Relay:
-        self.listener = socket.create_server(("127.0.0.1", self.port))
-        threading.Thread(target=self._accept, args=(self.listener,), daemon=True).start()
-        return self
-
-    def stop(self) -> None:
-        listener, self.listener = self.listener, None
-        with self.lock:
-            live, self.sockets = self.sockets, []
-        for sock in [listener, *live]:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)  # wakes the threads blocked on it
-            except OSError:
-                pass
-            sock.close()
-
-    def _accept(self, listener: socket.socket) -> None:
-        while True:
-            try:
-                client, _ = listener.accept()
-            except OSError:
-                return  # stopped
-            try:
-                upstream = socket.create_connection(self.target, timeout=5)
-            except OSError:
-                client.close()
-                continue
-            upstream.settimeout(None)
-            with self.lock:
-                self.sockets += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        for sock in (source, sink):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 def outage(app):

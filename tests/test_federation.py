@@ -4,8 +4,8 @@ drain-outbox --once`, against a follower server of ours on loopback.
 Outside code checks our cryptography: `apsig` (PyPI; its own draft-cavage code and its own
 FEP-8b32 `eddsa-jcs-2022` verifier on `jcs` and `multiformats`) signs the follower's inbox POSTs,
 verifies the HTTP signatures of what the worker posts, and verifies the Articles' proofs against
-the Multikey each actor publishes. `pyld` expands the documents as JSON-LD with the contexts
-served from memory (no network).
+the Multikey each actor publishes. `pyld` expands the documents as JSON-LD with the standard
+contexts from tests/data/jsonld/ (no network).
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from models import ApDelivery, ApFollower, ApKey
 from models.clock import utcnow
 from services.delivery.federation import remote
 from services.newsroom import filing
+from tests.fixtures import jsonld
 from tests.fixtures.keys import auth
 
 T = datetime(2026, 11, 20, 8, 0, tzinfo=timezone.utc)
@@ -187,14 +188,41 @@ def test_webfinger_names_the_paper_and_each_persona(client, paper):
         assert answer.mimetype == "application/problem+json"
 
 
-def test_nodeinfo(client, desk, paper):
+def test_nodeinfo_2_0_and_2_1(client, desk, paper):
+    """Both versions, listed in the index: Takahe reads 2.0 only, most servers 2.1."""
     desk.piece(paper, "One")
     index = client.get("/.well-known/nodeinfo").get_json()
-    assert index["links"][0]["rel"] == "http://nodeinfo.diaspora.software/ns/schema/2.1"
-    info = client.get("/nodeinfo/2.1").get_json()
-    assert info["version"] == "2.1" and info["protocols"] == ["activitypub"]
-    assert info["openRegistrations"] is False
-    assert info["usage"]["users"]["total"] == 3 and info["usage"]["localPosts"] == 1
+    assert [(link["rel"], link["href"]) for link in index["links"]] == [
+        ("http://nodeinfo.diaspora.software/ns/schema/2.0", "http://localhost/nodeinfo/2.0"),
+        ("http://nodeinfo.diaspora.software/ns/schema/2.1", "http://localhost/nodeinfo/2.1")]
+    for version in ("2.0", "2.1"):
+        response = client.get(f"/nodeinfo/{version}")
+        assert response.status_code == 200
+        assert response.headers["Content-Type"] == (
+            f'application/json; profile="http://nodeinfo.diaspora.software/ns/schema/{version}#"')
+        info = response.get_json()
+        assert info["version"] == version and info["protocols"] == ["activitypub"]
+        assert info["openRegistrations"] is False
+        assert info["usage"]["users"]["total"] == 3 and info["usage"]["localPosts"] == 1
+        assert info["software"]["name"] == "paperdesk"
+        # 2.0's schema allows only name and version under software (additionalProperties false).
+        assert ("homepage" in info["software"]) == (version == "2.1")
+    assert client.get("/nodeinfo/2.2").status_code == 404
+
+
+def test_story_pages_name_their_fediverse_creator(client, app, desk, paper):
+    """`<meta name="fediverse:creator">` names the persona's account, so Mastodon credits a
+    shared link to it; not when the paper does not federate."""
+    piece = desk.piece(paper, "Credited")
+    page = client.get(f"/stories/{piece.slug}").get_data(as_text=True)
+    assert '<meta name="fediverse:creator" content="@ada-quill@localhost">' in page
+    jrd = client.get("/.well-known/webfinger?resource=acct:ada-quill@localhost").get_json()
+    assert jrd["subject"] == "acct:ada-quill@localhost"  # the handle resolves
+    app.config["ACTIVITYPUB_ENABLED"] = False
+    try:
+        assert "fediverse:creator" not in client.get(f"/stories/{piece.slug}").get_data(as_text=True)
+    finally:
+        app.config["ACTIVITYPUB_ENABLED"] = True
 
 
 def test_pages_point_at_their_activitypub_documents(client, desk, paper):
@@ -225,6 +253,15 @@ def test_actors_are_services_with_both_keys(client, paper):
     assert persona["type"] == "Service" and persona["name"] == "Ada Quill (AI persona)"
     assert "declared AI persona" in persona["summary"]
     assert persona["attributionDomains"] == ["localhost"]
+    # PNG icons (many servers refuse SVG), served as what they say they are.
+    assert persona["icon"] == {"type": "Image", "mediaType": "image/png",
+                               "url": "http://localhost/masthead/ada-quill/avatar.png"}
+    for icon in (actor["icon"], persona["icon"]):
+        assert icon["mediaType"] == "image/png"
+        response = client.get(icon["url"].removeprefix("http://localhost"))
+        assert response.status_code == 200 and response.mimetype == "image/png"
+        assert response.data.startswith(b"\x89PNG\r\n\x1a\n")
+        response.close()
     # One RSA key per paper, the same on every actor, and made once.
     assert persona["publicKey"]["publicKeyPem"] == actor["publicKey"]["publicKeyPem"]
     assert get_ap(client, "/ap/paper")["publicKey"] == actor["publicKey"]
@@ -294,45 +331,87 @@ def test_article_has_a_proof_that_apsig_verifies(client, desk, paper):
     assert get_ap(client, f"/ap/stories/{piece.id}") == article
 
 
-def test_article_is_json_ld(client, desk, paper):
-    from pyld import jsonld
+def served_context(client) -> dict[str, dict]:
+    """The paper's own JSON-LD context, as the app serves it, by its URL."""
+    response = client.get("/ap/context.jsonld")
+    assert response.status_code == 200 and response.mimetype == "application/ld+json"
+    return {"http://localhost/ap/context.jsonld": response.get_json()}
 
-    piece = desk.piece(paper, "Expandable")
+
+def untranslated(compact: dict, expanded: dict) -> set[str]:
+    """The keys of a compact node that expansion dropped (a term no context defines): every
+    key but @context becomes one expanded key (`id` -> @id, `type` -> @type, a term -> its IRI)."""
+    keys = [key for key in compact if key != "@context"]
+    return set(keys) if len(keys) != len(expanded) else set()
+
+
+@pytest.mark.parametrize("path", ["/ap/paper", "/ap/personas/ada-quill"])
+def test_actors_expand_as_json_ld_with_their_multikey(client, paper, path):
+    """pyld, with the standard contexts from tests/data/jsonld/, finds every term of an actor,
+    the Ed25519 Multikey under sec:assertionMethod above all (lost before the paper's context
+    defined `assertionMethod`: a JSON-LD consumer such as Fedify saw no key)."""
+    actor = get_ap(client, path)
+    node = jsonld.expand(actor, served_context(client))
+    assert untranslated(actor, node) == set()
+    [method] = node[jsonld.SEC + "assertionMethod"]
+    assert method["@id"] == actor["id"] + "#ed25519-key"
+    assert method["@type"] == [jsonld.SEC + "Multikey"]
+    assert method[jsonld.SEC + "controller"] == [{"@id": actor["id"]}]
+    [multibase] = method[jsonld.SEC + "publicKeyMultibase"]
+    assert multibase["@value"] == actor["assertionMethod"][0]["publicKeyMultibase"]
+    [key] = node[jsonld.SEC + "publicKey"]
+    assert key[jsonld.SEC + "publicKeyPem"][0]["@value"].startswith("-----BEGIN PUBLIC KEY-----")
+    assert node[jsonld.AS + "manuallyApprovesFollowers"] == [{"@value": False}]
+    assert node["http://joinmastodon.org/ns#discoverable"] == [{"@value": True}]
+    assert node["http://joinmastodon.org/ns#indexable"] == [{"@value": True}]
+    # Mastodon's own definition (an @id: a bare domain name is a relative IRI), kept for its readers.
+    assert node["http://joinmastodon.org/ns#attributionDomains"][0]["@id"].endswith("localhost")
+
+
+def test_article_is_json_ld_and_its_proof_still_verifies(client, desk, paper):
+    piece = desk.piece(paper, "Expandable", facts=1, image="https://cdn.example.com/a.jpg")
     article = get_ap(client, f"/ap/stories/{piece.id}")
-    served = {"http://localhost/ap/context.jsonld": get_ap_ld(client, "/ap/context.jsonld")}
-
-    def loader(url, options=None):
-        if url in served:
-            return {"contextUrl": None, "documentUrl": url, "document": served[url]}
-        return {"contextUrl": None, "documentUrl": url, "document": CONTEXTS[url]}
-
-    expanded = jsonld.expand({k: v for k, v in article.items() if k != "proof"},
-                             {"documentLoader": loader})[0]
-    assert expanded["@type"] == ["https://www.w3.org/ns/activitystreams#Article"]
-    assert expanded["http://schema.org/digitalSourceType"][0]["@id"].endswith("trainedAlgorithmicMedia")
+    node = jsonld.expand({k: v for k, v in article.items() if k != "proof"}, served_context(client))
+    assert untranslated({k: v for k, v in article.items() if k != "proof"}, node) == set()
+    assert node["@type"] == [jsonld.AS + "Article"]
+    assert node["http://schema.org/digitalSourceType"][0]["@id"].endswith("trainedAlgorithmicMedia")
+    proof = jsonld.expand(article, served_context(client))[jsonld.SEC + "proof"][0]["@graph"][0]
+    assert proof[jsonld.SEC + "cryptosuite"][0]["@value"] == "eddsa-jcs-2022"
+    multikey = get_ap(client, "/ap/personas/ada-quill")["assertionMethod"][0]["publicKeyMultibase"]
+    assert proven(multikey, article) == article["proof"]["verificationMethod"]
 
 
-def get_ap_ld(client, path):
-    response = client.get(path)
-    assert response.status_code == 200
-    return response.get_json()
+BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
+ACTIVITYPUB_CLIENTS = [{"Accept": AP}, {"Accept": 'application/ld+json; profile="https://www.w3.org/ns/activitystreams"'},
+                       {"Accept": "application/activity+json, application/ld+json"}, {"Accept": "*/*"}, {}]
 
 
-# Minimal copies of the two public contexts the Article names, enough for expansion offline.
-CONTEXTS = {
-    "https://www.w3.org/ns/activitystreams": {"@context": {
-        "as": "https://www.w3.org/ns/activitystreams#", "id": "@id", "type": "@type",
-        "Article": "as:Article", "Note": "as:Note", "Image": "as:Image", "Hashtag": "as:Hashtag",
-        "name": "as:name", "summary": "as:summary", "content": "as:content", "mediaType": "as:mediaType",
-        "url": {"@id": "as:url", "@type": "@id"}, "attributedTo": {"@id": "as:attributedTo", "@type": "@id"},
-        "published": "as:published", "updated": "as:updated", "to": {"@id": "as:to", "@type": "@id"},
-        "cc": {"@id": "as:cc", "@type": "@id"}, "context": {"@id": "as:context", "@type": "@id"},
-        "tag": {"@id": "as:tag", "@type": "@id"}, "href": {"@id": "as:href", "@type": "@id"},
-        "preview": {"@id": "as:preview", "@type": "@id"}, "image": {"@id": "as:image", "@type": "@id"}}},
-    "https://w3id.org/security/data-integrity/v1": {"@context": {
-        "id": "@id", "type": "@type", "sec": "https://w3id.org/security#",
-        "DataIntegrityProof": "sec:DataIntegrityProof", "proof": {"@id": "sec:proof", "@type": "@id"}}},
-}
+def test_an_articles_id_sends_a_browser_to_the_story_page(make_app, desk, paper):
+    """Peers hand an Article's `id` to their readers as its link: a browser (Accept: text/html)
+    is sent to the story page (303), an ActivityPub client (or one that names no type) gets the
+    Article. Both say `Vary: Accept`, and the response cache and the replay keep them apart
+    (a production-like app, caches on): whichever asked first, each gets its own."""
+    piece = desk.piece(paper, "Negotiated")
+    path = f"/ap/stories/{piece.id}"
+    for first in ("browser", "server"):
+        app = make_app()
+        client = app.test_client()
+        for _ in range(3):  # a miss, a stored answer, a replay
+            order = [BROWSER, *ACTIVITYPUB_CLIENTS] if first == "browser" else [*ACTIVITYPUB_CLIENTS, BROWSER]
+            for headers in order:
+                response = client.get(path, headers=headers)
+                assert "Accept" in {v.strip() for v in response.headers["Vary"].split(",")}, headers
+                if headers is BROWSER:
+                    assert response.status_code == 303, (first, response.status_code)
+                    assert response.headers["Location"] == f"http://localhost/stories/{piece.slug}"
+                else:
+                    assert response.status_code == 200 and response.mimetype == AP, (first, headers)
+                    assert response.get_json()["id"] == f"http://localhost{path}"
+        # A browser holding the Article's ETag still goes to the page, never a 304 of JSON.
+        etag = client.get(path, headers={"Accept": AP}).headers["ETag"]
+        assert client.get(path, headers={**BROWSER, "If-None-Match": etag}).status_code == 303
+        assert client.get(path, headers={"Accept": AP, "If-None-Match": etag}).status_code == 304
+        assert app.extensions["paperdesk.replay.stats"]["replayed"] > 0  # the replay answered some
 
 
 def test_drafts_scheduled_and_pulled_pieces_are_not_objects(client, desk, paper, admin):

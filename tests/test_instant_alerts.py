@@ -6,6 +6,7 @@ Through the CLI and HTTP, with a real SMTP sink on loopback and a frozen clock."
 from __future__ import annotations
 
 import re
+import socket
 from collections import Counter
 from datetime import timedelta
 from pathlib import Path
@@ -133,23 +134,41 @@ def test_send_alerts_without_a_base_url_refuses_and_marks_nothing_sent(client, d
         assert alerts_to(smtp, "reader@example.com") == []
 
 
-def test_the_base_url_make_run_records_reaches_later_commands(client, desk, smtp, runner, production):
+def test_the_base_url_make_run_records_reaches_later_commands_while_its_server_runs(
+        client, desk, smtp, runner, production):
     paper = desk.paper("demo")
     recorded = Path(production.instance_path) / "public_base_url"
+    server = socket.create_server(("127.0.0.1", 0))  # what `make run` serves on
+    port = server.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
     try:
         with time_machine.travel(T, tick=False) as clock:
             join(client, smtp, "reader@example.com", cadence="instant")
             story = desk.piece(paper, "Live links", on_air_at=T + timedelta(minutes=1))
             clock.shift(timedelta(minutes=10))
-            production.config["PUBLIC_BASE_URL"] = "http://127.0.0.1:5123"  # what `make run` sets
-            assert runner.invoke(args=["run-info", "--port", "5123"]).exit_code == 0
-            assert recorded.read_text().strip() == "http://127.0.0.1:5123"
+            production.config["PUBLIC_BASE_URL"] = base  # what `make run` sets
+            assert runner.invoke(args=["run-info", "--port", str(port)]).exit_code == 0
+            assert recorded.read_text().split() == [base, "port", str(port)]
             production.config["PUBLIC_BASE_URL"] = ""  # a later shell, without it
             result = runner.invoke(args=["send-alerts"])
             assert result.exit_code == 0, result.output
+            assert f"send-alerts: links on {base} (recorded by `make run`, listening on port {port})" in result.output
         [alert] = alerts_to(smtp, "reader@example.com")
-        assert f"http://127.0.0.1:5123/stories/{story.slug}" in body_text(alert)
+        assert f"{base}/stories/{story.slug}" in body_text(alert)
+
+        # The server stops: its origin is no longer used (links to a port nothing serves).
+        server.close()
+        result = runner.invoke(args=["send-alerts"])
+        assert result.exit_code == 1 and "PUBLIC_BASE_URL is not set" in result.output
+        assert "is not running; ignored" in result.output
+        result = runner.invoke(args=["drain-outbox", "--once"])
+        assert result.exit_code == 0 and "drain-outbox: links on" in result.output
+        assert "alerts are not planned or sent" in result.output
+        # `make run` stopping removes the record altogether.
+        assert runner.invoke(args=["run-info", "--forget"]).exit_code == 0
+        assert not recorded.exists()
     finally:
+        server.close()
         recorded.unlink(missing_ok=True)
 
 

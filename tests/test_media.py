@@ -1,8 +1,10 @@
-"""`/masthead/{slug}/avatar.svg` and `/media/{name}` through HTTP (share cards:
+"""`/masthead/{slug}/avatar.svg` and `.png` and `/media/{name}` through HTTP (share cards:
 tests/test_share_cards.py)."""
 from __future__ import annotations
 
+import io
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 from extensions import db
 from models import Persona
@@ -28,6 +30,32 @@ def test_avatar_is_a_deterministic_svg_with_initials(client, desk):
     other = client.get("/masthead/rex-ledger/avatar.svg")
     assert other.status_code == 200 and "RL" in other.get_data(as_text=True)
     assert _fill(other.data) != _fill(first.data)  # colour follows the slug
+
+
+def test_avatar_png_is_the_same_portrait_rendered_once(client, app, desk):
+    """The PNG twin of the SVG (the fediverse actor's icon): 256x256, the SVG's background
+    colour, white initials, written once into the media folder and read from there after."""
+    from PIL import Image
+
+    desk.paper("demo")
+    first = client.get("/masthead/ada-quill/avatar.png")
+    assert first.status_code == 200 and first.mimetype == "image/png"
+    assert "max-age=604800" in first.headers["Cache-Control"] and first.headers["ETag"]
+    image = Image.open(io.BytesIO(first.data))
+    assert image.format == "PNG" and image.size == (256, 256)
+    svg_fill = _fill(client.get("/masthead/ada-quill/avatar.svg").data)
+    assert "#{:02x}{:02x}{:02x}".format(*image.convert("RGB").getpixel((2, 2))) == svg_fill
+    assert (255, 255, 255) in {colour for _, colour in image.convert("RGB").getcolors(65536)}  # the lettering
+    stored = sorted(p.name for p in (Path(app.instance_path) / "media").glob("*.png"))
+    assert f"{first.headers['ETag'].strip(chr(34))}.png" in stored
+    again = client.get("/masthead/ada-quill/avatar.png")
+    assert again.data == first.data
+    assert sorted(p.name for p in (Path(app.instance_path) / "media").glob("*.png")) == stored  # not drawn again
+    assert client.get("/masthead/ada-quill/avatar.png", headers={"If-None-Match": first.headers["ETag"]}
+                      ).status_code == 304
+    other = client.get("/masthead/rex-ledger/avatar.png")
+    assert other.status_code == 200 and other.data != first.data
+    assert client.get("/masthead/nobody/avatar.png").status_code == 404
 
 
 def _fill(svg: bytes) -> str:

@@ -180,6 +180,18 @@ def test_a_replay_logs_the_same_request_line(make_app, newsroom, caplog):
     json.dumps(lines[1].__dict__, default=str)
 
 
+@pytest.mark.parametrize(("config", "second"), [({}, "replay"), ({"RESPONSE_CACHE_LOCAL_BYTES": 0}, "cache")])
+def test_the_request_line_says_how_the_answer_was_made(make_app, newsroom, caplog, config, second):
+    """`served` (docs/DEPLOYING.md "Logs"; counted by `make bench-day`): the view's answer,
+    then the same answer replayed ahead of Flask, or (replay off) from the response cache."""
+    app = make_app(**config)
+    client = app.test_client()
+    caplog.set_level(logging.INFO, logger="paperdesk.request")
+    for _ in range(2):
+        client.get("/api/v1/stories?limit=2")
+    assert [r.served for r in caplog.records if r.name == "paperdesk.request"] == ["app", second]
+
+
 def test_a_hosts_spelling_never_reaches_another_readers_answer(make_app, newsroom):
     app = make_app()
     client = app.test_client()

@@ -30,7 +30,8 @@ from urllib.parse import urlencode
 
 from flask import Response, current_app, g, has_request_context, request
 from flask.globals import request_ctx
-from werkzeug.http import parse_etags
+from werkzeug.datastructures import MIMEAccept
+from werkzeug.http import parse_accept_header, parse_etags
 
 from extensions import cache
 from models.clock import utcnow
@@ -158,6 +159,9 @@ def _not_modified():
     held = header("If-None-Match")
     if held is None:
         return None
+    offers = _offers()
+    if offers and chosen_type() != offers[0]:
+        return None  # the ETag is the default representation's (a browser's redirect has none)
     etag = f"{state}.{FORMAT_SALT}"
     form = not_modified_tag(held, etag)
     if form is None:
@@ -166,7 +170,7 @@ def _not_modified():
     response = Response(status=304)
     response.set_etag(etag, weak=form == "weak")
     response.headers["Cache-Control"] = route_cache_control()
-    response.headers["Vary"] = "Authorization, X-Desk-Key, Accept-Encoding"
+    response.headers["Vary"] = _vary("Authorization, X-Desk-Key, Accept-Encoding")
     return response
 
 
@@ -182,6 +186,25 @@ def not_modified_tag(if_none_match: str, etag: str) -> str | None:
     return "weak" if tags.is_weak(etag) and not tags.contains(etag) else "strong"
 
 
+def chosen_type() -> str | None:
+    """The media type the current request's `Accept` chooses among its route's `offers`
+    (web/policy.py; werkzeug's quality rules, the route's default on a tie, with no `Accept`
+    or with one that names none of them), or None for a route that offers no choice."""
+    offers = _offers()
+    if not offers:
+        return None
+    return parse_accept_header(header("Accept"), MIMEAccept).best_match(offers, default=offers[0])
+
+
+def _offers() -> tuple[str, ...]:
+    return policy.of(current_app, request.endpoint).offers
+
+
+def _vary(route_varies: str) -> str:
+    """`route_varies` (the key headers' Vary) with `Accept` first for a route that negotiates."""
+    return f"Accept, {route_varies}" if _offers() else route_varies
+
+
 def declared_for_endpoint() -> frozenset[str]:
     """The query parameters the current request's route reads (its policy's `query`)."""
     return policy.of(current_app, request.endpoint).query or frozenset()
@@ -190,12 +213,17 @@ def declared_for_endpoint() -> frozenset[str]:
 def response_cache_key() -> str:
     """The cache key of the current public GET: paper id and version, then a digest of scheme,
     host, path and the query parameters the route declares, names sorted (values of one name
-    keep their order). Parameters a route does not read change nothing in its answer, so they
-    are left out of the key: `?junk=N` cannot make new entries."""
+    keep their order), and the media type chosen for a route that `offers` several. Parameters
+    a route does not read change nothing in its answer, so they are left out of the key:
+    `?junk=N` cannot make new entries."""
     declared = declared_for_endpoint()
     args = sorted(((name, value) for name, value in request.args.items(multi=True)
                    if name in declared), key=lambda item: item[0])
-    raw = "\n".join([request.scheme, request.host.lower(), request.path, urlencode(args)])
+    parts = [request.scheme, request.host.lower(), request.path, urlencode(args)]
+    chosen = chosen_type()
+    if chosen is not None:  # a route that negotiates keeps one answer per type chosen
+        parts.append(chosen)
+    raw = "\n".join(parts)
     digest = hashlib.blake2b(raw.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
     return f"resp:{paper_state()}.{FORMAT_SALT}:{digest}"
 
@@ -297,6 +325,8 @@ def decorate(response: Response) -> Response:
         if "Cache-Control" not in response.headers:
             response.headers["Cache-Control"] = PUBLIC_CACHE_CONTROL
         response.vary.update(KEY_HEADERS)
+        if _offers():
+            response.vary.add("Accept")
         return response
     if status == 200 and request_state.current().public_get:
         # One pass over the headers, then one extend (a werkzeug lookup of a missing header
@@ -310,8 +340,10 @@ def decorate(response: Response) -> Response:
             added.append(("Cache-Control", route_cache_control()))
         if "vary" in present:
             response.vary.update(["Authorization", "X-Desk-Key"])
+            if _offers():
+                response.vary.add("Accept")
         else:
-            added.append(("Vary", "Authorization, X-Desk-Key"))
+            added.append(("Vary", _vary("Authorization, X-Desk-Key")))
         headers.extend(added)
     return response
 

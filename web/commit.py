@@ -36,6 +36,12 @@ write landed and performs it if it did not. After a successful commit nothing to
 database again in the request, so a connection lost then cannot turn a write that landed into
 an error.
 
+A commit that changed a paper moves the deployment's generation before the answer leaves
+(web/state.py); when it cannot (Redis unreachable from this host), the write is committed but
+other hosts may still serve what it replaced, so it is answered 503 with the detail
+NOT_YET_VISIBLE, never 200. Its retry with the same Idempotency-Key replays the stored answer
+and moves the generation first, so a success answer always means every host sees the write.
+
 A view without the decorator never commits: whatever it flushed is rolled back when the request
 ends (flask-sqlalchemy removes the session with the app context; `end_session` makes that
 removal safe). CLI commands commit once themselves (commands/__init__.py).
@@ -50,7 +56,7 @@ from sqlalchemy.exc import DBAPIError, OperationalError
 
 from extensions import db
 from services.errors import Unavailable
-from web import idempotency
+from web import idempotency, state
 from web.steps import replays
 
 log = logging.getLogger("paperdesk.transaction")
@@ -78,6 +84,7 @@ def transactional(view):
                     replayed = idempotency.replay(claim)
                     if replayed is not None:
                         _roll_back()  # nothing was written; the lock (if any) goes with it
+                        _make_visible()
                         return replayed
                 response = current_app.make_response(view(*args, **kwargs))
                 if response.status_code >= 400:
@@ -116,6 +123,18 @@ def _commit() -> None:
             log.error("commit outcome unknown: %s", error.__class__.__name__)
             raise Unavailable(OUTCOME_UNKNOWN) from error
         raise
+    try:
+        state.check_moved(db.session)
+    except state.GenerationNotMoved:
+        raise Unavailable(state.NOT_YET_VISIBLE) from None
+
+
+def _make_visible() -> None:
+    # A replayed write may be one answered 503 NOT_YET_VISIBLE: its commit landed but the
+    # shared generation did not move. Moving it now (one INCR; replays are rare) completes it,
+    # on whichever host the retry reaches; if it still cannot move, the retry is answered 503.
+    if not state.for_app(current_app._get_current_object()).bump():
+        raise Unavailable(state.NOT_YET_VISIBLE)
 
 
 def _roll_back() -> None:

@@ -30,6 +30,8 @@ COMPRESSIBLE = frozenset({
     "application/atom+xml", "application/javascript", "application/xhtml+xml", "image/svg+xml",
     "text/html", "text/plain", "text/xml", "text/css", "text/javascript", "text/markdown",
     "text/vtt", "application/json+oembed", "application/ld+json", "application/feed+json",
+    # ActivityPub documents and WebFinger's JRD (docs/FEDERATION.md): JSON like any other.
+    "application/activity+json", "application/jrd+json",
 })
 
 

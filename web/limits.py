@@ -261,7 +261,7 @@ class RateLimits:
     def _count_with_generation(self, store: RedisStorage, limits: list[Limit], now: float, environ: dict,
                                shared) -> list[Count]:
         windows = [self._window(limit, now) for limit in limits]
-        script = self._script_for(store)
+        script = self._script_for(store, shared)
         keys = [store.prefixed_key(key) for key, _expiry, _reset in windows]
         try:
             *used, generation = script(keys=[*keys, shared.key],
@@ -274,12 +274,15 @@ class RateLimits:
         return [Count(limit, limit.item.amount - int(n), int(reset_at))
                 for limit, (_key, _expiry, reset_at), n in zip(limits, windows, used, strict=True)]
 
-    def _script_for(self, store: RedisStorage):
+    def _script_for(self, store: RedisStorage, shared):
         """The counting script registered on `store`'s client (redis-py's Script: EVALSHA, and
-        SCRIPT LOAD then again when the server answers NOSCRIPT)."""
+        SCRIPT LOAD then again when the server answers NOSCRIPT). The client's connections
+        read the store's lifetime when they connect, as the state's own do (`shared.watch`):
+        the generation travels in this round trip."""
         client = store.storage
         script = self._scripts.get(id(client))
         if script is None:
+            shared.watch(client)
             script = self._scripts[id(client)] = client.register_script(COUNT_AND_GENERATION)
         return script
 

@@ -25,7 +25,11 @@ looked up, and the request is public), `cache_control` (the Cache-Control of its
 answers and their 304s instead of caching.PUBLIC_CACHE_CONTROL: a transparency log's checkpoint
 a few seconds, its tiles a year), `compress` (gzip its answers for clients that accept it
 whatever their content type, as for a log's entry bundles), `problems` (a route for programs:
-its errors are problem+json, web/errors.py; False: the reader's HTML error page). A path no
+its errors are problem+json, web/errors.py; False: the reader's HTML error page), `offers`
+(the media types the view chooses among by the request's `Accept`, its default first, as an
+Article's id does between ActivityPub JSON and a browser's page: its answers and 304s say
+`Vary: Accept`, its stored answers are keyed on the type chosen, `caching.chosen_type`, and only
+the default's answer is ever judged 304, the ETag being the paper's). A path no
 route matched answers like the routes for programs when it starts as one of them does
 (`problem_prefixes`).
 """
@@ -57,6 +61,7 @@ class RoutePolicy:
     cache_control: str | None = None
     compress: bool = False
     problems: bool = False
+    offers: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.limit not in LIMITS:
@@ -96,6 +101,8 @@ def _fields(fields: dict) -> dict:
         raise TypeError(f"unknown route policy fields: {sorted(unknown)}")
     if fields.get("query") is not None:
         fields = {**fields, "query": frozenset(fields["query"])}
+    if "offers" in fields:
+        fields = {**fields, "offers": tuple(fields["offers"])}
     return fields
 
 

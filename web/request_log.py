@@ -113,7 +113,8 @@ def _replay_finish(replayed: Replayed, headers: list) -> None:
     log_request(request_id=replayed.request_id, method=environ["REQUEST_METHOD"],
                 path="/" + get_path_info(environ).lstrip("/"),  # request.path's spelling
                 query=environ.get("QUERY_STRING", ""), status=replayed.status,
-                started=replayed.started, paper=replayed.slug, remote_addr=environ.get("REMOTE_ADDR"))
+                started=replayed.started, paper=replayed.slug, remote_addr=environ.get("REMOTE_ADDR"),
+                served="replay")
 
 
 @replays(_replay_start)
@@ -137,7 +138,7 @@ def finish_request(response: Response) -> Response:
     log_request(request_id=state.request_id, method=req.method, path=req.path,
                 query=req.query_string.decode("latin-1"), status=response.status_code,
                 started=state.started, paper=paper.slug if paper is not None else None,
-                remote_addr=req.remote_addr)
+                remote_addr=req.remote_addr, served="cache" if state.cache_hit else "app")
     return response
 
 
@@ -164,10 +165,13 @@ def redact_query(query: str) -> str:
 
 
 def log_request(*, request_id: str, method: str, path: str, query: str, status: int,
-                started: float, paper: str | None, remote_addr: str | None) -> None:
+                started: float, paper: str | None, remote_addr: str | None,
+                served: str = "app") -> None:
     """The request line (INFO on `paperdesk.request`, when enabled): `started` is the
-    `time.perf_counter()` reading the request began at; the rest are its fields as logged, the
-    query with its secrets redacted (`redact_query`)."""
+    `time.perf_counter()` reading the request began at; `served` how the answer was made:
+    `replay` (sent again ahead of Flask, web/replay.py), `cache` (the response cache) or `app`
+    (the pipeline and the view; a 304 is one too, told by its status); the rest are its fields
+    as logged, the query with its secrets redacted (`redact_query`)."""
     if log.isEnabledFor(logging.INFO):
         query = redact_query(query)
         # makeRecord + handle is log.info without its walk up the stack for the caller's file
@@ -176,7 +180,7 @@ def log_request(*, request_id: str, method: str, path: str, query: str, status: 
                                   (method, path, status), None, extra={
             "request_id": request_id, "method": method, "path": path, "query": query,
             "status": status, "duration_ms": round((time.perf_counter() - started) * 1000, 2),
-            "paper": paper, "remote_addr": remote_addr,
+            "paper": paper, "remote_addr": remote_addr, "served": served,
         }))
 
 

@@ -12,11 +12,8 @@ caches a few seconds.
 from __future__ import annotations
 
 from flask import Response, current_app, g, jsonify
-from sqlalchemy import select
 
-from blueprints.api.common import api_blueprint, checked_slug, not_found
-from extensions import db
-from models import Piece
+from blueprints.api.common import MAX_SLUG, api_blueprint
 from models.clock import utcnow
 from schemas.log import LogOut
 from services.errors import NotFound
@@ -99,10 +96,15 @@ def story_log_proof(id: str):
     signature lines follow. Works for a piece taken off air too (its `unaired` entry).
     """
     public_log(g.paper)
-    piece_id = int(id) if id.isascii() and id.isdigit() and len(id) <= 12 else db.session.scalar(
-        select(Piece.id).where(Piece.paper_id == g.paper.id, Piece.slug == checked_slug(id, "piece")))
+    now = utcnow()
+    if id.isascii() and id.isdigit() and len(id) <= 12:
+        piece_id = int(id)
+    elif len(id) <= MAX_SLUG and "\x00" not in id:
+        piece_id = store.ever_public_piece(g.paper, id, now)
+    else:
+        piece_id = None
     if piece_id is None or piece_id > MAX_ID:
-        raise not_found()
+        raise NotFound(store.NEVER_PUBLIC)  # every miss alike (store.NEVER_PUBLIC)
     interval = int(current_app.config["LOG_CHECKPOINT_SECONDS"]) + 1
-    text = store.piece_proof(g.paper, piece_id, utcnow(), retry_after=interval)
+    text = store.piece_proof(g.paper, piece_id, now, retry_after=interval)
     return Response(text, content_type=PROOF_TYPE)

@@ -139,11 +139,15 @@ def build_draft(paper: Paper, fields: dict, *, base: Piece | None = None) -> Dra
 
 def same_content(paper: Paper, piece: Piece, draft: Draft) -> bool:
     """True when filing `draft` as the next revision of `piece` would change no published field
-    (the bases differ only in `rev`)."""
+    (the bases differ only in `rev`; a basis of an earlier BASIS_VERSION is compared in its own
+    version, so an unchanged piece filed before it is still unchanged)."""
     current = db.session.scalar(select(PieceRevision.basis).where(
         PieceRevision.piece_id == piece.id, PieceRevision.rev == piece.rev))
-    proposed = basis_for(paper, piece, piece.rev, draft)
-    return current is not None and provenance.content_hash(current) == provenance.content_hash(proposed)
+    if current is None:
+        return False
+    proposed = revision_basis(paper.slug, piece.id, piece.slug, piece.rev, draft,
+                              version=current.get("basis", 1))
+    return provenance.content_hash(current) == provenance.content_hash(proposed)
 
 
 def basis_for(paper: Paper, piece: Piece, rev: int, draft: Draft) -> dict:
@@ -151,10 +155,19 @@ def basis_for(paper: Paper, piece: Piece, rev: int, draft: Draft) -> dict:
     return revision_basis(paper.slug, piece.id, piece.slug, rev, draft)
 
 
-def revision_basis(paper_slug: str, piece_id: int, piece_slug: str, rev: int, draft: Draft) -> dict:
+# The basis's version. 1: paper, piece, slug, rev, headline, dek, prose, section, byline, image,
+# cited_facts. 2 adds `basis` (the version itself) and `byline_title` (the persona's title, which
+# every public answer shows beside the byline). A basis keeps the version it was filed under:
+# old revisions verify as they were signed (docs/PROOFS.md "What the basis covers").
+BASIS_VERSION = 2
+
+
+def revision_basis(paper_slug: str, piece_id: int, piece_slug: str, rev: int, draft: Draft, *,
+                   version: int = BASIS_VERSION) -> dict:
     """`basis_for` from plain values, for callers that write rows without ORM objects (the
-    bulk demo seeder): both paths hash and sign exactly the same basis."""
-    return {
+    bulk demo seeder): both paths hash and sign exactly the same basis. `version`: an earlier
+    BASIS_VERSION's fields (to compare with a revision filed under it)."""
+    basis = {
         "paper": paper_slug,
         "piece": str(piece_id),
         "slug": piece_slug,
@@ -170,6 +183,9 @@ def revision_basis(paper_slug: str, piece_id: int, piece_slug: str, rev: int, dr
             for i, fact in enumerate(draft.cited_facts, start=1)
         ],
     }
+    if version >= 2:
+        basis.update({"basis": version, "byline_title": draft.persona.title or ""})
+    return basis
 
 
 def _unique_slug(paper: Paper, headline: str) -> str:

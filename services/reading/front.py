@@ -77,16 +77,17 @@ def nav_sections(paper: Paper, version_state: str | None) -> list[NavSection]:
 
 
 def rail_pieces(paper: Paper, sections: list[Section] | list[RailSection],
-                size: int = RAIL_SIZE) -> dict[int, list[Piece]]:
+                size: int = RAIL_SIZE, *, items: bool = False) -> dict[int, list[Piece]]:
     """Up to `size` newest pieces on air per section, newest first: `{section_id: [Piece]}`,
     section and persona loaded. One statement: a UNION ALL of per-section `LIMIT size`
     subqueries, each an index range scan on ix_pieces_section_air, so its cost follows the rail
-    size, not the archive's (a window function would rank every piece on air)."""
+    size, not the archive's (a window function would rank every piece on air). `items`: only
+    what a page's story item shows is loaded (stories.ITEM_LOADS; anything else raises)."""
     rails: dict[int, list[Piece]] = {section.id: [] for section in sections}
     if not sections:
         return rails
-    for piece in db.session.scalars(_rail_statement(_RAIL_PIECES, _rail_pieces_statement, len(sections)),
-                                    _rail_params(paper, sections, size)):
+    built = (_RAIL_ITEMS, _rail_items_statement) if items else (_RAIL_PIECES, _rail_pieces_statement)
+    for piece in db.session.scalars(_rail_statement(*built, len(sections)), _rail_params(paper, sections, size)):
         rails[piece.section_id].append(piece)
     return rails
 
@@ -104,12 +105,18 @@ def _rail_ids(count: int):
     return union_all(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
 
 
-def _rail_pieces_statement(count: int):
-    """`rail_pieces`' statement for `count` sections: Pieces, section and persona loaded."""
+def _rail_pieces_statement(count: int, loads: tuple | None = None):
+    """`rail_pieces`' statement for `count` sections: Pieces, section and persona loaded (with
+    `loads`, those loader options instead)."""
     ids = _rail_ids(count)
-    return (select(Piece).where(Piece.id.in_(select(ids.c.id)))
-            .options(joinedload(Piece.section), joinedload(Piece.persona))
+    loads = loads or (joinedload(Piece.section), joinedload(Piece.persona))
+    return (select(Piece).where(Piece.id.in_(select(ids.c.id))).options(*loads)
             .order_by(Piece.on_air_at.desc(), Piece.id.desc()))
+
+
+def _rail_items_statement(count: int):
+    """`rail_pieces(..., items=True)`'s statement: Pieces as story items (stories.ITEM_LOADS)."""
+    return _rail_pieces_statement(count, stories.ITEM_LOADS)
 
 
 def _rail_rows_statement(count: int):
@@ -135,6 +142,7 @@ def _rail_params(paper: Paper, sections: list[Section] | list[RailSection], size
 
 
 _RAIL_PIECES: dict[int, object] = {}
+_RAIL_ITEMS: dict[int, object] = {}
 _RAIL_ROWS: dict[int, object] = {}
 
 
@@ -310,7 +318,8 @@ def front_page(paper: Paper, sections: list[Section] | list[RailSection], *, rai
     Two statements whatever the paper's size (the rails' UNION ALL, and the editor's choice
     when there is one)."""
     # Each rail fetches enough to stay full once the lead and the top stories are taken out.
-    rails = rail_pieces(paper, sections, size=rail_size + top + 1)
+    # The page shows story items only: a rail's prose was most of what it loaded.
+    rails = rail_pieces(paper, sections, size=rail_size + top + 1, items=True)
     lead, chosen, tops = choose_lead(paper, rails.values(), top=top)
     shown = {piece.id for piece in (lead, *tops) if piece is not None}
     return {

@@ -64,14 +64,29 @@ def _page(query, number: int, size: int) -> Page:
 
 
 def section_pieces(paper: Paper, section: Section, page: int = 1, size: int = SECTION_PAGE_SIZE) -> Page:
-    """Page `page` of the pieces on air in `section`, newest first, section and persona loaded."""
-    return _page(stories.rows_query(paper).where(Piece.section_id == section.id), page, size)
+    """Page `page` of the pieces on air in `section`, newest first, as story items
+    (stories.ITEM_LOADS: section and persona loaded, no prose or facts; anything else raises)."""
+    return _item_page(_SECTION_ITEMS, {"paper_id": paper.id, "section_id": section.id}, page, size)
 
 
 def persona_pieces(paper: Paper, persona: Persona, page: int = 1, size: int = PERSONA_PAGE_SIZE) -> Page:
-    """Page `page` of the pieces on air under `persona`'s byline, newest first, section and
-    persona loaded."""
-    return _page(stories.rows_query(paper).where(Piece.persona_id == persona.id), page, size)
+    """Page `page` of the pieces on air under `persona`'s byline, newest first, as story items
+    (stories.ITEM_LOADS)."""
+    return _item_page(_PERSONA_ITEMS, {"paper_id": paper.id, "persona_id": persona.id}, page, size)
+
+
+def _item_page(statement, params: dict, number: int, size: int) -> Page:
+    """`statement` (built once: one of the *_ITEMS below) cut to page `number` of `size`."""
+    rows = list(db.session.scalars(statement, {**params, "limit": size + 1, "offset": (number - 1) * size}))
+    return Page(rows[:size], number, len(rows) > size)
+
+
+# Built once: a section's page of 50 loaded 50 proses it never shows, and building the
+# statement cost about as much as running it (cold /sections/world: see docs/PERFORMANCE.md).
+_SECTION_ITEMS, _PERSONA_ITEMS = (
+    stories.items_query_for(bindparam("paper_id")).where(column == bindparam(name))
+    .limit(stories.limit_param()).offset(stories.limit_param("offset"))
+    for column, name in ((Piece.section_id, "section_id"), (Piece.persona_id, "persona_id")))
 
 
 def search_page(paper: Paper, terms: list[str], page: int = 1, size: int = SEARCH_PAGE_SIZE) -> Page:
@@ -87,13 +102,14 @@ def search_page(paper: Paper, terms: list[str], page: int = 1, size: int = SEARC
 
 
 def related_pieces(paper: Paper, piece: Piece, limit: int = RELATED_SIZE) -> list[Piece]:
-    """Up to `limit` newest other pieces on air in `piece`'s section ("more in this section")."""
+    """Up to `limit` newest other pieces on air in `piece`'s section ("more in this section"),
+    loaded as story items (stories.ITEM_LOADS: no prose, no facts)."""
     return list(db.session.scalars(_RELATED, {"paper_id": paper.id, "section_id": piece.section_id,
                                               "piece_id": piece.id, "limit": limit}))
 
 
 # Built once (building it cost as much as running it; docs/PERFORMANCE.md).
-_RELATED = (stories.rows_query_for(bindparam("paper_id"))
+_RELATED = (stories.items_query_for(bindparam("paper_id"))
             .where(Piece.section_id == bindparam("section_id"), Piece.id != bindparam("piece_id"))
             .limit(stories.limit_param()))
 

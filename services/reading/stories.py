@@ -367,6 +367,24 @@ CARD_LOADS = (load_only(Piece.id, Piece.paper_id, Piece.slug, Piece.headline, Pi
               raiseload("*"))
 
 
+# What a story item of a page's list shows of a piece (templates/pages/_macros.html
+# `story_item`: headline, dek, art, time, section, byline; `rev` for a lead's share card):
+# no prose, no facts, no hashes; an attribute outside it raises rather than costing a statement.
+ITEM_LOADS = (load_only(Piece.id, Piece.paper_id, Piece.section_id, Piece.persona_id, Piece.slug,
+                        Piece.headline, Piece.dek, Piece.image, Piece.rev, Piece.on_air, Piece.on_air_at,
+                        raiseload=True),
+              joinedload(Piece.section).load_only(Section.name, Section.slug, raiseload=True),
+              joinedload(Piece.persona).load_only(Persona.name, Persona.slug, raiseload=True),
+              raiseload("*"))
+
+
+def items_query_for(paper_id) -> Select:
+    """SELECT of a paper's pieces on air, newest first, loading only ITEM_LOADS (a story item's
+    fields), for a paper id or a bound parameter standing for one (statements built once)."""
+    return (select(Piece).where(Piece.paper_id == paper_id, visibility.on_air()).options(*ITEM_LOADS)
+            .order_by(Piece.on_air_at.desc(), Piece.id.desc()))
+
+
 def _find_statement(by_id: bool, include_drafts: bool, one_persona: bool, card: bool = False) -> Select:
     # Built once per shape: building the expression and its loader options cost about as much
     # as running it (docs/PERFORMANCE.md). Facts are joined in, so a story is one statement.

@@ -75,6 +75,38 @@ def avatar_svg(persona: Persona) -> str:
     )
 
 
+# Bump when the PNG portrait's drawing changes: its memo in `made_once` is keyed on it.
+AVATAR_STYLE = "avatar-png-v1"
+
+
+def render_avatar_png(persona: Persona) -> bytes:
+    """The portrait `avatar_svg` draws, as an AVATAR_SIZE square PNG (for fediverse servers,
+    many of which refuse SVG for an actor's icon): the initials on the slug's colour in a ring,
+    with the `AI` badge. Same persona, same bytes."""
+    background = colour_for(persona.slug)
+    ring = colour_for(persona.slug, lightness=0.5)
+    size, half = AVATAR_SIZE, AVATAR_SIZE // 2
+    image = Image.new("RGB", (size, size), background)
+    draw = ImageDraw.Draw(image)
+    # The SVG's circle: radius half - 16, an 8 px stroke on it (Pillow strokes inside the box).
+    outer = half - 16 + 4
+    draw.ellipse((half - outer, half - outer, half + outer, half + outer), outline=ring, width=8)
+    draw.text((half, half), initials(persona.name), font=_font(96), fill="#ffffff", anchor="mm")
+    draw.rounded_rectangle((172, 196, 236, 232), radius=8, fill="#ffffff")
+    draw.text((204, 214), "AI", font=_font(22), fill=background, anchor="mm")
+    out = io.BytesIO()
+    image.save(out, format="PNG")
+    return out.getvalue()
+
+
+def avatar_png_file(instance_path: str, persona: Persona) -> Path:
+    """The persona's PNG portrait on disk, rendered the first time it is asked for (one file
+    per slug, name and AVATAR_STYLE: `made_once`) and read from there after."""
+    path = made_once(instance_path, f"{AVATAR_STYLE}|{persona.slug}|{persona.name}", "png",
+                     lambda: render_avatar_png(persona))
+    return media_folder(instance_path) / path.removeprefix(MEDIA_PREFIX)
+
+
 # --- share cards --------------------------------------------------------------------------
 
 def find_card_piece(paper: Paper, slug: str) -> Piece | None:

@@ -20,7 +20,12 @@ tile and entry bundle, and every piece on air, and checks:
    public answer hashes to its `content_hash` (docs/PROOFS.md "From the public story to the
    hash basis"), which is its newest entry's: every piece's, read 200 at a time from the list
    with `full=true` (each row exactly its `/api/v1/stories/{id}` answer), or with `sample` the
-   pieces changed since the last run plus a random choice of the others, one GET each.
+   pieces changed since the last run plus a random choice of the others, one GET each. The
+   hash basis covers the fields in BASIS_FIELDS (`byline_title` from basis version 2); a
+   mismatch names the field that changed since the last run verified the piece (the state
+   file keeps a 4-hex digest of each field per verified piece, `field_digests`);
+6. every piece's publication time (`on_air_at`, on the list's rows) is the `at` of its newest
+   `aired` entry: a piece backdated in the database fails, naming `on_air_at`.
 
 Speed (docs/PROOFS.md has the figures): one keep-alive connection per thread; the list's next
 page requested (from its `Link`) while this one is checked; entries and bases re-encoded with
@@ -193,24 +198,66 @@ class Report:
 # ----------------------------------------------------------------------------- the basis
 
 
-def basis_of(story: dict, paper: str, origin_url: str) -> list[dict]:
-    """The candidate hash bases of a public story answer (docs/PROOFS.md): the fields as served,
-    with `image` either as served or, when it is a URL on the paper's own origin
-    (`origin_url`), the path the desk stored (`/media/...`). A missing image is null or ""."""
-    base = {"paper": paper, "piece": story["id"], "slug": story["slug"], "rev": story["rev"],
-            "headline": story["headline"], "dek": story["dek"], "prose": story["prose"],
-            "section": story["section"], "byline": story["byline"],
+# What the log covers of a piece's public answer, by where it is checked (docs/PROOFS.md "What
+# the basis covers"): the fields of its signed hash basis (BASIS_FIELDS; `byline_title` from
+# basis version 2 on), and its publication time, which is the `at` of its newest `aired` entry.
+BASIS_FIELDS = ("slug", "rev", "headline", "dek", "prose", "section", "byline", "byline_title", "image",
+                "cited_facts")
+BASIS_VERSIONS = (2, 1)  # newest first: a piece filed now matches at the first try
+
+
+def public_fields(story: dict) -> dict:
+    """The basis fields of a full public story answer, as served (`image` as served: see
+    `basis_of` for the spellings the desk may have stored)."""
+    return {"slug": story["slug"], "rev": story["rev"], "headline": story["headline"], "dek": story["dek"],
+            "prose": story["prose"], "section": story["section"], "byline": story["byline"],
+            "byline_title": (story.get("persona") or {}).get("title", ""), "image": story.get("image"),
             "cited_facts": [{"n": f["n"], "statement": f["statement"], "source": f["source"],
                              "instrument": f["instrument"], "claim_key": f["claim_key"]}
                             for f in story["cited_facts"]]}
-    image = story.get("image")
+
+
+def basis_of(story: dict, paper: str, origin_url: str) -> list[dict]:
+    """The candidate hash bases of a public story answer (docs/PROOFS.md), newest basis version
+    first: the fields as served, with `image` either as served or, when it is a URL on the
+    paper's own origin (`origin_url`), the path the desk stored (`/media/...`). A missing image
+    is null or "". A candidate can only hash to the signed `content_hash` when the signed basis
+    was exactly it, so trying an older version's fields never lets a covered field change."""
+    fields = public_fields(story)
+    image = fields.pop("image")
+    title = fields.pop("byline_title")
     if image is None:
         images: list = [None, ""]
     elif image.startswith(origin_url + "/"):
         images = [image[len(origin_url):], image]  # the desk's own art: stored as its path, most likely
     else:
         images = [image]
-    return [{**base, "image": i} for i in images]
+    out = []
+    for version in BASIS_VERSIONS:
+        base = {"paper": paper, "piece": story["id"], **fields}
+        if version >= 2:
+            base.update({"basis": version, "byline_title": title})
+        out += [{**base, "image": i} for i in images]
+    return out
+
+
+def field_digests(story: dict) -> str:
+    """A short digest of each basis field of a public answer, in BASIS_FIELDS order ('.'-joined,
+    4 hex digits each): what the state file keeps of a verified piece, so that a later run can
+    name the field a rewrite changed (`changed_fields`)."""
+    fields = public_fields(story)
+    return ".".join(hashlib.blake2b(orjson.dumps(fields[name], option=orjson.OPT_SORT_KEYS),
+                                    digest_size=2).hexdigest() for name in BASIS_FIELDS)
+
+
+def changed_fields(before: str, after: str) -> list[str]:
+    """The basis fields whose served value differs between two `field_digests` (`before`: what
+    a previous run verified, `after`: what is served now)."""
+    now = after.split(".")
+    was = before.split(".")
+    if len(was) != len(now):
+        return []
+    return [name for name, a, b in zip(BASIS_FIELDS, was, now, strict=True) if a != b]
 
 
 def content_hash(basis: dict) -> str:
@@ -220,7 +267,7 @@ def content_hash(basis: dict) -> str:
 
 def hashes_to(story: dict, paper: str, origin_url: str) -> tuple[bool, str]:
     """(whether one of the story's candidate bases (`basis_of`) hashes to its served
-    `content_hash`, the hash of the first candidate). Each candidate is first written with orjson
+    `content_hash`, that hash when one does, else the first candidate's). Each candidate is first written with orjson
     (sorted keys, compact), which for a basis (ASCII keys, strings, small integers, null) gives
     RFC 8785's bytes about 30 times faster than rfc8785; a match there proves the hash is of
     this very content. Only when no candidate matches is the verdict taken from rfc8785 itself,
@@ -231,7 +278,7 @@ def hashes_to(story: dict, paper: str, origin_url: str) -> tuple[bool, str]:
         if "sha256:" + hashlib.sha256(orjson.dumps(basis, option=orjson.OPT_SORT_KEYS)).hexdigest() == served:
             return True, served
     recomputed = [content_hash(b) for b in bases]
-    return served in recomputed, recomputed[0]
+    return (True, served) if served in recomputed else (False, recomputed[0])
 
 
 # ----------------------------------------------------------------------------- the run
@@ -360,8 +407,9 @@ def verify(client: Client, *, state: dict | None, grace: float = 300.0, workers:
                     "checked_at": now.isoformat()}
     # Without a previous run nothing counts as "changed since": a sample is random throughout.
     changed_from = int(state["size"]) if state and state.get("size") is not None else size
-    _check_pieces(client, report, logged, paper, origin_url, grace, workers, now, progress, sample, changed_from,
-                  page)
+    verified = _check_pieces(client, report, logged, paper, origin_url, grace, workers, now, progress, sample,
+                             changed_from, page, (state or {}).get("fields") or {})
+    report.state["fields"] = verified
     return report
 
 
@@ -410,10 +458,18 @@ def _recent_changes(client: Client, since: datetime) -> dict[str, dict]:
 
 def _check_pieces(client: Client, report: Report, logged: list[dict], paper: str, origin_url: str,
                   grace: float, workers: int, now: datetime, progress: Callable[[str], None],
-                  sample: int | None, changed_from: int, page_size: int) -> None:
+                  sample: int | None, changed_from: int, page_size: int,
+                  remembered: dict[str, str]) -> dict[str, str]:
+    """Check every piece on air (see the module, 5.). `remembered`: each piece's `field_digests`
+    as the last run verified it (to name what a rewrite changed). Returns the same for this
+    run: every piece whose answer verified now, and the remembered ones of pieces still on air
+    that a sample left out."""
     newest: dict[str, dict] = {}
+    aired: dict[str, dict] = {}  # each piece's newest `aired` entry: when it was published
     for entry in logged:
         newest[entry["piece"]] = entry
+        if entry["event"] == "aired":
+            aired[entry["piece"]] = entry
     # Every piece on air: its full public answer read in the list's pages (`full=true`), each
     # hash recomputed as its page arrives; with `sample`, the plain rows, then the chosen
     # answers one by one.
@@ -421,7 +477,7 @@ def _check_pieces(client: Client, report: Report, logged: list[dict], paper: str
     rows: list[dict] = []
     for page in _on_air(client, full=sample is None, limit=page_size):
         for row in page:
-            rows.append({"id": row["id"], "slug": row["slug"], "rev": row["rev"]})
+            rows.append({"id": row["id"], "slug": row["slug"], "rev": row["rev"], "on_air_at": row["on_air_at"]})
             if sample is None:
                 answers.append(_answer(row, paper, origin_url))
     report.pieces = len(rows)
@@ -438,6 +494,13 @@ def _check_pieces(client: Client, report: Report, logged: list[dict], paper: str
         elif entry["rev"] != row["rev"]:
             mismatches.append((row["id"], f"piece {row['id']} ({row['slug']}): served rev {row['rev']}, logged rev "
                                           f"{entry['rev']} (entry {entry['index']})", served))
+        published = aired.get(row["id"])
+        if published is not None and entry is not None and entry["event"] != "unaired" and (
+                row["on_air_at"] is None or _moment(row["on_air_at"]) != _moment(published["at"])):
+            mismatches.append((row["id"], f"piece {row['id']} ({row['slug']}): field on_air_at is served as "
+                                          f"{row['on_air_at']}, but the log has it aired at {published['at']} "
+                                          f"(entry {published['index']}): its publication time was changed",
+                               {**served, "on_air_at": row["on_air_at"]}))
     # ... and each full public answer (all of them, or the pieces changed since the last run and
     # a random sample) against its content_hash, recomputed, and the newest entry's.
     if sample is not None:
@@ -457,21 +520,28 @@ def _check_pieces(client: Client, report: Report, logged: list[dict], paper: str
         with ThreadPoolExecutor(max_workers=workers) as pool:
             answers = list(pool.map(check, chosen))
     report.recomputed = len(answers)
+    listed = {row["id"] for row in rows}
+    verified = {piece: digests for piece, digests in remembered.items() if piece in listed}
     for story in answers:
         if "error" in story:
             report.problems.append(f"piece {story['id']} ({story['slug']}): listed on air but {story['error']}")
             continue
-        if not story["matches"]:
+        if story["matches"]:
+            verified[story["id"]] = story["fields"]
+        else:  # what the last run verified stays remembered, to name the field next time too
+            before = remembered.get(story["id"])
+            changed = changed_fields(before, story["fields"]) if before else []
+            named = (f"field {', '.join(changed)} changed since the last run verified it" if changed else
+                     "no earlier run verified it, so the changed field cannot be named")
             report.problems.append(f"piece {story['id']} ({story['slug']}): its public answer hashes to "
                                    f"{story['recomputed']}, not its content_hash {story['content_hash']}: "
-                                   "changed behind its hash")
+                                   f"changed behind its hash ({named})")
         entry = newest.get(story["id"])
         if entry is not None and entry["event"] != "unaired" and entry["rev"] == story["rev"] \
                 and entry["content_hash"] != story["content_hash"]:
             mismatches.append((story["id"], f"piece {story['id']} ({story['slug']}): served rev {story['rev']} "
                                             f"{story['content_hash']}, logged {entry['content_hash']} "
                                             f"(entry {entry['index']})", story))
-    listed = {row["id"] for row in rows}
     for piece, entry in newest.items():
         if entry["event"] != "unaired" and piece not in listed:
             mismatches.append((piece, f"piece {piece} is logged as on air (entry {entry['index']}) but the paper "
@@ -484,18 +554,21 @@ def _check_pieces(client: Client, report: Report, logged: list[dict], paper: str
                 explained = change is not None and change["type"] == "unaired"
             else:
                 explained = change is not None and change["type"] != "unaired" and change["rev"] == served["rev"] \
-                    and served.get("content_hash", change["content_hash"]) == change["content_hash"]
+                    and served.get("content_hash", change["content_hash"]) == change["content_hash"] \
+                    and (served.get("on_air_at") is None or (
+                        change["type"] == "aired" and _moment(change["at"]) == _moment(served["on_air_at"])))
             (report.pending if explained else report.problems).append(problem)
     progress(f"pieces: {len(rows)} on air checked against their newest entries, {len(answers)} public answers "
              "recomputed")
+    return verified
 
 
 def _plain(basis: dict) -> bool:
     """Whether orjson writes `basis` (a `basis_of` dict: fixed ASCII keys) as RFC 8785 does:
-    its values strings or null, `rev` and each fact's `n` integers within +-2**53 (a float, for
+    its values strings or null, `rev`, `basis` and each fact's `n` integers within +-2**53 (a float, for
     one, orjson writes as it read it, `1.0`, where RFC 8785 writes `1`)."""
     for key, value in basis.items():
-        if key == "rev":
+        if key in ("rev", "basis"):
             if type(value) is not int or not -SAFE_INTEGER <= value <= SAFE_INTEGER:
                 return False
         elif key == "cited_facts":
@@ -513,7 +586,8 @@ def _plain(basis: dict) -> bool:
 
 def _answer(story: dict, paper: str, origin_url: str) -> dict:
     """What the checks need of one full public story answer: its id, slug, rev, served
-    `content_hash`, whether it `matches` its recomputed hash (`hashes_to`) and that hash."""
+    `content_hash`, whether it `matches` its recomputed hash (`hashes_to`) and that hash, and
+    its `fields` (`field_digests`)."""
     matches, recomputed = hashes_to(story, paper, origin_url)
     return {"id": story["id"], "slug": story["slug"], "rev": story["rev"], "content_hash": story["content_hash"],
-            "matches": matches, "recomputed": recomputed}
+            "matches": matches, "recomputed": recomputed, "fields": field_digests(story)}

@@ -29,7 +29,7 @@ from nacl.signing import SigningKey
 from sqlalchemy import insert, select, update
 
 from extensions import cache, db
-from models import LogCheckpoint, LogEntry, LogTileHash, Paper, PieceChange, TransparencyLog
+from models import LogCheckpoint, LogEntry, LogTileHash, Paper, Piece, PieceChange, TransparencyLog
 from services.errors import DeskError, NotFound
 from services.transparency import entries, merkle, note, sealing, tiles
 
@@ -49,6 +49,21 @@ class TreeRewritten(DeskError):
 
 class NotYetLogged(NotFound):
     """404: the piece's newest public change is not in a signed checkpoint yet (Retry-After)."""
+
+
+# The one answer to every log-proof miss: an unknown id or slug, a draft's, a scheduled piece's
+# before it airs. Byte for byte the same, so the proof cannot confirm that an unpublished
+# headline's slug exists.
+NEVER_PUBLIC = "No piece with this id or slug has ever been public on this paper; drafts are never logged."
+
+
+def ever_public_piece(paper: Paper, slug: str, now: datetime) -> int | None:
+    """The id of the piece of `paper` with `slug` if it was ever public by `now` (it has a
+    public change), else None: a draft's or a scheduled piece's slug is not found, as an
+    unknown one is (one query either way)."""
+    return db.session.scalar(select(Piece.id).where(
+        Piece.paper_id == paper.id, Piece.slug == slug,
+        select(PieceChange.seq).where(PieceChange.piece_id == Piece.id, PieceChange.at <= now).exists()))
 
 
 def origin_for(paper: Paper) -> str:
@@ -275,7 +290,7 @@ def piece_proof(paper: Paper, piece_id: int, now: datetime, *, retry_after: int)
         LogEntry.paper_id == paper.id, LogEntry.piece_id == piece_id)
         .order_by(LogEntry.idx.desc()).limit(1)).first()
     if newest_change is None and entry is None:
-        raise NotFound("No piece with this id has ever been public on this paper; drafts are never logged.")
+        raise NotFound(NEVER_PUBLIC)
     checkpoint = newest_checkpoint(paper.id)
     # A piece's changes follow one another (a scheduled airing is its last until it airs), so
     # its newest public change has its highest public seq; entries follow feed order.

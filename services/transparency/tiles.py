@@ -8,10 +8,16 @@ from dataclasses import dataclass
 
 HEIGHT = 8
 WIDTH = 1 << HEIGHT  # hashes in a full tile, entries in a full bundle
-_GROUP = re.compile(r"^x\d{3}$")
-_LAST = re.compile(r"^\d{3}$")
-_LEVEL = re.compile(r"^(0|[1-9]\d?)$")
-_PARTIAL = re.compile(r"^([1-9]\d{0,2})$")
+# The C2SP grammar's digits are ASCII (`\d` would take any Unicode digit, so that another
+# spelling, in Arabic-Indic digits say, named the same tile).
+_GROUP = re.compile(r"x[0-9]{3}")
+_LAST = re.compile(r"[0-9]{3}")
+_LEVEL = re.compile(r"0|[1-9][0-9]?")
+_PARTIAL = re.compile(r"[1-9][0-9]{0,2}")
+# An index is below 2**64 (a tree's size is a uint64): at most 7 groups of 3 digits. A longer
+# path names no tile, and is refused before any number is made of it.
+MAX_GROUPS = 7
+MAX_INDEX = 2**63 // WIDTH  # N * 256 stays a signed 64-bit integer (the database's bigint)
 
 
 @dataclass(frozen=True)
@@ -44,25 +50,29 @@ def encode_index(n: int) -> str:
 
 def parse_path(path: str) -> Tile | None:
     """The Tile a path after `tile/` names (`0/x001/234.p/7`, `entries/000`), or None for a
-    path that names no tile (bad level, bad groups, a width of 0 or over 255, leading zeros)."""
+    path that names no tile (bad level, bad groups, a width of 0 or over 255, leading zeros,
+    any digit but ASCII's, more than MAX_GROUPS groups)."""
     parts = path.split("/")
-    if len(parts) < 2:
+    if len(parts) < 2 or len(parts) > MAX_GROUPS + 3:
         return None
     head, rest = parts[0], parts[1:]
     width = WIDTH
     if len(rest) >= 2 and rest[-2].endswith(".p"):
-        if not _PARTIAL.match(rest[-1]) or int(rest[-1]) >= WIDTH:
+        if not _PARTIAL.fullmatch(rest[-1]) or int(rest[-1]) >= WIDTH:
             return None
         width = int(rest[-1])
         rest = rest[:-2] + [rest[-2][:-2]]
-    if not rest or not _LAST.match(rest[-1]) or not all(_GROUP.match(g) for g in rest[:-1]):
+    if (not rest or len(rest) > MAX_GROUPS or not _LAST.fullmatch(rest[-1])
+            or not all(_GROUP.fullmatch(g) for g in rest[:-1])):
         return None
     if len(rest) > 1 and rest[0] == "x000":
         return None  # no leading zero groups: one spelling per index
     index = int("".join(g.lstrip("x") for g in rest))
+    if index >= MAX_INDEX:
+        return None  # its first entry would be past any tree a signed 63-bit size describes
     if head == "entries":
         return Tile(None, index, width)
-    if not _LEVEL.match(head) or int(head) > 63:
+    if not _LEVEL.fullmatch(head) or int(head) > 63:
         return None
     return Tile(int(head), index, width)
 

@@ -45,16 +45,27 @@ CONTEXT_PATH = "/ap/context.jsonld"
 PAGE_SIZE = 20
 SOFTWARE = "paperdesk"
 
-# The terms ActivityStreams does not define, served at CONTEXT_PATH (every @context entry of an
-# Article stays a string, so its proof's @context can repeat it exactly).
+# The terms our documents use that the standard contexts they name do not define, served at
+# CONTEXT_PATH (every @context entry of an Article stays a string, so its proof's @context can
+# repeat it exactly). `Multikey` and `publicKeyMultibase` come from MULTIKEY_CONTEXT (protected
+# there, so not repeated here); `assertionMethod` is defined by the DID and CID contexts, which an
+# actor does not name, so it is defined here, with the IRI Fedify and the Data Integrity spec
+# read (without it a JSON-LD consumer drops the actor's Multikey). Mastodon's terms use its
+# `toot:` namespace and `as:` for the ones it proposed to ActivityStreams.
 EXTRA_TERMS = {
     "@context": {
+        "as": "https://www.w3.org/ns/activitystreams#",
+        "sec": "https://w3id.org/security#",
         "toot": "http://joinmastodon.org/ns#",
         "schema": "http://schema.org/",
+        "assertionMethod": {"@id": "sec:assertionMethod", "@type": "@id", "@container": "@set"},
+        "manuallyApprovesFollowers": "as:manuallyApprovesFollowers",
         "sensitive": "as:sensitive",
         "Hashtag": "as:Hashtag",
         "discoverable": "toot:discoverable",
         "indexable": "toot:indexable",
+        "featured": {"@id": "toot:featured", "@type": "@id"},
+        "featuredTags": {"@id": "toot:featuredTags", "@type": "@id"},
         "attributionDomains": {"@id": "toot:attributionDomains", "@type": "@id"},
         "digitalSourceType": {"@id": "schema:digitalSourceType", "@type": "@id"},
         "PropertyValue": "schema:PropertyValue",
@@ -99,6 +110,12 @@ def shared_inbox(links: Links) -> str:
 # ----------------------------------------------------------------------------- discovery
 
 
+def handle(links: Links, name: str) -> str:
+    """The fediverse handle of the paper's (`name`: its slug) or a persona's account,
+    `@name@host` (the host with its port, as WebFinger's `acct:` answers it)."""
+    return f"@{name}@{links.host}"
+
+
 def webfinger(subject: str, actor: str, page: str) -> dict:
     """The JRD (RFC 7033) of `subject` (`acct:name@host`) whose actor is `actor`."""
     return {"subject": subject, "aliases": [actor, page],
@@ -106,17 +123,29 @@ def webfinger(subject: str, actor: str, page: str) -> dict:
                       {"rel": "http://webfinger.net/rel/profile-page", "type": "text/html", "href": page}]}
 
 
+NODEINFO_VERSIONS = ("2.0", "2.1")
+
+
+def nodeinfo_schema(version: str) -> str:
+    """The `rel` (and profile) naming NodeInfo `version`'s schema."""
+    return f"http://nodeinfo.diaspora.software/ns/schema/{version}"
+
+
 def nodeinfo_index(links: Links) -> dict:
-    return {"links": [{"rel": "http://nodeinfo.diaspora.software/ns/schema/2.1",
-                       "href": links.absolute("/nodeinfo/2.1")}]}
+    """The NodeInfo discovery document: one link per version served (Takahe reads 2.0, most
+    others 2.1)."""
+    return {"links": [{"rel": nodeinfo_schema(version), "href": links.absolute(f"/nodeinfo/{version}")}
+                      for version in NODEINFO_VERSIONS]}
 
 
-def nodeinfo(paper: Paper, *, version: str, personas: int, pieces: int) -> dict:
-    """NodeInfo 2.1 of the paper's host: actors (the paper and its personas) as users, its
-    pieces on air as local posts, registrations closed."""
-    return {"version": "2.1",
-            "software": {"name": SOFTWARE, "version": version,
-                         "homepage": "https://github.com/paperdesk/paperdesk"},
+def nodeinfo(paper: Paper, *, schema: str, version: str, personas: int, pieces: int) -> dict:
+    """NodeInfo `schema` (one of NODEINFO_VERSIONS) of the paper's host: actors (the paper and
+    its personas) as users, its pieces on air as local posts, registrations closed. 2.0 has no
+    `software.homepage` (2.1 added it), otherwise the two are the same."""
+    software = {"name": SOFTWARE, "version": version}
+    if schema != "2.0":
+        software["homepage"] = "https://github.com/paperdesk/paperdesk"
+    return {"version": schema, "software": software,
             "protocols": ["activitypub"], "services": {"inbound": [], "outbound": ["rss2.0"]},
             "openRegistrations": False,
             "usage": {"users": {"total": personas + 1, "activeMonth": personas + 1,
@@ -167,7 +196,7 @@ def persona_document(paper: Paper, persona: Persona, links: Links, *, rsa_pem: s
     return _actor(links, actor, type="Service", preferredUsername=persona.slug,
                   name=feeds.persona_label(persona.name), summary=summary,
                   url=links.absolute(f"/masthead/{persona.slug}"),
-                  icon={"type": "Image", "mediaType": "image/svg+xml", "url": links.avatar(persona.slug)},
+                  icon={"type": "Image", "mediaType": "image/png", "url": links.avatar_png(persona.slug)},
                   attachment=[{"type": "PropertyValue", "name": "Paper", "value": paper.nameplate}],
                   **_keys_of(actor, rsa_pem, receipt))
 
