@@ -37,7 +37,7 @@ run: install ## migrate, seed the demo paper once, serve on 127.0.0.1:$(PORT) (g
 	$(BIN)/flask init-db
 	$(BIN)/flask seed-demo --if-empty
 	$(BIN)/flask run-info --port $(PORT)
-	$(BIN)/flask drain-outbox & drainer=$$!; \
+	$(BIN)/flask worker & drainer=$$!; \
 	trap 'kill -TERM $$drainer 2>/dev/null; wait $$drainer; $(BIN)/flask run-info --forget' EXIT INT TERM; \
 	$(BIN)/gunicorn --config gunicorn.conf.py --bind 127.0.0.1:$(PORT) --workers 2 --threads 4
 

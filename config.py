@@ -19,6 +19,25 @@ def _flag(name: str, default: bool) -> bool:
     return raw.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _optional(name: str, kind):
+    """The setting `name` as `kind` (int, float or `bool` read like `_flag`), or None when unset:
+    a queue's own setting, which falls back to the WEBHOOK_* one (services/delivery/queues.py)."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    return _flag(name, False) if kind is bool else kind(raw)
+
+
+def _queue_settings(prefix: str) -> dict:
+    """`<prefix>_CONCURRENCY`, `_RUN_SECONDS`, `_TIMEOUT_SECONDS`, `_ALLOW_PRIVATE`,
+    `_MAX_ATTEMPTS`: None when unset."""
+    return {f"{prefix}_CONCURRENCY": _optional(f"{prefix}_CONCURRENCY", int),
+            f"{prefix}_RUN_SECONDS": _optional(f"{prefix}_RUN_SECONDS", float),
+            f"{prefix}_TIMEOUT_SECONDS": _optional(f"{prefix}_TIMEOUT_SECONDS", float),
+            f"{prefix}_ALLOW_PRIVATE": _optional(f"{prefix}_ALLOW_PRIVATE", bool),
+            f"{prefix}_MAX_ATTEMPTS": _optional(f"{prefix}_MAX_ATTEMPTS", int)}
+
+
 def _database_url(instance: Path) -> str:
     url = os.environ.get("DATABASE_URL") or f"sqlite:///{instance / 'paperdesk.db'}"
     # Heroku-style URLs name the driver "postgres"; SQLAlchemy wants an explicit driver.
@@ -176,11 +195,13 @@ def load() -> dict:
         # send-alerts (docs/ALERTS.md "When a message fails"): permanent refusals in a row that
         # suppress an address, and temporary refusals after which an alert is given up.
         "ALERT_BOUNCE_LIMIT": int(os.environ.get("ALERT_BOUNCE_LIMIT", "3")),
-        # The confirm outbox (flask drain-outbox): seconds per SMTP connect or read, tries
+        # The confirm outbox (flask worker): seconds per SMTP connect or read, tries
         # before a message is given up, seconds between polls of the loop.
         "OUTBOX_SMTP_TIMEOUT": float(os.environ.get("OUTBOX_SMTP_TIMEOUT", "10")),
         "OUTBOX_MAX_ATTEMPTS": int(os.environ.get("OUTBOX_MAX_ATTEMPTS", "8")),
         "OUTBOX_POLL_SECONDS": float(os.environ.get("OUTBOX_POLL_SECONDS", "1")),
+        # Wall time one pass of the worker's confirm-mail queue spends sending (the rest waits).
+        "OUTBOX_RUN_SECONDS": float(os.environ.get("OUTBOX_RUN_SECONDS", "60")),
         # Days a sent (or given-up) confirm email or webhook delivery is kept (0: for ever).
         "OUTBOX_RETENTION_DAYS": int(os.environ.get("OUTBOX_RETENTION_DAYS", "30")),
         "ALERT_MAX_ATTEMPTS": int(os.environ.get("ALERT_MAX_ATTEMPTS", "8")),
@@ -207,13 +228,14 @@ def load() -> dict:
         # starting them; what is left is due for the next run (services/delivery/webhooks.py).
         "WEBHOOK_CONCURRENCY": int(os.environ.get("WEBHOOK_CONCURRENCY", "4")),
         "WEBHOOK_RUN_SECONDS": float(os.environ.get("WEBHOOK_RUN_SECONDS", "120")),
+        # The whole of one POST (resolve, connect, send, answer), in seconds (services/http.py).
+        "WEBHOOK_TIMEOUT_SECONDS": float(os.environ.get("WEBHOOK_TIMEOUT_SECONDS", "5")),
         # ActivityPub (docs/FEDERATION.md): off turns every /ap/ and .well-known route into a 404
         # and the outbox consumer into a no-op; the seconds an inbox POST may spend fetching
         # the sender's key (the one outside call on a request path), and the attempts an
         # activity gets before it is given up (backoff as for webhooks: 1 min doubling, 6 h cap).
         "ACTIVITYPUB_ENABLED": _flag("ACTIVITYPUB_ENABLED", True),
         "ACTIVITYPUB_KEY_FETCH_SECONDS": float(os.environ.get("ACTIVITYPUB_KEY_FETCH_SECONDS", "3")),
-        "ACTIVITYPUB_MAX_ATTEMPTS": int(os.environ.get("ACTIVITYPUB_MAX_ATTEMPTS", "10")),
         # The most remote actors of one origin (scheme, host, port) that may follow one paper:
         # past it a Follow is refused (403), so one server cannot fill the follower table.
         "ACTIVITYPUB_MAX_FOLLOWERS_PER_ORIGIN": int(os.environ.get("ACTIVITYPUB_MAX_FOLLOWERS_PER_ORIGIN", "1000")),
@@ -221,6 +243,11 @@ def load() -> dict:
         # workers of this instance folder (lock files there): keep it below the workers
         # (WEB_CONCURRENCY), so the others serve the desk however slow strangers' servers are.
         "ACTIVITYPUB_FETCH_SLOTS": int(os.environ.get("ACTIVITYPUB_FETCH_SLOTS", "2")),
+        # Each outgoing queue's own CONCURRENCY, RUN_SECONDS, ALLOW_PRIVATE and MAX_ATTEMPTS
+        # (services/delivery/queues.py): unset, the WEBHOOK_* values (and the queue's own
+        # attempts: 10 for activities, 6 for pings) apply.
+        **_queue_settings("ACTIVITYPUB"),
+        **_queue_settings("PING"),
         # Reach beyond the fediverse (docs/FEDERATION.md "WebSub and IndexNow"), both off when
         # empty: a WebSub hub (`https://pubsubhubbub.appspot.com/`) named in the feeds and pinged
         # when they change, and an IndexNow endpoint (`https://api.indexnow.org/indexnow`) sent

@@ -7,7 +7,7 @@ and that database's `public` schema is DROPPED and rebuilt, so give it a throwaw
 `flask init-db`, `flask seed-demo --subscribers N --subscriber-cadence instant` (the demo paper
 and N confirmed instant readers, each with news in its first window). Then, for each count of
 senders: the alert rows are reset, `flask send-alerts --plan-only` records one alert per reader,
-and that many `flask drain-outbox --once` processes start at once and share the rows (each with
+and that many `flask worker --once` processes start at once and share the rows (each with
 ALERT_CONNECTIONS SMTP connections). The wall time from their start to the last one's exit gives
 messages a second. The sink checks every reader got exactly one alert (lost and doubled are
 counted and fail the run).
@@ -244,7 +244,7 @@ def run_backend(backend: str, url: str, args, workdir: Path) -> list[dict]:
         reset_postgres(url)
     env = {**os.environ, "DATABASE_URL": url, "INSTANCE_PATH": str(workdir / backend),
            "PAPER_DOMAIN": "localhost", "DEFAULT_PAPER": "demo", "FLASK_APP": "app",
-           # Alert links need an origin outside development (commands/outbox.py alert_origins).
+           # Alert links need an origin outside development (commands/worker.py alert_origins).
            "PUBLIC_BASE_URL": "http://localhost"}
     env.pop("SMTP_URL", None)
     flask(env, "init-db")

@@ -44,9 +44,6 @@ from web.links import links, paper_links
 bp = policy.blueprint(Blueprint("activitypub", __name__), cors="read", problems=True)
 # An inbox's Authorization is an HTTP signature (some servers send one there), never a desk key.
 INBOX = policy.route(cache=False, desk_keys=False)
-# Articles' proofs are made with the receipt key; its seed opens here, in the newsroom's code
-# (services/delivery/federation/keys.py says why it is handed in).
-keys.use_seed_opener(seeds.open_seed)
 log = logging.getLogger("paperdesk.activitypub")
 
 ACTIVITY_JSON = "application/activity+json"

@@ -219,7 +219,7 @@ def story(id: str):
                                         links=links())),
         author_url=embeds.masthead_entry(piece.persona.slug, links=links()),
         json_ld=news_article(piece, story_url, picture),
-        related=reader.related_pieces(g.paper, piece),
+        related=reader.related_pieces(g.paper, piece, version_state=caching.paper_state()),
         # Mastodon credits a shared link to the account this names (the persona's attributionDomains
         # include this host), when the paper federates.
         fediverse_creator=documents.handle(paper_links(), piece.persona.slug)

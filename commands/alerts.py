@@ -12,7 +12,7 @@ import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from commands.outbox import (
+from commands.worker import (
     alert_origins,
     announce_origin,
     deliver_webhooks_due,
@@ -21,7 +21,7 @@ from commands.outbox import (
     send_alerts_due,
 )
 from models.clock import utcnow
-from services.delivery import alerts, post_queue
+from services.delivery import alerts, queues
 
 
 @click.command("send-alerts")
@@ -36,9 +36,9 @@ def send_alerts(no_webhooks: bool, plan_only: bool, connections: int | None) -> 
     failed M, skipped K`.
 
     Idempotent and crash-safe: run it from cron for the digests and as a catch-up (instant
-    alerts are planned by `drain-outbox` within a poll of airing). Refuses (exit 1, nothing
+    alerts are planned by `worker` within a poll of airing). Refuses (exit 1, nothing
     planned or sent) without PUBLIC_BASE_URL outside development. Any number of runs and
-    `drain-outbox` drainers may send at once; they share the rows. Exits 1
+    `worker` drainers may send at once; they share the rows. Exits 1
     when a message or a webhook delivery failed, after printing what was sent and how each
     failure was classified (docs/ALERTS.md "When a message fails").
     """
@@ -64,7 +64,7 @@ def send_alerts(no_webhooks: bool, plan_only: bool, connections: int | None) -> 
     else:
         report = send_alerts_due(now, connections=connections)
     report_alerts(report, time.perf_counter() - started)
-    hooks = post_queue.Report() if no_webhooks else deliver_webhooks_due(utcnow())
+    hooks = queues.Report() if no_webhooks else deliver_webhooks_due(utcnow())
     click.echo(f"sent {report.sent}, failed {report.failed}, skipped {plan.skipped + report.skipped}")
     if report.failed or hooks.failed:
         sys.exit(1)

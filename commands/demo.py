@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from commands import database
 from commands import log as log_commands
-from commands.outbox import forget_base_url, record_base_url
+from commands.worker import forget_base_url, record_base_url
 from demo import seed as demo_seed
 from extensions import db
 from models import CADENCES, Paper, clock
@@ -114,8 +114,8 @@ def _host(slug: str, port: int) -> str:
 def run_info(port: int, slug: str, forget: bool) -> None:
     """Print the URLs to try on the demo paper and a fresh demo admin key (label "make run").
     With PUBLIC_BASE_URL set (`make run` sets it), record it and `port` in the instance folder
-    for later `send-alerts` and `drain-outbox` runs, used while that port is served
-    (commands/outbox.py `recorded_base_url`); `--forget` removes the record."""
+    for later `send-alerts` and `worker` runs, used while that port is served
+    (commands/worker.py `recorded_base_url`); `--forget` removes the record."""
     if forget:
         forget_base_url(current_app.instance_path)
         return

@@ -3,7 +3,7 @@
     flask log checkpoint                      append what the change feed holds, sign at once
     flask log verify --url BASE [--host HOST] [--state FILE]    monitor any Paper Desk paper
 
-`checkpoint` works on this instance's database (the worker, `flask drain-outbox`, does the same
+`checkpoint` works on this instance's database (the worker, `flask worker`, does the same
 every LOG_CHECKPOINT_SECONDS); `verify` only speaks HTTP to the paper it is pointed at, so
 anyone can run it against any paper.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 from flask.cli import with_appcontext
 
-from commands import outbox
+from commands import worker
 from extensions import db
 from models import Paper, TransparencyLog
 from models.clock import utcnow
@@ -47,7 +47,7 @@ def catch_up(now) -> int:
             raise click.ClickException(f"the log could not append the changes of {', '.join(failed)}")
         if not handled:
             break
-    outbox.sign_checkpoints(now, interval=0)
+    worker.sign_checkpoints(now, interval=0)
     return appended
 
 

@@ -3,7 +3,7 @@ actors that follow the paper or one of its personas, and the outbox of signed ac
 
 The change feed (`piece_changes`) stays the one record of a public change: activities are
 derived from it by the `activitypub` consumer (services/delivery/federation/deliveries.py), which writes
-one `ApDelivery` row per follower inbox (shared inboxes once), posted by `flask drain-outbox`.
+one `ApDelivery` row per follower inbox (shared inboxes once), posted by `flask worker`.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The mail outbox: mail a request decided to send, waiting for `flask drain-outbox` (docs/ALERTS.md
+"""The mail outbox: mail a request decided to send, waiting for `flask worker` (docs/ALERTS.md
 "The outbox"). A request only writes a row; the drainer, another process, talks to SMTP.
 """
 from __future__ import annotations

@@ -63,12 +63,6 @@ def url(**kwargs) -> fields.String:
     return fields.String(required=True, metadata=metadata, **kwargs)
 
 
-def computed_text(fn, **kwargs) -> fields.Function:
-    """A required string computed from the object (`fn(obj) -> str`), documented as a string."""
-    metadata = {"type": "string", **kwargs.pop("metadata", {})}
-    return fields.Function(fn, required=True, metadata=metadata, **kwargs)
-
-
 def computed_url(fn, **kwargs) -> fields.Function:
     """A required absolute URL computed from the object, documented as a string of format uri."""
     metadata = {"type": "string", "format": "uri", **kwargs.pop("metadata", {})}

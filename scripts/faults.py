@@ -9,7 +9,7 @@ something they depend on fails. One scenario per fault:
                cache) stopped and started again under load: the limiter falls back to memory,
                the cache is skipped, nothing answers 500.
 - smtp-hang    An SMTP server that accepts and never speaks, while public subscribes run and
-               `flask drain-outbox --once` and `flask send-alerts` run beside the server: the
+               `flask worker --once` and `flask send-alerts` run beside the server: the
                requests stay fast (no SMTP on a request path), the commands end within their
                bound.
 - sqlite-move  The SQLite file moved away (the workers restarted meanwhile, as a deploy or a
@@ -753,7 +753,7 @@ def base_env(instance: Path, database_url: str) -> dict:
     env.update(FLASK_APP="app", INSTANCE_PATH=str(instance), DATABASE_URL=database_url,
                OUTBOX_DIR=str(instance / "outbox"), SECRET_KEY=RUN_SECRET,
                WEB_CONCURRENCY="2", LOG_REQUESTS="0", PYTHONUNBUFFERED="1",
-               # Alert links need an origin outside development (commands/outbox.py alert_origins).
+               # Alert links need an origin outside development (commands/worker.py alert_origins).
                PUBLIC_BASE_URL="http://localhost", **LIMITS)
     return env
 
@@ -861,7 +861,7 @@ def scenario_redis(db_url: str, key: str, backend: str, work: Path, args) -> Res
 
 
 def scenario_smtp(db_url: str, key: str, work: Path, args) -> Result:
-    """A silent SMTP server while subscribes run and drain-outbox / send-alerts run beside."""
+    """A silent SMTP server while subscribes run and worker / send-alerts run beside."""
     from services.delivery import mail
 
     result = Result("smtp-hang", "sqlite")
@@ -1303,8 +1303,8 @@ def scenario_redis_lifetimes(db_url: str, key: str, backend: str, work: Path, ar
 
 
 def scenario_state_file(template: Path, key: str, work: Path, args) -> Result:
-    """The SQLite host (SHARED_STATE host, 2 workers): its state file deleted and one worker
-    restarted (a recycled worker), then truncated to 0 bytes; a pull and reads after each."""
+    """The SQLite host (SHARED_STATE host, 2 workers): its state file truncated to 0 bytes,
+    then deleted and one worker restarted (a recycled worker); a pull and reads after each."""
     result = Result("state-file", "sqlite")
     folder = work / "state-file"
     folder.mkdir(parents=True)
@@ -1315,9 +1315,9 @@ def scenario_state_file(template: Path, key: str, work: Path, args) -> Result:
     tally, stale, phases = Tally(), 0, []
     with Gunicorn("state-file", env) as server:
         client = Client(server.port, tally, key)
-        for phase, piece in (("deleted", _on_air_piece(client, 0)), ("truncated", _on_air_piece(client, 1))):
+        for phase, piece in (("truncated", _on_air_piece(client, 0)), ("deleted", _on_air_piece(client, 1))):
             reads = StaleReads([client], piece)
-            reads.read(10)
+            reads.read(40)  # both workers read the state file (sync workers take connections unevenly)
             if phase == "deleted":
                 state_file.unlink()
                 booted = server.count("Booting worker")
@@ -1329,7 +1329,8 @@ def scenario_state_file(template: Path, key: str, work: Path, args) -> Result:
                     time.sleep(0.1)
                 time.sleep(1.0)
             else:
-                os.truncate(state_file, 0)
+                os.truncate(state_file, 0)  # the workers hold it open (and, before issue 32, mapped)
+                time.sleep(0.5)
             reads.read(10)
             acked = _pull(client, piece)
             reads.read(20)

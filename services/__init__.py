@@ -3,53 +3,70 @@
     services/
       errors       DeskError and its kinds (400, 401, 403, 404, 409, 422): what every service
                    raises to refuse; web/errors.py answers each once
+      links        Links (absolute URLs on an origin), PaperOrigins (canonical ones)
+      http         the one HTTP client: SSRF-checked targets, one deadline per call (DNS included)
+      retry        the one backoff, and what counts as a refusal
       newsroom/    the desk's writes (who may make them: blueprints/api/permissions.py)
-                   filing       file, revise, put on air, take off air; slugs
+                   filing       file, revise, put on air, take off air; slugs; the change feed's rows
                    provenance   content hashes, Ed25519 filing receipts, signing keys
+                   seeds        receipt signing seeds sealed at rest under the instance secret
                    desk         sections, personas, the paper's config, video editions
                    keys         desk keys: issue, authenticate (from header values), revoke
       reading/     what readers and clients read, on-air pieces only on the public lane
+                   visibility   which pieces the public sees, at which instant
                    stories      story queries for the public and keyed lanes
                    archive      sections with counts, the day-by-day archive
                    front        the front document (plain data), the cast, the masthead
                    search       full-text search
                    posts        ready-to-post short forms
+                   changes      the change feed's reading side
+                   cursors      opaque signed paging cursors
                    reader       the reader pages' own queries (section, day, related pieces)
                    lookups      find_section, find_persona, parse_day: the one copy of each
                    memo         values kept per paper version in the worker
-      rendering/   turning data into documents and addresses
-                   links        Links (absolute URLs on an origin), PaperOrigins (canonical ones)
+      rendering/   turning data into documents
                    prose        prose -> HTML with footnote markers; the byline disclosure
                    feeds        RSS, podcast, llms.txt
                    sitemaps     sitemaps.org urlset or index, Google News sitemap
                    embeds       story cards, player iframes, oEmbed records
                    xmltext      xml_safe: text without what XML 1.0 forbids, for every XML answer
-                   media        persona avatars (SVG), share cards (PNG)
-      delivery/    what leaves the process for readers, subscribers and CDNs
+                   media        persona avatars (SVG), share cards (PNG), stored media
+                   art          the demo paper's own pictures, posters and captions
+      delivery/    what leaves the process for readers, subscribers and CDNs (`flask worker`)
+                   change_stream  the change feed handed to its consumers, cursor per paper
+                   queues         the engine of the outgoing queues: claim, send, record, prune
+                   claims         leases on queue rows, shared by every sender
                    subscriptions  double opt-in list, confirm and unsubscribe tokens
-                   outbox         confirm mail queued by requests, sent by `drain-outbox`
+                   outbox         confirm mail queued by requests, sent by the worker
                    alerts         plan and send cadence alerts, crash-safe
                    alert_content  what an alert says, rendered once per distinct alert
                    mail           SMTP or file outbox, connection pool
-                   webhooks       signed webhook deliveries through an outbox
-                   purge          CDN purge by surrogate key after commit
+                   webhooks       signed subscriber webhooks (a queue)
+                   content_webhooks  site owners' Standard Webhooks (a consumer and a queue)
+                   purge          CDN purge by surrogate key (a consumer)
                    federation/    the paper and its personas in the fediverse (docs/FEDERATION.md):
                      keys           the paper's RSA key (sealed), its Ed25519 key as a Multikey
                      documents      WebFinger, NodeInfo, actors, Articles with proofs, activities
                      httpsig        draft-cavage HTTP signatures and Digest, both ways
-                     remote         the bounded fetch of a sender's key (inbox POSTs)
+                     messagesig     RFC 9421 HTTP message signatures and Content-Digest
+                     remote         the bounded fetch of a sender's key (inbox POSTs), fetch slots
                      inbox          Follow, Undo, Delete; everything else ignored
-                     deliveries     the change feed's `activitypub` consumer and its signed sender
-                     pings          the `pings` consumer: WebSub hub and IndexNow
-      transparency/  the papers' public C2SP transparency logs (docs/PROOFS.md): RFC 6962
-                   merkle, signed notes and checkpoints, the entry format, tile paths, the log
-                   in the database (the change feed consumer, checkpoints, proofs), witnesses,
-                   and the `flask log verify` monitor
+                     deliveries     the change feed's `activitypub` consumer and its queue
+                     pings          the `pings` consumer and its queue: WebSub hub and IndexNow
+      transparency/  the papers' public C2SP transparency logs (docs/PROOFS.md):
+                   merkle       RFC 6962 tree hashes and proofs
+                   note         signed notes, checkpoints, cosignatures
+                   entries      the entry format
+                   tiles        tile paths and sizes
+                   store        the log in the database (the change feed consumer, checkpoints, proofs)
+                   sealing      the log keys' seeds at rest
+                   witness      submitting checkpoints to witnesses
+                   monitor      the `flask log verify` monitor
 
 The demo newsroom (`seed-demo`'s content) lives apart, in the top-level `demo` package.
 
 Layer rules (tests/test_layers.py enforces the first): services never import blueprints,
-schemas, tenancy, http_cache, pipeline, ratelimits or weblinks, and never read
+schemas or web/, and never read
 `flask.request`, `flask.g` or `flask.session`. What a service needs of a request comes as an
 argument: the paper, `now`, a `links: Links` for absolute URLs, header values, the paper's
 version state. `current_app` (config, extensions, templates) is read only where passing it

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from commands import worker
 from web import pipeline
 
 DOC = (Path(__file__).resolve().parent.parent / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
@@ -44,3 +45,33 @@ def test_the_request_path_section_names_every_step_and_the_replay(app):
         short = name.removeprefix("web.")
         assert f"`{short}`" in section, short
     assert "web/replay.py" in section and "web/steps.py" in section
+
+
+def test_the_worker_section_names_every_declared_consumer_and_queue():
+    section = _section("The worker")
+    described = worker.describe()
+    for name in described["consumers"] + described["change_consumers"]:
+        assert f"`{name}`" in section, name
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    assert [re.match(r"\| `([^`]+)`", row).group(1) for row in rows] == [q["name"] for q in described["queues"]]
+    for row, queue in zip(rows, described["queues"], strict=True):
+        assert all(f"`{table}`" in row for table in queue["tables"]) and f"`{queue['budget']}`" in row, row
+
+
+def test_the_retention_docs_name_every_table_the_worker_prunes():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    [row] = [line for line in readme.splitlines() if line.startswith("| `OUTBOX_RETENTION_DAYS`")]
+    pruned = [t for q in worker.describe()["queues"] if q["pruned"] for t in q["tables"]]
+    kept = [t for q in worker.describe()["queues"] if not q["pruned"] for t in q["tables"]]
+    assert pruned and all(f"`{table}`" in row for table in pruned), row
+    assert kept == ["alert_deliveries"] and "alert rows are kept" in row
+
+
+def test_the_services_map_names_every_module():
+    import services
+
+    root = Path(services.__file__).resolve().parent
+    names = set(re.findall(r"[a-z_]+", services.__doc__))
+    modules = {path.stem if path.stem != "__init__" else path.parent.name
+               for path in root.rglob("*.py") if "__pycache__" not in path.parts} - {"services"}
+    assert sorted(modules - names) == []

@@ -189,6 +189,23 @@ def test_revised_unaired_and_edition_published(client, runner, desk, paper, admi
     assert edition["url"].startswith("http://localhost/")
 
 
+def test_an_edition_is_announced_by_the_worker_once_never_from_the_write(client, runner, desk, paper, admin,
+                                                                        receiver):
+    with time_machine.travel(T, tick=False):
+        hook = register(client, admin, receiver.url + "/h", ["edition.published"])
+        assert client.post("/api/v1/cast", headers=auth(admin), json={
+            "day": "2026-11-20", "title": "The day", "video_url": "https://cdn.example.com/v.mp4",
+            "poster_url": "https://cdn.example.com/p.jpg"}).status_code == 201
+        # The write wrote the edition and nothing downstream: the message is the worker's.
+        log = client.get(f"/api/v1/webhooks/{hook['id']}/deliveries", headers=auth(admin)).get_json()["deliveries"]
+        assert log == []
+        assert "1 handled by edition-webhooks" in drain(runner)
+        drain(runner)
+    [request] = receiver.requests
+    message = json.loads(request["body"])
+    assert message["type"] == "edition.published" and message["timestamp"] == "2026-11-20T08:00:00Z"
+
+
 def test_a_scheduled_piece_revised_before_it_airs_is_announced_as_revised_then(client, runner, desk, paper,
                                                                                  admin, receiver):
     at = T + timedelta(hours=2)

@@ -40,7 +40,8 @@ from app import create_app
 from commands.database import migrate_to_head
 from extensions import db
 from models import Piece, PieceRevision, Subscriber, WebhookDelivery
-from services.delivery import post_queue, webhooks
+from services import http, retry
+from services.delivery import webhooks
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import Desk
 from tests.fixtures.servers import gunicorn
@@ -194,15 +195,15 @@ def test_a_hanging_webhook_costs_a_bounded_wait_and_is_retried_later(app, client
             waited = time.monotonic() - started
             assert result.exit_code == 1 and "delivered 0, failed 1, pending 1" in result.output
             assert receiver.requests == 1
-            assert waited < webhooks.TIMEOUT_SECONDS + 3, waited
+            assert waited < http.TIMEOUT_SECONDS + 3, waited
             db.session.expire_all()
             delivery = db.session.scalars(select(WebhookDelivery)).one()
             assert delivery.attempts == 1 and delivery.delivered_at is None and delivery.failed_at is None
             assert "timed out" in delivery.last_error
-            assert delivery.next_attempt_at == t0 + post_queue.backoff(1)
+            assert delivery.next_attempt_at == t0 + retry.backoff(1)
             # The receiver recovers; once the backoff has passed, the next run delivers.
             receiver.mode = "ok"
-            clock.move_to(t0 + post_queue.backoff(1) + timedelta(seconds=1))
+            clock.move_to(t0 + retry.backoff(1) + timedelta(seconds=1))
             result = runner.invoke(args=["deliver-webhooks"])
             assert result.exit_code == 0 and "delivered 1, failed 0, pending 0" in result.output
     finally:

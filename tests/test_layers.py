@@ -223,3 +223,20 @@ def test_every_module_imports_from_the_installed_package(tmp_path):
 def test_at_most_six_python_files_at_the_root():
     assert sorted(path.name for path in ROOT.glob("*.py")) == ["app.py", "config.py", "extensions.py",
                                                                "gunicorn.conf.py", "wsgi.py"]
+
+
+def test_the_newsroom_sits_below_delivery_and_the_transparency_log():
+    # The newsroom writes rows (pieces, their changes, editions); everything that follows from
+    # them is derived downstream by the worker's consumers, which import the newsroom, never
+    # the other way (no opener or lock handed up at import).
+    assert broken(modules("services/newsroom"), set()) == {}
+    found = {}
+    for path in modules("services/newsroom"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bad = [node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+               and node.module.startswith(("services.delivery", "services.transparency"))]
+        bad += [alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+                if alias.name.startswith(("services.delivery", "services.transparency"))]
+        if bad:
+            found[str(path.relative_to(ROOT))] = bad
+    assert found == {}

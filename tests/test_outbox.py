@@ -203,7 +203,12 @@ def test_the_drainer_loop_sends_within_a_poll_and_stops_cleanly_on_sigterm(clien
     drainer = subprocess.Popen([flask, "drain-outbox"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True)
     try:
-        assert drainer.stdout.readline().startswith("drain-outbox: polling every 0.2s")
+        # It says which origin its links use (commands/worker.py announce_origin), then polls.
+        assert drainer.stdout.readline().startswith("drain-outbox: links on http://localhost (PUBLIC_BASE_URL)")
+        line = drainer.stdout.readline()
+        while line and not line.startswith("drain-outbox: polling"):
+            line = drainer.stdout.readline()
+        assert line.startswith("drain-outbox: polling every 0.2s")
         assert client.post("/api/v1/subscribers", json={"email": "loop@example.com"}).status_code == 202
         line = drainer.stdout.readline()
         while line and not line.startswith("outbox:"):

@@ -133,6 +133,22 @@ def test_oembed_discovery_link_leads_to_this_storys_record(client, desk):
     assert record["type"] == "rich" and record["title"] == "Rates rise again"
 
 
+def test_the_related_rail_shows_what_aired_after_it_was_kept(client, desk):
+    """The rail is kept per paper version in each worker (reader.related_pieces): a piece aired
+    in the section since is on the next page, the story itself never, another section's never."""
+    paper = desk.paper("demo")
+    first = desk.piece(paper, "Harbour opens", section="World", on_air_at=T0)
+    desk.piece(paper, "Bridge closes", section="World", on_air_at=T0 + timedelta(hours=1))
+    desk.piece(paper, "Comet seen", section="Science", on_air_at=T0 + timedelta(hours=1))
+    rail = "//aside[@class='related']//h3"
+    assert texts(page(client.get(f"/stories/{first.slug}")), rail) == ["Bridge closes"]
+    desk.piece(paper, "Ferry returns", section="World", on_air_at=T0 + timedelta(hours=2))
+    assert texts(page(client.get(f"/stories/{first.slug}")), rail) == ["Ferry returns", "Bridge closes"]
+    tree = page(client.get("/stories/ferry-returns"))
+    assert texts(tree, rail) == ["Bridge closes", "Harbour opens"]
+    assert tree.xpath("//aside[@class='related']//a/@href")[0] == "/stories/bridge-closes"
+
+
 def test_drafts_and_unknown_stories_are_html_404_pages(client, desk):
     paper = desk.paper("demo")
     draft = desk.piece(paper, "Secret draft", on_air_at=None)

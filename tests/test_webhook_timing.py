@@ -22,7 +22,7 @@ T = datetime(2026, 11, 20, 8, 0, tzinfo=timezone.utc)
 
 @pytest.fixture
 def hook_settings(app):
-    saved = {k: app.config.get(k) for k in ("WEBHOOK_CONCURRENCY", "WEBHOOK_RUN_SECONDS")}
+    saved = {k: app.config.get(k) for k in ("WEBHOOK_CONCURRENCY", "WEBHOOK_RUN_SECONDS", "WEBHOOK_TIMEOUT_SECONDS")}
     yield app.config
     app.config.update(saved)
 
@@ -66,7 +66,7 @@ def test_each_delivery_is_signed_when_it_is_sent_not_when_the_run_started(
 
 def test_hanging_receivers_each_hold_one_slot_not_the_run(
         client, desk, runner, smtp, receiver, hook_settings, monkeypatch):
-    monkeypatch.setattr(webhooks, "TIMEOUT_SECONDS", 1.0)
+    hook_settings["WEBHOOK_TIMEOUT_SECONDS"] = 1.0
     hook_settings["WEBHOOK_CONCURRENCY"] = 4
     receiver.hang = {"/slow1", "/slow2", "/slow3"}
     with time_machine.travel(T, tick=False) as clock:
@@ -89,7 +89,7 @@ def test_hanging_receivers_each_hold_one_slot_not_the_run(
 
 def test_a_run_stops_starting_deliveries_when_its_budget_is_spent(
         client, desk, runner, smtp, receiver, hook_settings, monkeypatch):
-    monkeypatch.setattr(webhooks, "TIMEOUT_SECONDS", 1.0)
+    hook_settings["WEBHOOK_TIMEOUT_SECONDS"] = 1.0
     hook_settings.update(WEBHOOK_CONCURRENCY=2, WEBHOOK_RUN_SECONDS=1.5)
     paths = [f"/hang{n}" for n in range(8)]
     receiver.hang = set(paths)

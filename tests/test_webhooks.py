@@ -146,7 +146,7 @@ ADDRESSES = {
 
 
 def test_the_address_filter_accepts_only_global_addresses():
-    from services.delivery.webhooks import is_public_address
+    from services.http import is_public_address
     assert {address: is_public_address(address) for address in ADDRESSES} == ADDRESSES
 
 

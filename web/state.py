@@ -327,18 +327,27 @@ class SharedState:
         limiter's, which carries the generation in its round trip) makes from now on read the
         server's lifetime when it connects (`connected`). Its pool is emptied so that none
         made before escapes."""
-        pool = client.connection_pool
-        if pool.connection_kwargs.get("redis_connect_func") is not self.connected:
-            pool.connection_kwargs["redis_connect_func"] = self.connected
-            pool.reset()
+        kwargs = getattr(getattr(client, "connection_pool", None), "connection_kwargs", None)
+        if not isinstance(kwargs, dict):
+            log.warning("shared state: the rate limiter's Redis client has no connection pool to watch; "
+                        "a Redis restored from a snapshot is noticed by this state's own connections only")
+            return
+        if kwargs.get("redis_connect_func") is not self.connected:
+            kwargs["redis_connect_func"] = self.connected
+            client.connection_pool.reset()
 
     def connected(self, connection) -> None:
         """redis-py's `redis_connect_func`: the usual handshake, then the server's run_id
         (INFO server, once per connection). A run_id other than the one this process knew is
         a new lifetime of the store (restarted, empty or from a snapshot): the snapshots go."""
+        from redis.exceptions import ResponseError
+
         connection.on_connect()
         connection.send_command("INFO", "server")
-        info = connection.read_response()
+        try:
+            info = connection.read_response()
+        except ResponseError:  # a server that refuses INFO (some managed ones): the random base alone
+            info = b""
         text = info.decode() if isinstance(info, bytes) else str(info)
         run_id = next((line.split(":", 1)[1].strip() for line in text.splitlines()
                        if line.startswith("run_id:")), "")

@@ -19,7 +19,7 @@ import mimetypes
 import os
 import re
 
-from flask import Flask, Response, current_app, request
+from flask import Flask, Response, request
 from werkzeug.security import safe_join
 
 from web import compression
@@ -139,8 +139,3 @@ def install(app: Flask) -> None:
     app.url_defaults(add_hash)
     app.view_functions["static"] = static
     app.extensions["static_assets"] = hashes
-
-
-def current_hashes() -> AssetHashes:
-    """The running app's `AssetHashes` (for tests and tools)."""
-    return current_app.extensions["static_assets"]

@@ -33,7 +33,8 @@ from schemas.subscriber import (
     SubscribeIn,
     SubscribersOut,
 )
-from services.delivery import subscriptions, webhooks
+from services import http
+from services.delivery import subscriptions
 from services.errors import BadRequest, Invalid
 from web import policy
 from web.commit import transactional
@@ -75,7 +76,7 @@ def _create_batch(body: dict):
         raise Invalid(errors={"emails": ["Missing data for required field."]})
     webhook = body.get("webhook")
     if webhook:
-        webhooks.check_url(webhook, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
+        http.check_url(webhook, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
     done = subscriptions.subscribe_batch(g.paper, emails, preferences(body), utcnow(), webhook=webhook,
                                          links=links())
     return {"subscribers": [{"email": row.email, **({"webhook_secret": secret} if secret else {})}

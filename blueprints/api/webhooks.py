@@ -10,7 +10,7 @@
 
 The secret is shown once, in the creation answer, as Standard Webhooks providers do: a secret
 that any admin read could show again would be one more place for it to leak. Writes commit once,
-at the commit point (web/commit.py); what they queue leaves through `flask drain-outbox`.
+at the commit point (web/commit.py); what they queue leaves through `flask worker`.
 """
 from __future__ import annotations
 

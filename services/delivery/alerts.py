@@ -8,7 +8,7 @@ over another message. A run killed midway leaves unsent rows that the next run s
 row is never sent again. The one gap is between the server's "250" and that commit: a crash
 there sends that message again on the next run, with the same Message-ID (at-least-once).
 Concurrent runs: planning inserts with ON CONFLICT DO NOTHING (the unique constraints decide);
-senders (any number of send-alerts runs and drain-outbox drainers, on any hosts with
+senders (any number of send-alerts runs and workers, on any hosts with
 PostgreSQL) lease batches of rows (`claims.claim`, FOR UPDATE SKIP LOCKED), so each row is
 sent by one of them, and a killed sender's rows go to the others when its lease ends.
 
@@ -35,9 +35,11 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from extensions import db
 from models import AlertDelivery, Edition, Paper, PieceChange, Subscriber
 from models.types import UTCDateTime
+from services import retry
 from services.delivery import claims, mail, webhooks
 from services.delivery.alert_content import MAX_LOOKBACK, Composer, Content, alert_data, period_for
 from services.links import Links, PaperOrigins
+from services.newsroom.filing import lock_paper
 
 CHUNK = 1000
 # How far behind the run's clock a window ends (ALERT_SETTLE_SECONDS). A piece's `on_air_at`
@@ -153,10 +155,10 @@ def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SET
     return report
 
 
-def plan_instant(clock: Callable[[], datetime], *, origins: PaperOrigins, lock_paper: Callable[[Paper], None],
+def plan_instant(clock: Callable[[], datetime], *, origins: PaperOrigins,
                  seen: dict[int, tuple] | None = None) -> PlanReport:
     """Record the due window of every confirmed `instant` subscriber, ending at this instant
-    rather than ALERT_SETTLE_SECONDS ago: what `drain-outbox` runs every pass, so an instant
+    rather than ALERT_SETTLE_SECONDS ago: what `worker` runs every pass, so an instant
     alert leaves within a poll or two of its piece airing (docs/ALERTS.md "Instant alerts").
 
     Why no settle is needed: piece writes take the paper's lock (`filing.lock_paper`) before
@@ -166,9 +168,7 @@ def plan_instant(clock: Callable[[], datetime], *, origins: PaperOrigins, lock_p
     has committed by then, every later one takes a time after it. A scheduled piece is
     committed long before its instant. Each piece therefore falls in exactly one window; a
     second planner (another drainer, or cron's `send-alerts`) ends its windows elsewhere, and
-    the chain of windows (unique per subscriber and window start) stays single. `lock_paper`
-    is that lock (`services.newsroom.filing.lock_paper`, handed in: newsroom imports delivery,
-    never the other way).
+    the chain of windows (unique per subscriber and window start) stays single.
 
     `seen` (kept by the caller between passes, paper id -> what was last planned through):
     a paper whose newest listed change and newest edition are the same as at its last
@@ -265,7 +265,7 @@ class FailurePolicy:
 
     def backoff(self, attempts: int) -> timedelta:
         """The wait after the `attempts`-th try (1-based)."""
-        return min(self.retry_cap, self.retry_first * 2 ** min(attempts - 1, 30))
+        return retry.backoff(attempts, self.retry_first, self.retry_cap)
 
 
 def _pending(now):

@@ -2,7 +2,7 @@
 
 A public change of a piece (aired, revised while on air, unaired) is written once, as a
 `PieceChange` row in the change's own transaction (services/newsroom/filing.py). Everything else
-that follows from it is derived here, in the worker (`flask drain-outbox`), never on the write
+that follows from it is derived here, in the worker (`flask worker`), never on the write
 path: each consumer in CONSUMERS keeps its own position per paper (`ChangeCursor`)
 and is handed the changes after it, in the feed's order ((`at`, `seq`), only those with
 `at <= now`, so a scheduled airing reaches consumers at its instant and a cancelled one, whose
@@ -16,6 +16,10 @@ at most once.
 
 Several workers share the consumers with leases (`leased_until`), like the outbox tables
 (services/delivery/claims.py): a cursor another worker holds is skipped, not waited for.
+
+Editions are a feed of their own (EDITIONS: one row per published edition, in
+(`published_at`, `id`) order, under the same lock), followed the same way: content webhooks'
+`edition.published` is derived from it here, not written by the newsroom.
 
 Why per paper: changes of one paper are serialised by `filing.lock_paper`, and each takes its
 `at` after the lock, so a change commits after every change of that paper with a smaller
@@ -32,7 +36,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, or_, select, update
 
 from extensions import db
-from models import ChangeCursor, Paper, PieceChange
+from models import ChangeCursor, Edition, Paper, PieceChange
 from services.delivery import content_webhooks, purge
 from services.delivery.federation import deliveries, pings
 from services.reading import changes as changes_feed
@@ -46,15 +50,42 @@ LEASE = timedelta(seconds=60)
 
 
 @dataclass(frozen=True)
+class Feed:
+    """A record of public changes a consumer follows: rows of `model` per paper (its
+    `paper_id`), in (`at`, `seq`) order, the two named columns. Both are written under the
+    paper's writers' lock (filing.lock_paper), with `at` taken after it."""
+
+    model: type
+    at: str
+    seq: str
+
+    def columns(self):
+        """The (`at`, `seq`) columns."""
+        return getattr(self.model, self.at), getattr(self.model, self.seq)
+
+    def position(self, row) -> tuple[datetime, int]:
+        """Where `row` is in the feed."""
+        return getattr(row, self.at), getattr(row, self.seq)
+
+
+# The change feed of pieces (`GET /api/v1/changes`), and the editions as they are published
+# (one row each, never changed after: `edition.published`).
+PIECES = Feed(PieceChange, "at", "seq")
+EDITIONS = Feed(Edition, "published_at", "id")
+
+
+@dataclass(frozen=True)
 class Consumer:
-    """A consumer of the change feed: `name` (its cursor's key, at most 40 characters) and
-    `handle(paper, changes, now)`, given a paper and a list of its `PieceChange` rows in feed
-    order. Unless `after_commit`, `handle` runs in the transaction that moves the cursor and
-    may only flush; with `after_commit` it runs after that commit (best effort, at most once)."""
+    """A consumer of a feed (PIECES unless `feed` says otherwise): `name` (its cursor's key,
+    at most 40 characters) and `handle(paper, rows, now)`, given a paper and a list of its
+    feed rows in feed order. Unless `after_commit`, `handle` runs in the transaction that
+    moves the cursor and may only flush; with `after_commit` it runs after that commit (best
+    effort, at most once)."""
 
     name: str
-    handle: Callable[[Paper, list[PieceChange], datetime], None]
+    handle: Callable[[Paper, list, datetime], None]
     after_commit: bool = False
+    feed: Feed = PIECES
 
 
 # Every consumer, in the order a pass runs them. A consumer added to a running deployment starts
@@ -65,6 +96,8 @@ CONSUMERS: tuple[Consumer, ...] = (
     Consumer("activitypub", deliveries.on_changes),
     Consumer("pings", pings.on_changes),
     Consumer(transparency_log.CONSUMER, transparency_log.on_changes),
+    # Editions (migration 0022 placed this cursor at each paper's newest edition).
+    Consumer("edition-webhooks", content_webhooks.on_editions, feed=EDITIONS),
 )
 
 
@@ -103,24 +136,26 @@ def _claim(name: str, paper_id: int, now: datetime) -> ChangeCursor | None:
     return cursor
 
 
-def _due(cursor: ChangeCursor, now: datetime, limit: int) -> list[PieceChange]:
+def _due(feed: Feed, cursor: ChangeCursor, now: datetime, limit: int) -> list:
+    at, seq = feed.columns()
     return list(db.session.scalars(
-        select(PieceChange).where(
-            PieceChange.paper_id == cursor.paper_id, PieceChange.at <= now,
-            or_(PieceChange.at > cursor.after_at,
-                and_(PieceChange.at == cursor.after_at, PieceChange.seq > cursor.after_seq)))
-        .order_by(PieceChange.at, PieceChange.seq).limit(limit)))
+        select(feed.model).where(
+            feed.model.paper_id == cursor.paper_id, at <= now,
+            or_(at > cursor.after_at, and_(at == cursor.after_at, seq > cursor.after_seq)))
+        .order_by(at, seq).limit(limit)))
 
 
-def _pending_papers(name: str, now: datetime) -> list[int]:
-    """Ids of papers with changes due that `name` has not handled (one statement)."""
-    cursor = select(ChangeCursor).where(ChangeCursor.consumer == name).subquery()
+def _pending_papers(consumer: Consumer, now: datetime) -> list[int]:
+    """Ids of papers with rows due that `consumer` has not handled (one statement)."""
+    feed = consumer.feed
+    at, seq = feed.columns()
+    cursor = select(ChangeCursor).where(ChangeCursor.consumer == consumer.name).subquery()
     rows = db.session.execute(
-        select(PieceChange.paper_id).distinct()
-        .outerjoin(cursor, cursor.c.paper_id == PieceChange.paper_id)
-        .where(PieceChange.at <= now,
-               or_(cursor.c.paper_id.is_(None), PieceChange.at > cursor.c.after_at,
-                   and_(PieceChange.at == cursor.c.after_at, PieceChange.seq > cursor.c.after_seq)))
+        select(feed.model.paper_id).distinct()
+        .outerjoin(cursor, cursor.c.paper_id == feed.model.paper_id)
+        .where(at <= now,
+               or_(cursor.c.paper_id.is_(None), at > cursor.c.after_at,
+                   and_(at == cursor.c.after_at, seq > cursor.c.after_seq)))
     ).scalars().all()
     db.session.rollback()
     return sorted(rows)
@@ -132,18 +167,18 @@ def run(consumer: Consumer, now: datetime, *, batch: int = BATCH) -> tuple[int, 
     A handler that raises leaves its paper's cursor where it was (rolled back, logged) and
     does not stop the papers after it."""
     handled, failed = 0, []
-    for paper_id in _pending_papers(consumer.name, now):
+    for paper_id in _pending_papers(consumer, now):
         cursor = _claim(consumer.name, paper_id, now)
         if cursor is None:
             continue
         try:
             changes_feed.settle_writes(paper_id)
-            changes = _due(cursor, now, batch)
+            changes = _due(consumer.feed, cursor, now, batch)
             paper = db.session.get(Paper, paper_id)
             if changes and paper is not None and not consumer.after_commit:
                 consumer.handle(paper, changes, now)
             if changes:
-                cursor.after_at, cursor.after_seq = changes[-1].at, changes[-1].seq
+                cursor.after_at, cursor.after_seq = consumer.feed.position(changes[-1])
             cursor.leased_until = None
             db.session.commit()
         except Exception:  # noqa: BLE001 - one paper's failure must not stop the others

@@ -1,23 +1,23 @@
 """Content webhooks for site owners (docs/API.md "Content webhooks"), after Standard Webhooks
 (standardwebhooks.com).
 
-An admin registers an endpoint (`create_endpoint`) for some of CONTENT_EVENTS. The newsroom
-calls `emit` (through `piece_aired`, `piece_revised`, `piece_unaired`, `edition_published`)
-inside its own transaction: one `content_deliveries` row per active endpoint subscribed to the
-event, committed with the change itself or not at all (the outbox pattern). `flask
-drain-outbox` posts them (`deliver_due`): the body is `{"type", "timestamp", "data"}`, the
+An admin registers an endpoint (`create_endpoint`) for some of CONTENT_EVENTS. The worker's
+change feed consumers (`on_changes` for pieces, `on_editions` for editions:
+services/delivery/change_stream.py) call `emit`: one `content_deliveries` row per active
+endpoint subscribed to the event, in the transaction that moves the consumer's cursor. `flask
+worker` posts them (`deliver_due`): the body is `{"type", "timestamp", "data"}`, the
 headers `webhook-id` (the message id, the same on every retry and redelivery),
 `webhook-timestamp` (unix seconds, taken as each attempt leaves) and `webhook-signature:
 v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">`, signed by the `standardwebhooks` package
 with the endpoint's `whsec_` secret.
 
 Only a 2xx counts; redirects are not followed; targets are checked at input and again at each
-attempt, against the resolved address, by the subscriber webhooks' own code
-(services/delivery/webhooks.py `check_url`, `post`, `run_concurrently`). A failed attempt is
-retried with exponential backoff (1 minute doubling, at most 6 hours) until the message is 24
-hours old, then given up. An endpoint whose attempts have all failed for 24 hours (its first
-failure of the current streak is that old) is disabled with the reason; any success ends the
-streak. A disabled endpoint gets no new messages and its pending ones are given up.
+attempt, against the resolved address, by the one HTTP client (services/http.py). `QUEUE` is
+sent by the queue engine (services/delivery/queues.py; CONTENT_WEBHOOK_* settings, the WEBHOOK_*
+ones when unset). A failed attempt is retried with the one backoff (1 minute doubling, at most
+6 hours) until the message is 24 hours old, then given up. An endpoint whose attempts have all
+failed for 24 hours (its first failure of the current streak is that old) is disabled with the
+reason; any success ends the streak. A disabled endpoint gets no new messages and its pending ones are given up.
 """
 from __future__ import annotations
 
@@ -35,8 +35,9 @@ from standardwebhooks import Webhook
 
 from extensions import db
 from models import CONTENT_EVENTS, PING_EVENT, ContentDelivery, Edition, Paper, Piece, PieceRevision, WebhookEndpoint
-from models.clock import rfc3339, utcnow
-from services.delivery import claims, post_queue, webhooks
+from models.clock import rfc3339
+from services import http
+from services.delivery import queues, webhooks
 from services.errors import Conflict, Invalid, NotFound
 from services.links import Links, PaperOrigins
 
@@ -66,8 +67,8 @@ def check_target(url: str) -> None:
     """Refuse a URL subscriber webhooks would refuse (https only; loopback, private, shared,
     link-local and reserved addresses unless WEBHOOK_ALLOW_PRIVATE): Invalid (422) on `url`."""
     try:
-        webhooks.check_url(url, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
-    except webhooks.WebhookTargetError as exc:
+        http.check_url(url, allow_private=current_app.config["WEBHOOK_ALLOW_PRIVATE"])
+    except http.TargetError as exc:
         raise Invalid(errors={"url": [exc.reason]}) from exc
 
 
@@ -200,13 +201,19 @@ def _change_data(paper: Paper, piece: Piece, change) -> dict:
     return data
 
 
-def edition_published(paper: Paper, edition: Edition, *, now: datetime) -> None:
-    """Emit `edition.published`: `{day, title, summary, url, video_url, poster_url,
-    published_at}`."""
-    emit(paper, "edition.published", lambda: {
-        "day": edition.day.isoformat(), "title": edition.title, "summary": edition.summary,
-        "url": _links(paper).edition_page(edition.day), "video_url": edition.video_url,
-        "poster_url": edition.poster_url, "published_at": rfc3339(edition.published_at)}, now=now)
+def on_editions(paper: Paper, editions: list[Edition], now: datetime) -> None:
+    """change_stream consumer of the editions feed: `edition.published` for each edition newly
+    published, `{day, title, summary, url, video_url, poster_url, published_at}`, timestamped
+    when it was published, due now."""
+    for edition in editions:
+        emit(paper, "edition.published", functools.partial(_edition_data, paper, edition),
+             now=edition.published_at, deliver_at=now)
+
+
+def _edition_data(paper: Paper, edition: Edition) -> dict:
+    return {"day": edition.day.isoformat(), "title": edition.title, "summary": edition.summary,
+            "url": _links(paper).edition_page(edition.day), "video_url": edition.video_url,
+            "poster_url": edition.poster_url, "published_at": rfc3339(edition.published_at)}
 
 
 def _require_active(endpoint: WebhookEndpoint) -> None:
@@ -241,11 +248,6 @@ def redeliver(endpoint: WebhookEndpoint, delivery_id: str, *, now: datetime) -> 
 # ----------------------------------------------------------------------------- the log
 
 
-def status_of(row: ContentDelivery) -> str:
-    """`delivered`, `failed` or `pending`."""
-    return "delivered" if row.delivered_at else "failed" if row.failed_at else "pending"
-
-
 def deliveries_page(endpoint: WebhookEndpoint, *, before: int | None, limit: int = PAGE
                     ) -> tuple[list[ContentDelivery], int | None]:
     """The endpoint's deliveries, newest first, `limit` at a time, those with an id below
@@ -274,34 +276,29 @@ class _Job:
     attempts: int
     created_at: datetime
 
+    @property
+    def target(self) -> str:
+        """Where it goes (the circuit breaker's host)."""
+        return self.url
 
-def _claim(now: datetime, tried: set[int], clock: Callable[[], datetime]) -> _Job | None:
-    # Same lease as subscriber webhooks: `next_attempt_at` moved LEASE ahead, committed.
-    active = select(WebhookEndpoint.id).where(WebhookEndpoint.disabled_at.is_(None))
-    due = [ContentDelivery.delivered_at.is_(None), ContentDelivery.failed_at.is_(None),
-           ContentDelivery.next_attempt_at <= now, ContentDelivery.endpoint_id.in_(active)]
-    if tried:
-        due.append(ContentDelivery.id.not_in(tried))
-    claimed = claims.claim(db.session, ContentDelivery, due=due, order_by=(ContentDelivery.id,), limit=1,
-                           lease={"next_attempt_at": clock() + webhooks.LEASE},
-                           returning=(ContentDelivery.id, ContentDelivery.endpoint_id, ContentDelivery.message_id,
-                                      ContentDelivery.body, ContentDelivery.attempts, ContentDelivery.created_at))
-    if not claimed:
-        db.session.commit()
-        return None
-    [row] = claimed
+
+def _due() -> list:
+    # A disabled endpoint's messages were given up with it; none is claimed meanwhile.
+    return [ContentDelivery.endpoint_id.in_(select(WebhookEndpoint.id).where(WebhookEndpoint.disabled_at.is_(None)))]
+
+
+def _load(row) -> _Job:
     target = db.session.execute(select(WebhookEndpoint.url, WebhookEndpoint.secret)
                                 .where(WebhookEndpoint.id == row.endpoint_id)).first()
-    db.session.commit()
     if target is None:  # deleted between the claim and now: its rows went with it
         return _Job(row.id, row.endpoint_id, row.message_id, "", "", row.body, row.attempts, row.created_at)
     return _Job(row.id, row.endpoint_id, row.message_id, target.url, target.secret, row.body, row.attempts,
                 row.created_at)
 
 
-def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[], datetime]) -> webhooks.Attempt:
+def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[], datetime]) -> http.Attempt:
     if not job.url:
-        return webhooks.Attempt(False, None, "the endpoint was deleted")
+        return http.Attempt(False, None, "the endpoint was deleted")
     # Timestamped and signed as the request leaves: receivers refuse a timestamp more than
     # five minutes off, and a run behind slow receivers can be older than that.
     at = clock().replace(microsecond=0)
@@ -310,30 +307,22 @@ def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[],
     return webhooks.post(job.url, job.body.encode("utf-8"), headers, allow_private=allow_private, timeout=timeout)
 
 
-def _record(job: _Job, attempt: webhooks.Attempt, report: post_queue.Report, at: datetime) -> None:
-    values: dict = {"attempts": job.attempts + 1, "last_status": attempt.status, "last_error": attempt.error}
+def _after(job: _Job, attempt: http.Attempt, values: dict, at: datetime, report: queues.Report) -> None:
+    # The endpoint's failure streak: any success ends it; one DISABLE_AFTER old disables it.
     endpoint = update(WebhookEndpoint).where(WebhookEndpoint.id == job.endpoint_id)
     if attempt.ok:
-        values["delivered_at"] = at
-        report.delivered += 1
         db.session.execute(endpoint.values(failing_since=None))
-    else:
-        report.failed += 1
-        db.session.execute(endpoint.values(failing_since=func.coalesce(WebhookEndpoint.failing_since, at)))
-        since = db.session.scalar(select(WebhookEndpoint.failing_since).where(WebhookEndpoint.id == job.endpoint_id))
-        if at - job.created_at >= RETRY_WINDOW:
-            values["failed_at"] = at
-            report.given_up += 1
-        else:
-            values["next_attempt_at"] = at + post_queue.backoff(job.attempts + 1)
-        if since is not None and at - since >= DISABLE_AFTER:
-            values["failed_at"] = at
-            _disable(job.endpoint_id, since, attempt, at)
-            report.disabled += 1
-    post_queue.record(ContentDelivery, job.id, values)
+        return
+    db.session.execute(endpoint.values(failing_since=func.coalesce(WebhookEndpoint.failing_since, at)))
+    since = db.session.scalar(select(WebhookEndpoint.failing_since).where(WebhookEndpoint.id == job.endpoint_id))
+    if since is not None and at - since >= DISABLE_AFTER:
+        values["failed_at"] = at
+        values.pop("next_attempt_at", None)
+        _disable(job.endpoint_id, since, attempt, at)
+        report.disabled += 1
 
 
-def _disable(endpoint_id: int, since: datetime, attempt: webhooks.Attempt, at: datetime) -> None:
+def _disable(endpoint_id: int, since: datetime, attempt: http.Attempt, at: datetime) -> None:
     reason = (f"Every delivery attempt failed for 24 hours (since {rfc3339(since)}); "
               f"the last one: {attempt.error or 'no answer'}.")[:1000]
     db.session.execute(update(WebhookEndpoint).where(WebhookEndpoint.id == endpoint_id,
@@ -345,30 +334,12 @@ def _disable(endpoint_id: int, since: datetime, attempt: webhooks.Attempt, at: d
             ContentDelivery.last_error, "not sent: the endpoint was disabled")))
 
 
-def deliver_due(now: datetime, *, allow_private: bool, concurrency: int = webhooks.CONCURRENCY,
-                budget: float = webhooks.RUN_BUDGET_SECONDS, limit: int | None = None,
-                clock: Callable[[], datetime] = utcnow) -> post_queue.Report:
-    """Post every content message due at `now` to its endpoint, up to `concurrency` at once
-    within `budget` seconds (webhooks.run_concurrently), each result committed as it comes:
-    a 2xx marks it delivered and ends its endpoint's failure streak; a failure schedules the
-    next attempt at `clock() + backoff(attempts)` (1 min, 2, 4, ... at most 6 h) or gives it up
-    once the message is RETRY_WINDOW old, and disables the endpoint once its streak is
-    DISABLE_AFTER old. A run killed mid-POST leaves its rows leased for webhooks.LEASE."""
-    report = post_queue.Report()
-    report.left = webhooks.run_concurrently(
-        lambda tried: _claim(now, tried, clock),
-        lambda job, timeout: _send(job, allow_private=allow_private, timeout=timeout, clock=clock),
-        lambda job, attempt: _record(job, attempt, report, clock()),
-        concurrency=concurrency, budget=budget, limit=limit)
-    return report
-
-
-def pending_count() -> int:
-    """Messages neither delivered nor given up."""
-    return post_queue.pending_count(ContentDelivery)
-
-
-def prune(before: datetime) -> int:
-    """Delete deliveries delivered or given up before `before`; returns how many. The caller
-    commits."""
-    return post_queue.prune(ContentDelivery, before)
+QUEUE = queues.Queue(
+    name="content-webhooks", model=ContentDelivery, settings_prefix="CONTENT_WEBHOOK",
+    # No count of attempts: a message is given up once it is RETRY_WINDOW old.
+    max_attempts=1_000_000, gives_up=lambda job, attempt, attempts, at: at - job.created_at >= RETRY_WINDOW,
+    returning=(ContentDelivery.endpoint_id, ContentDelivery.message_id, ContentDelivery.body,
+               ContentDelivery.attempts, ContentDelivery.created_at),
+    load=_load, send=_send, after=_after, due=_due)
+"""The queue of content webhook messages (services/delivery/queues.py runs it):
+CONTENT_WEBHOOK_* settings if set, else the WEBHOOK_* ones."""

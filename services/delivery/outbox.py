@@ -1,5 +1,5 @@
 """The mail outbox (docs/ALERTS.md "The outbox"): a request writes a row
-(`enqueue_confirm`), `flask drain-outbox` sends it (`drain`). No request ever waits for SMTP.
+(`enqueue_confirm`), `flask worker` sends it (`drain`). No request ever waits for SMTP.
 
 The drainer claims due rows in small batches (one commit sets `claimed_until`, a lease; on
 PostgreSQL the claiming SELECT is `FOR UPDATE SKIP LOCKED`, so drainers running at once each
@@ -22,7 +22,8 @@ from sqlalchemy import Boolean, and_, delete, func, literal, or_, select, update
 from sqlalchemy import insert as sql_insert
 
 from extensions import db
-from models import OutboxMessage, Subscriber, WebhookDelivery
+from models import OutboxMessage, Subscriber
+from services import retry
 from services.delivery import claims, mail
 from services.links import Links
 
@@ -65,7 +66,7 @@ class DrainReport:
 
 def backoff(attempts: int) -> timedelta:
     """The wait after the `attempts`-th failed try: 30 s, 1, 2, 4 ... minutes, at most an hour."""
-    return min(BACKOFF_FIRST * (2 ** max(attempts - 1, 0)), BACKOFF_CAP)
+    return retry.backoff(attempts, BACKOFF_FIRST, BACKOFF_CAP)
 
 
 def lease_for(smtp_timeout: float) -> timedelta:
@@ -191,14 +192,10 @@ def drain(now: Callable[[], datetime], *, build: Callable[[OutboxMessage], Email
 
 
 def prune(before: datetime) -> int:
-    """Delete confirm mail sent or given up before `before` (aware UTC), and webhook deliveries
-    delivered or given up before it: their work is done, and the tables would otherwise grow
-    for ever. Returns how many rows went; the caller commits. Alert rows are kept: each
-    reader's last window is where the next one starts."""
+    """Delete confirm mail sent or given up before `before` (aware UTC): its work is done, and
+    the table would otherwise grow for ever. Returns how many rows went; the caller commits."""
     done = (or_(OutboxMessage.sent_at < before, OutboxMessage.failed_at < before))
-    gone = db.session.execute(delete(OutboxMessage).where(done)).rowcount or 0
-    hooks = or_(WebhookDelivery.delivered_at < before, WebhookDelivery.failed_at < before)
-    return gone + (db.session.execute(delete(WebhookDelivery).where(hooks)).rowcount or 0)
+    return db.session.execute(delete(OutboxMessage).where(done)).rowcount or 0
 
 
 def pending_count() -> int:

@@ -21,7 +21,7 @@ MAX_PENDING purges wait, further ones are dropped with a warning (the ETag still
 clients revalidating through the CDN see the new version once `max-age` runs out).
 
 The keys are derived from the change feed, the one record of a public change, by `flask
-drain-outbox` (services/delivery/change_stream.py, consumer `cdn-purge`): within one worker
+worker` (services/delivery/change_stream.py, consumer `cdn-purge`): within one worker
 pass (OUTBOX_POLL_SECONDS) of the change becoming public, a scheduled airing at its instant,
 whatever wrote it (the API, the CLI); rolled-back work wrote no change and purges nothing. The
 keys of one pass and paper go in one POST.
@@ -33,10 +33,10 @@ import json
 import logging
 import os
 import threading
-import urllib.error
-import urllib.request
 
 from flask import Flask, current_app
+
+from services import http
 
 log = logging.getLogger("paperdesk.purge")
 
@@ -56,21 +56,15 @@ def on_changes(paper, changes: list, now) -> None:
 
 def post_keys(url: str, keys: list[str], header: str = "", timeout: float = 5.0) -> int:
     """POST `keys` to `url` (body `{"surrogate_keys": keys}`, header `Surrogate-Key`, plus the
-    `Name: value` line `header` when given). Returns the HTTP status; raises OSError
-    (urllib.error.URLError) when nothing answers."""
-    body = json.dumps({"surrogate_keys": keys}).encode()
-    request = urllib.request.Request(url, data=body, method="POST", headers={
-        "Content-Type": "application/json", "Surrogate-Key": " ".join(keys),
-        "User-Agent": "PaperDesk-purge/1"})
+    `Name: value` line `header` when given) by the one HTTP client, within `timeout` seconds in
+    all (the deployment's own CDN: private addresses and http allowed). Returns the HTTP
+    status; raises http.FetchError when nothing answers."""
+    headers = {"Content-Type": "application/json", "Surrogate-Key": " ".join(keys), "User-Agent": "PaperDesk-purge/1"}
     if header.strip():
         name, _, value = header.partition(":")
-        request.add_header(name.strip(), value.strip())
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            response.read()
-            return response.status
-    except urllib.error.HTTPError as error:
-        return error.code
+        headers[name.strip()] = value.strip()
+    body = json.dumps({"surrogate_keys": keys}).encode()
+    return http.request("POST", url, headers=headers, body=body, allow_private=True, seconds=timeout).status
 
 
 class Sender:
@@ -123,8 +117,8 @@ class Sender:
                 threading.Event().wait(delay)
             try:
                 status = post_keys(url, keys, header, timeout)
-            except OSError as exc:
-                outcome = exc.__class__.__name__
+            except http.FetchError as exc:
+                outcome = str(exc)
             else:
                 if status < 300:
                     log.info("purged %s", " ".join(keys), extra={"status": status})

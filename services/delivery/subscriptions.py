@@ -6,7 +6,7 @@ purpose. Confirm tokens expire after 7 days; unsubscribe tokens never do (an old
 must keep working); preferences tokens (the "Manage your alerts" link of every alert) after
 PREFERENCES_MAX_AGE, and are void once the address leaves the list. The confirm email is
 written to the outbox in the subscribe's own transaction, at most one per address per
-CONFIRM_INTERVAL, and sent by `flask drain-outbox` (services/delivery/outbox.py): no request
+CONFIRM_INTERVAL, and sent by `flask worker` (services/delivery/outbox.py): no request
 talks to SMTP. Functions flush; the request or the CLI commits once.
 """
 from __future__ import annotations
@@ -255,7 +255,7 @@ def _upsert_public(paper: Paper, email: str, prefs: Preferences, now: datetime) 
 
 def subscribe(paper: Paper, email: str, prefs: Preferences, now: datetime, *, links: Links) -> None:
     """Public subscribe: add or refresh an unconfirmed row and put the confirm email in the
-    outbox (services/delivery/outbox.py; `flask drain-outbox` sends it), unless one was queued
+    outbox (services/delivery/outbox.py; `flask worker` sends it), unless one was queued
     in the last 10 minutes or the address is already confirmed; its links under `links`.
 
     Three statements whatever the address's state (new, pending, confirmed, left): the upsert,

@@ -16,7 +16,6 @@ from sqlalchemy.orm import joinedload
 from extensions import db
 from models import DeskKey, Edition, Paper, Persona, Section
 from models.clock import utcnow
-from services.delivery import content_webhooks
 from services.errors import Conflict
 from services.newsroom.filing import lock_paper, slugify
 from services.reading.front import public_config
@@ -199,6 +198,6 @@ def publish_edition(paper: Paper, fields: dict, now: datetime) -> Edition:
     edition = Edition(paper_id=paper.id, published_at=now, **fields)
     db.session.add(edition)
     paper.bump()
+    # Content webhooks' `edition.published` follows from the row (the worker's editions feed).
     _flush(f"the edition of {day.isoformat()}")
-    content_webhooks.edition_published(paper, edition, now=now)
     return edition

@@ -26,6 +26,7 @@ from sqlalchemy import select
 from extensions import db
 from models import Paper, Piece, PieceRevision, SigningKey
 from models.clock import rfc3339
+from services import sealing
 from services.newsroom import seeds
 
 ALG = "Ed25519"
@@ -138,26 +139,15 @@ def reseal_seeds(old_secret: str, new_secret: str) -> dict[str, list[str]]:
     "unreadable": [kid]}` (flushed, not committed); `unreadable` are retired keys whose seed
     opens under neither secret (they sign nothing; left as they are). Raises seeds.SeedLocked
     naming every active key whose seed opens under neither secret, before changing any row."""
-    plan, kept, lost, unreadable = [], [], [], []
-    for row in db.session.scalars(select(SigningKey).order_by(SigningKey.id)):
-        if seeds.is_sealed(row.private_seed):
-            try:
-                seeds.open_seed(row.private_seed, new_secret, kid=row.kid)
-                kept.append(row.kid)
-                continue
-            except seeds.SeedLocked:
-                pass
-        try:
-            plan.append((row, seeds.open_seed(row.private_seed, old_secret, kid=row.kid)))
-        except seeds.SeedLocked:
-            (unreadable if row.retired_at is not None else lost).append(row.kid)
-    if lost:
-        raise seeds.SeedLocked(f"These receipt signing keys open under neither the old nor the "
-                               f"current SECRET_KEY: {', '.join(lost)}. Nothing was changed.")
-    for row, seed in plan:
-        row.private_seed = seeds.seal_seed(seed, new_secret)
+    rows = db.session.scalars(select(SigningKey).order_by(SigningKey.id))
+    done = sealing.reseal(
+        rows, old_secret, new_secret, column="private_seed", name=lambda row: row.kid,
+        opens=lambda stored, secret, row: seeds.open_seed(stored, secret, kid=row.kid), seals=seeds.seal_seed,
+        locked=seeds.SeedLocked, spare=lambda row: row.retired_at is not None,
+        refuse=lambda lost: seeds.SeedLocked(f"These receipt signing keys open under neither the old nor the "
+                                             f"current SECRET_KEY: {', '.join(lost)}. Nothing was changed."))
     db.session.flush()
-    return {"resealed": [row.kid for row, _ in plan], "kept": kept, "unreadable": unreadable}
+    return done
 
 
 def verify(public_key_b64: str, message: str, signature_b64: str) -> bool:

@@ -25,15 +25,10 @@ from __future__ import annotations
 import base64
 import binascii
 
-import nacl.encoding
-import nacl.hash
-import nacl.secret
-import nacl.utils
-from nacl.exceptions import CryptoError
-
+from services import sealing
 from services.errors import DeskError
 
-VERSION = "v1:"
+VERSION = sealing.VERSION
 PERSON = b"paperdesk-seeds"  # BLAKE2b personalisation: at most 16 bytes
 SEED_BYTES = 32
 
@@ -52,25 +47,22 @@ class SeedLocked(DeskError):
 
 def seed_key(secret: str) -> bytes:
     """The 32-byte SecretBox key for `secret` (the app's SECRET_KEY): BLAKE2b-256 of its UTF-8
-    bytes, personalised with "paperdesk-seeds". Raises ValueError for an empty secret."""
-    if not secret:
-        raise ValueError("an empty secret cannot seal signing seeds")
-    return nacl.hash.blake2b(secret.encode("utf-8"), digest_size=nacl.secret.SecretBox.KEY_SIZE,
-                             person=PERSON, encoder=nacl.encoding.RawEncoder)
+    bytes, personalised with "paperdesk-seeds" (services/sealing.py). Raises ValueError for an
+    empty secret."""
+    return sealing.key(secret, PERSON)
 
 
 def is_sealed(stored: str) -> bool:
     """True when `stored` (a `private_seed` value) is in the sealed form, "v1:..."."""
-    return stored.startswith(VERSION)
+    return sealing.is_sealed(stored)
 
 
 def seal_seed(seed: bytes, secret: str) -> str:
-    """The stored form of the 32-byte `seed` under `secret`: "v1:" + base64 of a SecretBox
-    message (random nonce). Raises ValueError for a seed that is not 32 bytes."""
+    """The stored form of the 32-byte `seed` under `secret` (services/sealing.py). Raises
+    ValueError for a seed that is not 32 bytes."""
     if len(seed) != SEED_BYTES:
         raise ValueError(f"a signing seed is {SEED_BYTES} bytes, not {len(seed)}")
-    sealed = nacl.secret.SecretBox(seed_key(secret)).encrypt(seed)
-    return VERSION + base64.b64encode(bytes(sealed)).decode("ascii")
+    return sealing.seal(seed, secret, PERSON)
 
 
 def open_seed(stored: str, secret: str, *, kid: str = "") -> bytes:
@@ -78,12 +70,9 @@ def open_seed(stored: str, secret: str, *, kid: str = "") -> bytes:
     plain base64 seed (rows from before migration 0009). Raises SeedLocked when a sealed value
     does not open under `secret` (or is damaged), naming `kid` when given."""
     try:
-        if is_sealed(stored):
-            seed = nacl.secret.SecretBox(seed_key(secret)).decrypt(
-                base64.b64decode(stored[len(VERSION):], validate=True))
-        else:
-            seed = base64.b64decode(stored, validate=True)
-    except (CryptoError, binascii.Error, ValueError) as exc:
+        seed = (sealing.unseal(stored, secret, PERSON) if is_sealed(stored)
+                else base64.b64decode(stored, validate=True))
+    except (sealing.Unopened, binascii.Error, ValueError) as exc:
         raise SeedLocked(_locked(kid)) from exc
     if len(seed) != SEED_BYTES:
         raise SeedLocked(_locked(kid))

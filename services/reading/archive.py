@@ -77,15 +77,8 @@ def _count_days(paper: Paper) -> list[tuple[date, int]]:
     return [(day, n) for day, n in db.session.execute(query)]
 
 
-def pieces_on_day(paper: Paper, day: date) -> list[Piece]:
-    """Pieces on air that went on air on UTC date `day`, newest first, section and persona
-    loaded. An empty list for a day with nothing on air (not an error)."""
-    query = stories.rows_query(paper).where(Piece.on_air_day == day)
-    return list(db.session.scalars(query))
-
-
 def day_page(paper: Paper, day: date, limit: int, after: list | None = None) -> tuple[list[Piece], list | None]:
-    """A page of `pieces_on_day`: `(pieces, last)`, at most `limit` pieces after the keyset
+    """A page of the pieces aired on `day`: `(pieces, last)`, at most `limit` pieces after the keyset
     position `after` (`[1, on_air_at, id]`, None: from the newest); `last` is the position of the
     page's last piece when more follow, else None. One statement."""
     rows, more = stories.page(paper, limit, stories.PageFilter(), after, core=False, day=day)

@@ -17,7 +17,7 @@ from sqlalchemy import bindparam, func, select
 
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
-from services.reading import search, stories, visibility
+from services.reading import memo, search, stories, visibility
 
 SECTION_PAGE_SIZE = 50
 DAY_PAGE_SIZE = 50
@@ -101,17 +101,48 @@ def search_page(paper: Paper, terms: list[str], page: int = 1, size: int = SEARC
     return Page(found[start:start + size], page, len(found) > page * size and page < SEARCH_MAX_PAGES)
 
 
-def related_pieces(paper: Paper, piece: Piece, limit: int = RELATED_SIZE) -> list[Piece]:
+@dataclass(frozen=True, slots=True)
+class Named:
+    """A section or persona as a story item shows it: `name` and `slug`."""
+
+    name: str
+    slug: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoryItem:
+    """What a story item of a page shows of a piece on air (templates/pages/_macros.html
+    `story_item`), as plain data a worker may keep across requests: `on_air_at` aware UTC,
+    `section` and `persona` as `Named`."""
+
+    id: int
+    slug: str
+    headline: str
+    dek: str
+    image: str | None
+    on_air_at: object
+    section: Named
+    persona: Named
+
+
+def related_pieces(paper: Paper, piece: Piece, limit: int = RELATED_SIZE,
+                   version_state: str | None = None) -> list[StoryItem]:
     """Up to `limit` newest other pieces on air in `piece`'s section ("more in this section"),
-    loaded as story items (stories.ITEM_LOADS: no prose, no facts)."""
-    return list(db.session.scalars(_RELATED, {"paper_id": paper.id, "section_id": piece.section_id,
-                                              "piece_id": piece.id, "limit": limit}))
+    as StoryItems. The section's newest `limit + 1` are kept per paper version in this worker
+    (services/reading/memo.py; `version_state` as caching.paper_state gives it, None asks
+    afresh): every story of a section shows the same rail but itself, so a cold story page
+    asks the database for its piece alone."""
+    newest = memo.per_version(f"related:{piece.section_id}:{limit}", version_state, lambda: [
+        StoryItem(p.id, p.slug, p.headline, p.dek, p.image, p.on_air_at, Named(p.section.name, p.section.slug),
+                  Named(p.persona.name, p.persona.slug))
+        for p in db.session.scalars(_SECTION_NEWEST, {"paper_id": paper.id, "section_id": piece.section_id,
+                                                      "limit": limit + 1})])
+    return [item for item in newest if item.id != piece.id][:limit]
 
 
 # Built once (building it cost as much as running it; docs/PERFORMANCE.md).
-_RELATED = (stories.items_query_for(bindparam("paper_id"))
-            .where(Piece.section_id == bindparam("section_id"), Piece.id != bindparam("piece_id"))
-            .limit(stories.limit_param()))
+_SECTION_NEWEST = (stories.items_query_for(bindparam("paper_id")).where(Piece.section_id == bindparam("section_id"))
+                   .limit(stories.limit_param()))
 
 
 def day_pieces(paper: Paper, day: date, page: int = 1, size: int = DAY_PAGE_SIZE) -> Page:

@@ -94,13 +94,6 @@ STORY_COLUMNS = (*ROW_COLUMNS, Piece.prose, Piece.image, Piece.content_hash,
 FACT_COLUMNS = (CitedFact.n, CitedFact.statement, CitedFact.source, CitedFact.instrument, CitedFact.claim_key)
 
 
-def latest_rows(paper: Paper, limit: int, *, include_drafts: bool = False, drafts_of: int | None = None) -> list:
-    """`latest()` as Core rows of ROW_COLUMNS (`id, slug, headline, dek, section, byline, rev,
-    on_air_at, on_air`, and `filed_at`): the first `page()`, one statement, no ORM objects."""
-    scope = PageFilter("all" if include_drafts else "on_air", drafts_of if include_drafts else None)
-    return page(paper, limit, scope)[0]
-
-
 # --- pages: keyset paging and filters (docs/API.md "Paging and filters") ----------------------
 # A page is the `limit` rows after a keyset position, in one statement built once per shape.
 # `status` picks the lane and its order:

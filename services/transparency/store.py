@@ -30,6 +30,7 @@ from sqlalchemy import insert, select, update
 
 from extensions import cache, db
 from models import LogCheckpoint, LogEntry, LogTileHash, Paper, Piece, PieceChange, TransparencyLog
+from services import sealing as services_sealing
 from services.errors import DeskError, NotFound
 from services.transparency import entries, merkle, note, sealing, tiles
 
@@ -344,25 +345,15 @@ def reseal(old_secret: str, new_secret: str) -> dict[str, list[str]]:
     """Seal every log seed under `new_secret` (see provenance.reseal_seeds): `{"resealed",
     "kept"}` origins. Raises sealing.LogKeyLocked naming the logs whose seed opens under neither,
     before changing any row. Flushes."""
-    plan, kept, lost = [], [], []
-    for row in db.session.scalars(select(TransparencyLog).order_by(TransparencyLog.paper_id)):
-        try:
-            sealing.unseal(row.private_seed, new_secret, origin=row.origin)
-            kept.append(row.origin)
-            continue
-        except sealing.LogKeyLocked:
-            pass
-        try:
-            plan.append((row, sealing.unseal(row.private_seed, old_secret, origin=row.origin)))
-        except sealing.LogKeyLocked:
-            lost.append(row.origin)
-    if lost:
-        raise sealing.LogKeyLocked(f"These transparency log keys open under neither the old nor the current "
-                               f"SECRET_KEY: {', '.join(lost)}. Nothing was changed.")
-    for row, seed in plan:
-        row.private_seed = sealing.seal(seed, new_secret)
+    rows = db.session.scalars(select(TransparencyLog).order_by(TransparencyLog.paper_id))
+    done = services_sealing.reseal(
+        rows, old_secret, new_secret, column="private_seed", name=lambda row: row.origin,
+        opens=lambda stored, secret, row: sealing.unseal(stored, secret, origin=row.origin), seals=sealing.seal,
+        locked=sealing.LogKeyLocked,
+        refuse=lambda lost: sealing.LogKeyLocked(f"These transparency log keys open under neither the old nor the "
+                                                 f"current SECRET_KEY: {', '.join(lost)}. Nothing was changed."))
     db.session.flush()
-    return {"resealed": [row.origin for row, _ in plan], "kept": kept}
+    return {"resealed": done["resealed"], "kept": done["kept"]}
 
 
 # ----------------------------------------------------------------------------- the worker's step

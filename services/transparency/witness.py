@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -22,6 +20,7 @@ from sqlalchemy import select
 
 from extensions import db
 from models import LogCheckpoint, LogWitness, Paper, TransparencyLog
+from services import http, retry
 from services.transparency import note, store
 
 log = logging.getLogger("paperdesk.transparency.witness")
@@ -75,14 +74,11 @@ class Outcome:
 
 
 def _post(url: str, body: bytes, timeout: float) -> tuple[int, str, str]:
-    request = urllib.request.Request(url, data=body, method="POST",
-                                     headers={"Content-Type": "text/plain; charset=utf-8",
-                                              "User-Agent": "PaperDesk-log/1"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, response.headers.get_content_type(), response.read(MAX_RESPONSE).decode("utf-8")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.headers.get_content_type(), exc.read(MAX_RESPONSE).decode("utf-8", "replace")
+    # The operator's own witnesses: private addresses and http allowed; one deadline in all.
+    answer = http.request("POST", url, headers={"Content-Type": "text/plain; charset=utf-8",
+                                                "User-Agent": "PaperDesk-log/1"},
+                          body=body, allow_private=True, seconds=timeout, max_bytes=MAX_RESPONSE)
+    return answer.status, answer.content_type, answer.body[:MAX_RESPONSE].decode("utf-8", "replace")
 
 
 def request_body(old: int, proof: list[bytes], checkpoint_note: str) -> bytes:
@@ -140,12 +136,13 @@ def submit(witness: Witness, paper_id: int, now: datetime, *, timeout: float) ->
         if status != 200:
             raise note.NoteError(f"{witness.name} answered {status}: {answer.strip()[:200]}")
         lines = _cosignatures(witness, text, answer)
-    except (OSError, ValueError, note.NoteError) as exc:
+    except (http.FetchError, OSError, ValueError, note.NoteError) as exc:
         db.session.rollback()
         state = db.session.get(LogWitness, (paper_id, witness.name))
         state.failures += 1
         state.last_error = str(exc)[:1000]
-        state.next_attempt_at = now + timedelta(seconds=min(MAX_BACKOFF, BACKOFF * 2 ** (state.failures - 1)))
+        state.next_attempt_at = now + retry.backoff(state.failures, timedelta(seconds=BACKOFF),
+                                                     timedelta(seconds=MAX_BACKOFF))
         db.session.commit()
         outcome.error = str(exc)
         log.warning("witness %s refused or failed paper %s size %s: %s", witness.name, paper_id, target, exc)

@@ -13,7 +13,8 @@
 // Talks over stdio, one JSON object a line. Out: {"ready": origin} first, then
 // {"check": name, "ok": bool, "detail": ...} for every check, {"phase": "..."} at the end of
 // each step. In: "lookup" (WebFinger, actors, the fetched Article, then Follows of the paper and
-// the persona), "received" (checks on every POST received so far), "quit".
+// the persona, signed draft-cavage), "received" (checks on every POST received so far),
+// "undo <name>" (an Undo of the Follow of that account, signed RFC 9421), "quit".
 import http from "node:http";
 import readline from "node:readline";
 import { configure, getConsoleSink } from "@logtape/logtape";
@@ -38,6 +39,7 @@ import {
   lookupObject,
   Multikey,
   Person,
+  Undo,
   Update,
 } from "@fedify/vocab";
 import { getDocumentLoader } from "@fedify/vocab-runtime";
@@ -140,19 +142,39 @@ async function provenArticle(label, json) {
     key?.id?.href ?? (object ? "no verifying key" : "verifyObject refused it"));
 }
 
+const followed = {};
+
+async function signedPost(actor, activity, spec) {
+  const body = JSON.stringify(await activity.toJsonLd({ contextLoader: documentLoader }));
+  const request = await signRequest(
+    new Request(actor.inboxId.href, { method: "POST", body, headers: { "Content-Type": "application/activity+json" } }),
+    keys.privateKey, new URL(`${origin}/users/alice#main-key`), { spec });
+  const response = await fetch(request);
+  return [response.status, await response.text()];
+}
+
 async function follow(actor) {
   const activity = new Follow({
     id: new URL(`${origin}/follows/${encodeURIComponent(actor.preferredUsername)}`),
     actor: new URL(`${origin}/users/alice`),
     object: actor.id,
   });
-  const body = JSON.stringify(await activity.toJsonLd({ contextLoader: documentLoader }));
-  const request = await signRequest(
-    new Request(actor.inboxId.href, { method: "POST", body, headers: { "Content-Type": "application/activity+json" } }),
-    keys.privateKey, new URL(`${origin}/users/alice#main-key`));
-  const response = await fetch(request);
-  check(`Follow of ${actor.preferredUsername}: signed by Fedify, accepted by the inbox`, response.status === 202,
-    `${response.status} ${await response.text()}`);
+  followed[actor.preferredUsername] = { actor, activity };
+  const [status, text] = await signedPost(actor, activity, "draft-cavage-http-signatures-12");
+  check(`Follow of ${actor.preferredUsername}: signed by Fedify (draft-cavage), accepted by the inbox`,
+    status === 202, `${status} ${text}`);
+}
+
+async function undo(name) {
+  // The Undo goes signed RFC 9421 (HTTP Message Signatures), as newer servers sign.
+  const { actor, activity } = followed[name];
+  const undone = new Undo({
+    id: new URL(`${origin}/undos/${encodeURIComponent(name)}`), actor: new URL(`${origin}/users/alice`), object: activity,
+  });
+  const [status, text] = await signedPost(actor, undone, "rfc9421");
+  check(`Undo of the Follow of ${name}: signed by Fedify (RFC 9421), accepted by the inbox`,
+    status === 202 && JSON.parse(text).status === "unfollowed", `${status} ${text}`);
+  say({ phase: "undone" });
 }
 
 async function lookup() {
@@ -189,10 +211,11 @@ for await (const line of lines) {
   try {
     if (line === "lookup") await lookup();
     else if (line === "received") await checkReceived();
+    else if (line.startsWith("undo ")) await undo(line.slice(5));
     else if (line === "quit") break;
   } catch (error) {
     check(`${line}: no exception`, false, error?.stack ?? error);
-    say({ phase: line === "lookup" ? "looked up" : line });
+    say({ phase: { lookup: "looked up", received: "received" }[line] ?? "undone" });
   }
 }
 server.close();

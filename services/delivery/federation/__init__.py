@@ -11,7 +11,7 @@
     inbox.py       authentication (cheap checks, then the key bound to the actor), then Follow,
                    Undo Follow, Delete of a follower; everything else ignored
     deliveries.py  the change-feed consumer that writes one signed delivery per inbox, and the
-                   sender that posts them from `flask drain-outbox`
+                   sender that posts them from `flask worker`
     pings.py       the change-feed consumer of WebSub hub pings and IndexNow URL lists, and
                    their sender
 """

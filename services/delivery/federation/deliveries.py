@@ -21,16 +21,17 @@ newest text of a piece, never an older one under a newer revision); a piece no l
 then is not created or updated (its `unaired` change follows), and a piece deleted since has only
 its Delete, signed by the paper when its persona is unknown.
 
-`deliver_due` runs in `flask drain-outbox` after the consumers: each due row is claimed with a
-lease (services/delivery/claims.py), signed as it leaves (draft-cavage rsa-sha256 over
-`(request-target) host date digest`, services/delivery/federation/httpsig.py; on a 401, once
-more signed RFC 9421, services/delivery/federation/messagesig.py, and the host remembered) and
-posted within the
-webhooks' bounds (WEBHOOK_CONCURRENCY POSTs at once, WEBHOOK_RUN_SECONDS per run, 5 s per
-attempt, the webhooks' SSRF rules with WEBHOOK_ALLOW_PRIVATE), one at a time per inbox in the
-order written (a row waits while an earlier one to its inbox is pending). A 2xx is delivered; a 4xx other
-than 408 and 429 is given up at once (the inbox refuses it); any other failure is retried with
-the webhooks' backoff (1 min doubling, 6 h cap) until ACTIVITYPUB_MAX_ATTEMPTS.
+`QUEUE` is run by the worker's queue engine (services/delivery/queues.py) after the
+consumers: each due row is claimed with a lease, signed as it leaves (draft-cavage rsa-sha256
+over `(request-target) host date digest`, services/delivery/federation/httpsig.py; on a 401,
+once more signed RFC 9421, services/delivery/federation/messagesig.py, and the host
+remembered) and posted
+by the one HTTP client (services/http.py: SSRF rules, 5 s per attempt) with the ACTIVITYPUB_*
+settings (ACTIVITYPUB_CONCURRENCY, ACTIVITYPUB_RUN_SECONDS, ACTIVITYPUB_ALLOW_PRIVATE; the
+WEBHOOK_* values when unset), one at a time per inbox in the order written (a row waits while
+an earlier one to its inbox is pending). A 2xx is delivered; a 4xx other than 408 and 429 is
+given up at once (the inbox refuses it); any other failure is retried with the one backoff
+(1 min doubling, 6 h cap) until ACTIVITYPUB_MAX_ATTEMPTS (10).
 """
 from __future__ import annotations
 
@@ -48,7 +49,8 @@ from sqlalchemy.orm import aliased, joinedload, selectinload
 from extensions import db
 from models import PAPER_ACTOR, ApDelivery, ApFollower, Paper, Piece
 from models.clock import utcnow
-from services.delivery import claims, post_queue, webhooks
+from services import http, retry
+from services.delivery import queues
 from services.delivery.federation import documents, httpsig, keys, messagesig, remote
 from services.links import PaperOrigins
 
@@ -137,33 +139,31 @@ class _Job:
     error: str | None
     attempts: int
 
+    @property
+    def target(self) -> str:
+        """Where it goes (the circuit breaker's host)."""
+        return self.inbox
 
-def _claim(now: datetime, tried: set[int], clock: Callable[[], datetime], origins: PaperOrigins,
-           secret: str) -> _Job | None:
+
+def _due() -> list:
     # One activity at a time per inbox, in the order written: an Update or a Delete must not
     # overtake its Create. An earlier row still pending (in flight, or backing off) holds the
     # rows after it; one delivered or given up does not.
     earlier = aliased(ApDelivery)
-    due = [ApDelivery.delivered_at.is_(None), ApDelivery.failed_at.is_(None), ApDelivery.next_attempt_at <= now,
-           ~exists().where(earlier.inbox == ApDelivery.inbox, earlier.id < ApDelivery.id,
-                           earlier.delivered_at.is_(None), earlier.failed_at.is_(None))]
-    if tried:
-        due.append(ApDelivery.id.not_in(tried))
-    claimed = claims.claim(db.session, ApDelivery, due=due, order_by=(ApDelivery.id,), limit=1,
-                           lease={"next_attempt_at": clock() + webhooks.LEASE},
-                           returning=(ApDelivery.id, ApDelivery.paper_id, ApDelivery.signer, ApDelivery.inbox,
-                                      ApDelivery.body, ApDelivery.attempts))
-    if not claimed:
-        db.session.commit()
-        return None
-    [row] = claimed
+    return [~exists().where(earlier.inbox == ApDelivery.inbox, earlier.id < ApDelivery.id,
+                            earlier.delivered_at.is_(None), earlier.failed_at.is_(None))]
+
+
+def _load(row) -> _Job:
+    # The signing key is opened here, in the engine's thread (SECRET_KEY, the paper's origin).
+    config = current_app.config
+    secret = config["SECRET_KEY"]
     paper = db.session.get(Paper, row.paper_id)
-    db.session.commit()
     key_id, private, error = "", None, None
     try:
-        links = origins.links(paper)
+        links = PaperOrigins.from_config(config).links(paper)
         key_id = documents.actor_of(links, row.signer) + "#main-key"
-        private = keys.private_key(keys.ensure_rsa_key(paper, secret, clock()), secret)
+        private = keys.private_key(keys.ensure_rsa_key(paper, secret, utcnow()), secret)
     except keys.KeyLocked as exc:
         error = str(exc)
     return _Job(row.id, row.inbox, row.body.encode("utf-8"), key_id, private, error, row.attempts)
@@ -190,22 +190,22 @@ def signed_headers(job_inbox: str, body: bytes, key_id: str, private_key, at: da
 _rfc9421_hosts: set[str] = set()
 
 
-def _post(job: _Job, headers: dict, *, allow_private: bool, timeout: float) -> webhooks.Attempt:
+def _post(job: _Job, headers: dict, *, allow_private: bool, timeout: float) -> http.Attempt:
     try:
         status, _ = remote.exchange("POST", job.inbox, headers=headers, body=job.body, allow_private=allow_private,
                                     seconds=timeout, max_bytes=65536)
     except remote.FetchError as exc:
-        return webhooks.Attempt(False, None, str(exc))
-    return webhooks.Attempt(200 <= status < 300, status, None if 200 <= status < 300 else f"HTTP {status}")
+        return http.Attempt(False, None, str(exc))
+    return http.Attempt(200 <= status < 300, status, None if 200 <= status < 300 else f"HTTP {status}")
 
 
-def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[], datetime]) -> webhooks.Attempt:
+def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[], datetime]) -> http.Attempt:
     """POST one activity, signed draft-cavage; on a 401, once more signed RFC 9421 (the
     "double knock"), within `timeout` in all. The host's answer is remembered: a host that took
     RFC 9421 after refusing draft-cavage gets RFC 9421 first from then on (and draft-cavage on
     its 401)."""
     if job.private_key is None:
-        return webhooks.Attempt(False, None, job.error or "no signing key")
+        return http.Attempt(False, None, job.error or "no signing key")
     deadline = time.monotonic() + timeout
     host = remote.origin_of(job.inbox) or job.inbox
     order = [True, False] if host in _rfc9421_hosts else [False, True]
@@ -221,45 +221,14 @@ def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[],
     return attempt
 
 
-def _record(job: _Job, attempt: webhooks.Attempt, report: post_queue.Report, at: datetime, max_attempts: int) -> None:
-    post_queue.record(ApDelivery, job.id, post_queue.outcome(
-        attempt, job.attempts + 1, report, at, max_attempts=max_attempts, refusal_gives_up=True))
-
-
-def deliver_due(now: datetime, *, allow_private: bool, concurrency: int = webhooks.CONCURRENCY,
-                budget: float = webhooks.RUN_BUDGET_SECONDS, limit: int | None = None,
-                clock: Callable[[], datetime] = utcnow) -> post_queue.Report:
-    """Post every activity due at `now` (see the module), up to `concurrency` at once within
-    `budget` seconds (webhooks.run_concurrently), each result committed as it comes. Needs an
-    app context (SECRET_KEY opens the signing key; the papers' origins from the config)."""
-    report = post_queue.Report()
-    config = current_app.config
-    origins, secret = PaperOrigins.from_config(config), config["SECRET_KEY"]
-    max_attempts = int(config.get("ACTIVITYPUB_MAX_ATTEMPTS", 10))
-    deadline = time.monotonic() + budget
-    # Rounds: a row held behind an earlier one to its inbox becomes claimable once that one is
-    # recorded, after the round that sent it has stopped claiming; the next round takes it.
-    while True:
-        before = report.delivered + report.failed
-        report.left = webhooks.run_concurrently(
-            lambda tried: _claim(now, tried, clock, origins, secret),
-            lambda job, timeout: _send(job, allow_private=allow_private, timeout=timeout, clock=clock),
-            lambda job, attempt: _record(job, attempt, report, clock(), max_attempts),
-            concurrency=concurrency, budget=max(0.0, deadline - time.monotonic()),
-            limit=None if limit is None else max(0, limit - before))
-        tried = report.delivered + report.failed
-        if report.left or tried == before or (limit is not None and tried >= limit):
-            return report
-
-
-def pending_count() -> int:
-    """Activities neither delivered nor given up."""
-    return post_queue.pending_count(ApDelivery)
-
-
-def prune(before: datetime) -> int:
-    """Delete deliveries delivered or given up before `before`; the caller commits."""
-    return post_queue.prune(ApDelivery, before)
+QUEUE = queues.Queue(
+    name="activitypub", model=ApDelivery, settings_prefix="ACTIVITYPUB", max_attempts=10,
+    returning=(ApDelivery.paper_id, ApDelivery.signer, ApDelivery.inbox, ApDelivery.body, ApDelivery.attempts),
+    load=_load, send=_send, due=_due,
+    # An inbox that refuses an activity will refuse it again.
+    gives_up=lambda job, attempt, attempts, at: retry.refused(attempt.status))
+"""The queue of activities (services/delivery/queues.py runs it): ACTIVITYPUB_* settings,
+WEBHOOK_* as fallbacks."""
 
 
 def followers_count(paper: Paper, local: str) -> int:

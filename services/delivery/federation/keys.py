@@ -15,24 +15,20 @@ Articles' proofs; it is published on each actor as an `assertionMethod` Multikey
 from __future__ import annotations
 
 import base64
-import binascii
 from collections.abc import Callable
 
-import nacl.encoding
-import nacl.hash
-import nacl.secret
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from nacl.exceptions import CryptoError
 from nacl.signing import SigningKey as NaclSigningKey
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from extensions import db
 from models import ApKey, Paper, SigningKey
+from services import sealing
 from services.errors import DeskError
+from services.newsroom import seeds
 
-VERSION = "v1:"
 PERSON = b"paperdesk-apkeys"  # at most 16 bytes
 RSA_BITS = 2048
 _B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
@@ -50,49 +46,23 @@ class KeyLocked(DeskError):
                       "open the paper's HTTP-signature key. Restore the previous SECRET_KEY.")
 
 
-# Receipt seeds are opened by services/newsroom/seeds.py (`open_seed(stored, secret, kid=)`,
-# raising its SeedLocked), a package that imports this one's (newsroom -> delivery), so it is
-# handed in rather than imported: blueprints/activitypub.py, imported by every app (web and
-# worker), calls `use_seed_opener(seeds.open_seed)`.
-_seed_opener: Callable[..., bytes] | None = None
-
-
-def use_seed_opener(opener: Callable[..., bytes]) -> None:
-    """Open receipt seeds with `opener(stored, secret, kid=...)` -> 32 bytes from now on."""
-    global _seed_opener
-    _seed_opener = opener
-
-
 def receipt_signer(receipt: SigningKey, secret: str) -> Callable[[bytes], bytes]:
     """A function signing bytes with the receipt key `receipt` (Ed25519, 64-byte signature).
-    Raises what the seed opener raises (SeedLocked when `secret` does not open the seed), and
-    RuntimeError when no opener was handed in."""
-    if _seed_opener is None:
-        raise RuntimeError("no receipt seed opener: import blueprints.activitypub (the app does)")
-    key = NaclSigningKey(_seed_opener(receipt.private_seed, secret, kid=receipt.kid))
+    Raises SeedLocked (services/newsroom/seeds.py) when `secret` does not open the seed."""
+    key = NaclSigningKey(seeds.open_seed(receipt.private_seed, secret, kid=receipt.kid))
     return lambda data: key.sign(data).signature
 
 
-def _box(secret: str) -> nacl.secret.SecretBox:
-    if not secret:
-        raise ValueError("an empty secret cannot seal keys")
-    return nacl.secret.SecretBox(nacl.hash.blake2b(
-        secret.encode("utf-8"), digest_size=nacl.secret.SecretBox.KEY_SIZE, person=PERSON,
-        encoder=nacl.encoding.RawEncoder))
-
-
 def seal(der: bytes, secret: str) -> str:
-    """"v1:" + base64 of a SecretBox message (random nonce) holding `der` under `secret`."""
-    return VERSION + base64.b64encode(bytes(_box(secret).encrypt(der))).decode("ascii")
+    """The stored form of `der` under `secret` (services/sealing.py, person PERSON)."""
+    return sealing.seal(der, secret, PERSON)
 
 
 def unseal(stored: str, secret: str) -> bytes:
     """The DER sealed in `stored`. Raises KeyLocked when it does not open under `secret`."""
     try:
-        if not stored.startswith(VERSION):
-            raise ValueError("not sealed")
-        return _box(secret).decrypt(base64.b64decode(stored[len(VERSION):], validate=True))
-    except (CryptoError, binascii.Error, ValueError) as exc:
+        return sealing.unseal(stored, secret, PERSON)
+    except sealing.Unopened as exc:
         raise KeyLocked() from exc
 
 
@@ -125,25 +95,14 @@ def reseal(old_secret: str, new_secret: str) -> dict[str, list[int]]:
     provenance.reseal_seeds does the receipt seeds): `{"resealed", "kept"}` paper ids. Raises
     KeyLocked naming the papers whose key opens under neither secret, before changing any row.
     Flushes; the caller commits."""
-    plan, kept, lost = [], [], []
-    for row in db.session.scalars(select(ApKey).order_by(ApKey.paper_id)):
-        try:
-            unseal(row.private_key, new_secret)
-            kept.append(row.paper_id)
-            continue
-        except KeyLocked:
-            pass
-        try:
-            plan.append((row, unseal(row.private_key, old_secret)))
-        except KeyLocked:
-            lost.append(row.paper_id)
-    if lost:
-        raise KeyLocked(f"The ActivityPub keys of papers {', '.join(map(str, lost))} open under neither "
-                        f"the old nor the current SECRET_KEY. Nothing was changed.")
-    for row, der in plan:
-        row.private_key = seal(der, new_secret)
+    rows = db.session.scalars(select(ApKey).order_by(ApKey.paper_id))
+    done = sealing.reseal(
+        rows, old_secret, new_secret, column="private_key", name=lambda row: row.paper_id,
+        opens=lambda stored, secret, row: unseal(stored, secret), seals=seal, locked=KeyLocked,
+        refuse=lambda lost: KeyLocked(f"The ActivityPub keys of papers {', '.join(map(str, lost))} open under "
+                                      f"neither the old nor the current SECRET_KEY. Nothing was changed."))
     db.session.flush()
-    return {"resealed": [row.paper_id for row, _ in plan], "kept": kept}
+    return {"resealed": done["resealed"], "kept": done["kept"]}
 
 
 def private_key(row: ApKey, secret: str) -> rsa.RSAPrivateKey:

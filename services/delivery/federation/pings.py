@@ -2,7 +2,7 @@
 IndexNow"), both derived from the change feed like the activities.
 
 `on_changes` is the `pings` consumer of services/delivery/change_stream.py; it only writes rows
-(`ping_deliveries`), posted by `deliver_due` in `flask drain-outbox`:
+(`ping_deliveries`), posted by `deliver_due` in `flask worker`:
 
 - WebSub (W3C): with WEBSUB_HUB set, the feeds name it (`rel="hub"`, with their own
   `rel="self"`), and each batch of a paper's changes writes one `hub.mode=publish` ping per feed
@@ -12,9 +12,11 @@ IndexNow"), both derived from the change feed like the activities.
   is the paper's own, derived from the instance secret (`indexnow_key`), and served as the
   IndexNow protocol asks at `/<key>.txt` on the paper's host.
 
-Unsigned POSTs under the webhooks' rules (SSRF checks at each attempt, bounded time, no
-redirects); a 2xx (IndexNow also answers 202) is delivered, a 4xx other than 408 and 429 given
-up, anything else retried with backoff up to MAX_ATTEMPTS.
+Unsigned POSTs by the one HTTP client (services/http.py: SSRF checks at each attempt, bounded
+time, no redirects), sent by the queue engine (services/delivery/queues.py) with the PING_*
+settings (PING_CONCURRENCY, PING_RUN_SECONDS, PING_ALLOW_PRIVATE, PING_MAX_ATTEMPTS; the
+WEBHOOK_* values when unset); a 2xx (IndexNow also answers 202) is delivered, a 4xx other than
+408 and 429 given up, anything else retried with backoff up to MAX_ATTEMPTS.
 """
 from __future__ import annotations
 
@@ -31,12 +33,12 @@ from sqlalchemy import select
 
 from extensions import db
 from models import Paper, Piece, PingDelivery
-from models.clock import utcnow
-from services.delivery import claims, post_queue, webhooks
-from services.delivery.federation import remote
+from services import http, retry
+from services.delivery import queues
 from services.links import Links, PaperOrigins
 
 MAX_ATTEMPTS = 6
+USER_AGENT = "PaperDesk-Pings/1"
 FEEDS = ("/rss.xml", "/feed.json")
 
 
@@ -87,53 +89,19 @@ class _Job:
     attempts: int
 
 
-def _claim(now: datetime, tried: set[int], clock: Callable[[], datetime]) -> _Job | None:
-    due = [PingDelivery.delivered_at.is_(None), PingDelivery.failed_at.is_(None), PingDelivery.next_attempt_at <= now]
-    if tried:
-        due.append(PingDelivery.id.not_in(tried))
-    claimed = claims.claim(db.session, PingDelivery, due=due, order_by=(PingDelivery.id,), limit=1,
-                           lease={"next_attempt_at": clock() + webhooks.LEASE},
-                           returning=(PingDelivery.id, PingDelivery.target, PingDelivery.content_type,
-                                      PingDelivery.body, PingDelivery.attempts))
-    db.session.commit()
-    if not claimed:
-        return None
-    [row] = claimed
+def _load(row) -> _Job:
     return _Job(row.id, row.target, row.content_type, row.body.encode("utf-8"), row.attempts)
 
 
-def _send(job: _Job, *, allow_private: bool, timeout: float) -> webhooks.Attempt:
-    try:
-        status, _ = remote.exchange("POST", job.target, headers={"Content-Type": job.content_type}, body=job.body,
-                                    allow_private=allow_private, seconds=timeout, max_bytes=65536)
-    except remote.FetchError as exc:
-        return webhooks.Attempt(False, None, str(exc))
-    return webhooks.Attempt(200 <= status < 300, status, None if 200 <= status < 300 else f"HTTP {status}")
+def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[], datetime]) -> http.Attempt:
+    return http.post(job.target, job.body, {"Content-Type": job.content_type, "User-Agent": USER_AGENT},
+                     allow_private=allow_private, timeout=timeout)
 
 
-def _record(job: _Job, attempt: webhooks.Attempt, report: post_queue.Report, at: datetime) -> None:
-    post_queue.record(PingDelivery, job.id, post_queue.outcome(
-        attempt, job.attempts + 1, report, at, max_attempts=MAX_ATTEMPTS, refusal_gives_up=True))
-
-
-def deliver_due(now: datetime, *, allow_private: bool, concurrency: int = webhooks.CONCURRENCY,
-                budget: float = webhooks.RUN_BUDGET_SECONDS, limit: int | None = None,
-                clock: Callable[[], datetime] = utcnow) -> post_queue.Report:
-    """Post every ping due at `now` (see the module) within the webhooks' bounds."""
-    report = post_queue.Report()
-    report.left = webhooks.run_concurrently(
-        lambda tried: _claim(now, tried, clock),
-        lambda job, timeout: _send(job, allow_private=allow_private, timeout=timeout),
-        lambda job, attempt: _record(job, attempt, report, clock()),
-        concurrency=concurrency, budget=budget, limit=limit)
-    return report
-
-
-def pending_count() -> int:
-    """Pings neither delivered nor given up."""
-    return post_queue.pending_count(PingDelivery)
-
-
-def prune(before: datetime) -> int:
-    """Delete pings delivered or given up before `before`; the caller commits."""
-    return post_queue.prune(PingDelivery, before)
+QUEUE = queues.Queue(
+    name="pings", model=PingDelivery, settings_prefix="PING", max_attempts=MAX_ATTEMPTS,
+    returning=(PingDelivery.target, PingDelivery.content_type, PingDelivery.body, PingDelivery.attempts),
+    load=_load, send=_send,
+    # A hub or search engine that refuses a ping will refuse it again.
+    gives_up=lambda job, attempt, attempts, at: retry.refused(attempt.status))
+"""The queue of pings (services/delivery/queues.py runs it): PING_* settings, WEBHOOK_* as fallbacks."""

@@ -3,9 +3,9 @@
 every check that needs no fetch has passed (services/delivery/federation/inbox.py).
 
 Bounded every way:
-- the same target rules as webhooks (https only, every address public unless
+- the one HTTP client's target rules (https only, every address public unless
   WEBHOOK_ALLOW_PRIVATE, the connection pinned to the checked address: no DNS rebinding;
-  services/delivery/webhooks.py), no redirects, at most MAX_BYTES of answer;
+  services/http.py), no redirects, at most MAX_BYTES of answer;
 - one deadline for everything a POST fetches, DNS included: the name is resolved in a small
   pool of resolver threads (RESOLVERS) and waited for only until the deadline (a silent
   resolver costs the budget, never more), then connect, send and answer get what is left;
@@ -23,10 +23,8 @@ Bounded every way:
 from __future__ import annotations
 
 import fcntl
-import http.client
 import json
 import os
-import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -35,7 +33,7 @@ from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from urllib.parse import urldefrag, urlsplit
 
-from services.delivery import webhooks
+from services import http as desk_http
 
 MAX_BYTES = 256 * 1024
 CACHE_SECONDS = 600
@@ -130,27 +128,27 @@ def origin_of(url: str) -> str | None:
 
 
 def _addresses(url: str, *, allow_private: bool, seconds: float) -> list[str]:
-    """webhooks.check_url within `seconds`, resolution included. Raises FetchError."""
+    """desk_http.check_url within `seconds`, resolution included. Raises FetchError."""
     try:
-        webhooks.check_url(url, allow_private=allow_private, resolve=False)  # refused without a lookup
-    except webhooks.WebhookTargetError as exc:
+        desk_http.check_url(url, allow_private=allow_private, resolve=False)  # refused without a lookup
+    except desk_http.TargetError as exc:
         raise FetchError(str(exc)) from None
     if seconds <= 0:
         raise FetchError("no time left to resolve the name", unanswered=True)
-    lookup = _resolvers.submit(webhooks.check_url, url, allow_private=allow_private)
+    lookup = _resolvers.submit(desk_http.check_url, url, allow_private=allow_private)
     try:
         return lookup.result(timeout=seconds)
     except TimeoutError:
         lookup.cancel()
         raise FetchError(f"the name did not resolve within {seconds:.1f}s", unanswered=True) from None
-    except webhooks.WebhookTargetError as exc:
+    except desk_http.TargetError as exc:
         raise FetchError(str(exc)) from None
 
 
 def exchange(method: str, url: str, *, headers: dict, body: bytes | None, allow_private: bool,
              seconds: float, max_bytes: int = MAX_BYTES) -> tuple[int, bytes]:
     """One HTTP request to `url` within `seconds` in all (name resolution, connect, send,
-    answer), to the address the target check resolved (webhooks.check_url); returns (status,
+    answer), to the address the target check resolved (desk_http.check_url); returns (status,
     at most `max_bytes` + 1 of the answer). `headers` are sent as given (a `Host` among them
     replaces the default). Never follows a redirect. Raises FetchError for a refused target or
     network trouble (`unanswered` set for the latter)."""
@@ -159,26 +157,12 @@ def exchange(method: str, url: str, *, headers: dict, body: bytes | None, allow_
     seconds -= time.monotonic() - started
     if seconds <= 0.05:
         raise FetchError("no time left after resolving the name", unanswered=True)
-    parts = urlsplit(url)
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    # The webhooks' own connections: pinned to the checked address, cut at one deadline.
-    kind = webhooks._PinnedHTTPSConnection if parts.scheme == "https" else webhooks._PinnedHTTPConnection  # noqa: SLF001
-    extra = {"context": ssl.create_default_context()} if parts.scheme == "https" else {}
-    conn = kind(parts.hostname, addresses[0], seconds, port=parts.port, timeout=seconds, **extra)
-    conn.deadline.timer.start()
     try:
-        conn.request(method, path, body=body, headers={"User-Agent": USER_AGENT, **headers})
-        response = conn.getresponse()
-        raw = response.read(max_bytes + 1)
-        status = response.status
-    except (OSError, http.client.HTTPException) as exc:
-        if conn.deadline.expired:
-            raise FetchError(f"no complete answer within {seconds:.1f}s", unanswered=True) from None
-        raise FetchError(f"{type(exc).__name__}: {exc}"[:300], unanswered=True) from None
-    finally:
-        conn.deadline.timer.cancel()
-        conn.close()
-    return status, raw
+        answer = desk_http.send_to(addresses[0], method, url, headers={"User-Agent": USER_AGENT, **headers},
+                                   body=body, seconds=seconds, max_bytes=max_bytes)
+    except desk_http.FetchError as exc:
+        raise FetchError(str(exc), unanswered=True) from None
+    return answer.status, answer.body
 
 
 @contextmanager

@@ -1,14 +1,21 @@
-"""`drain-outbox`: the sender that runs beside the app. Each pass first hands the change feed's
-new public changes to its consumers (services/delivery/change_stream.py: content webhook
-messages, CDN purge, transparency log entries; a scheduled airing at its instant), signs the
-transparency logs' new checkpoints and submits them to the witnesses
-(services/transparency/store.py, witness.py), then sends
-what is due in the tables of things that leave the building: confirm mail
-(services/delivery/outbox.py), recorded alerts (services/delivery/alerts.py), subscriber webhook
-deliveries (services/delivery/webhooks.py) and site owners' content webhooks
-(services/delivery/content_webhooks.py).
+"""`flask worker` (also `flask worker`, its old name): everything that leaves the
+building, run beside the app. It runs two declared lists (`describe()` reads them back, and
+docs/ARCHITECTURE.md "The worker" is tested against it):
+
+- CONSUMERS, in order, in the main thread each pass: the change feed's consumers
+  (services/delivery/change_stream.py: content webhook messages, CDN purge, ActivityPub
+  activities, WebSub and IndexNow pings, transparency log entries; a scheduled airing at its
+  instant), then the transparency logs' new checkpoints, signed and sent to the witnesses
+  (services/transparency/store.py, witness.py). They write rows; they send nothing slow.
+- QUEUES, each on its own thread, its own poll and its own time budget, so a slow or hanging
+  receiver on one never delays another: confirm mail (services/delivery/outbox.py), alert mail
+  (instant alerts planned, then recorded alerts sent: services/delivery/alerts.py), and the
+  four queues of outgoing POSTs run by the queue engine (services/delivery/queues.py):
+  subscriber webhooks, content webhooks, ActivityPub activities, pings. Each queue prunes its
+  own sent and given-up rows (OUTBOX_RETENTION_DAYS) once an hour.
+
 Like send-alerts it commits per message, inside the services (commands/__init__.py says why).
-Any number of drainers and send-alerts runs may work at once: they share the rows by leases
+Any number of workers and send-alerts runs may work at once: they share the rows by leases
 (services/delivery/claims.py), never by a lock."""
 from __future__ import annotations
 
@@ -17,6 +24,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -26,16 +34,15 @@ from flask.cli import with_appcontext
 
 from extensions import db
 from models.clock import utcnow
-from services.delivery import alerts, change_stream, content_webhooks, mail, outbox, post_queue, subscriptions, webhooks
+from services.delivery import alerts, change_stream, content_webhooks, mail, outbox, queues, subscriptions, webhooks
 from services.delivery.federation import deliveries as activitypub
 from services.delivery.federation import pings
 from services.links import PaperOrigins
-from services.newsroom import filing
 from services.transparency import store as transparency_log
 from services.transparency import witness
 from web import state
 
-PRUNE_EVERY = 3600  # seconds between prunes of old sent rows in the drain loop
+PRUNE_EVERY = 3600  # seconds between prunes of each queue's old sent rows in the loop
 
 
 def consume_changes(now: datetime) -> change_stream.Report:
@@ -80,7 +87,8 @@ def drain_confirms(should_stop=None) -> outbox.DrainReport:
     """One pass over the confirm mail that is due (ended early once `should_stop()` is true);
     prints `outbox: sent N, retrying R, failed F` when it did anything (`, skipped S` for
     messages no longer needed), and the first errors."""
-    report = outbox.drain(utcnow, build=subscriptions.confirm_message, should_stop=should_stop)
+    report = outbox.drain(utcnow, build=subscriptions.confirm_message, should_stop=should_stop,
+                          deadline=time.monotonic() + current_app.config["OUTBOX_RUN_SECONDS"])
     if report.sent or report.retrying or report.failed or report.skipped:
         click.echo(f"outbox: sent {report.sent}, retrying {report.retrying}, failed {report.failed}"
                    + (f", skipped {report.skipped}" if report.skipped else "")
@@ -176,7 +184,7 @@ def plan_instant_alerts(seen: dict | None = None) -> alerts.PlanReport:
     """Plan the instant alerts due now (services/delivery/alerts.py `plan_instant`), with
     `seen` carried between passes; prints `planned: N instant alert(s)` when it recorded any.
     Raises click.ClickException when alert links have no origin (`alert_origins`)."""
-    report = alerts.plan_instant(utcnow, origins=alert_origins(), lock_paper=filing.lock_paper, seen=seen)
+    report = alerts.plan_instant(utcnow, origins=alert_origins(), seen=seen)
     if report.recorded:
         click.echo(f"planned: {report.recorded} instant alert(s)")
     return report
@@ -219,61 +227,107 @@ def report_alerts(report: alerts.SendReport, seconds: float | None = None) -> No
         click.echo(f"error: {error}", err=True)
 
 
-def _deliver_hooks_due(label: str, service, now: datetime, *, quiet: bool):
-    """Post the deliveries of `service` (services.delivery.webhooks or .content_webhooks: both have
-    `deliver_due(now, allow_private=, concurrency=, budget=)` and `pending_count()`) that are due,
-    with the app's WEBHOOK_* settings; prints `{label}: delivered N, failed M, pending P` (only
-    when something was tried, if `quiet`) and `, disabled D` when the report counts endpoints
-    disabled. Returns the service's report."""
-    config = current_app.config
-    report = service.deliver_due(now, allow_private=config["WEBHOOK_ALLOW_PRIVATE"],
-                                 concurrency=config["WEBHOOK_CONCURRENCY"], budget=config["WEBHOOK_RUN_SECONDS"])
+def deliver_due(label: str, queue: queues.Queue, now: datetime, *, quiet: bool = False,
+                should_stop: Callable[[], bool] | None = None) -> queues.Report:
+    """One run of an engine queue (services/delivery/queues.py) with its settings; prints
+    `{label}: delivered N, failed M, pending P` (only when something was tried, if `quiet`),
+    with `, disabled D` and `, deferred D` (an open circuit) when there were any, and says
+    when the run's budget ran out. Returns the run's report."""
+    settings = queues.settings_of(queue, current_app.config)
+    report = queues.run(queue, settings, now, should_stop=should_stop)
     if report.left:
-        click.echo(f"{label}: out of time after {config['WEBHOOK_RUN_SECONDS']:g}s; the next run goes on")
-    if not quiet or report.delivered or report.failed:
-        # Subscriber webhooks never disable an endpoint, so their report has no such count.
-        disabled = getattr(report, "disabled", 0)
+        click.echo(f"{label}: out of time after {settings.budget:g}s; the next run goes on")
+    if not quiet or report.delivered or report.failed or report.deferred:
         click.echo(f"{label}: delivered {report.delivered}, failed {report.failed}, "
-                   f"pending {service.pending_count()}"
-                   + (f", disabled {disabled}" if disabled else ""))
+                   f"pending {queues.pending_count(queue)}"
+                   + (f", disabled {report.disabled}" if report.disabled else "")
+                   + (f", deferred {report.deferred} (circuit open)" if report.deferred else ""))
     return report
 
 
-def deliver_webhooks_due(now: datetime, *, quiet: bool = False) -> post_queue.Report:
-    """Post the webhook deliveries that are due, with the app's settings; prints `webhooks:
-    delivered N, failed M, pending P` (only when something was tried, if `quiet`)."""
-    return _deliver_hooks_due("webhooks", webhooks, now, quiet=quiet)
+def deliver_webhooks_due(now: datetime, *, quiet: bool = False) -> queues.Report:
+    """Post the subscriber webhook deliveries that are due, with the app's WEBHOOK_* settings;
+    prints `webhooks: delivered N, failed M, pending P` (only when something was tried, if
+    `quiet`)."""
+    return deliver_due("webhooks", webhooks.QUEUE, now, quiet=quiet)
 
 
-def deliver_content_webhooks_due(now: datetime, *, quiet: bool = False) -> post_queue.Report:
-    """Post the content webhook messages that are due (WEBHOOK_ALLOW_PRIVATE,
-    WEBHOOK_CONCURRENCY, WEBHOOK_RUN_SECONDS as for subscriber webhooks); prints `content
-    webhooks: delivered N, failed M, pending P` (only when something was tried, if `quiet`)
-    and `, disabled D` when endpoints were disabled."""
-    return _deliver_hooks_due("content webhooks", content_webhooks, now, quiet=quiet)
+# ----------------------------------------------------------------------------- the declared lists
 
 
-def deliver_activities_due(now: datetime, *, quiet: bool = False) -> post_queue.Report:
-    """Post the ActivityPub activities that are due, signed (services/delivery/federation/deliveries.py;
-    WEBHOOK_ALLOW_PRIVATE, WEBHOOK_CONCURRENCY, WEBHOOK_RUN_SECONDS as for webhooks); prints
-    `activitypub: delivered N, failed M, pending P` (only when something was tried, if `quiet`)."""
-    return _deliver_hooks_due("activitypub", activitypub, now, quiet=quiet)
+@dataclass(frozen=True)
+class Consumer:
+    """A step of the worker's main thread, run each pass in order: `run(now)`."""
+
+    name: str
+    run: Callable[[datetime], object]
 
 
-def deliver_pings_due(now: datetime, *, quiet: bool = False) -> post_queue.Report:
-    """Post the WebSub and IndexNow pings that are due (services/delivery/federation/pings.py); prints
-    `pings: delivered N, failed M, pending P` (only when something was tried, if `quiet`)."""
-    return _deliver_hooks_due("pings", pings, now, quiet=quiet)
+@dataclass(frozen=True)
+class Lane:
+    """One queue of the worker, on its own thread: `run(state, should_stop)` is one pass (`state`
+    a dict the lane keeps between its passes), `prune(before)` deletes its rows sent or given up
+    before `before` (the caller commits), `tables` what it sends from, `budget` the setting
+    that bounds one pass."""
+
+    name: str
+    tables: tuple[str, ...]
+    budget: str
+    run: Callable[[dict, Callable[[], bool]], object]
+    prune: Callable[[datetime], int] | None = None
 
 
-def prune_sent(now: datetime) -> int:
-    """Delete what was sent or given up more than OUTBOX_RETENTION_DAYS ago (none when 0) and
-    commit; prints `outbox: pruned N` when it deleted anything."""
+def _engine_lane(queue: queues.Queue, label: str) -> Lane:
+    """The lane of an engine queue; `label` starts its printed lines."""
+    return Lane(queue.name, (queue.model.__tablename__,), f"{queue.settings_prefix}_RUN_SECONDS",
+                lambda state, should_stop: deliver_due(label, queue, utcnow(), quiet=True,
+                                                       should_stop=should_stop),
+                lambda before: queues.prune(queue, before))
+
+
+def _alert_pass(state: dict, should_stop: Callable[[], bool]) -> None:
+    if not state.get("with_alerts", True):
+        return
+    if state.get("plan_instant", True):
+        plan_instant_alerts(state.setdefault("seen", {}))
+    if not should_stop():
+        report_alerts(send_alerts_due(utcnow(), should_stop=should_stop))
+
+
+CONSUMERS: tuple[Consumer, ...] = (
+    Consumer("changes", consume_changes),
+    Consumer("log-checkpoints", sign_checkpoints),
+)
+
+QUEUES: tuple[Lane, ...] = (
+    Lane("confirm-mail", ("outbox_messages",), "OUTBOX_RUN_SECONDS",
+         lambda state, should_stop: drain_confirms(should_stop), outbox.prune),
+    # Alert rows are kept: each reader's last window is where the next one starts. A pass
+    # sends within its claim's lease.
+    Lane("alert-mail", ("alert_deliveries",), "ALERT_LEASE_SECONDS", _alert_pass),
+    _engine_lane(webhooks.QUEUE, "webhooks"),
+    _engine_lane(content_webhooks.QUEUE, "content webhooks"),
+    _engine_lane(activitypub.QUEUE, "activitypub"),
+    _engine_lane(pings.QUEUE, "pings"),
+)
+
+
+def describe() -> dict:
+    """The worker as declared: `{"consumers": [name, ...], "change_consumers": [name, ...],
+    "queues": [{"name", "tables", "budget", "pruned"}, ...]}` in the order they run."""
+    return {"consumers": [c.name for c in CONSUMERS],
+            "change_consumers": [c.name for c in change_stream.CONSUMERS],
+            "queues": [{"name": lane.name, "tables": list(lane.tables), "budget": lane.budget,
+                        "pruned": lane.prune is not None} for lane in QUEUES]}
+
+
+def prune_sent(now: datetime, lanes: tuple[Lane, ...] = QUEUES) -> int:
+    """Delete what `lanes` sent or gave up more than OUTBOX_RETENTION_DAYS ago (none when 0)
+    and commit; prints `outbox: pruned N` when it deleted anything."""
     days = current_app.config["OUTBOX_RETENTION_DAYS"]
     if days <= 0:
         return 0
-    pruned = (outbox.prune(now - timedelta(days=days)) + content_webhooks.prune(now - timedelta(days=days))
-              + activitypub.prune(now - timedelta(days=days)) + pings.prune(now - timedelta(days=days)))
+    pruned = sum(lane.prune(now - timedelta(days=days)) for lane in lanes if lane.prune is not None)
     db.session.commit()
     if pruned:
         click.echo(f"outbox: pruned {pruned} sent or given-up row(s) older than {days} days")
@@ -282,58 +336,72 @@ def prune_sent(now: datetime) -> int:
 
 def drain_once(should_stop=None, seen: dict | None = None, with_alerts: bool = True,
                plan_instant: bool = True) -> None:
-    """One pass of the drainer: the change feed's consumers, the transparency logs'
-    checkpoints, confirm mail, then instant alerts planned (when `plan_instant`; `seen`: see
-    `alerts.plan_instant`) and due alerts sent (unless `with_alerts` is False), then subscriber
-    webhooks, then content webhooks, then ActivityPub activities, then WebSub and IndexNow
-    pings, each printing only when it did something."""
-    consume_changes(utcnow())
-    sign_checkpoints(utcnow())
-    drain_confirms(should_stop)
-    if with_alerts and plan_instant and (should_stop is None or not should_stop()):
-        plan_instant_alerts(seen)
-    if with_alerts and (should_stop is None or not should_stop()):
-        report_alerts(send_alerts_due(utcnow(), should_stop=should_stop))
-    if should_stop is None or not should_stop():
-        deliver_webhooks_due(utcnow(), quiet=True)
-    if should_stop is None or not should_stop():
-        deliver_content_webhooks_due(utcnow(), quiet=True)
-    if should_stop is None or not should_stop():
-        deliver_activities_due(utcnow(), quiet=True)
-    if should_stop is None or not should_stop():
-        deliver_pings_due(utcnow(), quiet=True)
+    """One pass of everything, in the declared order, in this thread: the consumers, then each
+    queue once (`seen`, `with_alerts`, `plan_instant`: the alert lane's state, see
+    `alerts.plan_instant`), each printing only when it did something."""
+    stop = should_stop or (lambda: False)
+    for consumer in CONSUMERS:
+        consumer.run(utcnow())
+    state = {"seen": {} if seen is None else seen, "with_alerts": with_alerts, "plan_instant": plan_instant}
+    for lane in QUEUES:
+        if stop():
+            break
+        lane.run(state, stop)
 
 
-def _alerts_usable() -> bool:
+def _alerts_usable(name: str) -> bool:
     """Whether alerts can be planned and sent here (`alert_origins` has an origin); when not,
-    says why once, and the drainer goes on with confirm mail and webhooks."""
+    says why once, and the worker goes on with confirm mail and webhooks."""
     try:
         alert_origins()
     except click.ClickException as exc:
-        click.echo(f"drain-outbox: alerts are not planned or sent: {exc.message}", err=True)
+        click.echo(f"{name}: alerts are not planned or sent: {exc.message}", err=True)
         return False
     return True
 
 
-@click.command("drain-outbox")
+def _lane_loop(app, lane: Lane, stop: threading.Event, poll: float, state: dict) -> None:
+    """Run `lane` every `poll` seconds until `stop`, in its own app context (its own database
+    session); a failed pass is logged and the next one tried."""
+    pruned_at = None
+    with app.app_context():
+        while not stop.is_set():
+            try:
+                if lane.prune is not None and (pruned_at is None or time.monotonic() - pruned_at >= PRUNE_EVERY):
+                    pruned_at = time.monotonic()
+                    prune_sent(utcnow(), (lane,))
+                lane.run(state, stop.is_set)
+            except Exception as exc:  # noqa: BLE001 - a database outage must not end the loop
+                app.logger.exception("worker queue %s pass failed", lane.name)
+                click.echo(f"{lane.name} error: {type(exc).__name__}: {exc}", err=True)
+            finally:
+                db.session.remove()
+            stop.wait(poll)
+
+
+@click.command("worker")
 @click.option("--once", is_flag=True, help="Send what is due now, then exit.")
 @click.option("--plan-instant", is_flag=True,
               help="With --once: plan the instant alerts of what aired first, as every pass of the loop does.")
 @with_appcontext
-def drain_outbox(once: bool, plan_instant: bool) -> None:
-    """Send what is due: confirm emails (each SMTP connect or read bounded by
-    OUTBOX_SMTP_TIMEOUT seconds; given up after OUTBOX_MAX_ATTEMPTS), recorded alerts
-    (ALERT_CONNECTIONS connections, ALERT_SMTP_TIMEOUT), subscriber webhook deliveries and
-    content webhook messages (Standard Webhooks, retried for 24 hours).
+def worker(once: bool, plan_instant: bool) -> None:
+    """Send what is due: the change feed's consumers and the log's checkpoints, then each
+    queue: confirm emails (each SMTP connect or read bounded by OUTBOX_SMTP_TIMEOUT seconds;
+    given up after OUTBOX_MAX_ATTEMPTS), recorded alerts (ALERT_CONNECTIONS connections,
+    ALERT_SMTP_TIMEOUT), subscriber webhook deliveries, content webhook messages (Standard
+    Webhooks, retried for 24 hours), ActivityPub activities and pings.
 
-    Without `--once`, polls every OUTBOX_POLL_SECONDS until SIGTERM or SIGINT, each pass first
-    planning the instant alerts of what aired since the last (docs/ALERTS.md "Instant alerts";
-    `--once` does that only with `--plan-instant`: a one-off send of what is due, as benchmarks
-    and catch-up runs use it, plans nothing new), then finishes
-    the messages in hand and exits 0. Several drainers may run at once, on any hosts with
-    PostgreSQL (on SQLite, on the database's host): they share the rows, none is sent twice."""
-    announce_origin("drain-outbox")
-    with_alerts = _alerts_usable()
+    Without `--once`, each queue runs on its own thread, polling every OUTBOX_POLL_SECONDS
+    within its own budget, until SIGTERM or SIGINT, the alert queue first planning the instant
+    alerts of what aired since its last pass (docs/ALERTS.md "Instant alerts"; `--once` does
+    that only with `--plan-instant`: a one-off send of what is due, as benchmarks and catch-up
+    runs use it, plans nothing new); then each finishes the messages in hand and it exits 0.
+    Several workers may run at once, on any hosts with PostgreSQL (on SQLite, on the
+    database's host): they share the rows, none is sent twice. `flask worker` is the
+    same command under its old name."""
+    name = click.get_current_context().info_name or "worker"
+    announce_origin(name)
+    with_alerts = _alerts_usable(name)
     if once:
         prune_sent(utcnow())
         drain_once(with_alerts=with_alerts, plan_instant=plan_instant)
@@ -346,28 +414,40 @@ def drain_outbox(once: bool, plan_instant: bool) -> None:
         stop.set()
 
     previous = {sig: signal.signal(sig, ask_to_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    poll = current_app.config["OUTBOX_POLL_SECONDS"]
-    click.echo(f"drain-outbox: polling every {poll:g}s")
-    pruned_at = None
-    seen: dict = {}  # papers' instant-alert marks between passes (alerts.plan_instant)
+    app = current_app._get_current_object()  # noqa: SLF001 - each queue thread pushes its own context
+    poll = app.config["OUTBOX_POLL_SECONDS"]
+    click.echo(f"{name}: polling every {poll:g}s")
+    lanes = [threading.Thread(target=_lane_loop, args=(app, lane, stop, poll, {"with_alerts": with_alerts}),
+                              name=f"worker-{lane.name}", daemon=True) for lane in QUEUES]
+    for thread in lanes:
+        thread.start()
     try:
         while not stop.is_set():
             try:
-                if pruned_at is None or time.monotonic() - pruned_at >= PRUNE_EVERY:
-                    pruned_at = time.monotonic()
-                    prune_sent(utcnow())
                 # A paper's change committed in an earlier pass whose generation move failed
                 # (Redis away) is made visible as soon as Redis answers (web/state.py).
-                state.for_app(current_app._get_current_object()).settle()
-                drain_once(stop.is_set, seen, with_alerts)
-            except Exception as exc:  # noqa: BLE001 - a database outage must not end the loop
-                current_app.logger.exception("drain-outbox pass failed")
-                click.echo(f"outbox error: {type(exc).__name__}: {exc}", err=True)
+                state.for_app(app).settle()
+            except Exception as exc:  # noqa: BLE001 - a Redis outage must not end the loop
+                click.echo(f"generation error: {type(exc).__name__}: {exc}", err=True)
+            for consumer in CONSUMERS:
+                try:
+                    consumer.run(utcnow())
+                except Exception as exc:  # noqa: BLE001 - a database outage must not end the loop
+                    app.logger.exception("worker consumer %s failed", consumer.name)
+                    click.echo(f"{consumer.name} error: {type(exc).__name__}: {exc}", err=True)
+                    db.session.rollback()
             stop.wait(poll)
     finally:
+        stop.set()
+        for thread in lanes:
+            thread.join()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    click.echo("drain-outbox: stopped")
+    click.echo(f"{name}: stopped")
 
 
-COMMANDS = [drain_outbox]
+# The old name, kept so cron lines, unit files and scripts written for it go on working.
+drain_outbox = click.Command("drain-outbox", params=worker.params, callback=worker.callback,
+                             help="The same as `flask worker` (its old name).")
+
+COMMANDS = [worker, drain_outbox]
