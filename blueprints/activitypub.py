@@ -240,7 +240,7 @@ def article(id: int):  # noqa: A002 - `id`, as every route of a piece names it (
         return _json(documents.tombstone(paper_links(), id, pulled), status=410)
     caching.tag_piece(piece)
     if caching.chosen_type() == "text/html":
-        return redirect(links().story_page(piece.slug), code=303)
+        return redirect(paper_links().story_page(piece.slug), code=303)
     return _json(_article(piece))
 
 

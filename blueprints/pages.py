@@ -25,7 +25,7 @@ from services.reading import archive, front, lookups, reader, revisions, search,
 from services.rendering import diffs, embeds, prose
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
 from web import caching, policy, security
-from web.links import links
+from web.links import links, paper_links
 
 bp = Blueprint("pages", __name__)
 
@@ -223,7 +223,7 @@ def story(id: str):
         notices=revisions.notices_of(piece), retraction=revisions.retraction_of(piece),
         # Mastodon credits a shared link to the account this names (the persona's attributionDomains
         # include this host), when the paper federates.
-        fediverse_creator=documents.handle(links(), piece.persona.slug)
+        fediverse_creator=documents.handle(paper_links(), piece.persona.slug)
         if current_app.config.get("ACTIVITYPUB_ENABLED", True) and g.paper.is_public else None,
     )
 

@@ -68,12 +68,12 @@ def _inboxes(followers: list[ApFollower], locals_: set[str], at: datetime) -> li
     host: the server hands it to each of its actors), else each follower's own inbox; each
     inbox once, in first-follow order."""
     chosen = [f for f in followers if f.local in locals_ and f.created_at <= at]
-    shared: dict[str, str] = {}
+    shared: dict[str, str] = {}  # origin -> the first shared inbox named on it
     for follower in chosen:
         if follower.shared_inbox:
             shared.setdefault(remote.origin_of(follower.shared_inbox) or follower.shared_inbox, follower.shared_inbox)
-    return list(dict.fromkeys(shared.get(remote.origin_of(f.shared_inbox or f.inbox) or "", f.shared_inbox or f.inbox)
-                              for f in chosen))
+    targets = (f.shared_inbox or f.inbox for f in chosen)
+    return list(dict.fromkeys(shared.get(remote.origin_of(target) or target, target) for target in targets))
 
 
 def _queue(paper: Paper, signer: str, kind: str, piece_id: int | None, body: str, inboxes: list[str],
