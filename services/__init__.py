@@ -12,6 +12,7 @@
                    seeds        receipt signing seeds sealed at rest under the instance secret
                    desk         sections, personas, the paper's config, video editions
                    keys         desk keys: issue, authenticate (from header values), revoke
+                   figures      numbers with a unit or percent that no cited fact holds
       reading/     what readers and clients read, on-air pieces only on the public lane
                    visibility   which pieces the public sees, at which instant
                    stories      story queries for the public and keyed lanes
@@ -24,6 +25,7 @@
                    reader       the reader pages' own queries (section, day, related pieces)
                    lookups      find_section, find_persona, parse_day: the one copy of each
                    memo         values kept per paper version in the worker
+                   revisions    a piece's public history: typed revisions and their texts
       rendering/   turning data into documents
                    prose        prose -> HTML with footnote markers; the byline disclosure
                    feeds        RSS, podcast, llms.txt
@@ -32,6 +34,7 @@
                    xmltext      xml_safe: text without what XML 1.0 forbids, for every XML answer
                    media        persona avatars (SVG), share cards (PNG), stored media
                    art          the demo paper's own pictures, posters and captions
+                   diffs        the history page's readable diffs between revisions
       delivery/    what leaves the process for readers, subscribers and CDNs (`flask worker`)
                    change_stream  the change feed handed to its consumers, cursor per paper
                    queues         the engine of the outgoing queues: claim, send, record, prune
@@ -44,6 +47,7 @@
                    webhooks       signed subscriber webhooks (a queue)
                    content_webhooks  site owners' Standard Webhooks (a consumer and a queue)
                    purge          CDN purge by surrogate key (a consumer)
+                   corrections    correction alerts to readers mailed the earlier version (a consumer)
                    federation/    the paper and its personas in the fediverse (docs/FEDERATION.md):
                      keys           the paper's RSA key (sealed), its Ed25519 key as a Multikey
                      documents      WebFinger, NodeInfo, actors, Articles with proofs, activities
