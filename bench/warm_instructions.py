@@ -11,13 +11,13 @@ Environment as gunicorn's (DATABASE_URL, INSTANCE_PATH, RATELIMIT_STORAGE_URI, C
 READ_RATELIMIT and RATELIMIT_DEFAULT so 1 800 requests from one address are not refused."""
 from __future__ import annotations
 
-
 import os
 import sys
 
 sys.path.insert(0, os.getcwd())
 n = int(sys.argv[1])
 from wsgi import app  # noqa: E402  (the checkout measured, first on the path)
+
 c = app.test_client()
 H = {"Host": "localhost", "Accept-Encoding": "gzip"}
 paths = ["/api/v1/stories/3", "/api/v1/front", "/api/v1/stories?limit=15"]
