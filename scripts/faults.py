@@ -1321,7 +1321,8 @@ def scenario_state_file(template: Path, key: str, work: Path, args) -> Result:
             if phase == "deleted":
                 state_file.unlink()
                 booted = server.count("Booting worker")
-                workers = subprocess.run(["ps", "-o", "pid=", "--ppid", str(server.process.pid)],
+                ps = shutil.which("ps") or "/bin/ps"
+                workers = subprocess.run([ps, "-o", "pid=", "--ppid", str(server.process.pid)],
                                          capture_output=True, text=True).stdout.split()
                 os.kill(int(workers[0]), signal.SIGTERM)  # recycled: the new worker opens the path
                 deadline = time.monotonic() + 30

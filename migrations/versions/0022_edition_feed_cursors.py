@@ -35,4 +35,5 @@ def upgrade():
 
 
 def downgrade():
-    op.execute(f"DELETE FROM change_cursors WHERE consumer = '{CONSUMER}'")
+    op.get_bind().execute(sa.text("DELETE FROM change_cursors WHERE consumer = :consumer"),
+                          {"consumer": CONSUMER})

@@ -86,6 +86,9 @@ def main(base: str, admin_key: str, read_key: str, client_dir: str, document: st
     story = call("getStory", public, models.StoryOut, id=story_id)
     call("logIndex", public, models.LogOut)
     call("storyLogProof", public, None, id=story_id)
+    history = call("listRevisions", public, models.RevisionListOut, id=story_id)
+    revs = history.revisions if history is not None else []
+    call("getRevision", public, models.RevisionTextOut, id=story_id, rev=revs[-1].rev if revs else 1)
     call("listSections", public, models.SectionListOut)
     call("getMasthead", public, models.MastheadOut)
     call("listCast", public, models.CastOut)
@@ -124,12 +127,12 @@ def main(base: str, admin_key: str, read_key: str, client_dir: str, document: st
              body=models.PersonaPatch(beat="Generated clients, checked"))
     section_name = section.name if section is not None else "World"
     byline = persona.name if persona is not None else "Ada Quill"
-    filed = call("fileStory", admin, models.StoryOut, body=models.StoryIn(
+    filed = call("fileStory", admin, models.FiledStoryOut, body=models.StoryIn(
         headline=f"Clients call every route {tag}", section=section_name, byline=byline,
         dek="A piece filed through the generated Python client.",
         prose="The generated client filed this piece through the API."))
     filed_id = str(filed.id) if filed is not None else story_id
-    call("reviseStory", admin, models.StoryOut, id=filed_id,
+    call("reviseStory", admin, models.FiledStoryOut, id=filed_id,
          body=models.StoryPatch(dek="Revised through the generated Python client."))
     call("storyProof", admin, models.ProofOut, id=filed_id)
     call("airStory", admin, models.StoryOut, id=filed_id)
