@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 PORT ?= 5000
 export FLASK_APP := app
 
-.PHONY: install run alerts test test-fast test-sqlite test-postgres lint schemathesis clients faults ci openapi bench bench-day bench-alerts clean
+.PHONY: install install-runtime run alerts test test-fast test-sqlite test-postgres lint schemathesis clients faults ci openapi bench bench-day bench-alerts clean
 
 # A marker written last, so a venv left half-made by an interrupted run is made again.
 $(VENV)/.created:
@@ -14,12 +14,24 @@ $(VENV)/.created:
 	$(BIN)/pip install --quiet --upgrade pip
 	touch $@
 
-$(VENV)/.installed: $(VENV)/.created pyproject.toml requirements.lock
-	$(BIN)/pip install --quiet -r requirements.lock
+# Two pinned locks: requirements.lock is what the app, `flask worker` and gunicorn import (all
+# `make run` needs: about 48 packages), requirements-test.lock the test suite's and the tools'
+# (pytest, Playwright, schemathesis, ruff...: most of the weight). pip prints each package as it
+# goes, so a first install shows its progress rather than a silent minute.
+$(VENV)/.runtime: $(VENV)/.created pyproject.toml requirements.lock
+	@echo "Installing the runtime dependencies (requirements.lock) into $(VENV)"
+	$(BIN)/pip install --progress-bar on -r requirements.lock
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
-install: $(VENV)/.installed ## create .venv and install pinned dependencies
+$(VENV)/.installed: $(VENV)/.runtime requirements-test.lock
+	@echo "Installing the test and tool dependencies (requirements-test.lock) into $(VENV)"
+	$(BIN)/pip install --progress-bar on -r requirements.lock -r requirements-test.lock
+	touch $@
+
+install-runtime: $(VENV)/.runtime ## create .venv with the runtime dependencies only (what `make run` needs)
+
+install: $(VENV)/.installed ## create .venv with the runtime, test and tool dependencies (pinned)
 
 # Links in mail (built outside a request by send-alerts) lead to what `make run` serves.
 run alerts: export PUBLIC_BASE_URL ?= http://127.0.0.1:$(PORT)
@@ -33,7 +45,7 @@ run: export WEBHOOK_ALLOW_PRIVATE ?= 1
 # run`, whose `Server` header names the werkzeug and Python versions (gunicorn's says `gunicorn`;
 # tests/test_make_run.py starts this very command and checks). Two workers of four threads:
 # requests overlap as they would in production, on a laptop's memory.
-run: install ## migrate, seed the demo paper once, serve on 127.0.0.1:$(PORT) (gunicorn) with the outbox drainer beside it (PUBLIC_BASE_URL=http://127.0.0.1:$(PORT))
+run: install-runtime ## migrate, seed the demo paper once, serve on 127.0.0.1:$(PORT) (gunicorn) with the outbox drainer beside it (PUBLIC_BASE_URL=http://127.0.0.1:$(PORT))
 	$(BIN)/flask init-db
 	$(BIN)/flask seed-demo --if-empty
 	$(BIN)/flask run-info --port $(PORT)
@@ -41,7 +53,7 @@ run: install ## migrate, seed the demo paper once, serve on 127.0.0.1:$(PORT) (g
 	trap 'kill -TERM $$drainer 2>/dev/null; wait $$drainer; $(BIN)/flask run-info --forget' EXIT INT TERM; \
 	$(BIN)/gunicorn --config gunicorn.conf.py --bind 127.0.0.1:$(PORT) --workers 2 --threads 4
 
-alerts: install ## send-alerts once, with the links of what `make run` serves
+alerts: install-runtime ## send-alerts once, with the links of what `make run` serves
 	$(BIN)/flask send-alerts
 
 test: install ## the suite on SQLite, and on PostgreSQL too when TEST_DATABASE_URL is set
@@ -72,7 +84,7 @@ faults: install ## the fault and abuse suite against real gunicorn servers (Post
 ci: ## what CI runs: install, test on both backends, schemathesis on both backends, the generated clients, the fault suite
 	bash .ci/run
 
-openapi: install ## write the OpenAPI document to openapi.json
+openapi: install-runtime ## write the OpenAPI document to openapi.json
 	$(BIN)/flask openapi --output openapi.json
 
 bench: install ## load benchmarks at 100 000 pieces on SQLite and PostgreSQL (BENCH_DATABASE_URL), cold and warm, then bench-day and bench-alerts; writes docs/PERFORMANCE.md

@@ -2,17 +2,18 @@
 """Run bandit or pip-audit for CI and hold the result against scripts/security-baseline.toml.
 
     .venv/bin/python scripts/ci_security.py bandit      # static analysis of the app and scripts
-    .venv/bin/python scripts/ci_security.py pip-audit   # known vulnerabilities in requirements.lock
+    .venv/bin/python scripts/ci_security.py pip-audit   # known vulnerabilities in both lock files
 
 Exit status: 0 when every finding is explained in the baseline, 1 when one is not (it is
 printed), 2 when the tool itself could not run. A baseline entry that matches nothing is
 reported as stale. Both write their JSON report under build/ci/, and a one-line result to
 build/ci/<tool>.txt for scripts/ci_figures.py.
 
-pip-audit asks the vulnerability service about each pinned version of requirements.lock
-(--no-deps: the lock pins the whole tree). For a package it could not look up (its service
-unreachable, or PyPI's per-version JSON missing, as on a CI machine that reaches nothing but
-PyPI's project pages), the step reads PyPI's project JSON, https://pypi.org/pypi/<name>/json.
+pip-audit asks the vulnerability service about each pinned version of requirements.lock (the
+runtime) and requirements-test.lock (the tests and tools); --no-deps: the locks pin the whole
+tree. For a package it could not look up (its service unreachable, or PyPI's per-version JSON
+missing, as on a CI machine that reaches nothing but PyPI's project pages), the step reads PyPI's
+project JSON, https://pypi.org/pypi/<name>/json.
 That lists the vulnerabilities of the project's *latest* release only: a pin equal to the latest
 release is audited from it; an older pin is listed as "behind the latest release, not audited",
 never as clean. PIP_AUDIT_STRICT=1 turns every package left unaudited into a failure.
@@ -37,7 +38,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 OUT = ROOT / "build" / "ci"
 BASELINE = ROOT / "scripts" / "security-baseline.toml"
-LOCK = ROOT / "requirements.lock"
+# What the app runs on, and what the tests and tools add (Makefile): both are installed in CI.
+LOCKS = [ROOT / "requirements.lock", ROOT / "requirements-test.lock"]
 # The fallback for packages pip-audit could not look up: PyPI's project JSON (the latest
 # release's info and vulnerabilities). Bounded: a few requests at a time, 10 s each.
 PYPI_PROJECT = "https://pypi.org/pypi/{name}/json"
@@ -178,7 +180,7 @@ def explained_by(vuln: dict, entries: list[dict]) -> dict | None:
 
 
 def run_pip_audit() -> int:
-    """Audit requirements.lock: pip-audit first, PyPI's project JSON for what it could not
+    """Audit both lock files: pip-audit first, PyPI's project JSON for what it could not
     look up. Fails on a vulnerability the baseline does not explain (and, with
     PIP_AUDIT_STRICT=1, on any package left unaudited)."""
     report = OUT / "pip-audit.json"
@@ -186,7 +188,7 @@ def run_pip_audit() -> int:
     entries = baseline("pip-audit")
     # No --ignore-vuln: the baseline is applied below, to pip-audit's findings and the
     # fallback's alike, so that an explained finding is still counted and shown as such.
-    cmd = [str(BIN / "pip-audit"), "-r", LOCK.name, "--no-deps", "--disable-pip",
+    cmd = [str(BIN / "pip-audit"), *(arg for lock in LOCKS for arg in ("-r", lock.name)), "--no-deps", "--disable-pip",
            "--progress-spinner", "off", "-f", "json", "-o", str(report)]
     print("$ " + " ".join(cmd), flush=True)
     result = subprocess.run(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, capture_output=True, text=True)
@@ -195,7 +197,7 @@ def run_pip_audit() -> int:
         print(f"pip-audit could not run (exit {result.returncode})")
         return 2
     dependencies = json.loads(report.read_text(encoding="utf-8")).get("dependencies", [])
-    pins = pinned_versions(LOCK)
+    pins = {name: version for lock in LOCKS for name, version in pinned_versions(lock).items()}
     # pip-audit's verdict stands for every package it did look up.
     findings = [(d["name"], d["version"], v) for d in dependencies if "skip_reason" not in d
                 for v in d.get("vulns", [])]
@@ -240,7 +242,7 @@ def run_pip_audit() -> int:
         for name, r in sorted(failed.items()):
             print(f"  {name}=={r['version']}: {r['error']}")
         for name in unpinned:
-            print(f"  {name}: no `name==version` pin in {LOCK.name}")
+            print(f"  {name}: no `name==version` pin in {' or '.join(lock.name for lock in LOCKS)}")
 
     not_audited = len(behind) + len(failed) + len(unpinned)
     explained = len(findings) - len(unexplained)
