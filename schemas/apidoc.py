@@ -55,14 +55,15 @@ class DeskApi(Api):
 
     def document(self) -> dict:
         """The finished OpenAPI 3.1 document (without `servers`): apispec's output with every
-        error answer the app can give documented with its real status and content type."""
+        error answer the app can give documented with its real status and content type, and the
+        body limit (config MAX_CONTENT_LENGTH) on every request body."""
         app = self._app
 
         def for_programs(path: str) -> bool:
             # `/api/v1/stories/{id}` -> `/api/v1/stories/0`: a path the route would match.
             return errors.is_problem_path(app, re.sub(r"\{[^}]*\}", "0", path))
 
-        return openapi_doc.finish(self.spec.to_dict(), for_programs)
+        return openapi_doc.finish(self.spec.to_dict(), for_programs, app.config["MAX_CONTENT_LENGTH"])
 
 
 class OperationIds(BasePlugin):

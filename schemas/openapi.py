@@ -30,9 +30,16 @@ It also makes the document one that client generators and linters take as it is 
 - every JSON request body and 2xx answer carries an `example` at its media type, built from the
   schema (`example_of`): a field's own `metadata={"example": ...}` first, then FIELD_EXAMPLES by
   field name, then its const, enum, default or format;
+- every JSON request body states the size limit the server enforces (`x-max-body-bytes` and its
+  description; config MAX_CONTENT_LENGTH, 64 KiB): a JSON Schema bounds each string
+  (`maxLength`, which always fits the limit on its own), not the bytes of the whole body;
 - property names are the wire's, with no client-side renaming extension: `cast` (the spec's
   field) is also `typing.cast` inside openapi-python-client 0.29's model code, which `make clients`
   handles with its generator's template option (scripts/clients/build.py), not in the document.
+
+A paper serves the finished document with its own section names (`with_sections`): the enum of
+every `sections` a request body takes, so a schema-valid subscribe names sections that exist.
+`flask openapi`, for no paper, keeps the generic document.
 """
 from __future__ import annotations
 
@@ -113,7 +120,10 @@ INFO_DESCRIPTION = (
     "(callable without a credential) and lists the two schemes in `x-optional-security`: a key "
     "may still be sent (a private paper answers only to its own keys, and drafts show only with "
     "one). A key that is sent is always checked: a malformed, unknown or revoked one is a 401, "
-    "another paper's a 403.")
+    "another paper's a 403.\n\n"
+    "Bodies: a JSON request body is at most `x-max-body-bytes` (65,536) bytes as sent; a longer "
+    "one is a 413, refused before it is read. Each string's `maxLength` fits within that on its "
+    "own; a body with every field at its longest may not.")
 
 
 def operation_id(blueprint: str, endpoint: str, method: str | None, taken: set[str]) -> str:
@@ -140,10 +150,11 @@ def camel_case(name: str) -> str:
     return words[0].lower() + "".join(w[:1].upper() + w[1:] for w in words[1:]) if words else name
 
 
-def finish(spec: dict, for_programs: Callable[[str], bool]) -> dict:
+def finish(spec: dict, for_programs: Callable[[str], bool], body_limit: int) -> dict:
     """A finished copy of apispec's `spec.to_dict()` (the input is left untouched).
     `for_programs(path)`: the OpenAPI path (`/api/v1/stories/{id}`) answers errors as
-    problem+json (web/errors.py), not as the reader's HTML error page."""
+    problem+json (web/errors.py), not as the reader's HTML error page. `body_limit`: the most
+    bytes a request body may have (config MAX_CONTENT_LENGTH), stated on every request body."""
     doc = copy.deepcopy(spec)
     doc["info"].setdefault("description", INFO_DESCRIPTION)
     components = doc.setdefault("components", {})
@@ -159,6 +170,7 @@ def finish(spec: dict, for_programs: Callable[[str], bool]) -> dict:
                 _describe(operation)
                 operation.setdefault("security", copy.deepcopy(OPTIONAL_SECURITY))
                 _examples(operation, components)
+                _body_limit(operation, body_limit)
                 if keyed_write(method, operation):
                     _idempotent(operation)
                 _finish_operation(operation, machine, components,
@@ -167,6 +179,71 @@ def finish(spec: dict, for_programs: Callable[[str], bool]) -> dict:
                 _optional_key(operation)
     _drop_unused_components(doc)
     return doc
+
+
+def _body_limit(operation: dict, limit: int) -> None:
+    """State on a request body the size the server allows (web/security.py refuses a longer
+    one with 413 before reading it): `x-max-body-bytes`, and in words in its description."""
+    body = operation.get("requestBody")
+    if not body or "$ref" in body:
+        return
+    body["x-max-body-bytes"] = limit
+    said = (f"At most {limit:,} bytes as sent (`x-max-body-bytes`): a longer body is a 413. Each "
+            "string's `maxLength` fits within that on its own; every field at its longest together may not.")
+    body["description"] = f"{body['description'].rstrip()} {said}" if body.get("description") else said
+
+
+# Request-body properties whose values must name active sections of the paper (checked against
+# the database: services/delivery/subscriptions.check_sections answers 422 otherwise).
+SECTION_LISTS = ("sections",)
+
+
+def with_sections(doc: dict, names: list[str]) -> dict:
+    """`doc` as a paper serves it: the paper's active section `names` (in its order) as the
+    `enum` of each item of every `sections` list a request body takes, and those lists'
+    examples drawn from `names`. `doc` is shared (the finished document, built once per
+    process) and left untouched: only what changes is copied. With no active section the enum
+    is empty: no `sections` list is valid, as on the server."""
+    doc = {**doc, "paths": dict(doc["paths"]),
+           "components": {**doc["components"], "schemas": dict(doc["components"]["schemas"])}}
+    schemas = doc["components"]["schemas"]
+    bodies = set()
+    for path, item in list(doc["paths"].items()):
+        for method, operation in item.items():
+            media = ((operation.get("requestBody") or {}).get("content") or {}).get("application/json") \
+                if method in HTTP_METHODS else None
+            if media is None:
+                continue
+            schema = media["schema"]
+            bodies |= {ref["$ref"].rsplit("/", 1)[1] for ref in [schema, *schema.get("oneOf", [])] if "$ref" in ref}
+            example = media.get("example")
+            if isinstance(example, dict) and any(key in example for key in SECTION_LISTS):
+                example = {key: (_sections_example(value, names) if key in SECTION_LISTS else value)
+                           for key, value in example.items() if key not in SECTION_LISTS or names}
+                body = operation["requestBody"]
+                content = {**body["content"], "application/json": {**media, "example": example}}
+                doc["paths"][path] = {**doc["paths"][path],
+                                      method: {**operation, "requestBody": {**body, "content": content}}}
+    for name in sorted(bodies):
+        schema = schemas.get(name, {})
+        properties = schema.get("properties", {})
+        changed = {key: {**properties[key], "items": {**properties[key]["items"], "enum": list(names)},
+                         **({"example": _sections_example(properties[key]["example"], names)}
+                            if "example" in properties[key] else {})}
+                   for key in SECTION_LISTS if "items" in properties.get(key, {})}
+        if changed:
+            schemas[name] = {**schema, "properties": {**properties, **changed}}
+    return doc
+
+
+def _sections_example(example, names: list[str]):
+    """An example list of sections in `names`: the example's own names where the paper has
+    them, else the paper's first ones, as many as the example had (at least one). An example
+    that is no list (null: every section) stays as it is."""
+    if not isinstance(example, list):
+        return example
+    kept = [name for name in example if name in names]
+    return kept if kept else list(names[:max(1, len(example))])
 
 
 def _optional_key(operation: dict) -> None:

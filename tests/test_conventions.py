@@ -127,15 +127,18 @@ def test_openapi_examples_come_from_the_demo_world_not_placeholders(client, desk
 
 
 def test_a_body_over_64_kib_is_a_documented_413(client, desk):
-    """A transcript the field allows (100,000 characters) makes a body past the 64 KiB limit: the
-    answer is the 413 the document lists for that operation and the field names."""
+    """A body past the 64 KiB limit (a transcript longer than the field allows, too) is the 413
+    the document lists for that operation, and states on its body and in the field: the
+    longest transcript the field allows fits the limit (tests/test_openapi_served.py)."""
     paper = desk.paper("demo")
     admin = desk.key(paper, "admin")
     doc = client.get("/api/v1/openapi.json").get_json()
     operation = doc["paths"]["/api/v1/cast"]["post"]
     assert "413" in operation["responses"] and "64 KiB" in operation["responses"]["413"]["description"]
     schema = doc["components"]["schemas"]["CastIn"]["properties"]["transcript"]
-    assert schema["maxLength"] == 100_000 and "413" in schema["description"]
+    assert schema["maxLength"] == 60_000 and "413" in schema["description"]
+    body_doc = operation["requestBody"]
+    assert body_doc["x-max-body-bytes"] == 64 * 1024 and "413" in body_doc["description"]
     body = {"day": "2026-11-20", "title": "The cast", "video_url": "https://cdn.example.com/c.mp4",
             "poster_url": "https://cdn.example.com/c.jpg", "transcript": "Good evening. " * 5000}
     answer = client.post("/api/v1/cast", json=body, headers={"Authorization": f"Bearer {admin}"})

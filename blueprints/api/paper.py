@@ -25,6 +25,7 @@ from blueprints.api.common import API_PREFIX, OPTIONAL_SECURITY, api_blueprint, 
 from blueprints.api.permissions import keyed
 from extensions import db
 from models import DeskKey, Persona, SigningKey
+from schemas import openapi as openapi_doc
 from schemas.apidoc import api
 from schemas.desk import ConfigOut, ConfigPatch
 from schemas.paper import PaperIndexOut, ReceiptKeysOut
@@ -142,23 +143,27 @@ def paper_index():
 def openapi_document():
     """The OpenAPI 3.1 document of this API
 
-    This document, with `servers` set to the host it was asked on. Every operation has an
+    This document, with `servers` set to the host it was asked on and this paper's active
+    section names as the values a subscribe's `sections` may take. Every operation has an
     `operationId`, examples and its `security`; CI generates a Python and a TypeScript client
     from it (docs/API.md "Generated clients").
     """
-    return jsonify(document_for(links().absolute("")))
+    sections = [section.name for section in front.active_sections(g.paper)]
+    return jsonify(document_for(links().absolute(""), sections))
 
 
-def document_for(server_url: str) -> dict:
-    """The OpenAPI document with `servers` set to `server_url`.
+def document_for(server_url: str, sections: list[str] | None = None) -> dict:
+    """The OpenAPI document with `servers` set to `server_url` and, given a paper's active
+    `sections` names, those as the enum of every request body's `sections`
+    (schemas/openapi.py `with_sections`); without them, the generic document (`flask openapi`).
 
     The finished document (`DeskApi.document`) is built once per process and app; only
-    `servers` differs per host, so each call gets a shallow copy with its own `servers`.
+    `servers` and the sections differ per paper, so each call copies only those parts.
     """
     cached = current_app.extensions.setdefault("paperdesk.openapi", {})
     if "doc" not in cached:
         cached["doc"] = api.document()
-    doc = copy.copy(cached["doc"])
+    doc = copy.copy(cached["doc"]) if sections is None else openapi_doc.with_sections(cached["doc"], sections)
     doc["servers"] = [{"url": server_url, "description": "This paper's host."}]
     return doc
 
