@@ -25,6 +25,7 @@ from tests.fixtures.checkout import (
     outside_env,
     pins,
     run,
+    seeded_site,
 )
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -76,12 +77,8 @@ def test_the_runtime_install_alone_serves_the_app_and_runs_the_worker(tmp_path):
     assert json.loads(absent.stdout) == []
 
     work = tmp_path / "site"
-    work.mkdir()
-    env = outside_env(venv_dir, work)
-    flask = str(venv_dir / "bin" / "flask")
-    run([flask, "init-db"], cwd=work, env=env)
-    run([flask, "seed-demo", "--pieces", "3", "--subscribers", "0"], cwd=work, env=env)
-    worked = run([flask, "worker", "--once"], cwd=work, env=env)
+    env = seeded_site(venv_dir, work)
+    worked = run([str(venv_dir / "bin" / "flask"), "worker", "--once"], cwd=work, env=env)
     assert "Traceback" not in worked.stdout + worked.stderr
     served = run([str(python), "-c", SERVE], cwd=work, env=env)
     assert "served" in served.stdout

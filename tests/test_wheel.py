@@ -11,7 +11,7 @@ import venv
 
 import pytest
 
-from tests.fixtures.checkout import RUNTIME_LOCK, copy_checkout, installed, lock_pins, outside_env, run
+from tests.fixtures.checkout import RUNTIME_LOCK, copy_checkout, installed, lock_pins, run, seeded_site
 
 pytestmark = pytest.mark.slow
 
@@ -54,10 +54,6 @@ def test_the_built_wheel_installs_outside_the_repository_and_serves(tmp_path):
     assert installed(python) == lock_pins(RUNTIME_LOCK)
 
     work = tmp_path / "site"
-    work.mkdir()
-    env = outside_env(env_dir, work)
-    flask = str(env_dir / "bin" / "flask")
-    run([flask, "init-db"], cwd=work, env=env)
-    run([flask, "seed-demo", "--pieces", "3", "--subscribers", "0"], cwd=work, env=env)
+    env = seeded_site(env_dir, work)
     served = run([str(python), "-c", SERVE], cwd=work, env=env)
     assert str(env_dir) in served.stdout
