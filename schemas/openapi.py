@@ -227,13 +227,22 @@ def with_sections(doc: dict, names: list[str]) -> dict:
     for name in sorted(bodies):
         schema = schemas.get(name, {})
         properties = schema.get("properties", {})
-        changed = {key: {**properties[key], "items": {**properties[key]["items"], "enum": list(names)},
-                         **({"example": _sections_example(properties[key]["example"], names)}
-                            if "example" in properties[key] else {})}
+        changed = {key: _enumerated(properties[key], names)
                    for key in SECTION_LISTS if "items" in properties.get(key, {})}
         if changed:
             schemas[name] = {**schema, "properties": {**properties, **changed}}
     return doc
+
+
+def _enumerated(prop: dict, names: list[str]) -> dict:
+    """A copy of the list property `prop` whose items are one of `names`, its example (if any)
+    drawn from them, or gone when there are none to draw."""
+    prop = {**prop, "items": {**prop["items"], "enum": list(names)}}
+    if "example" in prop:
+        prop["example"] = _sections_example(prop["example"], names)
+        if not names:
+            del prop["example"]
+    return prop
 
 
 def _sections_example(example, names: list[str]):

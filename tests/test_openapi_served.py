@@ -100,6 +100,14 @@ def test_each_paper_serves_its_own_section_names_and_a_schema_valid_subscribe_is
     again = client.get("/api/v1/openapi.json", base_url="http://gazette.localhost", headers={"If-None-Match": etag})
     assert again.status_code == 200 and enum_of(again.get_json(), "SubscribeIn") == ["Harbour", "Town Hall", "Tides"]
 
+    # A paper without an active section: no `sections` list is valid, in the document or on the server.
+    desk.paper("bare", sections=())
+    bare = client.get("/api/v1/openapi.json", base_url="http://bare.localhost").get_json()
+    assert enum_of(bare, "SubscribeIn") == [] and "example" not in \
+        bare["components"]["schemas"]["PreferencesPatch"]["properties"]["sections"]
+    assert client.post("/api/v1/subscribers", base_url="http://bare.localhost",
+                       json={"email": "r@example.org", "sections": ["World"]}).status_code == 422
+
     # `flask openapi` speaks for no paper: no enum, its generic examples.
     generic = json.loads(runner.invoke(args=["openapi"]).stdout)
     assert enum_of(generic, "SubscribeIn") is None and enum_of(generic, "PreferencesPatch") is None
