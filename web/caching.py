@@ -37,7 +37,7 @@ from extensions import cache
 from models.clock import utcnow
 from services.reading import visibility
 from web import compression, policy, request_state, tenancy
-from web.headers import has_any, header
+from web.headers import KEY_HEADERS, KEY_VARY, has_any, header
 from web.steps import replays, runs_for
 
 # Bump when the wire format changes, so clients holding old ETags refetch after a deploy.
@@ -46,7 +46,6 @@ FORMAT_SALT = "f1"
 # purge (30 s fresh, then at most 30 s served stale while revalidating); revalidation is a cheap
 # 304 (the paper's ETag).
 PUBLIC_CACHE_CONTROL = "public, max-age=30, stale-while-revalidate=30"
-KEY_HEADERS = ("Authorization", "X-Desk-Key")
 _REDIRECTS = frozenset((301, 302, 303, 307, 308))
 # Headers a view sets to manage caching itself: such an answer is not stored (news sitemap).
 _SELF_MANAGED = ("ETag", "Cache-Control", "Vary", "Set-Cookie", "Last-Modified", "Expires")
@@ -170,7 +169,7 @@ def _not_modified():
     response = Response(status=304)
     response.set_etag(etag, weak=form == "weak")
     response.headers["Cache-Control"] = route_cache_control()
-    response.headers["Vary"] = _vary("Authorization, X-Desk-Key, Accept-Encoding")
+    response.headers["Vary"] = _vary(f"{KEY_VARY}, Accept-Encoding")
     return response
 
 
@@ -339,11 +338,11 @@ def decorate(response: Response) -> Response:
         if "cache-control" not in present:
             added.append(("Cache-Control", route_cache_control()))
         if "vary" in present:
-            response.vary.update(["Authorization", "X-Desk-Key"])
+            response.vary.update(KEY_HEADERS)
             if _offers():
                 response.vary.add("Accept")
         else:
-            added.append(("Vary", _vary("Authorization, X-Desk-Key")))
+            added.append(("Vary", _vary(KEY_VARY)))
         headers.extend(added)
     return response
 
