@@ -123,7 +123,7 @@ def nodeinfo(schema: str):
     personas = db.session.scalar(select(func.count()).select_from(Persona).where(
         Persona.paper_id == paper.id, Persona.active.is_(True))) or 0
     pieces = db.session.scalar(select(func.count()).select_from(Piece).where(
-        Piece.paper_id == paper.id, visibility.on_air())) or 0
+        Piece.paper_id == paper.id, visibility.on_air()), visibility.at(caching.request_now())) or 0
     try:
         version = package_version("paper-desk")
     except PackageNotFoundError:  # pragma: no cover - always installed (make install)
@@ -207,7 +207,7 @@ def article(id: int):  # noqa: A002 - `id`, as every route of a piece names it (
         raise NotFound("There is no such story on air.")
     piece = db.session.scalar(select(Piece).where(Piece.paper_id == paper.id, Piece.id == id, visibility.on_air())
                               .options(joinedload(Piece.section), joinedload(Piece.persona),
-                                       selectinload(Piece.cited_facts)))
+                                       selectinload(Piece.cited_facts)), visibility.at(caching.request_now()))
     if piece is None:
         # Once public, now pulled (or deleted): 410 with a Tombstone, so a server that refetches
         # the object removes its copy. A draft never aired stays a plain 404.
@@ -243,13 +243,13 @@ def _outbox(local: str, persona: Persona | None):
     query = stories.rows_query(paper)
     if persona is not None:
         query = query.where(Piece.persona_id == persona.id)
-    page = _page()
+    page, now = _page(), visibility.at(caching.request_now())
     if page is None:
-        total = db.session.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
+        total = db.session.scalar(select(func.count()).select_from(query.order_by(None).subquery()), now) or 0
         return _json(documents.collection(collection_id, total, paged=True))
     size = documents.PAGE_SIZE
     rows = list(db.session.scalars(query.options(selectinload(Piece.cited_facts))
-                                   .offset((page - 1) * size).limit(size + 1)))
+                                   .offset((page - 1) * size).limit(size + 1), now))
     items = []
     for piece in rows[:size]:
         at = piece.on_air_at

@@ -17,7 +17,6 @@ from __future__ import annotations
 from flask import Blueprint, Response, abort, current_app, g, jsonify, request, url_for
 
 from blueprints.api.paper import NOTE
-from models import clock
 from schemas.front import front_wire
 from services.reading import front
 from services.rendering import art, feeds, sitemaps
@@ -42,7 +41,8 @@ def _max_urls() -> int:
 def rss():
     """RSS 2.0 of the 50 newest pieces on air (full prose, cited facts, disclosed personas)."""
     hub = current_app.config.get("WEBSUB_HUB") or None  # WebSub: the hub readers may subscribe at
-    return Response(feeds.build_rss(g.paper, links=links(), hub=hub), content_type=RSS_TYPE)
+    return Response(feeds.build_rss(g.paper, now=caching.request_now(), links=links(), hub=hub),
+                    content_type=RSS_TYPE)
 
 
 @bp.route("/feed.json")
@@ -51,7 +51,7 @@ def json_feed():
     each piece's content hash, revision and AI disclosure in the `_paperdesk` extension."""
     here = links()
     body = feeds.build_json_feed(
-        g.paper, links=here,
+        g.paper, now=caching.request_now(), links=here,
         icon=here.absolute(url_for("static", filename="img/icon-512.png")),
         favicon=here.absolute(url_for("static", filename="img/apple-touch-icon.png")),
         # The extension is documented with the API; the guide is where a reader finds it.
@@ -75,27 +75,29 @@ def front_json():
     """The front page document: byte for byte the answer of `GET /api/v1/front`."""
     # The API view answers the same dump of the same document; CORS is opened in app.py.
     here = links()
-    return jsonify(front_wire(front.build_front(g.paper, caching.paper_state(), links=here, rows=True), here))
+    now = caching.request_now()
+    document = front.build_front(g.paper, caching.paper_state(), now=now, links=here, rows=True)
+    return jsonify(front_wire(document, here, now))
 
 
 @bp.route("/llms.txt")
 def llms_txt():
     """llmstxt.org summary of the paper: API, feeds, latest pieces."""
-    body = feeds.build_llms_txt(g.paper, signature_note=NOTE, links=links())
+    body = feeds.build_llms_txt(g.paper, now=caching.request_now(), signature_note=NOTE, links=links())
     return Response(body, content_type=TEXT_TYPE)
 
 
 @bp.route("/sitemap.xml")
 def sitemap():
     """sitemaps.org urlset, or a sitemap index when the paper has more than 50 000 URLs."""
-    body = sitemaps.build_sitemap(g.paper, _max_urls(), links=links())
+    body = sitemaps.build_sitemap(g.paper, _max_urls(), now=caching.request_now(), links=links())
     return Response(body, content_type=XML_TYPE)
 
 
 @bp.route("/sitemap-<int:n>.xml")
 def sitemap_page(n: int):
     """Page n (from 1) of a split sitemap; 404 past the last page."""
-    body = sitemaps.build_sitemap_page(g.paper, n, _max_urls(), links=links())
+    body = sitemaps.build_sitemap_page(g.paper, n, _max_urls(), now=caching.request_now(), links=links())
     if not body:
         abort(404, description="No such sitemap page on this paper.")
     return Response(body, content_type=XML_TYPE)
@@ -104,7 +106,7 @@ def sitemap_page(n: int):
 @bp.route("/sitemap-news.xml")
 def news_sitemap():
     """Google News sitemap: pieces on air in the last two days."""
-    now = clock.utcnow()
+    now = caching.request_now()
     window = sitemaps.news_window_start(now)
     # The window moves with the clock, not with writes, so the hour is part of the ETag.
     etag = f"{caching.current_etag()}.{window:%Y%m%d%H}"

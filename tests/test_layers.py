@@ -94,6 +94,21 @@ def test_services_open_http_connections_only_through_the_one_client():
     assert broken(modules("commands"), HTTP_CLIENTS).keys() == {"commands/log_monitor.py"}
 
 
+def test_the_reading_services_keep_no_clock():
+    # The instant a public read is judged at is an argument (services/reading/visibility.py):
+    # no reading module keeps one set from above (`global`), and no bound parameter reads a
+    # clock of its own at execution (`callable_`).
+    found = {}
+    for path in modules("services/reading"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bad = [f"line {node.lineno}: global" for node in ast.walk(tree) if isinstance(node, ast.Global)]
+        bad += [f"line {node.lineno}: callable_" for node in ast.walk(tree)
+                if isinstance(node, ast.keyword) and node.arg == "callable_"]
+        if bad:
+            found[str(path.relative_to(ROOT))] = bad
+    assert found == {}
+
+
 @pytest.mark.parametrize("source, expected", [
     ("import web.tenancy", ["line 1: web.tenancy"]),
     ("import blueprints.api.common as c", ["line 1: blueprints.api.common"]),

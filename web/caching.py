@@ -67,9 +67,6 @@ def request_now():
     return now
 
 
-visibility.use_clock(request_now)
-
-
 def tag_piece(piece) -> None:
     """Give the current answer the surrogate key `piece-<id>` besides `paper-<id>`, so a CDN
     purge of that piece reaches it. Call from views that answer for one piece."""
@@ -92,16 +89,16 @@ def paper_state() -> str:
     have come: names what the current paper's public answers hold. `birth` (its creation
     time, hex seconds) tells apart a paper deleted and made again under the same id, whose
     version starts over (`seed-demo --reset` on SQLite reuses the highest id). `n` is judged at
-    the request's one instant (services/reading/visibility.request_now), the one its queries
-    use, so an answer is stored under the state it was computed for. Taken from the request's
+    the request's one instant (`request_now`), the one its views pass to its queries,
+    so an answer is stored under the state it was computed for. Taken from the request's
     tenancy.PaperSnapshot; use it wherever something is kept per paper version."""
     return state_of(g.paper_snapshot)
 
 
 def state_of(snap, now=None) -> str:
     """`paper_state` of a tenancy.PaperSnapshot at `now` (aware UTC; default: the request's
-    instant inside a request, the clock outside, as services/reading/visibility judges it)."""
-    aired = visibility.passed(snap.air_schedule, now)
+    instant inside a request, the clock outside: `request_now`)."""
+    aired = visibility.passed(snap.air_schedule, now or request_now())
     return f"{snap.state}.a{aired}" if aired else snap.state
 
 

@@ -14,6 +14,7 @@ from blueprints.api.common import api_blueprint
 from models.clock import rfc3339
 from schemas.changes import CHANGES_CURSOR_EXAMPLE, ChangeListOut, ChangesQuery
 from services.reading import changes, cursors
+from web import caching
 
 bp = api_blueprint("changes", __name__, "The change feed: every public change of the paper's pieces, "
                                         "in order, so a mirror can stay exactly in sync.")
@@ -46,5 +47,7 @@ def list_changes(page: paging.Page):
     after = changes.legacy_position(g.paper, page.cursor) if page.cursor else None
     if after is None:
         after = page.after({}, cursors.parse_moment, cursors.parse_id)
-    rows, last, more = changes.page(g.paper, None if after is None else tuple(after), page.size)
+    # The instant is taken before the page settles the writers in flight (changes.page says why).
+    rows, last, more = changes.page(g.paper, None if after is None else tuple(after), page.size,
+                                    now=caching.request_now())
     return {"changes": [{**row, "at": rfc3339(row["at"])} for row in rows]}, list(last), more

@@ -15,6 +15,7 @@ from blueprints.api import paging
 from blueprints.api.common import api_blueprint
 from schemas.archive import DayListOut, DayPath, DaysQuery, DayStoriesOut, DayStoriesQuery
 from services.reading import archive, cursors
+from web import caching
 
 bp = api_blueprint("days", __name__, "The day-by-day archive.")
 
@@ -31,7 +32,7 @@ def list_days(page: paging.Page):
     """
     after = page.after({}, cursors.parse_day)
     size = page.size
-    rows = archive.list_days(g.paper, size + 1, None if after is None else after[0])
+    rows = archive.list_days(g.paper, size + 1, None if after is None else after[0], now=caching.request_now())
     last = [rows[size - 1]["day"]] if len(rows) > size else None
     return {"days": rows[:size], "count": len(rows[:size])}, last
 
@@ -48,5 +49,5 @@ def get_day(day: date, page: paging.Page):
     200 with an empty list. `limit` is clamped to 1-200 (default 200).
     """
     after = page.after({"day": day.isoformat()}, paging.phase(1), cursors.parse_moment, cursors.parse_id)
-    rows, last = archive.day_page(g.paper, day, page.size, after)
+    rows, last = archive.day_page(g.paper, day, page.size, after, now=caching.request_now())
     return {"day": day, "stories": rows, "count": len(rows)}, last

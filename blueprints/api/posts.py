@@ -13,6 +13,7 @@ from blueprints.api import paging
 from blueprints.api.common import api_blueprint
 from schemas.front import PostListOut, PostsQuery
 from services.reading import cursors, posts
+from web import caching
 from web.links import links
 
 bp = api_blueprint("posts", __name__, "Short-form posts of the pieces on air.")
@@ -32,5 +33,5 @@ def list_posts(page: paging.Page, since: datetime | None = None):
     """
     after = page.after({"since": None if since is None else cursors.moment(since)},
                        paging.phase(1), cursors.parse_moment, cursors.parse_id)
-    rows, last = posts.list_posts(g.paper, page.size, since, links=links(), after=after)
+    rows, last = posts.list_posts(g.paper, page.size, since, now=caching.request_now(), links=links(), after=after)
     return {"posts": rows, "count": len(rows)}, last

@@ -18,6 +18,7 @@ from schemas.archive import SectionListOut, SectionsQuery
 from schemas.desk import SectionIn, SectionOut, SectionPatch
 from services.newsroom import desk
 from services.reading import archive, cursors, lookups
+from web import caching
 from web.commit import transactional
 from web.links import links
 
@@ -36,7 +37,7 @@ def list_sections(page: paging.Page):
     (default 200); follow `next_cursor` (or `Link`) for the rest.
     """
     after = page.after({}, cursors.parse_id, cursors.parse_id)
-    rows, last = archive.list_sections(g.paper, page.size, after)
+    rows, last = archive.list_sections(g.paper, page.size, after, now=caching.request_now())
     return {"sections": rows, "count": len(rows)}, last
 
 

@@ -35,7 +35,7 @@ from schemas.revision import RevisionListOut, RevisionsQuery, RevisionTextOut
 from schemas.story import FiledStoryOut, StoriesQuery, StoryListOut, StoryOut, story_row_wire, story_wire
 from services.errors import BadRequest, Unauthorized
 from services.newsroom import filing, provenance
-from services.reading import cursors, revisions, stories, visibility
+from services.reading import cursors, revisions, stories
 from web import caching
 from web.commit import transactional
 from web.links import links
@@ -53,7 +53,7 @@ def filer_for(key: DeskKey) -> str:
 
 def _piece(id: str) -> Piece:
     """Any piece of the paper (drafts too) by id or slug, with what StoryOut needs; NotFound."""
-    piece = stories.find(g.paper, id, include_drafts=True)
+    piece = stories.find(g.paper, id, now=caching.request_now(), include_drafts=True)
     if piece is None:
         raise not_found()
     return piece
@@ -95,13 +95,14 @@ def list_stories(page: paging.Page, section: str | None = None, persona: str | N
     # The phases a position can have on this status's lane (stories.position).
     phases = (1,) if status == "on_air" else (0,) if status == "draft" else (0, 1)
     after = page.after(filters, paging.phase(*phases), cursors.parse_moment, cursors.parse_id)
-    rows, more = stories.page(g.paper, page.size, scope, after)
-    here, now = links(), visibility.request_now()
+    now = caching.request_now()
+    rows, more = stories.page(g.paper, page.size, scope, after, now=now)
+    here = links()
     # Straight from Core rows to StoryListOut's shape (schemas/story.py says why).
     if full:
         nameplate = g.paper.nameplate
         listed = [story_wire(story, facts, here, nameplate, now)
-                  for story, facts in stories.full_rows(g.paper, rows, public=status == "on_air")]
+                  for story, facts in stories.full_rows(g.paper, rows, now=now, public=status == "on_air")]
     else:
         listed = [story_row_wire(row, here, now) for row in rows]
     return {"stories": listed, "count": len(listed)}, stories.position(rows[-1]) if more else None
@@ -134,14 +135,15 @@ def get_story(id: str):
     A piece on air to everyone; with a key of the paper, drafts too (an agent key only its own
     persona's). Each `[^N]` marker in the prose has cited fact N, with its source.
     """
-    found = stories.find_row(g.paper, id, include_drafts=permissions.sees_drafts(g.key),
+    now = caching.request_now()
+    found = stories.find_row(g.paper, id, now=now, include_drafts=permissions.sees_drafts(g.key),
                              drafts_of=permissions.drafts_of(g.key))
     if found is None:
         raise not_found()
     story, facts = found
     caching.tag_piece(story)
     # Straight from Core rows to StoryOut's shape (schemas/story.py says why).
-    return jsonify(story_wire(story, facts, links(), g.paper.nameplate))
+    return jsonify(story_wire(story, facts, links(), g.paper.nameplate, now))
 
 
 @bp.route("/stories/<string(maxlength=200):id>/proof")
@@ -154,7 +156,8 @@ def story_proof(id: str):
     A signature proves who filed a piece and that it has not changed; it never proves that a
     claim is true.
     """
-    piece = stories.find(g.paper, id, include_drafts=True, drafts_of=permissions.drafts_of(g.key))
+    piece = stories.find(g.paper, id, now=caching.request_now(), include_drafts=True,
+                         drafts_of=permissions.drafts_of(g.key))
     if piece is None:
         raise not_found()
     proof = provenance.proof_for(piece)
@@ -163,7 +166,7 @@ def story_proof(id: str):
 
 
 def _history(id: str) -> revisions.History:
-    history = revisions.history_of(g.paper, id)
+    history = revisions.history_of(g.paper, id, now=caching.request_now())
     if history is None:
         raise not_found()
     return history
