@@ -194,7 +194,7 @@ def render(results: dict) -> str:
             f"same mode. Each row ran {s.get('rounds', 1)} time(s) for {s['duration']} s, the rows "
             "interleaved round by round, so drift on the machine hits every row alike; req/s is "
             "the mean (range in brackets), p50/p99 the median of the rounds.",
-            "- **cold**: `CACHE_TYPE=NullCache` (no response cache, no feed cache). **warm**: "
+            "- **cold**: `CACHE_TYPE=NullCache` (no response cache). **warm**: "
             f"`CACHE_TYPE={'RedisCache' if s['redis'] else 'SimpleCache'}`, each URL fetched twice "
             "before its run.",
             "- **304**: `If-None-Match` with the list's current ETag.",

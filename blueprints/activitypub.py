@@ -26,17 +26,16 @@ from importlib.metadata import version as package_version
 from flask import Blueprint, Response, abort, current_app, g, redirect, request, url_for
 from sqlalchemy import func, select
 from sqlalchemy.orm import joinedload, selectinload
-from werkzeug.exceptions import HTTPException
 
 from blueprints.api import permissions
 from extensions import db
 from models import PAPER_ACTOR, ApFollower, Persona, Piece, PieceChange
 from models.clock import utcnow
 from services.delivery.federation import deliveries, documents, inbox, keys, pings, remote
-from services.errors import BadRequest, DeskError, NotFound
+from services.errors import BadRequest, NotFound
 from services.newsroom import seeds
 from services.reading import stories, visibility
-from web import caching, errors, policy
+from web import caching, policy
 from web.commit import transactional
 from web.links import links, paper_links
 
@@ -50,26 +49,6 @@ ACTIVITY_JSON = "application/activity+json"
 JRD = "application/jrd+json"
 LD_JSON = "application/ld+json"
 MAX_PAGE = 10_000
-
-
-@bp.errorhandler(DeskError)
-def _desk_error(error: DeskError):
-    """Refusals on these routes are problem+json: their callers are servers, not readers
-    (web/errors.py decides by path prefix, and these paths are not among its machine routes)."""
-    if error.status == 503:
-        return errors.handle_desk_error(error)
-    return errors.problem(error.status, error.detail, errors=error.errors, headers=error.headers)
-
-
-@bp.errorhandler(HTTPException)
-def _http_error(error: HTTPException):
-    """As `_desk_error`, for aborts (tenancy's 404, 413, 429), keeping their headers. An
-    unexpected exception Flask wrapped in a 500 goes to the app's own handler (logged)."""
-    original = getattr(error, "original_exception", None)
-    if original is not None:
-        return errors.handle_unexpected(original)
-    headers = {name: value for name, value in error.get_headers() if name.lower() != "content-type"}
-    return errors.problem(error.code or 500, error.description, headers=headers)
 
 
 def _json(document: dict, content_type: str = ACTIVITY_JSON, status: int = 200) -> Response:
@@ -144,7 +123,7 @@ def nodeinfo(schema: str):
     personas = db.session.scalar(select(func.count()).select_from(Persona).where(
         Persona.paper_id == paper.id, Persona.active.is_(True))) or 0
     pieces = db.session.scalar(select(func.count()).select_from(Piece).where(
-        Piece.paper_id == paper.id, visibility.on_air())) or 0
+        Piece.paper_id == paper.id, visibility.on_air()), visibility.at(caching.request_now())) or 0
     try:
         version = package_version("paper-desk")
     except PackageNotFoundError:  # pragma: no cover - always installed (make install)
@@ -228,7 +207,7 @@ def article(id: int):  # noqa: A002 - `id`, as every route of a piece names it (
         raise NotFound("There is no such story on air.")
     piece = db.session.scalar(select(Piece).where(Piece.paper_id == paper.id, Piece.id == id, visibility.on_air())
                               .options(joinedload(Piece.section), joinedload(Piece.persona),
-                                       selectinload(Piece.cited_facts)))
+                                       selectinload(Piece.cited_facts)), visibility.at(caching.request_now()))
     if piece is None:
         # Once public, now pulled (or deleted): 410 with a Tombstone, so a server that refetches
         # the object removes its copy. A draft never aired stays a plain 404.
@@ -264,13 +243,13 @@ def _outbox(local: str, persona: Persona | None):
     query = stories.rows_query(paper)
     if persona is not None:
         query = query.where(Piece.persona_id == persona.id)
-    page = _page()
+    page, now = _page(), visibility.at(caching.request_now())
     if page is None:
-        total = db.session.scalar(select(func.count()).select_from(query.order_by(None).subquery())) or 0
+        total = db.session.scalar(select(func.count()).select_from(query.order_by(None).subquery()), now) or 0
         return _json(documents.collection(collection_id, total, paged=True))
     size = documents.PAGE_SIZE
     rows = list(db.session.scalars(query.options(selectinload(Piece.cited_facts))
-                                   .offset((page - 1) * size).limit(size + 1)))
+                                   .offset((page - 1) * size).limit(size + 1), now))
     items = []
     for piece in rows[:size]:
         at = piece.on_air_at

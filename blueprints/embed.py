@@ -40,7 +40,7 @@ def card(id: str):
     An HTML page, never JSON: put it in an `<iframe>`. A piece that is not on air gets a
     frameable 404 page.
     """
-    piece = stories.find_card(g.paper, id)
+    piece = stories.find_card(g.paper, id, now=caching.request_now())
     if piece is None:
         html = render_template("embed/missing.html", paper=g.paper, home=links().home())
         return security.allow_framing(make_response(html, 404), "embed")
@@ -83,7 +83,7 @@ def oembed(url: str, format: str, maxwidth: int | None = None, maxheight: int | 
     # Before the lookup: oEmbed 1.0 says 501 for a format the provider lacks, whatever the url.
     if format not in embeds.FORMATS:
         abort(501, description=f"This provider answers oEmbed in {' and '.join(embeds.FORMATS)} only.")
-    piece = embeds.story_from_url(g.paper, url, links=links())
+    piece = embeds.story_from_url(g.paper, url, now=caching.request_now(), links=links())
     if piece is None:
         abort(404, description="url is not the page of a piece on air on this paper.")
     caching.tag_piece(piece)

@@ -22,7 +22,7 @@ from blueprints.api.log import public_log
 from services.errors import NotFound
 from services.reading import memo
 from services.transparency import store, tiles
-from web import policy
+from web import caching, policy
 
 bp = policy.blueprint(Blueprint("transparency", __name__), problems=True)
 
@@ -37,7 +37,7 @@ BINARY_TYPE = "application/octet-stream"
 def checkpoint():
     """The newest signed checkpoint (signed note), with the cosignatures witnesses returned.
     Read once per paper version in a worker (signing and cosigning move the version)."""
-    served = memo.per_version("log checkpoint", memo.paper_state(g.paper), _newest_checkpoint)
+    served = memo.per_version("log checkpoint", memo.paper_state(g.paper, caching.request_now()), _newest_checkpoint)
     return Response(served.encode("utf-8"), content_type=TEXT_TYPE)
 
 
@@ -56,7 +56,7 @@ def _newest_checkpoint() -> str:
 def tile(path: str):
     """A tile or an entry bundle of the tree of the newest checkpoint (404 past it)."""
     # The newest checkpoint's size, read once per paper version like the checkpoint itself.
-    signed_size = memo.per_version("log signed size", memo.paper_state(g.paper),
+    signed_size = memo.per_version("log signed size", memo.paper_state(g.paper, caching.request_now()),
                                    lambda: public_log(g.paper).signed_size)
     wanted = tiles.parse_path(path)
     if wanted is None:

@@ -89,7 +89,7 @@ def current_share_card(slug: str):
 
 
 def _card_piece(slug: str):
-    piece = media.find_card_piece(g.paper, slug)
+    piece = media.find_card_piece(g.paper, slug, now=caching.request_now())
     if piece is None:
         abort(404, description="No such piece on air on this paper.")
     caching.tag_piece(piece)

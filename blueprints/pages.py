@@ -10,8 +10,8 @@ Only pieces on air appear. An unknown piece, section, day, edition or persona ab
 web/errors.py answers with the HTML error page. Lists (section, day, persona, search) are paged by
 `?page=N` (services/reading/reader.py), with "Newer" (rel=prev) and "Older" (rel=next) links; a
 page that is not a number is a 400 page, a page past the last a 404. Pages are public GETs, so
-caching.py gives them an ETag and answers 304; nothing here depends on the clock, only on
-the paper's data.
+caching.py gives them an ETag and answers 304; nothing here reads the clock: every query is
+judged at the request's one instant (`caching.request_now`), the one the ETag names too.
 """
 from __future__ import annotations
 
@@ -82,8 +82,9 @@ def home():
     # cold front costs one statement (the rails), two with an editor's chosen lead.
     state = caching.paper_state()
     sections = front.rail_sections(g.paper, state)
-    shown = front.front_page(g.paper, sections)
-    newsroom = front.newsroom(g.paper, state)
+    now = caching.request_now()
+    shown = front.front_page(g.paper, sections, now=now)
+    newsroom = front.newsroom(g.paper, state, now=now)
     latest = newsroom["latest_on_air_at"]
     lead = shown["lead"]
     return render_template(
@@ -199,7 +200,8 @@ def must_exist(page: reader.Page) -> reader.Page:
 @bp.route("/stories/<string:id>")
 def story(id: str):
     """A story page: prose with footnote links, cited facts, byline with its disclosure."""
-    piece = stories.find(g.paper, id)
+    now = caching.request_now()
+    piece = stories.find(g.paper, id, now=now)
     if piece is None:
         abort(404, description="There is no such story on air in this paper.")
     caching.tag_piece(piece)
@@ -219,7 +221,7 @@ def story(id: str):
                                         links=links())),
         author_url=embeds.masthead_entry(piece.persona.slug, links=links()),
         json_ld=news_article(piece, story_url, picture),
-        related=reader.related_pieces(g.paper, piece, version_state=caching.paper_state()),
+        related=reader.related_pieces(g.paper, piece, version_state=caching.paper_state(), now=now),
         notices=revisions.notices_of(piece), retraction=revisions.retraction_of(piece),
         # Mastodon credits a shared link to the account this names (the persona's attributionDomains
         # include this host), when the paper federates.
@@ -232,8 +234,9 @@ def story(id: str):
 def story_history(id: str):
     """A story's history: each public revision's kind, note and receipt hash, newest first,
     with what it changed in headline, standfirst, text and cited facts as a word diff."""
-    piece = stories.find(g.paper, id)
-    history = revisions.history_of(g.paper, id) if piece is not None else None
+    now = caching.request_now()
+    piece = stories.find(g.paper, id, now=now)
+    history = revisions.history_of(g.paper, id, now=now) if piece is not None else None
     if history is None:
         abort(404, description="There is no such story on air in this paper.")
     caching.tag_piece(piece)
@@ -308,7 +311,7 @@ def section(slug: str):
     found = lookups.find_section(g.paper, slug, active_only=True)
     if found is None:
         abort(404, description="There is no such section in this paper.")
-    pieces = must_exist(reader.section_pieces(g.paper, found, page_number()))
+    pieces = must_exist(reader.section_pieces(g.paper, found, page_number(), now=caching.request_now()))
     return render_template("pages/section.html", section=found, page=pieces, active_nav=found.slug,
                            json_ld=section_graph(found, pieces))
 
@@ -316,7 +319,8 @@ def section(slug: str):
 @bp.route("/days")
 def days():
     """Back issues: every day with pieces on air, newest first (up to 366)."""
-    return render_template("pages/days.html", days=archive.list_days(g.paper), active_nav="days")
+    return render_template("pages/days.html", days=archive.list_days(g.paper, now=caching.request_now()),
+                           active_nav="days")
 
 
 @bp.route("/days/<string:day>")
@@ -327,11 +331,12 @@ def day(day: str):
     when = lookups.parse_day(day)
     if when is None:
         abort(404, description="That is not a day of the calendar (write it YYYY-MM-DD).")
-    pieces = must_exist(reader.day_pieces(g.paper, when, page_number()))
+    now = caching.request_now()
+    pieces = must_exist(reader.day_pieces(g.paper, when, page_number(), now=now))
     groups: dict[int, tuple] = {}
     for piece in sorted(pieces.items, key=lambda p: (p.section.position, p.section.id)):
         groups.setdefault(piece.section.id, (piece.section, []))[1].append(piece)
-    before, after = reader.neighbour_days(g.paper, when)
+    before, after = reader.neighbour_days(g.paper, when, now=now)
     return render_template("pages/day.html", day=when, groups=list(groups.values()), page=pieces,
                            before=before, after=after, active_nav="days", json_ld=day_graph(when, pieces))
 
@@ -356,7 +361,7 @@ def search_page():
     if number > reader.SEARCH_MAX_PAGES:
         abort(404, description=f"Search shows the newest {reader.SEARCH_MAX_PAGES * reader.SEARCH_PAGE_SIZE} "
                                "matches; add a word to find older pieces.")
-    found = must_exist(reader.search_page(g.paper, terms, number))
+    found = must_exist(reader.search_page(g.paper, terms, number, now=caching.request_now()))
     return render_template("pages/search.html", q=q.strip(), state="results" if found.items else "empty",
                            page=found, capped=found.number == reader.SEARCH_MAX_PAGES and not found.has_older
                            and len(found.items) == reader.SEARCH_PAGE_SIZE, active_nav="search")
@@ -435,7 +440,7 @@ def corrections_policy():
 def masthead():
     """The masthead: every active persona, each a declared AI, with its portrait and a link to
     its page."""
-    personas = front.list_masthead(g.paper)
+    personas = front.list_masthead(g.paper, now=caching.request_now())
     for persona in personas:
         persona["avatar"] = links().avatar(persona["slug"])
     return render_template("pages/masthead.html", personas=personas, active_nav="masthead",
@@ -451,7 +456,7 @@ def persona(slug: str):
     found = lookups.find_persona(g.paper, slug)
     if found is None:
         abort(404, description="There is no such persona on this paper's masthead.")
-    pieces = must_exist(reader.persona_pieces(g.paper, found, page_number()))
+    pieces = must_exist(reader.persona_pieces(g.paper, found, page_number(), now=caching.request_now()))
     return render_template("pages/persona.html", persona=found, page=pieces, avatar=links().avatar(found.slug),
                            active_nav="masthead", json_ld=persona_graph(found, pieces),
                            disclosure=disclosure(found.name, g.paper.nameplate))

@@ -23,7 +23,7 @@ from flask import Blueprint, abort, current_app, g, render_template, request
 from services.reading import stories
 from services.rendering import embeds
 from services.rendering.embeds import DEFAULT_WIDTH, MAX_WIDTH, MIN_WIDTH
-from web import policy
+from web import caching, policy
 from web.links import links
 
 bp = Blueprint("playground", __name__)
@@ -72,11 +72,12 @@ def _width() -> int:
 @policy.route(query=("story", "maxwidth"))
 def playground():
     """The playground: pick a story, see its card, copy the snippet; try each public endpoint."""
-    choices = stories.latest(g.paper, STORY_CHOICES)
+    now = caching.request_now()
+    choices = stories.latest(g.paper, STORY_CHOICES, now=now)
     chosen = choices[0] if choices else None
     wanted = request.args.get("story", "").strip()
     if wanted:
-        chosen = stories.find(g.paper, wanted)
+        chosen = stories.find(g.paper, wanted, now=now)
         if chosen is None:
             abort(404, description="There is no such story on air in this paper.")
         if chosen.id not in {piece.id for piece in choices}:

@@ -123,7 +123,7 @@ def run_info(port: int, slug: str, forget: bool) -> None:
     if paper is None:
         raise click.ClickException(f"paper {slug} does not exist; run `flask seed-demo` first.")
     base = f"http://{_host(slug, port)}"
-    newest = stories.latest(paper, 1)
+    newest = stories.latest(paper, 1, now=clock.utcnow())
     story = newest[0] if newest else None
     term = next((w.lower() for w in re.findall(r"[A-Za-z]{5,}", story.headline)), "news") \
         if story else "news"

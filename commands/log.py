@@ -5,7 +5,8 @@
 
 `checkpoint` works on this instance's database (the worker, `flask worker`, does the same
 every LOG_CHECKPOINT_SECONDS); `verify` only speaks HTTP to the paper it is pointed at, so
-anyone can run it against any paper.
+anyone can run it against any paper: the monitor is commands/log_monitor.py, beside this
+command, not a service (it reads no database, it is a client of one).
 """
 from __future__ import annotations
 
@@ -18,12 +19,12 @@ from pathlib import Path
 import click
 from flask.cli import with_appcontext
 
-from commands import worker
+from commands import log_monitor, worker
 from extensions import db
 from models import Paper, TransparencyLog
 from models.clock import utcnow
 from services.delivery import change_stream
-from services.transparency import monitor, store
+from services.transparency import store
 
 CATCH_UP_BATCH = 5000  # changes per paper per transaction when `checkpoint` catches up
 
@@ -91,10 +92,10 @@ def verify(base: str, host: str | None, state_file: Path | None, grace: float, w
         except ValueError as exc:
             raise click.ClickException(f"{state_file}: not a state file ({exc})") from None
     try:
-        client = monitor.Client(base, host)
-        report = monitor.verify(client, state=state, grace=grace, workers=workers, sample=sample,
+        client = log_monitor.Client(base, host)
+        report = log_monitor.verify(client, state=state, grace=grace, workers=workers, sample=sample,
                                 progress=click.echo)
-    except (ValueError, monitor.FetchError, KeyError) as exc:
+    except (ValueError, log_monitor.FetchError, KeyError) as exc:
         raise click.ClickException(f"cannot read the log: {exc}") from None
     if report.state is not None and state_file is not None:
         tmp = state_file.with_suffix(state_file.suffix + ".tmp")

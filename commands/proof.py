@@ -134,7 +134,7 @@ def verify_proof(source: str | None, keys_source: str | None, desk_key: str | No
     """
     if slug and piece_id:
         paper = _paper(slug)
-        piece = stories.find(paper, piece_id, include_drafts=True)
+        piece = stories.find(paper, piece_id, now=utcnow(), include_drafts=True)
         if piece is None:
             raise click.ClickException(f"no piece {piece_id!r} on {slug}")
         proof, published, where = provenance.proof_for(piece), _published_keys(paper), "the database"

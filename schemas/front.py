@@ -13,7 +13,7 @@ from schemas.common import url as url_field
 from schemas.desk import EditionMediaOut
 from schemas.story import CURSOR_EXAMPLE, StoryRowOut, as_row, cursor_param, story_row_wire
 from services.links import Links
-from services.reading import visibility
+from web.caching import request_now
 from web.links import links
 
 POSTS_LIMIT_MAX = 100
@@ -87,7 +87,7 @@ class FrontOut(Written):
                        "in their sections' rails."})
 
     def write(self, obj) -> dict:
-        return front_wire(obj, links())
+        return front_wire(obj, links(), request_now())
 
 
 # --- the cast -----------------------------------------------------------------------------
@@ -201,11 +201,11 @@ class MastheadOut(Schema):
     count = fields.Integer(required=True, metadata={"description": "Number of rows in `personas`."})
 
 
-def front_wire(document: dict, links: Links) -> dict:
+def front_wire(document: dict, links: Links, now) -> dict:
     """The front's one writer (FrontOut documents it): `front.build_front(..., rows=True)`
-    (rails of Core rows) on the wire, with absolute URLs under `links`."""
+    (rails of Core rows) on the wire, with absolute URLs under `links`; `now` is the instant
+    the document was built at (its rows' `air_at` are judged at it)."""
     paper, counts = document["paper"], document["newsroom"]
-    now = visibility.request_now()  # once for every row
     latest_on_air, latest_edition = counts["latest_on_air_at"], counts["latest_edition"]
     return {
         "paper": {"slug": paper["slug"], "nameplate": paper["nameplate"], "motto": paper["motto"],

@@ -15,6 +15,7 @@ from services.links import Links
 from services.newsroom import figures
 from services.reading import visibility
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
+from web.caching import request_now
 from web.links import links
 
 
@@ -46,10 +47,10 @@ class StoryRowOut(Written):
                                  "null on the public lane, which never shows a scheduled piece."})
 
     def write(self, obj) -> dict:
-        return story_row_wire(as_row(obj), links())
+        return story_row_wire(as_row(obj), links(), request_now())
 
 
-def _air_at(piece, now=None) -> str | None:
+def _air_at(piece, now) -> str | None:
     at = visibility.air_at(piece, now)
     return None if at is None else rfc3339(at)
 
@@ -106,7 +107,7 @@ class StoryOut(StoryRowOut):
 
     def write(self, obj) -> dict:
         facts = sorted(obj.cited_facts, key=lambda fact: fact.n)
-        return story_wire(as_row(obj), facts, links(), g.paper.nameplate)
+        return story_wire(as_row(obj), facts, links(), g.paper.nameplate, request_now())
 
 
 class FigureOut(Schema):
@@ -220,9 +221,10 @@ def as_row(obj):
                     obj.persona.title, obj.notices)
 
 
-def story_row_wire(row, links: Links, now=None) -> dict:
-    """StoryRowOut's dump of a row of `stories.ROW_COLUMNS`. `now` (aware UTC): the request's
-    instant (visibility.request_now), passed once for a whole list; default: looked up."""
+def story_row_wire(row, links: Links, now) -> dict:
+    """StoryRowOut's dump of a row of `stories.ROW_COLUMNS`. `now` (aware UTC): the instant its
+    row was read at (the request's: web/caching.py `request_now`), which `air_at` is judged at;
+    taken once for a whole list."""
     # Unpacked by position (ROW_COLUMNS' order, which STORY_COLUMNS and the rails' rows begin
     # with): a Row's attribute lookup by name cost more than building the dict.
     id_, slug, headline, dek, section, byline, rev, on_air_at, on_air = row[:9]
@@ -235,7 +237,7 @@ def story_row_wire(row, links: Links, now=None) -> dict:
             "air_at": _air_at(row, now) if on_air and on_air_at is not None else None}
 
 
-def story_wire(row, facts, links: Links, nameplate: str, now=None) -> dict:
+def story_wire(row, facts, links: Links, nameplate: str, now) -> dict:
     """StoryOut's dump of a row of `stories.STORY_COLUMNS` and its facts (`FACT_COLUMNS`); `now`
     as for `story_row_wire`."""
     wire = story_row_wire(row, links, now)

@@ -65,7 +65,7 @@
                    store        the log in the database (the change feed consumer, checkpoints, proofs)
                    sealing      the log keys' seeds at rest
                    witness      submitting checkpoints to witnesses
-                   monitor      the `flask log verify` monitor
+                   (the log's monitor, an HTTP client of any paper, is commands/log_monitor.py)
 
 The demo newsroom (`seed-demo`'s content) lives apart, in the top-level `demo` package.
 

@@ -21,6 +21,7 @@ from services.reading import front, stories
 from services.rendering.prose import DIGITAL_SOURCE_TYPE
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
+from web import caching
 from web.links import links
 
 
@@ -54,7 +55,7 @@ def test_story_lists_equal_the_schema_dump(app, client, newsroom, keyed, limit):
     assert answer.status_code == 200
 
     def dump():
-        rows = stories.latest(g.paper, limit, include_drafts=keyed)
+        rows = stories.latest(g.paper, limit, now=caching.request_now(), include_drafts=keyed)
         body = {"stories": rows, "count": len(rows), "next_cursor": answer.get_json()["next_cursor"]}
         return StoryListOut().dump(body)
 
@@ -85,7 +86,8 @@ def test_story_pages_equal_the_schema_dump(app, client, newsroom, keyed, query):
         walked += [row["id"] for row in body["stories"]]
 
         def dump(body=body):
-            rows = [stories.find(g.paper, row["id"], include_drafts=keyed) for row in body["stories"]]
+            rows = [stories.find(g.paper, row["id"], now=caching.request_now(), include_drafts=keyed)
+                    for row in body["stories"]]
             return StoryListOut().dump({"stories": rows, "count": len(rows), "next_cursor": body["next_cursor"]})
 
         assert answer.data == _expected(app, url, headers, dump)
@@ -107,7 +109,8 @@ def test_full_stories_equal_the_schema_dump(app, client, newsroom, keyed):
             answer = client.get(url, headers=headers)
             assert answer.status_code == 200, url
             expected = _expected(app, url, headers,
-                                 lambda ref=ref: StoryOut().dump(stories.find(g.paper, ref, include_drafts=keyed)))
+                                 lambda ref=ref: StoryOut().dump(stories.find(g.paper, ref, now=caching.request_now(),
+                                                                              include_drafts=keyed)))
             assert answer.data == expected, url
             story = answer.get_json()
             assert story["digital_source_type"] == DIGITAL_SOURCE_TYPE and "AI persona" in story["disclosure"]
@@ -129,7 +132,7 @@ def test_the_front_equals_the_schema_dump(app, client, desk, newsroom, path):
     answer = client.get(path)
     assert answer.status_code == 200
     expected = _expected(app, path, {}, lambda: FrontOut().dump(
-        front.build_front(g.paper, g.paper_snapshot.state, links=links())))
+        front.build_front(g.paper, g.paper_snapshot.state, now=caching.request_now(), links=links())))
     assert answer.data == expected
     assert [len(rail["stories"]) for rail in answer.get_json()["rails"]] == [4, 3]
     assert {row["digital_source_type"] for rail in answer.get_json()["rails"] for row in rail["stories"]} == {

@@ -447,6 +447,31 @@ def test_private_paper_and_unknown_host_are_404_everywhere(client, desk, followe
     assert db.session.scalars(select(ApFollower)).all() == []
 
 
+def test_refusals_are_the_apps_own_problems(client, paper, follower):
+    """These routes' policy says `problems` (web/policy.py), so every refusal, a service's or
+    an abort's (tenancy's 404, the body limit's 413, routing's 405), is the app's own
+    problem+json (web/errors.py), worded as on the API: a server reading it sees one format."""
+    def problem(answer, status):
+        assert answer.status_code == status and answer.mimetype == "application/problem+json", answer.status_code
+        assert answer.headers["Cache-Control"] == "no-store"
+        body = answer.get_json()
+        assert body["status"] == status and body["type"] == "about:blank"
+        return body
+
+    too_large = client.post("/ap/inbox", data=b"x" * 70_000, headers={"Content-Type": AP})
+    api_too_large = client.post("/api/v1/subscribers", data=b"x" * 70_000, content_type="application/json")
+    assert problem(too_large, 413) == problem(api_too_large, 413)
+    assert problem(too_large, 413)["detail"] == "The request body is larger than 64 KiB."
+    not_allowed = client.delete("/ap/paper")
+    assert problem(not_allowed, 405)["detail"] == "This method is not allowed on this path."
+    assert set(not_allowed.headers["Allow"].split(", ")) == {"GET", "HEAD", "OPTIONS"}
+    unknown = client.get("/ap/paper", base_url="http://nowhere.localhost")
+    assert problem(unknown, 404)["detail"] == "No paper is served on this host."
+    assert problem(client.get("/ap/stories/99999"), 404)["detail"] == "There is no such story on air."
+    assert problem(client.get("/ap/paper/outbox?page=x"), 400)["detail"].startswith("`page` is a whole number")
+    assert problem(client.post("/ap/inbox", data=b"{}"), 401)
+
+
 # ----------------------------------------------------------------------------- the inbox
 
 

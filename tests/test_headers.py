@@ -126,3 +126,37 @@ def test_no_cookie_on_the_readers_posts(client, desk):
     for response in answers:
         assert response.status_code < 400, response.request.path
         assert "Set-Cookie" not in response.headers
+
+
+def test_every_public_answer_varies_on_each_key_header(app, client, desk):
+    """A shared cache must never hand a keyed request (which may see drafts) a public answer, nor
+    the reverse: every public answer, its 304 and a public redirect name each of the key headers
+    (web/headers.py KEY_HEADERS, the one list the pipeline and the rate limits read) in `Vary`,
+    and an answer to a keyed request is private instead."""
+    from web.caching import FORMAT_SALT
+    from web.headers import KEY_HEADERS
+
+    data = site(client, desk)
+    public = checked_304 = 0
+    for _, rule in rules(app, {"GET"}):
+        for url in urls_for(rule, data):
+            response = client.get(url)
+            if "public" not in response.headers.get("Cache-Control", ""):
+                response.close()
+                continue
+            public += 1
+            varies = {name.strip() for name in response.headers["Vary"].split(",")}
+            assert set(KEY_HEADERS) <= varies, (url, response.headers["Vary"])
+            # The pipeline's own 304 (a file's comes from werkzeug's send_file, with no Vary).
+            if response.headers.get("ETag", "").endswith(f'.{FORMAT_SALT}"'):
+                again = client.get(url, headers={"If-None-Match": response.headers["ETag"]})
+                assert again.status_code == 304, url
+                checked_304 += 1
+                assert set(KEY_HEADERS) <= {name.strip() for name in again.headers["Vary"].split(",")}, url
+                again.close()
+            response.close()
+    assert public > 20 and checked_304 > 20  # the walk reached the public routes
+    for name in KEY_HEADERS:
+        keyed = client.get("/api/v1/stories", headers={name: "Bearer desk_x" if name == "Authorization"
+                                                       else "desk_x"})
+        assert keyed.status_code == 401 and keyed.headers["Cache-Control"] == "no-store", name

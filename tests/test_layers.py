@@ -3,7 +3,9 @@
 - services/ and demo/ never import the web layer (blueprints, schemas, web/) nor take
   `request`, `g` or `session` from flask: what a service needs of a request arrives as an argument;
 - schemas/ and models/ never import blueprints;
-- models/ import no services, schemas or blueprints.
+- models/ import no services, schemas or blueprints;
+- under services/, only services/http.py (the one HTTP client) opens HTTP connections: the log
+  monitor, a client of any paper, lives beside its command (commands/log_monitor.py).
 
 An import inside a function counts as much as one at the top of a module.
 """
@@ -76,6 +78,35 @@ def test_schemas_and_models_never_import_blueprints():
 
 def test_models_import_no_services_schemas_or_blueprints():
     assert broken(modules("models"), {"services", "schemas", "blueprints"}) == {}
+
+
+# Modules that open HTTP connections: the standard library's and the third-party clients.
+HTTP_CLIENTS = {"http", "urllib3", "httpx", "requests", "aiohttp"}
+
+
+def test_services_open_http_connections_only_through_the_one_client():
+    paths = modules("services")
+    found = broken([p for p in paths if p.relative_to(ROOT).as_posix() != "services/http.py"], HTTP_CLIENTS)
+    urllib_request = {str(p.relative_to(ROOT)): bad for p in paths
+                      if (bad := [b for b in violations(p.read_text(encoding="utf-8"), {"urllib"})
+                                  if b.endswith("urllib.request")])}
+    assert found == {} and urllib_request == {}
+    assert broken(modules("commands"), HTTP_CLIENTS).keys() == {"commands/log_monitor.py"}
+
+
+def test_the_reading_services_keep_no_clock():
+    # The instant a public read is judged at is an argument (services/reading/visibility.py):
+    # no reading module keeps one set from above (`global`), and no bound parameter reads a
+    # clock of its own at execution (`callable_`).
+    found = {}
+    for path in modules("services/reading"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        bad = [f"line {node.lineno}: global" for node in ast.walk(tree) if isinstance(node, ast.Global)]
+        bad += [f"line {node.lineno}: callable_" for node in ast.walk(tree)
+                if isinstance(node, ast.keyword) and node.arg == "callable_"]
+        if bad:
+            found[str(path.relative_to(ROOT))] = bad
+    assert found == {}
 
 
 @pytest.mark.parametrize("source, expected", [

@@ -11,10 +11,10 @@ import rfc8785
 import time_machine
 from sqlalchemy import select, text
 
+from commands import log_monitor
 from extensions import db
 from models import Paper, Persona, Piece, PieceRevision
 from services.newsroom import filing
-from services.transparency import monitor as log_monitor
 from tests.fixtures.keys import auth
 from tests.test_transparency_log import NOW, file, monitor, newsroom_on_air, worker
 

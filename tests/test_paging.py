@@ -250,7 +250,9 @@ def test_the_openapi_document_declares_paging(client, desk):
     doc = client.get("/api/v1/openapi.json").get_json()
     paged = {"/api/v1/stories": {"limit", "cursor", "section", "persona", "status", "full"},
              "/api/v1/posts": {"limit", "since", "cursor"}, "/api/v1/days": {"limit", "cursor"},
-             "/api/v1/days/{day}": {"limit", "cursor"}, "/api/v1/sections": {"limit", "cursor"}}
+             "/api/v1/days/{day}": {"limit", "cursor"}, "/api/v1/sections": {"limit", "cursor"},
+             "/api/v1/stories/{id}/revisions": {"limit", "cursor"},
+             "/api/v1/webhooks/{id}/deliveries": {"limit", "cursor"}}
     for path, names in paged.items():
         operation = doc["paths"][path]["get"]
         params = {p["name"]: p for p in operation["parameters"] if p["in"] == "query"}

@@ -62,7 +62,8 @@ def test_a_hot_public_get_is_served_from_the_cache_with_the_same_headers(make_ap
     cached = make_app()
     client = cached.test_client()
     origin = {"Origin": "https://reader.example"}
-    for path in public_paths(newsroom):
+    # Every feed too: the response cache is their one cache (blueprints/feeds.py).
+    for path in [*public_paths(newsroom), "/feed.json", "/podcast.xml"]:
         miss = client.get(path, headers=origin)
         assert miss.status_code == 200, path
         with statements(cached) as seen:

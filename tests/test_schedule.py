@@ -218,3 +218,32 @@ def test_an_instant_alert_goes_out_once_after_the_piece_airs_never_before(client
             assert run(runner)[0].exit_code == 0
     sent = alerts_to(smtp, "reader@example.com")
     assert len(sent) == 1 and HEADLINE in body_text(sent[0]) and "Never aired" not in body_text(sent[0])
+
+
+def test_a_reading_service_judges_at_the_instant_it_is_given_and_at_no_other(app, client, desk):
+    """No module keeps a clock (services/reading/visibility.py): the instant a public read is
+    judged at is its caller's argument, so the same service call before and after a scheduled
+    instant answers each its own way whatever the clock says, and a public statement run
+    without an instant refuses to run rather than judge at some other one."""
+    from sqlalchemy.exc import StatementError
+
+    from extensions import db
+    from services.reading import front, stories, visibility
+
+    paper = desk.paper("demo")
+    piece = desk.piece(paper, HEADLINE, on_air_at=AT)
+    with time_machine.travel(AT + timedelta(days=1), tick=False):  # the clock is past the instant
+        assert stories.find(paper, SLUG, now=NOW) is None
+        assert stories.find(paper, SLUG, now=AT).id == piece.id
+        assert [row.id for row in stories.latest(paper, 5, now=NOW)] == []
+        assert front.newsroom(paper, None, now=NOW)["on_air"] == 0
+        assert front.newsroom(paper, None, now=AT)["on_air"] == 1
+        with pytest.raises(StatementError, match="air_now"):
+            db.session.scalars(stories.items_query_for(paper.id)).all()
+        db.session.rollback()
+        assert db.session.scalars(stories.items_query_for(paper.id), visibility.at(AT)).all() == [piece]
+    # Through HTTP, the request's one instant: before it nothing, after it the piece.
+    with time_machine.travel(AT - timedelta(seconds=1), tick=False):
+        assert client.get(f"/api/v1/stories/{SLUG}").status_code == 404
+    with time_machine.travel(AT, tick=False):
+        assert client.get(f"/api/v1/stories/{SLUG}").status_code == 200

@@ -25,10 +25,10 @@ import time_machine
 from nacl.signing import SigningKey
 from sqlalchemy import select, text
 
+from commands import log_monitor
 from extensions import db
 from models import LogCheckpoint, LogEntry, Paper, Piece, TransparencyLog
 from services.transparency import entries, merkle, note, tiles
-from services.transparency import monitor as log_monitor
 from tests.fixtures.keys import auth
 from tests.fixtures.statements import statements
 

@@ -37,7 +37,7 @@ from extensions import cache
 from models.clock import utcnow
 from services.reading import visibility
 from web import compression, policy, request_state, tenancy
-from web.headers import has_any, header
+from web.headers import KEY_HEADERS, KEY_VARY, has_any, header
 from web.steps import replays, runs_for
 
 # Bump when the wire format changes, so clients holding old ETags refetch after a deploy.
@@ -46,7 +46,6 @@ FORMAT_SALT = "f1"
 # purge (30 s fresh, then at most 30 s served stale while revalidating); revalidation is a cheap
 # 304 (the paper's ETag).
 PUBLIC_CACHE_CONTROL = "public, max-age=30, stale-while-revalidate=30"
-KEY_HEADERS = ("Authorization", "X-Desk-Key")
 _REDIRECTS = frozenset((301, 302, 303, 307, 308))
 # Headers a view sets to manage caching itself: such an answer is not stored (news sitemap).
 _SELF_MANAGED = ("ETag", "Cache-Control", "Vary", "Set-Cookie", "Last-Modified", "Expires")
@@ -66,9 +65,6 @@ def request_now():
     if now is None:
         now = state.now = utcnow()
     return now
-
-
-visibility.use_clock(request_now)
 
 
 def tag_piece(piece) -> None:
@@ -93,16 +89,16 @@ def paper_state() -> str:
     have come: names what the current paper's public answers hold. `birth` (its creation
     time, hex seconds) tells apart a paper deleted and made again under the same id, whose
     version starts over (`seed-demo --reset` on SQLite reuses the highest id). `n` is judged at
-    the request's one instant (services/reading/visibility.request_now), the one its queries
-    use, so an answer is stored under the state it was computed for. Taken from the request's
+    the request's one instant (`request_now`), the one its views pass to its queries,
+    so an answer is stored under the state it was computed for. Taken from the request's
     tenancy.PaperSnapshot; use it wherever something is kept per paper version."""
     return state_of(g.paper_snapshot)
 
 
 def state_of(snap, now=None) -> str:
     """`paper_state` of a tenancy.PaperSnapshot at `now` (aware UTC; default: the request's
-    instant inside a request, the clock outside, as services/reading/visibility judges it)."""
-    aired = visibility.passed(snap.air_schedule, now)
+    instant inside a request, the clock outside: `request_now`)."""
+    aired = visibility.passed(snap.air_schedule, now or request_now())
     return f"{snap.state}.a{aired}" if aired else snap.state
 
 
@@ -170,7 +166,7 @@ def _not_modified():
     response = Response(status=304)
     response.set_etag(etag, weak=form == "weak")
     response.headers["Cache-Control"] = route_cache_control()
-    response.headers["Vary"] = _vary("Authorization, X-Desk-Key, Accept-Encoding")
+    response.headers["Vary"] = _vary(f"{KEY_VARY}, Accept-Encoding")
     return response
 
 
@@ -339,11 +335,11 @@ def decorate(response: Response) -> Response:
         if "cache-control" not in present:
             added.append(("Cache-Control", route_cache_control()))
         if "vary" in present:
-            response.vary.update(["Authorization", "X-Desk-Key"])
+            response.vary.update(KEY_HEADERS)
             if _offers():
                 response.vary.add("Accept")
         else:
-            added.append(("Vary", _vary("Authorization, X-Desk-Key")))
+            added.append(("Vary", _vary(KEY_VARY)))
         headers.extend(added)
     return response
 

@@ -11,6 +11,13 @@ from functools import lru_cache
 
 from flask import request
 
+# The request headers that carry a desk key (services/newsroom/keys.py `presented_key`): a
+# request with any of them is keyed, never served a public answer nor counted as a public read;
+# every public answer varies on them.
+KEY_HEADERS = ("Authorization", "X-Desk-Key")
+# The same names as a `Vary` value (web/caching.py derives every public answer's from it).
+KEY_VARY = ", ".join(KEY_HEADERS)
+
 
 @lru_cache(maxsize=64)
 def environ_name(header: str) -> str:

@@ -51,12 +51,12 @@ from werkzeug.exceptions import TooManyRequests
 
 from services.delivery.subscriptions import normalize_email
 from web import policy, request_state, state
+from web.headers import KEY_HEADERS
 from web.steps import HAND_ON, Replayed, replays, runs_for
 
 log = logging.getLogger("paperdesk.ratelimits")
 
 READ_METHODS = frozenset({"GET", "HEAD"})
-KEY_HEADERS = ("Authorization", "X-Desk-Key")
 # How long a worker counts in memory after the shared store failed before it asks it again.
 STORE_RETRY_SECONDS = 30.0
 # One round trip for a request's counts and the deployment's generation (web/state.py): KEYS are

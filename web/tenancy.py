@@ -22,7 +22,7 @@ from services.links import host_name
 from services.newsroom import keys
 from services.reading import memo
 from web import policy, request_state, state
-from web.headers import has_any, header
+from web.headers import KEY_HEADERS, has_any, header
 from web.steps import replays, runs_for
 
 log = logging.getLogger("paperdesk.tenancy")
@@ -137,7 +137,7 @@ def _reads_desk_keys() -> bool:
 def _keyless_read() -> bool:
     if request.method not in ("GET", "HEAD"):
         return False
-    return not has_any(("Authorization", "X-Desk-Key"))
+    return not has_any(KEY_HEADERS)
 
 
 @runs_for(policy.reads_desk_keys)

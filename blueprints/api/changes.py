@@ -7,13 +7,14 @@ A mirror starts without a cursor, applies each change in order (`aired`/`revised
 """
 from __future__ import annotations
 
-from flask import g, jsonify
+from flask import g
 
 from blueprints.api import paging
 from blueprints.api.common import api_blueprint
 from models.clock import rfc3339
 from schemas.changes import CHANGES_CURSOR_EXAMPLE, ChangeListOut, ChangesQuery
-from services.reading import changes, cursors, stories
+from services.reading import changes, cursors
+from web import caching
 
 bp = api_blueprint("changes", __name__, "The change feed: every public change of the paper's pieces, "
                                         "in order, so a mirror can stay exactly in sync.")
@@ -24,7 +25,8 @@ LINK = {"Link": {"description": '`<{next page URL}>; rel="next"`, only when more
 
 @bp.route("/changes")
 @bp.arguments(ChangesQuery(), location="query", as_kwargs=True)
-@bp.response(200, ChangeListOut, headers=LINK, example={
+@paging.paginated(bp, ChangeListOut, "changes", bad_cursor="The cursor is malformed or belongs to another paper.",
+                  limit=(1, 500), wire=True, headers=LINK, example={
     "changes": [{"seq": 41, "type": "aired", "id": "17", "rev": 1,
                  "content_hash": "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
                  "at": "2026-11-24T09:00:00Z"},
@@ -34,8 +36,7 @@ LINK = {"Link": {"description": '`<{next page URL}>; rel="next"`, only when more
                 {"seq": 43, "type": "unaired", "id": "12", "rev": 3, "content_hash": None,
                  "at": "2026-11-24T09:05:00Z"}],
     "next_cursor": CHANGES_CURSOR_EXAMPLE})
-@bp.alt_response(400, description="The cursor is malformed or belongs to another paper.")
-def list_changes(limit: int, cursor: str | None = None):
+def list_changes(page: paging.Page):
     """Every public change of the paper's pieces, oldest first: aired, revised, unaired
 
     Only changes already public are listed; a scheduled airing appears at its instant (dated
@@ -43,14 +44,10 @@ def list_changes(limit: int, cursor: str | None = None):
     never null: keep it and poll again from it; `Link: rel="next"` comes only when more changes
     are listable now. `limit` is clamped to 1-500 (default 100).
     """
-    limit = stories.clamp(limit, 1, 500)
-    after = changes.legacy_position(g.paper, cursor) if cursor else None
-    if after is None and cursor:
-        at, seq = paging.read("changes", {}, cursor, 2)
-        after = (cursors.parse_moment(at), cursors.parse_id(seq))
-    rows, last, more = changes.page(g.paper, after, limit)
-    body, headers = paging.answer({"changes": [{**row, "at": rfc3339(row["at"])} for row in rows]},
-                                  "changes", {}, list(last), more=more)
-    response = jsonify(body)
-    response.headers.extend(headers)
-    return response
+    after = changes.legacy_position(g.paper, page.cursor) if page.cursor else None
+    if after is None:
+        after = page.after({}, cursors.parse_moment, cursors.parse_id)
+    # The instant is taken before the page settles the writers in flight (changes.page says why).
+    rows, last, more = changes.page(g.paper, None if after is None else tuple(after), page.size,
+                                    now=caching.request_now())
+    return {"changes": [{**row, "at": rfc3339(row["at"])} for row in rows]}, list(last), more

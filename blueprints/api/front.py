@@ -26,4 +26,6 @@ def get_front():
     # Built and answered here exactly as /front.json does, so the two stay byte for byte equal:
     # Core rows straight into FrontOut's shape (schemas/front.py `front_wire`).
     here = links()
-    return jsonify(front_wire(front.build_front(g.paper, caching.paper_state(), links=here, rows=True), here))
+    now = caching.request_now()
+    document = front.build_front(g.paper, caching.paper_state(), now=now, links=here, rows=True)
+    return jsonify(front_wire(document, here, now))

@@ -4,12 +4,15 @@ services/reading/cursors.py; the keyset queries the reading services.
 """
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from datetime import date, datetime
 from urllib.parse import urlencode
 
-from flask import current_app, g, request
+from flask import current_app, g, jsonify, request
 
-from services.reading import cursors
+from services.errors import BadRequest
+from services.reading import cursors, stories
 from web import caching
 from web.links import links
 
@@ -18,6 +21,7 @@ LINK = {"Link": {
                    "`cursor` set to `next_cursor`. Absent on the last page.",
     "schema": {"type": "string"},
     "example": '<https://demo.example.com/api/v1/stories?limit=7&cursor=eyJwIjox...>; rel="next"'}}
+
 
 def _wire(value):
     if isinstance(value, (datetime, date)):
@@ -56,3 +60,63 @@ def answer(body: dict, list_name: str, filters: dict, last: list | None, *,
     query.append(("cursor", token))
     url = links().absolute(request.path) + "?" + urlencode(query)
     return body, {"Link": f'<{url}>; rel="next"'}
+
+
+def phase(*allowed: int) -> Callable[[object], int]:
+    """A cursor field's parser for a keyset phase (services/reading/stories.py `position`: 1 on
+    air, 0 a draft): BadRequest (400, field `cursor`) unless the value is one of `allowed`, i.e.
+    the cursor's position can be on this list (a draft's position on the on-air lane cannot)."""
+    def parse(value: object) -> int:
+        if value not in allowed:
+            raise BadRequest("The cursor cannot be used here.", errors={"cursor": ["The cursor is malformed."]})
+        return value
+    return parse
+
+
+class Page:
+    """What a `@paginated` view is handed: `size` (the request's `limit`, clamped to the list's
+    bounds), `cursor` (the request's text, or None) and `after`, which reads it."""
+
+    def __init__(self, list_name: str, cursor: str | None, size: int):
+        self.list_name, self.cursor, self.size = list_name, cursor, size
+        self.filters: dict = {}
+
+    def after(self, filters: dict, *fields: Callable[[object], object]) -> list | None:
+        """The keyset position the request's cursor holds on this list of the current paper with
+        `filters` (bound into the cursor, and into the next one), each of its `len(fields)`
+        values parsed by its field's parser (`cursors.parse_id`, `cursors.parse_moment`,
+        `cursors.parse_day`, `phase(...)`); None without a cursor. BadRequest (400) for a
+        malformed or foreign cursor (services/reading/cursors.py `decode`), or one whose values
+        a parser refuses."""
+        self.filters = filters
+        raw = read(self.list_name, filters, self.cursor, len(fields))
+        return None if raw is None else [parse(value) for parse, value in zip(fields, raw, strict=True)]
+
+
+def paginated(bp, schema, list_name: str, *, bad_cursor: str, limit: tuple[int, int] | None = None,
+              wire: bool = False, headers: dict | None = None, **response):
+    """Decorator for a list view read a page at a time (in the spirit of microblog-api's
+    `paginated_response`): it takes the `limit` and `cursor` query arguments (put
+    `@bp.arguments(...)` above it), clamps `limit` to `limit` = (low, high) when given (else the
+    query schema has bounded it), and calls the view with `page` (a `Page`) and its other
+    arguments. The view reads its position with `page.after(filters, *parsers)` and returns
+    `(body, last)` or `(body, last, more)`, as `answer` takes them; the decorator adds
+    `next_cursor` and the `Link` header, and answers 200. `wire`: the body is already wire
+    JSON (jsonify it; no schema dump). Documents the 200 (`schema`, the `Link` header, or
+    `headers` for a list whose Link says something else; `response` goes to `bp.response`, e.g.
+    an example) and the 400 a bad cursor gets (`bad_cursor`, its description)."""
+    bounds = limit  # the view's own `limit` argument is the request's
+
+    def decorator(view):
+        @functools.wraps(view)
+        def wrapper(*args, limit: int, cursor: str | None = None, **kwargs):
+            size = limit if bounds is None else stories.clamp(limit, *bounds)
+            page = Page(list_name, cursor, size)
+            body, last, *more = view(*args, page=page, **kwargs)
+            body, link = answer(body, list_name, page.filters, last, more=more[0] if more else None)
+            return (jsonify(body) if wire else body), 200, link
+
+        documented = bp.alt_response(400, description=bad_cursor)(wrapper)
+        return bp.response(200, schema, headers=headers or LINK, **response)(documented)
+
+    return decorator

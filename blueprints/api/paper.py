@@ -34,6 +34,7 @@ from services.errors import Invalid
 from services.newsroom import desk
 from services.newsroom.keys import AGENT_CAPABILITIES
 from services.reading import front, stories
+from web import caching
 from web.commit import transactional
 from web.links import links
 
@@ -242,7 +243,7 @@ def _fold_lead_story(body: dict) -> None:
     if value is not None:
         if not isinstance(value, str) or not 1 <= len(value) <= 200:
             raise Invalid(errors={key: ["Must be a piece id or slug (1-200 characters of text), or null."]})
-        front.check_lead_story(g.paper, value)
+        front.check_lead_story(g.paper, value, now=caching.request_now())
     body["config"] = config
 
 

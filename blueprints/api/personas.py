@@ -17,6 +17,7 @@ from schemas.desk import PersonaIn, PersonaOut, PersonaPatch
 from schemas.front import MastheadOut
 from services.newsroom import desk
 from services.reading import front, lookups
+from web import caching
 from web.commit import transactional
 from web.links import links
 
@@ -33,7 +34,7 @@ def get_masthead():
     Every byline of this paper is a declared AI persona (`declared_ai` is always true), with
     its beat, bio and avatar URL.
     """
-    rows = front.list_masthead(g.paper)
+    rows = front.list_masthead(g.paper, now=caching.request_now())
     return {"personas": rows, "count": len(rows)}
 
 

@@ -12,8 +12,8 @@ from flask import g
 from blueprints.api import paging
 from blueprints.api.common import api_blueprint
 from schemas.front import PostListOut, PostsQuery
-from services.errors import BadRequest
 from services.reading import cursors, posts
+from web import caching
 from web.links import links
 
 bp = api_blueprint("posts", __name__, "Short-form posts of the pieces on air.")
@@ -21,9 +21,9 @@ bp = api_blueprint("posts", __name__, "Short-form posts of the pieces on air.")
 
 @bp.route("/posts")
 @bp.arguments(PostsQuery(), location="query", as_kwargs=True)
-@bp.response(200, PostListOut, headers=paging.LINK)
-@bp.alt_response(400, description="A malformed `since`, a `limit` outside 1-100, or a malformed or foreign `cursor`.")
-def list_posts(limit: int, since: datetime | None = None, cursor: str | None = None):
+@paging.paginated(bp, PostListOut, "posts",
+                  bad_cursor="A malformed `since`, a `limit` outside 1-100, or a malformed or foreign `cursor`.")
+def list_posts(page: paging.Page, since: datetime | None = None):
     """Ready-to-post short forms (at most 280 characters) of pieces on air, a page at a time
 
     Deterministic: no model writes them. `limit` is 1-100 (default 20). Without `since`, newest
@@ -31,12 +31,7 @@ def list_posts(limit: int, since: datetime | None = None, cursor: str | None = N
     that follows `next_cursor`, or advances `since` to the last post's `on_air_at`, misses
     nothing however many pieces arrived.
     """
-    filters = {"since": None if since is None else cursors.moment(since)}
-    after = paging.read("posts", filters, cursor, 3)
-    if after is not None:
-        if after[0] != 1:
-            raise BadRequest("The cursor cannot be used here.", errors={"cursor": ["The cursor is malformed."]})
-        after = [1, cursors.parse_moment(after[1]), cursors.parse_id(after[2])]
-    rows, last = posts.list_posts(g.paper, limit, since, links=links(), after=after)
-    body, headers = paging.answer({"posts": rows, "count": len(rows)}, "posts", filters, last)
-    return body, 200, headers
+    after = page.after({"since": None if since is None else cursors.moment(since)},
+                       paging.phase(1), cursors.parse_moment, cursors.parse_id)
+    rows, last = posts.list_posts(g.paper, page.size, since, now=caching.request_now(), links=links(), after=after)
+    return {"posts": rows, "count": len(rows)}, last

@@ -17,7 +17,8 @@ from blueprints.api.permissions import keyed
 from schemas.archive import SectionListOut, SectionsQuery
 from schemas.desk import SectionIn, SectionOut, SectionPatch
 from services.newsroom import desk
-from services.reading import archive, cursors, lookups, stories
+from services.reading import archive, cursors, lookups
+from web import caching
 from web.commit import transactional
 from web.links import links
 
@@ -28,20 +29,16 @@ LOCATION = {"Location": {"description": "The section's page.", "schema": {"type"
 
 @bp.route("/sections")
 @bp.arguments(SectionsQuery(), location="query", as_kwargs=True)
-@bp.response(200, SectionListOut, headers=paging.LINK)
-@bp.alt_response(400, description="A malformed or foreign `cursor`.")
-def list_sections(limit: int, cursor: str | None = None):
+@paging.paginated(bp, SectionListOut, "sections", bad_cursor="A malformed or foreign `cursor`.", limit=(1, 200))
+def list_sections(page: paging.Page):
     """Active sections in the paper's own order, each with its count on air and page URL
 
     A page at a time in the paper's order (position, then id): `limit` is clamped to 1-200
     (default 200); follow `next_cursor` (or `Link`) for the rest.
     """
-    after = paging.read("sections", {}, cursor, 2)
-    if after is not None:
-        after = [cursors.parse_id(value) for value in after]
-    rows, last = archive.list_sections(g.paper, stories.clamp(limit, 1, 200), after)
-    body, headers = paging.answer({"sections": rows, "count": len(rows)}, "sections", {}, last)
-    return body, 200, headers
+    after = page.after({}, cursors.parse_id, cursors.parse_id)
+    rows, last = archive.list_sections(g.paper, page.size, after, now=caching.request_now())
+    return {"sections": rows, "count": len(rows)}, last
 
 
 @bp.route("/sections", methods=["POST"])

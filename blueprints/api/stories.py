@@ -35,7 +35,7 @@ from schemas.revision import RevisionListOut, RevisionsQuery, RevisionTextOut
 from schemas.story import FiledStoryOut, StoriesQuery, StoryListOut, StoryOut, story_row_wire, story_wire
 from services.errors import BadRequest, Unauthorized
 from services.newsroom import filing, provenance
-from services.reading import cursors, revisions, stories, visibility
+from services.reading import cursors, revisions, stories
 from web import caching
 from web.commit import transactional
 from web.links import links
@@ -53,7 +53,7 @@ def filer_for(key: DeskKey) -> str:
 
 def _piece(id: str) -> Piece:
     """Any piece of the paper (drafts too) by id or slug, with what StoryOut needs; NotFound."""
-    piece = stories.find(g.paper, id, include_drafts=True)
+    piece = stories.find(g.paper, id, now=caching.request_now(), include_drafts=True)
     if piece is None:
         raise not_found()
     return piece
@@ -73,11 +73,11 @@ def _as_filed(piece: Piece) -> Piece:
 @bp.route("/stories")
 @bp.doc(security=OPTIONAL_SECURITY)
 @bp.arguments(StoriesQuery(), location="query", as_kwargs=True)
-@bp.response(200, StoryListOut, headers=paging.LINK)
-@bp.alt_response(400, description="A malformed or foreign `cursor`, or a `section` or `persona` the paper lacks.")
+@paging.paginated(bp, StoryListOut, "stories", limit=(1, 200), wire=True,
+                  bad_cursor="A malformed or foreign `cursor`, or a `section` or `persona` the paper lacks.")
 @bp.alt_response(401, description="`status=draft` or `status=all` without a key.")
-def list_stories(limit: int, cursor: str | None = None, section: str | None = None,
-                 persona: str | None = None, status: str | None = None, full: bool = False):
+def list_stories(page: paging.Page, section: str | None = None, persona: str | None = None,
+                 status: str | None = None, full: bool = False):
     """Pieces newest first, a page at a time; filter by section, persona and (keyed) status
 
     `limit` is clamped to 1-200 (default 50). Follow `next_cursor` (or the `Link` header) for the
@@ -92,21 +92,20 @@ def list_stories(limit: int, cursor: str | None = None, section: str | None = No
     elif status != "on_air" and not permissions.sees_drafts(g.key):
         raise Unauthorized("Drafts need a desk key: `status=draft` and `status=all` are keyed.")
     scope, filters = _story_filters(status, section, persona)
-    after = paging.read("stories", filters, cursor, 3)
-    if after is not None:
-        after = _story_position(after, status)
-    rows, more = stories.page(g.paper, stories.clamp(limit, 1, 200), scope, after)
-    here, now = links(), visibility.request_now()
+    # The phases a position can have on this status's lane (stories.position).
+    phases = (1,) if status == "on_air" else (0,) if status == "draft" else (0, 1)
+    after = page.after(filters, paging.phase(*phases), cursors.parse_moment, cursors.parse_id)
+    now = caching.request_now()
+    rows, more = stories.page(g.paper, page.size, scope, after, now=now)
+    here = links()
     # Straight from Core rows to StoryListOut's shape (schemas/story.py says why).
     if full:
         nameplate = g.paper.nameplate
         listed = [story_wire(story, facts, here, nameplate, now)
-                  for story, facts in stories.full_rows(g.paper, rows, public=status == "on_air")]
+                  for story, facts in stories.full_rows(g.paper, rows, now=now, public=status == "on_air")]
     else:
         listed = [story_row_wire(row, here, now) for row in rows]
-    body, headers = paging.answer({"stories": listed, "count": len(listed)},
-                                  "stories", filters, stories.position(rows[-1]) if more else None)
-    return jsonify(body), 200, headers
+    return {"stories": listed, "count": len(listed)}, stories.position(rows[-1]) if more else None
 
 
 def _story_filters(status: str, section: str | None, persona: str | None) -> tuple[stories.PageFilter, dict]:
@@ -126,15 +125,6 @@ def _story_filters(status: str, section: str | None, persona: str | None) -> tup
     return scope, {"status": status, "section": section_id, "persona": persona_id, "drafts_of": drafts_of}
 
 
-def _story_position(after: list, status: str) -> list:
-    """A cursor's `[phase, at, id]` with `at` a datetime; BadRequest when the phase cannot be on
-    this status's list."""
-    phase = after[0]
-    if phase not in ((1,) if status == "on_air" else (0,) if status == "draft" else (0, 1)):
-        raise BadRequest("The cursor cannot be used here.", errors={"cursor": ["The cursor is malformed."]})
-    return [phase, cursors.parse_moment(after[1]), cursors.parse_id(after[2])]
-
-
 @bp.route("/stories/<string(maxlength=200):id>")
 @bp.doc(security=OPTIONAL_SECURITY)
 @bp.response(200, StoryOut)
@@ -145,14 +135,15 @@ def get_story(id: str):
     A piece on air to everyone; with a key of the paper, drafts too (an agent key only its own
     persona's). Each `[^N]` marker in the prose has cited fact N, with its source.
     """
-    found = stories.find_row(g.paper, id, include_drafts=permissions.sees_drafts(g.key),
+    now = caching.request_now()
+    found = stories.find_row(g.paper, id, now=now, include_drafts=permissions.sees_drafts(g.key),
                              drafts_of=permissions.drafts_of(g.key))
     if found is None:
         raise not_found()
     story, facts = found
     caching.tag_piece(story)
     # Straight from Core rows to StoryOut's shape (schemas/story.py says why).
-    return jsonify(story_wire(story, facts, links(), g.paper.nameplate))
+    return jsonify(story_wire(story, facts, links(), g.paper.nameplate, now))
 
 
 @bp.route("/stories/<string(maxlength=200):id>/proof")
@@ -165,7 +156,8 @@ def story_proof(id: str):
     A signature proves who filed a piece and that it has not changed; it never proves that a
     claim is true.
     """
-    piece = stories.find(g.paper, id, include_drafts=True, drafts_of=permissions.drafts_of(g.key))
+    piece = stories.find(g.paper, id, now=caching.request_now(), include_drafts=True,
+                         drafts_of=permissions.drafts_of(g.key))
     if piece is None:
         raise not_found()
     proof = provenance.proof_for(piece)
@@ -174,7 +166,7 @@ def story_proof(id: str):
 
 
 def _history(id: str) -> revisions.History:
-    history = revisions.history_of(g.paper, id)
+    history = revisions.history_of(g.paper, id, now=caching.request_now())
     if history is None:
         raise not_found()
     return history
@@ -183,10 +175,9 @@ def _history(id: str) -> revisions.History:
 @bp.route("/stories/<string(maxlength=200):id>/revisions")
 @bp.doc(security=OPTIONAL_SECURITY)
 @bp.arguments(RevisionsQuery(), location="query", as_kwargs=True)
-@bp.response(200, RevisionListOut, headers=paging.LINK)
-@bp.alt_response(400, description="A malformed or foreign `cursor`.")
+@paging.paginated(bp, RevisionListOut, "revisions", bad_cursor="A malformed or foreign `cursor`.", limit=(1, 200))
 @bp.alt_response(404, description="No such piece, or one never public.")
-def list_revisions(id: str, limit: int, cursor: str | None = None):
+def list_revisions(id: str, page: paging.Page):
     """A piece's public history: its revisions newest first, each kind, note, hashes and receipt
 
     From the revision the piece first aired with (a draft's earlier revisions stay private); a
@@ -194,16 +185,12 @@ def list_revisions(id: str, limit: int, cursor: str | None = None):
     `url`, and hashes to its `content_hash` (docs/CORRECTIONS.md).
     """
     history = _history(id)
-    filters = {"piece": history.piece.id}
-    after = paging.read("revisions", filters, cursor, 1)
-    rows, more = revisions.page(history, stories.clamp(limit, 1, 200),
-                                None if after is None else cursors.parse_id(after[0]))
+    after = page.after({"piece": history.piece.id}, cursors.parse_id)
+    rows, more = revisions.page(history, page.size, None if after is None else after[0])
     here = links()
     listed = [{**revisions.record(row), "url": here.api(f"/stories/{history.piece.id}/revisions/{row.rev}")}
               for row in rows]
-    body, headers = paging.answer({"revisions": listed, "count": len(listed)}, "revisions", filters,
-                                  [rows[-1].rev] if more else None)
-    return body, 200, headers
+    return {"revisions": listed, "count": len(listed)}, [rows[-1].rev] if more else None
 
 
 @bp.route("/stories/<string(maxlength=200):id>/revisions/<int(max=2147483647):rev>")

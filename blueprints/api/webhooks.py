@@ -118,22 +118,20 @@ def ping_webhook(id: str):
 @bp.route(ENDPOINT + "/deliveries")
 @keyed(bp, "admin")
 @bp.arguments(DeliveriesQuery(), location="query", as_kwargs=True)
-@bp.response(200, DeliveriesOut, headers={"Link": {
-    "description": 'The next page, `<...>; rel="next"`, when there is one.', "schema": {"type": "string"}}})
+@paging.paginated(bp, DeliveriesOut, "deliveries",
+                  bad_cursor="A `limit` outside 1-200, or a malformed or foreign `cursor`.")
 @bp.alt_response(404, description=NO_ENDPOINT)
-def list_deliveries(id: str, limit: int, cursor: str | None = None):
+def list_deliveries(id: str, page: paging.Page):
     """An endpoint's delivery log (admin), newest first, with cursor paging
 
     Each delivery: its message id (`webhook-id`), event, status (pending, delivered, failed),
     attempts, the last response code and error, and when the next attempt is due. A malformed
     cursor is a 400."""
     endpoint = content_webhooks.find_endpoint(g.paper, id)
-    after = paging.read("deliveries", {"endpoint": endpoint.public_id}, cursor, 1)
-    before = cursors.parse_id(after[0]) if after else None
-    rows, last = content_webhooks.deliveries_page(endpoint, before=before, limit=limit)
-    body, headers = paging.answer({"deliveries": rows}, "deliveries", {"endpoint": endpoint.public_id},
-                                  None if last is None else [last])
-    return body, 200, headers
+    after = page.after({"endpoint": endpoint.public_id}, cursors.parse_id)
+    rows, last = content_webhooks.deliveries_page(endpoint, before=None if after is None else after[0],
+                                                  limit=page.size)
+    return {"deliveries": rows}, None if last is None else [last]
 
 
 @bp.route(ENDPOINT + "/deliveries/<string(maxlength=40):delivery_id>/redeliver", methods=["POST"])

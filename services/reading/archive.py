@@ -1,21 +1,23 @@
 """Sections with their on-air counts and the day-by-day archive (`/sections`, `/days`,
 `/days/{day}`). Each function issues at most one SQL statement whatever the number of rows
-(the counts none once computed for the paper's version)."""
+(the counts none once computed for the paper's version), judged at `now`, the instant its
+caller passes (services/reading/visibility.py)."""
 from __future__ import annotations
 
 from bisect import bisect_right
-from datetime import date
+from datetime import date, datetime
 
 from sqlalchemy import and_, func, select
 
 from extensions import db
 from models import Paper, Piece, Section
-from services.reading import memo, stories
+from services.reading import memo, stories, visibility
 
 MAX_DAYS = 366
 
 
-def list_sections(paper: Paper, limit: int | None = None, after: list | None = None) -> tuple[list[dict], list | None]:
+def list_sections(paper: Paper, limit: int | None = None, after: list | None = None, *,
+                  now: datetime) -> tuple[list[dict], list | None]:
     """Active sections in the paper's order (position, then id), each
     `{"name", "slug", "description", "count"}` where count is its pieces on air: `(rows, last)`.
     With `limit`, at most that many after the keyset position `after` (`[position, id]`; None:
@@ -24,7 +26,7 @@ def list_sections(paper: Paper, limit: int | None = None, after: list | None = N
     The counts grow with the archive (an index-only scan of every piece on air), so the whole
     ordered list is computed once per paper version in each worker (services/reading/memo.py)
     and paged from memory: one aggregate statement on the first read of a version, none after."""
-    every = memo.per_version("sections", memo.paper_state(paper), lambda: _count_sections(paper))
+    every = memo.per_version("sections", memo.paper_state(paper, now), lambda: _count_sections(paper, now))
     start = 0
     if after is not None:
         start = bisect_right([key for key, _ in every], tuple(after))
@@ -34,7 +36,7 @@ def list_sections(paper: Paper, limit: int | None = None, after: list | None = N
     return [dict(row) for _, row in kept], list(kept[-1][0]) if more else None
 
 
-def _count_sections(paper: Paper) -> list[tuple[tuple, dict]]:
+def _count_sections(paper: Paper, now: datetime) -> list[tuple[tuple, dict]]:
     """Every active section with its count, in order, keyed by its position `(position, id)`.
     One aggregate query: sections LEFT JOIN on-air pieces, GROUP BY section."""
     # section_id, not id: PostgreSQL then counts from ix_pieces_section_air alone; the paper in
@@ -49,16 +51,16 @@ def _count_sections(paper: Paper) -> list[tuple[tuple, dict]]:
         .order_by(Section.position, Section.id)
     )
     return [((position, id_), {"name": name, "slug": slug, "description": description or "", "count": n})
-            for name, slug, description, n, position, id_ in db.session.execute(query)]
+            for name, slug, description, n, position, id_ in db.session.execute(query, visibility.at(now))]
 
 
-def list_days(paper: Paper, limit: int = MAX_DAYS, before: date | None = None) -> list[dict]:
+def list_days(paper: Paper, limit: int = MAX_DAYS, before: date | None = None, *, now: datetime) -> list[dict]:
     """Every UTC day with pieces on air, newest first, at most `limit` (366) rows:
     `[{"day": date, "count": int}]`; with `before`, only days before it (the keyset of the next
     page). The counts of every day are one GROUP BY in the order of ix_pieces_paper_air_day
     (an index-only scan of the paper's pieces on air), computed once per paper version in each
     worker (services/reading/memo.py) and paged from memory."""
-    every = memo.per_version("days", memo.paper_state(paper), lambda: _count_days(paper))
+    every = memo.per_version("days", memo.paper_state(paper, now), lambda: _count_days(paper, now))
     start = 0
     if before is not None:
         # Newest first: skip the days on or after `before`.
@@ -66,7 +68,7 @@ def list_days(paper: Paper, limit: int = MAX_DAYS, before: date | None = None) -
     return [{"day": day, "count": n} for day, n in every[start:start + limit]]
 
 
-def _count_days(paper: Paper) -> list[tuple[date, int]]:
+def _count_days(paper: Paper, now: datetime) -> list[tuple[date, int]]:
     query = (
         # count(*), not count(id): the GROUP BY then reads ix_pieces_paper_air_day alone.
         select(Piece.on_air_day, func.count())
@@ -74,12 +76,13 @@ def _count_days(paper: Paper) -> list[tuple[date, int]]:
         .group_by(Piece.on_air_day)
         .order_by(Piece.on_air_day.desc())
     )
-    return [(day, n) for day, n in db.session.execute(query)]
+    return [(day, n) for day, n in db.session.execute(query, visibility.at(now))]
 
 
-def day_page(paper: Paper, day: date, limit: int, after: list | None = None) -> tuple[list[Piece], list | None]:
+def day_page(paper: Paper, day: date, limit: int, after: list | None = None, *,
+             now: datetime) -> tuple[list[Piece], list | None]:
     """A page of the pieces aired on `day`: `(pieces, last)`, at most `limit` pieces after the keyset
     position `after` (`[1, on_air_at, id]`, None: from the newest); `last` is the position of the
     page's last piece when more follow, else None. One statement."""
-    rows, more = stories.page(paper, limit, stories.PageFilter(), after, core=False, day=day)
+    rows, more = stories.page(paper, limit, stories.PageFilter(), after, now=now, core=False, day=day)
     return rows, stories.position(rows[-1]) if more else None

@@ -2,7 +2,7 @@
 order a mirror must apply them, paged by an opaque cursor.
 
 Rows are `PieceChange`s (written by services/newsroom/filing.py in the transaction of each
-change). Listed: those with `at <= now` (services/reading/visibility.py's instant), ordered by
+change). Listed: those with `at <= now` (the instant the caller passes), ordered by
 (`at`, `seq`). Why that order is safe for a poller: piece writes on one paper are serialised
 by `filing.lock_paper` and each takes its `now` after the lock, so an immediate change commits
 after every change with a smaller (`at`, `seq`); a scheduled airing is dated its future instant
@@ -81,19 +81,21 @@ def settle_writes(paper_id: int) -> None:
 _BARRIER = select(Paper.id).where(Paper.id == bindparam("paper_id")).with_for_update(read=True)
 
 
-def page(paper: Paper, after: tuple[datetime, int] | None, limit: int) -> tuple[list[dict], tuple, bool]:
-    """At most `limit` changes after position `after` ((`at`, `seq`); from the beginning when
-    None), in feed order: `([{"seq", "type", "id", "rev", "content_hash", "at"}], last, more)`
+def page(paper: Paper, after: tuple[datetime, int] | None, limit: int, *,
+         now: datetime) -> tuple[list[dict], tuple, bool]:
+    """At most `limit` changes dated at or before `now` after position `after` ((`at`, `seq`);
+    from the beginning when None), in feed order: `([{"seq", "type", "id", "rev", "content_hash", "at"}], last, more)`
     (a typed revision's change has `kind` too).
     `id` is the piece id as text, `at` aware UTC, `content_hash` None on an `unaired` tombstone.
     `last` is never None: the position after the last change listed (or `after` itself, or the
     beginning, when none is), to poll again from; `more` is True when further changes are
-    listable now. Two statements: `settle_writes`, then the page."""
+    listable now. Two statements: `settle_writes`, then the page. `now` must be taken before
+    this call (a request's instant is), so that the writers settled are every one that took
+    an earlier `at`."""
     after_at, after_seq = after or (EPOCH, 0)
-    visibility.request_now()  # the instant the page is judged at, fixed before the writers settle
     settle_writes(paper.id)
     rows = db.session.execute(_PAGE, {"paper_id": paper.id, "after_at": after_at, "after_seq": after_seq,
-                                      "limit": limit + 1}).all()
+                                      "limit": limit + 1, **visibility.at(now)}).all()
     more = len(rows) > limit
     rows = rows[:limit]
     changes = [{"seq": row.seq, "type": row.type, "id": str(row.piece_id), "rev": row.rev,

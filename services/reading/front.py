@@ -2,11 +2,13 @@
 `/api/v1/masthead`; `/front.json` serves the same document as `/api/v1/front`).
 
 Every function issues a fixed number of SQL statements, whatever the number of sections,
-pieces, editions or personas. The front document's absolute URL comes from the `links` it is
+pieces, editions or personas. Those that count or list pieces on air take `now`, the instant
+they judge at (services/reading/visibility.py). The front document's absolute URL comes from the `links` it is
 given; the wire shape (schemas/front.py `FrontOut`) is the web layer's to apply.
 """
 from __future__ import annotations
 
+from datetime import datetime
 from typing import NamedTuple
 
 from sqlalchemy import and_, bindparam, distinct, func, select, union_all
@@ -77,8 +79,8 @@ def nav_sections(paper: Paper, version_state: str | None) -> list[NavSection]:
 
 
 def rail_pieces(paper: Paper, sections: list[Section] | list[RailSection],
-                size: int = RAIL_SIZE, *, items: bool = False) -> dict[int, list[Piece]]:
-    """Up to `size` newest pieces on air per section, newest first: `{section_id: [Piece]}`,
+                size: int = RAIL_SIZE, *, now: datetime, items: bool = False) -> dict[int, list[Piece]]:
+    """Up to `size` newest pieces on air by `now` per section, newest first: `{section_id: [Piece]}`,
     section and persona loaded. One statement: a UNION ALL of per-section `LIMIT size`
     subqueries, each an index range scan on ix_pieces_section_air, so its cost follows the rail
     size, not the archive's (a window function would rank every piece on air). `items`: only
@@ -87,7 +89,7 @@ def rail_pieces(paper: Paper, sections: list[Section] | list[RailSection],
     if not sections:
         return rails
     built = (_RAIL_ITEMS, _rail_items_statement) if items else (_RAIL_PIECES, _rail_pieces_statement)
-    for piece in db.session.scalars(_rail_statement(*built, len(sections)), _rail_params(paper, sections, size)):
+    for piece in db.session.scalars(_rail_statement(*built, len(sections)), _rail_params(paper, sections, size, now)):
         rails[piece.section_id].append(piece)
     return rails
 
@@ -137,8 +139,9 @@ def _rail_statement(built: dict, build, count: int):
     return statement
 
 
-def _rail_params(paper: Paper, sections: list[Section] | list[RailSection], size: int) -> dict:
-    return {"paper_id": paper.id, "size": size, **{f"s{n}": s.id for n, s in enumerate(sections)}}
+def _rail_params(paper: Paper, sections: list[Section] | list[RailSection], size: int, now: datetime) -> dict:
+    return {"paper_id": paper.id, "size": size, **{f"s{n}": s.id for n, s in enumerate(sections)},
+            **visibility.at(now)}
 
 
 _RAIL_PIECES: dict[int, object] = {}
@@ -146,29 +149,30 @@ _RAIL_ITEMS: dict[int, object] = {}
 _RAIL_ROWS: dict[int, object] = {}
 
 
-def rail_rows(paper: Paper, sections: list[Section] | list[RailSection], size: int = RAIL_SIZE) -> dict[int, list]:
+def rail_rows(paper: Paper, sections: list[Section] | list[RailSection], size: int = RAIL_SIZE, *,
+              now: datetime) -> dict[int, list]:
     """`rail_pieces` as Core rows of stories.ROW_COLUMNS (plus `section_id`), for the wire:
     `{section_id: [row]}`, newest first, one statement."""
     rails: dict[int, list] = {section.id: [] for section in sections}
     if not sections:
         return rails
     statement = _rail_statement(_RAIL_ROWS, _rail_rows_statement, len(sections))
-    for row in stories.core_rows(statement, _rail_params(paper, sections, size)):
+    for row in stories.core_rows(statement, _rail_params(paper, sections, size, now)):
         rails[row.section_id].append(row)
     return rails
 
 
-def newsroom(paper: Paper, version_state: str | None) -> dict:
-    """Counts about the desk: active `personas` and `sections`, pieces `on_air`, `days` with
+def newsroom(paper: Paper, version_state: str | None, *, now: datetime) -> dict:
+    """Counts about the desk at `now`: active `personas` and `sections`, pieces `on_air`, `days` with
     pieces on air, `editions`, `latest_on_air_at` (aware UTC or None) and `latest_edition`
     (date or None). Counting pieces and days grows with the archive, so the statement runs
     once per paper version in each worker (services/reading/memo.py): `version_state` is the
-    paper's `{id}.{version}.{birth}` as the request resolved it (tenancy.PaperSnapshot.state);
-    None counts afresh."""
-    return dict(memo.per_version("newsroom", version_state, lambda: _count_newsroom(paper)))
+    paper's state as the request resolved it at `now` (web/caching.py `paper_state`, which
+    counts the scheduled instants come by then); None counts afresh."""
+    return dict(memo.per_version("newsroom", version_state, lambda: _count_newsroom(paper, now)))
 
 
-def _count_newsroom(paper: Paper) -> dict:
+def _count_newsroom(paper: Paper, now: datetime) -> dict:
     """One statement of scalar subqueries for `newsroom`."""
     on_air = and_(Piece.paper_id == paper.id, visibility.on_air())
     query = select(
@@ -183,12 +187,14 @@ def _count_newsroom(paper: Paper) -> dict:
         select(func.count(Edition.id)).where(Edition.paper_id == paper.id).scalar_subquery(),
         select(func.max(Edition.day)).where(Edition.paper_id == paper.id).scalar_subquery(),
     )
-    personas, sections, pieces, days, latest, editions, latest_edition = db.session.execute(query).one()
+    personas, sections, pieces, days, latest, editions, latest_edition = db.session.execute(
+        query, visibility.at(now)).one()
     return {"personas": personas, "sections": sections, "on_air": pieces, "days": days,
             "editions": editions, "latest_on_air_at": latest, "latest_edition": latest_edition}
 
 
-def build_front(paper: Paper, version_state: str | None, *, links: Links, rows: bool = False) -> dict:
+def build_front(paper: Paper, version_state: str | None, *, now: datetime, links: Links,
+                rows: bool = False) -> dict:
     """The front document as plain data, for schemas.front.FrontOut to dump: `{"paper": {slug,
     nameplate, motto, description, home, config}, "newsroom": {...} (see `newsroom`),
     "rails": [{section, slug, stories: [Piece, section and persona loaded]}], "lead": Piece |
@@ -199,9 +205,10 @@ def build_front(paper: Paper, version_state: str | None, *, links: Links, rows: 
     size (one, the rails, when the sections and the newsroom counts are memoised for
     `version_state`), one more when the editor has chosen a lead. With `rows`, the stories are
     Core rows of stories.ROW_COLUMNS instead of Pieces (the chosen lead a row of STORY_COLUMNS;
-    schemas/front.py `front_wire` shapes them)."""
+    schemas/front.py `front_wire` shapes them). Judged at `now`, the instant `version_state`
+    was taken at."""
     sections = rail_sections(paper, version_state)
-    rails = rail_rows(paper, sections) if rows else rail_pieces(paper, sections)
+    rails = rail_rows(paper, sections, now=now) if rows else rail_pieces(paper, sections, now=now)
     document = {
         "paper": {
             "slug": paper.slug,
@@ -211,11 +218,11 @@ def build_front(paper: Paper, version_state: str | None, *, links: Links, rows: 
             "home": links.home(),
             "config": public_config(paper),
         },
-        "newsroom": newsroom(paper, version_state),
+        "newsroom": newsroom(paper, version_state, now=now),
         "rails": [{"section": s.name, "slug": s.slug, "stories": rails[s.id]} for s in sections],
     }
     document["lead"], document["lead_chosen"], document["top_stories"] = choose_lead(
-        paper, rails.values(), rows=rows)
+        paper, rails.values(), now=now, rows=rows)
     return document
 
 
@@ -226,16 +233,16 @@ def list_editions(paper: Paper) -> list[Edition]:
     ))
 
 
-def list_masthead(paper: Paper) -> list[dict]:
+def list_masthead(paper: Paper, *, now: datetime) -> list[dict]:
     """Active personas in masthead order (position, then id), each `{"name", "slug", "title",
-    "beat", "bio", "pieces"}` where pieces counts their pieces on air. One aggregate query on
+    "beat", "bio", "pieces"}` where pieces counts their pieces on air by `now`. One aggregate query on
     the first read of a paper version in each worker, none after (services/reading/memo.py:
     the counts grow with the archive)."""
-    return [dict(row) for row in memo.per_version("masthead", memo.paper_state(paper),
-                                                  lambda: _count_masthead(paper))]
+    return [dict(row) for row in memo.per_version("masthead", memo.paper_state(paper, now),
+                                                  lambda: _count_masthead(paper, now))]
 
 
-def _count_masthead(paper: Paper) -> list[dict]:
+def _count_masthead(paper: Paper, now: datetime) -> list[dict]:
     # persona_id, not id: each persona's count then reads ix_pieces_persona_air alone (an
     # index-only scan of its range; the paper in the join, as the index leads with it) instead
     # of every piece of the paper.
@@ -252,7 +259,7 @@ def _count_masthead(paper: Paper) -> list[dict]:
     )
     return [{"name": name, "slug": slug, "title": title or "", "beat": beat or "",
              "bio": bio or "", "pieces": pieces}
-            for name, slug, title, beat, bio, pieces in db.session.execute(query)]
+            for name, slug, title, beat, bio, pieces in db.session.execute(query, visibility.at(now))]
 
 
 # --- the lead and the top stories ------------------------------------------------------------
@@ -274,19 +281,19 @@ def lead_story_choice(paper: Paper) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def check_lead_story(paper: Paper, value: str) -> None:
+def check_lead_story(paper: Paper, value: str, *, now: datetime) -> None:
     """Refuse a lead that names no piece of `paper`: raises services.errors.Invalid (422, field
     `lead_story`). A draft is a piece of the paper, so it may be chosen before it airs: the
     front leads with it once it is on air and with the newest piece until then. One lookup."""
-    if stories.find(paper, value, include_drafts=True) is None:
+    if stories.find(paper, value, now=now, include_drafts=True) is None:
         raise Invalid(errors={LEAD_STORY: [f"No piece of this paper has the id or slug {value!r}."]})
 
 
-def choose_lead(paper: Paper, rails, *, rows: bool = False, top: int = TOP_SIZE) -> tuple:
+def choose_lead(paper: Paper, rails, *, now: datetime, rows: bool = False, top: int = TOP_SIZE) -> tuple:
     """`(lead, chosen, top_stories)` for the front, out of `rails` (an iterable of rails, each a
     list of pieces newest first: Pieces, or Core rows of stories.ROW_COLUMNS with `rows`).
 
-    `lead` is the editor's choice (`lead_story_choice`) when it names a piece on air, else the
+    `lead` is the editor's choice (`lead_story_choice`) when it names a piece on air by `now`, else the
     newest piece of the rails, else None (nothing on air); `chosen` says which. `top_stories`
     are the `top` newest pieces of the rails other than the lead, newest first (on_air_at, then
     id). Each rail must hold its section's newest `top + 1` pieces at least. At most one
@@ -296,10 +303,10 @@ def choose_lead(paper: Paper, rails, *, rows: bool = False, top: int = TOP_SIZE)
     name = lead_story_choice(paper)
     if name is not None:
         if rows:
-            found = stories.find_row(paper, name)
+            found = stories.find_row(paper, name, now=now)
             chosen = found[0] if found else None
         else:
-            chosen = stories.find(paper, name)
+            chosen = stories.find(paper, name, now=now)
     newest = sorted((piece for rail in rails for piece in rail),
                     key=lambda piece: (piece.on_air_at, piece.id), reverse=True)
     lead = chosen if chosen is not None else (newest[0] if newest else None)
@@ -307,8 +314,8 @@ def choose_lead(paper: Paper, rails, *, rows: bool = False, top: int = TOP_SIZE)
     return lead, chosen is not None, others
 
 
-def front_page(paper: Paper, sections: list[Section] | list[RailSection], *, rail_size: int = RAIL_SIZE,
-               top: int = TOP_SIZE) -> dict:
+def front_page(paper: Paper, sections: list[Section] | list[RailSection], *, now: datetime,
+               rail_size: int = RAIL_SIZE, top: int = TOP_SIZE) -> dict:
     """The reader's front page (blueprints/pages.py `home`): `{"lead": Piece | None,
     "lead_chosen": bool, "top_stories": [Piece], "rails": [(Section, [Piece], aired: bool)]}`,
     one rail per section of `sections` in their order, each with up to `rail_size` of its
@@ -319,8 +326,8 @@ def front_page(paper: Paper, sections: list[Section] | list[RailSection], *, rai
     when there is one)."""
     # Each rail fetches enough to stay full once the lead and the top stories are taken out.
     # The page shows story items only: a rail's prose was most of what it loaded.
-    rails = rail_pieces(paper, sections, size=rail_size + top + 1, items=True)
-    lead, chosen, tops = choose_lead(paper, rails.values(), top=top)
+    rails = rail_pieces(paper, sections, size=rail_size + top + 1, now=now, items=True)
+    lead, chosen, tops = choose_lead(paper, rails.values(), now=now, top=top)
     shown = {piece.id for piece in (lead, *tops) if piece is not None}
     return {
         "lead": lead, "lead_chosen": chosen, "top_stories": tops,

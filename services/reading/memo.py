@@ -41,12 +41,12 @@ def per_version(name: str, state: str | None, compute: Callable[[], T]) -> T:
     return value
 
 
-def paper_state(paper, now=None) -> str:
+def paper_state(paper, now) -> str:
     """The version state of a loaded Paper row, as web/caching.py `paper_state` writes it for
     the request's paper: `{id}.{version}.{birth}` (birth: creation time, hex seconds), then
-    `.a{n}` once `n` > 0 of its scheduled instants have come by `now` (aware UTC; default the
-    request's instant, services/reading/visibility.py). Whatever is on air, and so every count
-    of pieces, is a function of it."""
+    `.a{n}` once `n` > 0 of its scheduled instants have come by `now` (aware UTC: a request's
+    instant, services/reading/visibility.py). Whatever is on air, and so every count of pieces,
+    is a function of it."""
     from services.reading import visibility  # visibility imports models; memo stays a leaf
 
     birth = int(paper.created_at.timestamp()) if paper.created_at else 0

@@ -71,9 +71,9 @@ def post_for(piece: Piece, nameplate: str, *, links: Links) -> dict:
 MAX_SAME_INSTANT = 1000
 
 
-def list_posts(paper: Paper, limit: int, since: datetime | None = None, *, links: Links,
+def list_posts(paper: Paper, limit: int, since: datetime | None = None, *, now: datetime, links: Links,
                after: list | None = None) -> tuple[list[dict], list | None]:
-    """A page of posts (see `post_for`) of pieces on air: `(posts, last)`.
+    """A page of posts (see `post_for`) of pieces on air by `now`: `(posts, last)`.
 
     Without `since`, the `limit` newest pieces, newest first. With `since` (aware), only pieces
     whose `on_air_at` is strictly later, oldest first (ascending `on_air_at`, then id), so a
@@ -85,7 +85,7 @@ def list_posts(paper: Paper, limit: int, since: datetime | None = None, *, links
     starts after; `last` the position of the page's last piece when more follow, else None.
     One SQL statement (two when a page is one instant)."""
     ascending = since is not None
-    rows, _ = stories.page(paper, limit + 1, stories.PageFilter(), after, core=False,
+    rows, _ = stories.page(paper, limit + 1, stories.PageFilter(), after, now=now, core=False,
                            ascending=ascending, since=since)
     if len(rows) <= limit:
         return [post_for(piece, paper.nameplate, links=links) for piece in rows], None
@@ -97,7 +97,7 @@ def list_posts(paper: Paper, limit: int, since: datetime | None = None, *, links
             kept = kept[:start]
         else:  # the page is one instant: take the rest of it too
             rest, more = stories.page(paper, MAX_SAME_INSTANT, stories.PageFilter(), stories.position(rows[-1]),
-                                      core=False, ascending=True, since=since)
+                                      now=now, core=False, ascending=True, since=since)
             same = [piece for piece in rest if piece.on_air_at == instant]
             kept = rows + same
             if len(same) == len(rest) and not more:

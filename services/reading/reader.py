@@ -6,12 +6,12 @@ search page: search.search_pieces' few).
 Lists are paged by number (`?page=N`, 1-based, newest first): a page of `size` asks for
 `size + 1` rows at offset `(N - 1) * size`, and the extra row only says an older page exists,
 so no count is ever taken. Every list is built on stories.rows_query (or search.search_pieces),
-which holds the one definition of "on air".
+which holds the one definition of "on air", judged at the `now` each function takes.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
 
 from sqlalchemy import bindparam, func, select
 
@@ -57,27 +57,31 @@ def parse_page(text: str | None) -> int | None:
     return number if number <= MAX_PAGE else None
 
 
-def _page(query, number: int, size: int) -> Page:
-    """`query` (a SELECT of Pieces in list order) cut to page `number` of `size`: one statement."""
-    rows = list(db.session.scalars(query.limit(size + 1).offset((number - 1) * size)))
+def _page(query, number: int, size: int, now: datetime) -> Page:
+    """`query` (a SELECT of Pieces in list order) cut to page `number` of `size`, judged at
+    `now`: one statement."""
+    rows = list(db.session.scalars(query.limit(size + 1).offset((number - 1) * size), visibility.at(now)))
     return Page(rows[:size], number, len(rows) > size)
 
 
-def section_pieces(paper: Paper, section: Section, page: int = 1, size: int = SECTION_PAGE_SIZE) -> Page:
-    """Page `page` of the pieces on air in `section`, newest first, as story items
+def section_pieces(paper: Paper, section: Section, page: int = 1, size: int = SECTION_PAGE_SIZE, *,
+                   now: datetime) -> Page:
+    """Page `page` of the pieces on air by `now` in `section`, newest first, as story items
     (stories.ITEM_LOADS: section and persona loaded, no prose or facts; anything else raises)."""
-    return _item_page(_SECTION_ITEMS, {"paper_id": paper.id, "section_id": section.id}, page, size)
+    return _item_page(_SECTION_ITEMS, {"paper_id": paper.id, "section_id": section.id}, page, size, now)
 
 
-def persona_pieces(paper: Paper, persona: Persona, page: int = 1, size: int = PERSONA_PAGE_SIZE) -> Page:
-    """Page `page` of the pieces on air under `persona`'s byline, newest first, as story items
-    (stories.ITEM_LOADS)."""
-    return _item_page(_PERSONA_ITEMS, {"paper_id": paper.id, "persona_id": persona.id}, page, size)
+def persona_pieces(paper: Paper, persona: Persona, page: int = 1, size: int = PERSONA_PAGE_SIZE, *,
+                   now: datetime) -> Page:
+    """Page `page` of the pieces on air by `now` under `persona`'s byline, newest first, as story
+    items (stories.ITEM_LOADS)."""
+    return _item_page(_PERSONA_ITEMS, {"paper_id": paper.id, "persona_id": persona.id}, page, size, now)
 
 
-def _item_page(statement, params: dict, number: int, size: int) -> Page:
-    """`statement` (built once: one of the *_ITEMS below) cut to page `number` of `size`."""
-    rows = list(db.session.scalars(statement, {**params, "limit": size + 1, "offset": (number - 1) * size}))
+def _item_page(statement, params: dict, number: int, size: int, now: datetime) -> Page:
+    """`statement` (built once: one of the *_ITEMS below) cut to page `number` of `size` at `now`."""
+    rows = list(db.session.scalars(statement, {**params, "limit": size + 1, "offset": (number - 1) * size,
+                                               **visibility.at(now)}))
     return Page(rows[:size], number, len(rows) > size)
 
 
@@ -89,14 +93,15 @@ _SECTION_ITEMS, _PERSONA_ITEMS = (
     for column, name in ((Piece.section_id, "section_id"), (Piece.persona_id, "persona_id")))
 
 
-def search_page(paper: Paper, terms: list[str], page: int = 1, size: int = SEARCH_PAGE_SIZE) -> Page:
-    """Page `page` of the pieces on air matching every term of `terms` (search.parse_query's),
+def search_page(paper: Paper, terms: list[str], page: int = 1, size: int = SEARCH_PAGE_SIZE, *,
+                now: datetime) -> Page:
+    """Page `page` of the pieces on air by `now` matching every term of `terms` (search.parse_query's),
     newest first, as `GET /api/v1/search` matches them. Pages stop at SEARCH_MAX_PAGES: that
     page says no older one, whatever more the index holds, and a page past it is empty without
     a query. No terms: an empty page."""
     if page > SEARCH_MAX_PAGES:
         return Page([], page, False)
-    found = search.search_pieces(paper, terms, limit=page * size + 1)
+    found = search.search_pieces(paper, terms, limit=page * size + 1, now=now)
     start = (page - 1) * size
     return Page(found[start:start + size], page, len(found) > page * size and page < SEARCH_MAX_PAGES)
 
@@ -126,8 +131,8 @@ class StoryItem:
 
 
 def related_pieces(paper: Paper, piece: Piece, limit: int = RELATED_SIZE,
-                   version_state: str | None = None) -> list[StoryItem]:
-    """Up to `limit` newest other pieces on air in `piece`'s section ("more in this section"),
+                   version_state: str | None = None, *, now: datetime) -> list[StoryItem]:
+    """Up to `limit` newest other pieces on air by `now` in `piece`'s section ("more in this section"),
     as StoryItems. The section's newest `limit + 1` are kept per paper version in this worker
     (services/reading/memo.py; `version_state` as caching.paper_state gives it, None asks
     afresh): every story of a section shows the same rail but itself, so a cold story page
@@ -136,7 +141,7 @@ def related_pieces(paper: Paper, piece: Piece, limit: int = RELATED_SIZE,
         StoryItem(p.id, p.slug, p.headline, p.dek, p.image, p.on_air_at, Named(p.section.name, p.section.slug),
                   Named(p.persona.name, p.persona.slug))
         for p in db.session.scalars(_SECTION_NEWEST, {"paper_id": paper.id, "section_id": piece.section_id,
-                                                      "limit": limit + 1})])
+                                                      "limit": limit + 1, **visibility.at(now)})])
     return [item for item in newest if item.id != piece.id][:limit]
 
 
@@ -145,19 +150,19 @@ _SECTION_NEWEST = (stories.items_query_for(bindparam("paper_id")).where(Piece.se
                    .limit(stories.limit_param()))
 
 
-def day_pieces(paper: Paper, day: date, page: int = 1, size: int = DAY_PAGE_SIZE) -> Page:
-    """Page `page` of the pieces that went on air on UTC `day`, newest first, section and
-    persona loaded."""
-    return _page(stories.rows_query(paper).where(Piece.on_air_day == day), page, size)
+def day_pieces(paper: Paper, day: date, page: int = 1, size: int = DAY_PAGE_SIZE, *, now: datetime) -> Page:
+    """Page `page` of the pieces that went on air on UTC `day` (and are on air by `now`),
+    newest first, section and persona loaded."""
+    return _page(stories.rows_query(paper).where(Piece.on_air_day == day), page, size, now)
 
 
-def neighbour_days(paper: Paper, day: date) -> tuple[date | None, date | None]:
-    """(the latest day before `day`, the earliest day after it) with pieces on air; None where
-    there is none. One statement of two scalar subqueries on the indexed `on_air_day`."""
+def neighbour_days(paper: Paper, day: date, *, now: datetime) -> tuple[date | None, date | None]:
+    """(the latest day before `day`, the earliest day after it) with pieces on air by `now`;
+    None where there is none. One statement of two scalar subqueries on the indexed `on_air_day`."""
     aired = (Piece.paper_id == paper.id) & visibility.on_air()
     before = select(func.max(Piece.on_air_day)).where(aired, Piece.on_air_day < day)
     after = select(func.min(Piece.on_air_day)).where(aired, Piece.on_air_day > day)
-    row = db.session.execute(select(before.scalar_subquery(), after.scalar_subquery())).one()
+    row = db.session.execute(select(before.scalar_subquery(), after.scalar_subquery()), visibility.at(now)).one()
     return row[0], row[1]
 
 

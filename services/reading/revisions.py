@@ -10,6 +10,7 @@ air keeps its history's hashes public, not its text (`Gone`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import func, select
 
@@ -32,18 +33,18 @@ class History:
     public: bool
 
 
-def history_of(paper: Paper, id_or_slug: str) -> History | None:
-    """The public history of a piece by id or slug, or None when it has none (no such piece,
-    or one never public). Two queries."""
-    piece = stories.find(paper, id_or_slug, include_drafts=True)
+def history_of(paper: Paper, id_or_slug: str, *, now: datetime) -> History | None:
+    """The public history of a piece by id or slug at `now`, or None when it has none (no such
+    piece, or one never public by then). Two queries."""
+    piece = stories.find(paper, id_or_slug, now=now, include_drafts=True)
     if piece is None:
         return None
     since = db.session.scalar(select(func.min(PieceChange.rev)).where(
         PieceChange.piece_id == piece.id, PieceChange.type == "aired",
-        PieceChange.at <= visibility.request_now()))
+        PieceChange.at <= now))
     if since is None:
         return None
-    return History(piece, since, visibility.is_public(piece))
+    return History(piece, since, visibility.is_public(piece, now))
 
 
 def notices_of(piece: Piece) -> list[dict]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from datetime import datetime
 from functools import cache
 
 from sqlalchemy import Integer, String, bindparam, literal_column, select, text
@@ -77,8 +78,8 @@ def parse_query(q: str) -> list[str]:
     return terms
 
 
-def search_pieces(paper: Paper, terms: list[str], limit: int = MAX_ROWS) -> list[Piece]:
-    """Pieces of `paper` on air whose headline, dek or prose match every term (each term's words
+def search_pieces(paper: Paper, terms: list[str], limit: int = MAX_ROWS, *, now: datetime) -> list[Piece]:
+    """Pieces of `paper` on air by `now` whose headline, dek or prose match every term (each term's words
     as a phrase, stemmed), newest on air first (`on_air_at` desc, `id` desc), at most `limit`,
     with `section` and `persona` loaded. `terms` come from `parse_query`; no terms -> [].
 
@@ -88,16 +89,17 @@ def search_pieces(paper: Paper, terms: list[str], limit: int = MAX_ROWS) -> list
     if not terms or limit < 1:
         return []
     if db.engine.dialect.name == "postgresql":
-        return _search_postgresql(paper, terms, limit)
-    return _search_sqlite(paper, terms, limit)
+        return _search_postgresql(paper, terms, limit, now)
+    return _search_sqlite(paper, terms, limit, now)
 
 
 def _rows():
     return select(Piece).options(joinedload(Piece.section), joinedload(Piece.persona))
 
 
-def _search_postgresql(paper: Paper, terms: list[str], limit: int) -> list[Piece]:
-    params = {"paper_id": paper.id, "limit": limit, **{f"term_{i}": term for i, term in enumerate(terms)}}
+def _search_postgresql(paper: Paper, terms: list[str], limit: int, now: datetime) -> list[Piece]:
+    params = {"paper_id": paper.id, "limit": limit, **{f"term_{i}": term for i, term in enumerate(terms)},
+              **visibility.at(now)}
     # On its own connection, planned for these terms at each execution: the app's connections
     # plan a statement once, and no single plan suits both a common and a rare term
     # (extensions.per_value_engine).
@@ -136,7 +138,7 @@ def fts5_query(terms: list[str], paper_id: int) -> str:
 
 
 # SQLite plans. Each yields ids of the paper's on-air matches in answer order. The public
-# predicate comes from services/reading/visibility.py, the clock bound at each execution.
+# predicate comes from services/reading/visibility.py, its instant bound at each execution.
 _ON_AIR = {"on_air_p": visibility.on_air_sql("p"), "on_air": visibility.on_air_sql()}
 #
 # SPARSE, few matches in all: look each one up by rowid, then sort (work bounded by the matches).
@@ -170,8 +172,8 @@ _SAMPLE = text("""
       SELECT rowid FROM pieces_fts WHERE pieces_fts MATCH :match ORDER BY rowid DESC LIMIT :cap)""")
 
 
-def _search_sqlite(paper: Paper, terms: list[str], limit: int) -> list[Piece]:
-    params = {"match": fts5_query(terms, paper.id), "paper": paper.id, "limit": limit}
+def _search_sqlite(paper: Paper, terms: list[str], limit: int, now: datetime) -> list[Piece]:
+    params = {"match": fts5_query(terms, paper.id), "paper": paper.id, "limit": limit, **visibility.at(now)}
     sampled, lowest_id, highest_id = db.session.execute(
         _SAMPLE, {"match": params["match"], "cap": SMALL_MATCH_SET + 1}).one()
     if not sampled:
@@ -195,7 +197,8 @@ def _search_sqlite(paper: Paper, terms: list[str], limit: int) -> list[Piece]:
 def _recent_matches(params: dict, walk: int) -> list[int] | None:
     """The RECENT plan: the answer's ids, or None when it cannot tell (too few matches among the
     newest `walk` pieces, or their ids too spread out to be worth it)."""
-    candidates = list(db.session.scalars(_NEWEST_ON_AIR, {"paper": params["paper"], "walk": walk}))
+    candidates = list(db.session.scalars(_NEWEST_ON_AIR, {"paper": params["paper"], "walk": walk,
+                                                          "air_now": params["air_now"]}))
     if not candidates:
         return []
     low, high = min(candidates), max(candidates)

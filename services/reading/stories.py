@@ -1,5 +1,7 @@
 """Story queries for the public and keyed lanes. Every list loads its rows' section and persona
-in the same query (no N+1).
+in the same query (no N+1). Whatever lists or finds pieces on air takes `now`, the instant it
+judges at (services/reading/visibility.py); a query this module returns is run with
+`visibility.at(now)` among its parameters.
 
 Drafts: `include_drafts` lets drafts in; `drafts_of` (a persona id) then lets in only that
 persona's drafts (an agent key's own: blueprints/api/permissions.py `drafts_of`), None every
@@ -7,6 +9,7 @@ draft. Each shape's statement is built once."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from functools import cache
 
 from sqlalchemy import Integer, Select, and_, bindparam, case, func, or_, select, union_all
@@ -38,7 +41,8 @@ def limit_param(name: str = "limit"):
 
 def rows_query(paper: Paper, *, include_drafts: bool = False) -> Select:
     """SELECT of a paper's pieces, newest on air first, with section and persona joined in.
-    Drafts (never on air) sort after aired pieces, newest filed first."""
+    Drafts (never on air) sort after aired pieces, newest filed first. Run it with
+    `visibility.at(now)` among its parameters."""
     return _rows_query(Piece.paper_id == paper.id, include_drafts)
 
 
@@ -74,12 +78,13 @@ _LATEST = {(drafts, one): _rows_query(Piece.paper_id == bindparam("paper_id"), d
            .limit(limit_param()) for drafts in (True, False) for one in (True, False)}
 
 
-def latest(paper: Paper, limit: int, *, include_drafts: bool = False,
+def latest(paper: Paper, limit: int, *, now: datetime, include_drafts: bool = False,
            drafts_of: int | None = None) -> list[Piece]:
-    """The `limit` newest pieces (on air only unless `include_drafts`; with `drafts_of`, only
-    that persona's drafts)."""
+    """The `limit` newest pieces (on air by `now` only unless `include_drafts`; with
+    `drafts_of`, only that persona's drafts)."""
     one, extra = _scope(include_drafts, drafts_of)
-    return list(db.session.scalars(_LATEST[include_drafts, one], {"paper_id": paper.id, "limit": limit, **extra}))
+    return list(db.session.scalars(_LATEST[include_drafts, one],
+                                   {"paper_id": paper.id, "limit": limit, **extra, **visibility.at(now)}))
 
 
 # --- rows for the wire, without the ORM ------------------------------------------------------
@@ -222,16 +227,16 @@ def _both_lanes_statement(one_persona: bool, by_section: bool, by_persona: bool,
             .limit(limit_param()))
 
 
-def page(paper: Paper, limit: int, scope: PageFilter, after: list | None = None, *, core: bool = True,
-         ascending: bool = False, since=None, day=None) -> tuple[list, bool]:
-    """One page: `(rows, more)`, at most `limit` rows after the position `after`
+def page(paper: Paper, limit: int, scope: PageFilter, after: list | None = None, *, now: datetime,
+         core: bool = True, ascending: bool = False, since=None, day=None) -> tuple[list, bool]:
+    """One page judged at `now`: `(rows, more)`, at most `limit` rows after the position `after`
     (`[phase, at, id]` from `position`, at an aware datetime; None: from the start) and whether
     rows follow. Rows are Core rows of ROW_COLUMNS plus `filed_at` (`core`), else Pieces with
     section and persona loaded. `ascending` (on air only) lists oldest first; `since` (aware
     datetime) keeps pieces on air strictly after it; `day` (a date) those that went on air that UTC
     day. One statement."""
     one, extra = _scope(scope.status != "on_air", scope.drafts_of)
-    params = {"paper_id": paper.id, "limit": limit + 1, **extra}
+    params = {"paper_id": paper.id, "limit": limit + 1, **extra, **visibility.at(now)}
     if scope.section_id is not None:
         params["section_id"] = scope.section_id
     if scope.persona_id is not None:
@@ -304,7 +309,7 @@ def core_rows(statement, params: dict):
     return db.session.connection().execute(statement, params)
 
 
-def find_row(paper: Paper, id_or_slug: str, *, include_drafts: bool = False,
+def find_row(paper: Paper, id_or_slug: str, *, now: datetime, include_drafts: bool = False,
              drafts_of: int | None = None) -> tuple | None:
     """`find()` as Core rows, in one statement: `(story, facts)`, the story a row holding
     STORY_COLUMNS and the facts rows holding FACT_COLUMNS in `n` order (none for a piece
@@ -315,21 +320,22 @@ def find_row(paper: Paper, id_or_slug: str, *, include_drafts: bool = False,
     by_id, value = lookup
     one, extra = _scope(include_drafts, drafts_of)
     rows = core_rows(_FIND_ROW[by_id, include_drafts, one],
-                     {"paper_id": paper.id, "id" if by_id else "slug": value, **extra}).all()
+                     {"paper_id": paper.id, "id" if by_id else "slug": value, **extra, **visibility.at(now)}).all()
     if not rows:
         return None
     return rows[0], [row for row in rows if row.n is not None]
 
 
-def full_rows(paper: Paper, rows: list, *, public: bool = True) -> list[tuple]:
+def full_rows(paper: Paper, rows: list, *, now: datetime, public: bool = True) -> list[tuple]:
     """The full stories of a page's `rows` (ROW_COLUMNS rows, as `page` returns them), in their
     order, in one statement: `[(story, facts), ...]` as `find_row` gives one (the story a row of
     STORY_COLUMNS, its facts rows of FACT_COLUMNS in `n` order). `public`: the page is the public
-    lane, so a piece that left the air between the two statements is left out."""
+    lane (judged at `now`), so a piece that left the air between the two statements is left out."""
     if not rows:
         return []
     found: dict[int, list] = {}
-    for row in core_rows(_FULL_ROWS[public], {"paper_id": paper.id, "ids": [row[0] for row in rows]}):
+    params = {"paper_id": paper.id, "ids": [row[0] for row in rows], **visibility.at(now)}
+    for row in core_rows(_FULL_ROWS[public], params):
         found.setdefault(row.id, []).append(row)
     return [(got[0], [fact for fact in got if fact.n is not None])
             for got in (found.get(row[0]) for row in rows) if got]
@@ -373,7 +379,8 @@ ITEM_LOADS = (load_only(Piece.id, Piece.paper_id, Piece.section_id, Piece.person
 
 def items_query_for(paper_id) -> Select:
     """SELECT of a paper's pieces on air, newest first, loading only ITEM_LOADS (a story item's
-    fields), for a paper id or a bound parameter standing for one (statements built once)."""
+    fields), for a paper id or a bound parameter standing for one (statements built once). Run
+    it with `visibility.at(now)` among its parameters."""
     return (select(Piece).where(Piece.paper_id == paper_id, visibility.on_air()).options(*ITEM_LOADS)
             .order_by(Piece.on_air_at.desc(), Piece.id.desc()))
 
@@ -393,21 +400,21 @@ _FIND = {(by_id, drafts, one): _find_statement(by_id, drafts, one)
 _FIND_CARD = {by_id: _find_statement(by_id, False, False, card=True) for by_id in (True, False)}
 
 
-def find(paper: Paper, id_or_slug: str, *, include_drafts: bool = False,
+def find(paper: Paper, id_or_slug: str, *, now: datetime, include_drafts: bool = False,
          drafts_of: int | None = None) -> Piece | None:
     """A piece by numeric id or slug, with section, persona and cited facts loaded (one
-    statement); None when it does not exist, is not this paper's, or is not on air and drafts
-    are not allowed (with `drafts_of`, a draft of another persona)."""
+    statement); None when it does not exist, is not this paper's, or is not on air by `now`
+    and drafts are not allowed (with `drafts_of`, a draft of another persona)."""
     lookup = _lookup(id_or_slug)
     if lookup is None:
         return None
     by_id, value = lookup
     one, extra = _scope(include_drafts, drafts_of)
-    params = {"paper_id": paper.id, "id" if by_id else "slug": value, **extra}
+    params = {"paper_id": paper.id, "id" if by_id else "slug": value, **extra, **visibility.at(now)}
     return db.session.execute(_FIND[by_id, include_drafts, one], params).unique().scalar_one_or_none()
 
 
-def find_card(paper: Paper, id_or_slug: str) -> Piece | None:
+def find_card(paper: Paper, id_or_slug: str, *, now: datetime) -> Piece | None:
     """`find()` of a piece on air for its story card: only what a card shows is loaded (id,
     slug, headline, image, rev, on air, its notices (a card says "corrected"); the section's
     name; the persona's name and slug; no facts, no prose: one row of 14 columns instead of one
@@ -417,8 +424,8 @@ def find_card(paper: Paper, id_or_slug: str) -> Piece | None:
     if lookup is None:
         return None
     by_id, value = lookup
-    return db.session.execute(_FIND_CARD[by_id], {"paper_id": paper.id, "id" if by_id else "slug": value}
-                              ).scalar_one_or_none()
+    params = {"paper_id": paper.id, "id" if by_id else "slug": value, **visibility.at(now)}
+    return db.session.execute(_FIND_CARD[by_id], params).scalar_one_or_none()
 
 
 def unsupported_by_persona(paper: Paper, persona_id: int | None = None) -> list[dict]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import datetime
 from urllib.parse import unquote, urlencode, urlsplit
 from xml.etree import ElementTree
 
@@ -32,8 +33,8 @@ STORY_PATH = re.compile(r"/stories/([^/]+)/?")
 SANDBOX = "allow-popups allow-popups-to-escape-sandbox allow-top-navigation-by-user-activation"
 
 
-def story_from_url(paper: Paper, url: str, *, links: Links) -> Piece | None:
-    """The on-air piece a story page address names, or None.
+def story_from_url(paper: Paper, url: str, *, now: datetime, links: Links) -> Piece | None:
+    """The piece on air by `now` that a story page address names, or None.
 
     Accepted: `http` or `https`, the host of `links` (port included, case-insensitive), the
     path `/stories/<slug or id>` with an optional trailing slash; a query or fragment is ignored.
@@ -49,7 +50,7 @@ def story_from_url(paper: Paper, url: str, *, links: Links) -> Piece | None:
     match = STORY_PATH.fullmatch(parts.path)
     if match is None:
         return None
-    return stories.find_card(paper, unquote(match.group(1)))
+    return stories.find_card(paper, unquote(match.group(1)), now=now)
 
 
 def picture(piece: Piece, nameplate: str, *, links: Links) -> str:

@@ -23,7 +23,7 @@ from extensions import db
 from models import Edition, Paper, Piece, Section
 from models.clock import rfc3339
 from services.links import Links
-from services.reading import stories
+from services.reading import stories, visibility
 from services.rendering import prose
 from services.rendering.embeds import masthead_entry
 from services.rendering.prose import DIGITAL_SOURCE_TYPE, disclosure
@@ -102,11 +102,11 @@ def _prose_html(piece: Piece, story_url: str, nameplate: str) -> str:
 
 # --- RSS ------------------------------------------------------------------------------------
 
-def latest_pieces(paper: Paper, limit: int) -> list[Piece]:
-    """The `limit` newest pieces on air with section, persona (joined) and cited facts
+def latest_pieces(paper: Paper, limit: int, *, now: datetime) -> list[Piece]:
+    """The `limit` newest pieces on air by `now` with section, persona (joined) and cited facts
     (one SELECT ... IN): two statements."""
     query = stories.rows_query(paper).options(selectinload(Piece.cited_facts)).limit(limit)
-    return list(db.session.scalars(query))
+    return list(db.session.scalars(query, visibility.at(now)))
 
 
 def _channel(paper: Paper, *, title: str, self_path: str, built: datetime, links: Links) -> FeedGenerator:
@@ -138,8 +138,8 @@ def _with_hub(rss: bytes, hub: str) -> bytes:
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8")
 
 
-def build_rss(paper: Paper, *, links: Links, hub: str | None = None) -> bytes:
-    """`/rss.xml`: RSS 2.0 of the 50 newest pieces on air, newest first. Each item has title,
+def build_rss(paper: Paper, *, now: datetime, links: Links, hub: str | None = None) -> bytes:
+    """`/rss.xml`: RSS 2.0 of the 50 newest pieces on air by `now`, newest first. Each item has title,
     link and permalink guid (the story page), pubDate (on_air_at), description (the dek),
     content:encoded (byline with disclosure, prose with `[^N]` markers, cited facts),
     category (section), dc:creator ('Name (AI persona)') and the IPTC digital source type as
@@ -148,7 +148,7 @@ def build_rss(paper: Paper, *, links: Links, hub: str | None = None) -> bytes:
     namespace to know; domain and term together spell DIGITAL_SOURCE_TYPE). URLs under
     `links`. With `hub` (WEBSUB_HUB), the channel names the WebSub hub beside its self link.
     Three statements."""
-    pieces = latest_pieces(paper, RSS_ITEMS)
+    pieces = latest_pieces(paper, RSS_ITEMS, now=now)
     built = max((p.updated_at for p in pieces), default=paper.created_at)
     fg = _channel(paper, title=paper.nameplate, self_path="/rss.xml", built=built, links=links)
     fg.load_extension("dc", atom=False, rss=True)
@@ -224,17 +224,17 @@ def json_feed_item(piece: Piece, nameplate: str, *, links: Links, about: str) ->
     return item
 
 
-def build_json_feed(paper: Paper, *, links: Links, icon: str, favicon: str, about: str,
+def build_json_feed(paper: Paper, *, now: datetime, links: Links, icon: str, favicon: str, about: str,
                     hub: str | None = None) -> bytes:
     """`/feed.json`: JSON Feed 1.1 (jsonfeed.org/version/1.1) of the same 50 newest pieces on
-    air as `/rss.xml`, newest first, as UTF-8 JSON bytes. Top level: `version`, `title`
+    air by `now` as `/rss.xml`, newest first, as UTF-8 JSON bytes. Top level: `version`, `title`
     (nameplate), `home_page_url`, `feed_url`, `description` (as the RSS channel's),
     `user_comment` (the paper-wide AI-persona statement), `icon` and `favicon` (absolute URLs,
     given), `language` (`paper_language`) and a `_paperdesk` object (`about`, the URL of the
     extension's documentation; `digital_source_type`; `receipt_keys_url`), then `items` (see
     `json_feed_item`). URLs under `links`. With `hub` (WEBSUB_HUB), `hubs` names the WebSub
     hub. Three statements."""
-    pieces = latest_pieces(paper, JSON_FEED_ITEMS)
+    pieces = latest_pieces(paper, JSON_FEED_ITEMS, now=now)
     feed = {
         "version": JSON_FEED_VERSION,
         "title": paper.nameplate,
@@ -341,10 +341,10 @@ def _link(title: str, url: str, note: str = "") -> str:
     return f"- [{_link_text(title)}]({url})" + (f": {note}" if note else "")
 
 
-def build_llms_txt(paper: Paper, *, signature_note: str, links: Links) -> str:
+def build_llms_txt(paper: Paper, *, now: datetime, signature_note: str, links: Links) -> str:
     """`/llms.txt` in the llmstxt.org format: `# nameplate`, a `> summary` blockquote, a
     paragraph with the AI-persona disclosure and `signature_note`, then link sections `## API`,
-    `## Feeds` (RSS, JSON Feed, podcast, front, sitemap), `## Latest` (20 newest pieces on air:
+    `## Feeds` (RSS, JSON Feed, podcast, front, sitemap), `## Latest` (20 newest pieces on air by `now`:
     `- [headline](url): dek`) and `## Optional` (masthead, sections), every URL under `links`.
     Two statements."""
     name = one_line(paper.nameplate)
@@ -356,7 +356,7 @@ def build_llms_txt(paper: Paper, *, signature_note: str, links: Links) -> str:
         "footnotes and never strip them.",
         one_line(signature_note),
     ]))
-    pieces = list(db.session.scalars(stories.rows_query(paper).limit(LLMS_LATEST)))
+    pieces = list(db.session.scalars(stories.rows_query(paper).limit(LLMS_LATEST), visibility.at(now)))
     sections = db.session.execute(
         select(Section.name, Section.slug, Section.description)
         .where(Section.paper_id == paper.id, Section.active.is_(True))

@@ -17,6 +17,7 @@ import os
 import re
 import tempfile
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from xml.sax.saxutils import escape, quoteattr
 
@@ -109,14 +110,15 @@ def avatar_png_file(instance_path: str, persona: Persona) -> Path:
 
 # --- share cards --------------------------------------------------------------------------
 
-def find_card_piece(paper: Paper, slug: str) -> Piece | None:
-    """The on-air piece of this paper with this slug (section and persona loaded), or None."""
+def find_card_piece(paper: Paper, slug: str, *, now: datetime) -> Piece | None:
+    """The piece of this paper on air by `now` with this slug (section and persona loaded), or None."""
     if not slug or len(slug) > 120:
         return None
     return db.session.scalar(
         select(Piece)
         .where(Piece.paper_id == paper.id, Piece.slug == slug, visibility.on_air())
-        .options(joinedload(Piece.section), joinedload(Piece.persona))
+        .options(joinedload(Piece.section), joinedload(Piece.persona)),
+        visibility.at(now),
     )
 
 

@@ -49,17 +49,18 @@ def _on_air(paper: Paper):
     return and_(Piece.paper_id == paper.id, visibility.on_air())
 
 
-def _static_entries(paper: Paper, links: Links) -> list[Entry]:
+def _static_entries(paper: Paper, links: Links, now: datetime) -> list[Entry]:
     """Home, active sections (paper order), the masthead, the persona pages, the cast and its
     editions (newest first), and every day with pieces on air (newest first). Three queries; a
     page's lastmod is the newest `updated_at` of the pieces it shows, an edition's its
     publication."""
-    sections, personas = _named_pages(paper)
+    sections, personas = _named_pages(paper, now)
     days = db.session.execute(
         select(Piece.on_air_day, func.max(Piece.updated_at))
         .where(_on_air(paper), Piece.on_air_day.is_not(None))
         .group_by(Piece.on_air_day)
-        .order_by(Piece.on_air_day.desc())
+        .order_by(Piece.on_air_day.desc()),
+        visibility.at(now),
     ).all()
     editions = db.session.execute(
         select(Edition.day, Edition.published_at).where(Edition.paper_id == paper.id)
@@ -77,7 +78,8 @@ def _static_entries(paper: Paper, links: Links) -> list[Entry]:
     return entries
 
 
-def _named_pages(paper: Paper) -> tuple[list[tuple[str, datetime | None]], list[tuple[str, datetime | None]]]:
+def _named_pages(paper: Paper, now: datetime) -> tuple[list[tuple[str, datetime | None]],
+                                                       list[tuple[str, datetime | None]]]:
     """(sections, personas): each a list of (slug, newest `updated_at` of its pieces on air, or
     None). Sections: the active ones in paper order. Personas: the active ones in masthead order,
     then the retired ones with pieces still on air (their pages answer, bylines link them).
@@ -101,13 +103,14 @@ def _named_pages(paper: Paper) -> tuple[list[tuple[str, datetime | None]], list[
     named = union_all(sections, personas).subquery()
     rows = db.session.execute(
         select(named.c.kind, named.c.slug, named.c.newest)
-        .order_by(named.c.kind, named.c.retired, named.c.position, named.c.id)
+        .order_by(named.c.kind, named.c.retired, named.c.position, named.c.id),
+        visibility.at(now),
     ).all()
     return ([(slug, moment) for kind, slug, moment in rows if kind == 0],
             [(slug, moment) for kind, slug, moment in rows if kind == 1])
 
 
-def _piece_entries(paper: Paper, offset: int, limit: int, links: Links) -> list[Entry]:
+def _piece_entries(paper: Paper, offset: int, limit: int, links: Links, now: datetime) -> list[Entry]:
     if limit <= 0:
         return []
     rows = db.session.execute(
@@ -115,18 +118,19 @@ def _piece_entries(paper: Paper, offset: int, limit: int, links: Links) -> list[
         .where(_on_air(paper))
         .order_by(Piece.on_air_at, Piece.id)
         .offset(offset)
-        .limit(limit)
+        .limit(limit),
+        visibility.at(now),
     )
     # One URL prefix for all rows, joined to each slug: a call per row would cost more.
     prefix = links.story_page("")
     return [Entry(prefix + slug, updated_at) for slug, updated_at in rows]
 
 
-def _count_pieces(paper: Paper) -> int:
-    return db.session.scalar(select(func.count(Piece.id)).where(_on_air(paper))) or 0
+def _count_pieces(paper: Paper, now: datetime) -> int:
+    return db.session.scalar(select(func.count(Piece.id)).where(_on_air(paper)), visibility.at(now)) or 0
 
 
-def _page_lastmods(paper: Paper, offset: int, max_urls: int) -> dict[int, datetime]:
+def _page_lastmods(paper: Paper, offset: int, max_urls: int, now: datetime) -> dict[int, datetime]:
     """{page index from 0: newest updated_at among its pieces}, in one windowed query. A piece
     numbered `rn` (1-based, in sitemap order) sits at position `offset + rn - 1` of the list."""
     numbered = (
@@ -137,7 +141,7 @@ def _page_lastmods(paper: Paper, offset: int, max_urls: int) -> dict[int, dateti
     )
     page = ((numbered.c.rn - 1 + offset) // max_urls).label("page")
     rows = db.session.execute(
-        select(page, func.max(numbered.c.updated_at)).group_by(page).order_by(page))
+        select(page, func.max(numbered.c.updated_at)).group_by(page).order_by(page), visibility.at(now))
     return {int(n): moment for n, moment in rows}
 
 
@@ -162,16 +166,16 @@ def _serialise(root) -> bytes:
     return etree.tostring(root, xml_declaration=True, encoding="UTF-8")
 
 
-def build_sitemap(paper: Paper, max_urls: int = MAX_URLS, *, links: Links) -> bytes:
-    """`/sitemap.xml`: a urlset of every URL (under `links`) when they fit in `max_urls`, else a
-    sitemap index of `/sitemap-<n>.xml` pages with their lastmod. Five statements whatever the
-    size."""
-    static = _static_entries(paper, links)
-    pieces = _count_pieces(paper)
+def build_sitemap(paper: Paper, max_urls: int = MAX_URLS, *, now: datetime, links: Links) -> bytes:
+    """`/sitemap.xml`: a urlset of every URL (under `links`; what is on air by `now`) when they
+    fit in `max_urls`, else a sitemap index of `/sitemap-<n>.xml` pages with their lastmod. Five
+    statements whatever the size."""
+    static = _static_entries(paper, links, now)
+    pieces = _count_pieces(paper, now)
     total = len(static) + pieces
     if total <= max_urls:
-        return _urlset(static + _piece_entries(paper, 0, pieces, links))
-    lastmods = _page_lastmods(paper, len(static), max_urls)
+        return _urlset(static + _piece_entries(paper, 0, pieces, links, now))
+    lastmods = _page_lastmods(paper, len(static), max_urls, now)
     static_newest = static[0].lastmod
     root = etree.Element(f"{{{SITEMAP_NS}}}sitemapindex", nsmap={None: SITEMAP_NS})
     for n in range(-(-total // max_urls)):
@@ -184,16 +188,17 @@ def build_sitemap(paper: Paper, max_urls: int = MAX_URLS, *, links: Links) -> by
     return _serialise(root)
 
 
-def build_sitemap_page(paper: Paper, n: int, max_urls: int = MAX_URLS, *, links: Links) -> bytes | None:
-    """`/sitemap-<n>.xml` (n from 1): slice n of the URL list (under `links`) as a urlset; None
-    when the page is past the end. Four statements."""
+def build_sitemap_page(paper: Paper, n: int, max_urls: int = MAX_URLS, *, now: datetime,
+                       links: Links) -> bytes | None:
+    """`/sitemap-<n>.xml` (n from 1): slice n of the URL list (under `links`; what is on air by
+    `now`) as a urlset; None when the page is past the end. Four statements."""
     if n < 1 or (n - 1) * max_urls > MAX_OFFSET:
         return None  # past any real end, and an OFFSET neither database could take
-    static = _static_entries(paper, links)
+    static = _static_entries(paper, links, now)
     start, end = (n - 1) * max_urls, n * max_urls
     entries = static[start:end]
     first_piece = max(0, start - len(static))
-    entries += _piece_entries(paper, first_piece, end - max(start, len(static)), links)
+    entries += _piece_entries(paper, first_piece, end - max(start, len(static)), links, now)
     if not entries:
         return None
     return _urlset(entries)
@@ -213,7 +218,8 @@ def build_news_sitemap(paper: Paper, now: datetime, *, links: Links) -> bytes:
         select(Piece.slug, Piece.headline, Piece.on_air_at)
         .where(_on_air(paper), Piece.on_air_at >= news_window_start(now))
         .order_by(Piece.on_air_at.desc(), Piece.id.desc())
-        .limit(NEWS_MAX_URLS)
+        .limit(NEWS_MAX_URLS),
+        visibility.at(now),
     )
     root = etree.Element(f"{{{SITEMAP_NS}}}urlset", nsmap={None: SITEMAP_NS, "news": NEWS_NS})
     name, language = xml_safe(paper.nameplate), paper_language(paper)

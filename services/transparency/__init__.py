@@ -9,5 +9,7 @@ tlog-proof.
     store.py     the log in the database: appending (the change feed consumer), checkpoints,
                  tiles, proofs, the keys at rest
     witness.py   LOG_WITNESSES: submitting checkpoints and keeping the cosignatures
-    monitor.py   `flask log verify`: checks any Paper Desk paper's log over HTTP
+
+The monitor (`flask log verify`) reads a log over HTTP like any outside client, so it lives
+beside its command, commands/log_monitor.py, not here.
 """
