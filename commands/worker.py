@@ -20,13 +20,11 @@ Any number of workers and send-alerts runs may work at once: they share the rows
 from __future__ import annotations
 
 import signal
-import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import click
 from flask import current_app
@@ -34,7 +32,17 @@ from flask.cli import with_appcontext
 
 from extensions import db
 from models.clock import utcnow
-from services.delivery import alerts, change_stream, content_webhooks, corrections, mail, outbox, queues, webhooks
+from services.delivery import (
+    alerts,
+    change_stream,
+    content_webhooks,
+    corrections,
+    mail,
+    origins,
+    outbox,
+    queues,
+    webhooks,
+)
 from services.delivery.federation import deliveries as activitypub
 from services.delivery.federation import pings
 from services.links import PaperOrigins
@@ -99,96 +107,22 @@ def drain_confirms(should_stop=None) -> outbox.DrainReport:
     return report
 
 
-# Where `make run` writes the PUBLIC_BASE_URL it serves under (`flask run-info`), in the
-# instance folder, so a later `flask send-alerts` in another shell builds the same links: the
-# URL, then `port N`, the loopback port that server listens on. It is used only while something
-# listens there (and `make run` removes it when it stops), so no later command sends links to a
-# port nothing serves any more.
-RECORDED_BASE_URL = "public_base_url"
-LISTENING_TIMEOUT = 0.5  # seconds: the connect to the recorded port (loopback)
-
-
-def record_base_url(instance_path: str, base: str, port: int) -> None:
-    """Record `base` (served by `make run` on loopback `port`) for later commands (above)."""
-    path = Path(instance_path) / RECORDED_BASE_URL
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"{base}\nport {port}\n", encoding="utf-8")
-
-
-def forget_base_url(instance_path: str) -> None:
-    """Remove the recorded base URL (`make run` stopping)."""
-    (Path(instance_path) / RECORDED_BASE_URL).unlink(missing_ok=True)
-
-
-def recorded_base_url(instance_path: str) -> tuple[str | None, str]:
-    """(the base URL `make run` recorded, or None when there is none to use; why, in words).
-    A record whose port nothing on 127.0.0.1 accepts a connection on (within
-    LISTENING_TIMEOUT) is from a server that stopped: not used. One without a port (written
-    before ports were recorded) cannot be checked: not used either."""
-    path = Path(instance_path) / RECORDED_BASE_URL
-    if not path.is_file():
-        return None, "none recorded"
-    lines = path.read_text(encoding="utf-8").split()
-    base = lines[0] if lines else ""
-    port = lines[2] if len(lines) >= 3 and lines[1] == "port" and lines[2].isascii() and lines[2].isdigit() else None
-    if not base or port is None or not 0 < int(port) < 65536:
-        return None, f"{path} names no port to check; run `make run` again"
-    try:
-        socket.create_connection(("127.0.0.1", int(port)), timeout=LISTENING_TIMEOUT).close()
-    except OSError:
-        return None, f"the server that recorded {base} (port {port}) is not running; ignored"
-    return base, f"recorded by `make run`, listening on port {port}"
-
-
-def origin_source() -> tuple[dict, str]:
-    """(the app's config with the PUBLIC_BASE_URL links outside a request use, where it came
-    from in words): PUBLIC_BASE_URL, else the live `make run`'s recorded one (above)."""
-    config = dict(current_app.config)
-    if str(config.get("PUBLIC_BASE_URL") or "").strip():
-        return config, "PUBLIC_BASE_URL"
-    recorded, why = recorded_base_url(current_app.instance_path)
-    if recorded:
-        config["PUBLIC_BASE_URL"] = recorded
-        return config, why
-    return config, f"no PUBLIC_BASE_URL; recorded origin: {why}"
-
-
 def announce_origin(command: str) -> None:
-    """Print, as `command` starts, which origin its links use and where it came from."""
-    config, source = origin_source()
+    """Print, as `command` starts, which origin its links use and where it came from
+    (services/delivery/origins.py)."""
+    config, source = origins.origin_source(current_app)
     base = str(config.get("PUBLIC_BASE_URL") or "").strip()
     shown = base or f"{config['PUBLIC_URL_SCHEME']}://{config['PAPER_DOMAIN']} (development default)"
     click.echo(f"{command}: links on {shown} ({source})")
 
 
 def alert_origins() -> PaperOrigins:
-    """Each paper's origin for links built outside a request (alerts): PUBLIC_BASE_URL, else
-    the one a running `make run` recorded in the instance folder (`recorded_base_url`), else,
-    only in development (`FLASK_DEBUG`, or tests), PAPER_DOMAIN with PUBLIC_URL_SCHEME and
-    PUBLIC_PORT. Raises click.ClickException, naming the setting, when there is no base URL
-    outside development (its links would be `http://localhost/...`, which reach nothing) or
-    the recorded one is not usable."""
-    config, _source = origin_source()
-    if not str(config.get("PUBLIC_BASE_URL") or "").strip() and not (current_app.debug or current_app.testing):
-        raise click.ClickException(
-            "PUBLIC_BASE_URL is not set: alert links would lead to "
-            f"{config['PUBLIC_URL_SCHEME']}://{config['PAPER_DOMAIN']}/..., not to this server. Set it to the "
-            "origin readers reach the paper on (e.g. PUBLIC_BASE_URL=https://papers.example.com), or run "
-            "`make alerts` beside `make run`. Nothing was planned or marked sent.")
+    """Each paper's origin for alert links (services/delivery/origins.py `for_alerts`). Raises
+    click.ClickException, naming the setting, when there is none to use outside development."""
     try:
-        return PaperOrigins.from_config(config)
-    except ValueError as exc:
+        return origins.for_alerts(current_app)
+    except origins.NoOrigin as exc:
         raise click.ClickException(str(exc)) from exc
-
-
-def plan_instant_alerts(seen: dict | None = None) -> alerts.PlanReport:
-    """Plan the instant alerts due now (services/delivery/alerts.py `plan_instant`), with
-    `seen` carried between passes; prints `planned: N instant alert(s)` when it recorded any.
-    Raises click.ClickException when alert links have no origin (`alert_origins`)."""
-    report = alerts.plan_instant(utcnow, origins=alert_origins(), seen=seen)
-    if report.recorded:
-        click.echo(f"planned: {report.recorded} instant alert(s)")
-    return report
 
 
 def send_alerts_due(now: datetime, *, connections: int | None = None,
@@ -287,11 +221,7 @@ def _engine_lane(queue: queues.Queue, label: str) -> Lane:
 
 
 def _alert_pass(state: dict, should_stop: Callable[[], bool]) -> None:
-    if not state.get("with_alerts", True):
-        return
-    if state.get("plan_instant", True):
-        plan_instant_alerts(state.setdefault("seen", {}))
-    if not should_stop():
+    if state.get("with_alerts", True):
         report_alerts(send_alerts_due(utcnow(), should_stop=should_stop))
 
 
@@ -335,15 +265,15 @@ def prune_sent(now: datetime, lanes: tuple[Lane, ...] = QUEUES) -> int:
     return pruned
 
 
-def drain_once(should_stop=None, seen: dict | None = None, with_alerts: bool = True,
-               plan_instant: bool = True) -> None:
-    """One pass of everything, in the declared order, in this thread: the consumers, then each
-    queue once (`seen`, `with_alerts`, `plan_instant`: the alert lane's state, see
-    `alerts.plan_instant`), each printing only when it did something."""
+def drain_once(should_stop=None, with_alerts: bool = True) -> None:
+    """One pass of everything, in the declared order, in this thread: the consumers (the
+    instant alerts of what aired are planned there: the change feed's `instant-alerts`), then
+    each queue once (`with_alerts` false: no alert mail is sent), each printing only when it
+    did something."""
     stop = should_stop or (lambda: False)
     for consumer in CONSUMERS:
         consumer.run(utcnow())
-    state = {"seen": {} if seen is None else seen, "with_alerts": with_alerts, "plan_instant": plan_instant}
+    state = {"with_alerts": with_alerts}
     for lane in QUEUES:
         if stop():
             break
@@ -382,10 +312,8 @@ def _lane_loop(app, lane: Lane, stop: threading.Event, poll: float, state: dict)
 
 @click.command("worker")
 @click.option("--once", is_flag=True, help="Send what is due now, then exit.")
-@click.option("--plan-instant", is_flag=True,
-              help="With --once: plan the instant alerts of what aired first, as every pass of the loop does.")
 @with_appcontext
-def worker(once: bool, plan_instant: bool) -> None:
+def worker(once: bool) -> None:
     """Send what is due: the change feed's consumers and the log's checkpoints, then each
     queue: confirm emails (each SMTP connect or read bounded by OUTBOX_SMTP_TIMEOUT seconds;
     given up after OUTBOX_MAX_ATTEMPTS), recorded alerts (ALERT_CONNECTIONS connections,
@@ -393,10 +321,9 @@ def worker(once: bool, plan_instant: bool) -> None:
     Webhooks, retried for 24 hours), ActivityPub activities and pings.
 
     Without `--once`, each queue runs on its own thread, polling every OUTBOX_POLL_SECONDS
-    within its own budget, until SIGTERM or SIGINT, the alert queue first planning the instant
-    alerts of what aired since its last pass (docs/ALERTS.md "Instant alerts"; `--once` does
-    that only with `--plan-instant`: a one-off send of what is due, as benchmarks and catch-up
-    runs use it, plans nothing new); then each finishes the messages in hand and it exits 0.
+    within its own budget, until SIGTERM or SIGINT (the instant alerts of what aired are planned
+    by the change feed's `instant-alerts` consumer each pass, `--once` included: docs/ALERTS.md
+    "Instant alerts"); then each finishes the messages in hand and it exits 0.
     Several workers may run at once, on any hosts with PostgreSQL (on SQLite, on the
     database's host): they share the rows, none is sent twice. `flask worker` is the
     same command under its old name."""
@@ -405,7 +332,7 @@ def worker(once: bool, plan_instant: bool) -> None:
     with_alerts = _alerts_usable(name)
     if once:
         prune_sent(utcnow())
-        drain_once(with_alerts=with_alerts, plan_instant=plan_instant)
+        drain_once(with_alerts=with_alerts)
         # What is left for the next pass (backing off, or due after this one): ops' queue depth.
         click.echo(f"outbox: pending {outbox.pending_count()}, alerts pending {alerts.unsent_count(utcnow())}")
         return

@@ -92,7 +92,8 @@ def test_describe_names_the_declared_consumers_then_queues():
     described = worker.describe()
     assert described["consumers"] == ["changes", "log-checkpoints"]
     assert described["change_consumers"] == ["content-webhooks", "cdn-purge", "activitypub", "pings",
-                                              "transparency-log", "correction-alerts", "edition-webhooks"]
+                                              "transparency-log", "correction-alerts", "instant-alerts",
+                                              "edition-webhooks", "instant-edition-alerts"]
     assert [q["name"] for q in described["queues"]] == [
         "confirm-mail", "alert-mail", "webhooks", "content-webhooks", "activitypub", "pings"]
     assert [q["budget"] for q in described["queues"]] == [

@@ -27,19 +27,19 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from flask import current_app
 from sqlalchemy import Boolean, Integer, bindparam, case, delete, func, or_, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from extensions import db
-from models import AlertDelivery, Edition, Paper, PieceChange, Subscriber
+from models import AlertDelivery, Paper, Subscriber
 from models.types import UTCDateTime
 from services import retry
-from services.delivery import claims, mail, webhooks
+from services.delivery import claims, mail, origins, webhooks
 from services.delivery.alert_content import MAX_LOOKBACK, Composer, Content, alert_data, period_for
 from services.links import Links, PaperOrigins
-from services.newsroom.filing import lock_paper
 
 CHUNK = 1000
 # How far behind the run's clock a window ends (ALERT_SETTLE_SECONDS). A piece's `on_air_at`
@@ -79,7 +79,7 @@ _PLAN_COLUMNS = (Subscriber.id, Subscriber.paper_id, Subscriber.email, Subscribe
 
 
 def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SETTLE, cadence: str | None = None,
-                paper_id: int | None = None) -> PlanReport:
+                paper_id: int | None = None, commit: bool = True) -> PlanReport:
     """Record the due alert window of every confirmed subscriber (and its webhook delivery,
     whose payload's URLs are under the paper's origin from `origins`).
 
@@ -97,7 +97,8 @@ def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SET
     CHUNK subscribers: three reads, one multi-row insert that leaves out a slot another run
     recorded first (ON CONFLICT DO NOTHING), one commit. Rows with a webhook are recorded one by
     one, with their outbox delivery. `cadence` and `paper_id`, when given, plan only those
-    subscribers (`plan_instant` uses both)."""
+    subscribers (`on_changes` uses both). `commit` false: each chunk is flushed, not
+    committed; the caller commits."""
     report = PlanReport()
     end = now - settle
     content = Content(end - MAX_LOOKBACK, end)
@@ -151,54 +152,38 @@ def plan_alerts(now: datetime, *, origins: PaperOrigins, settle: timedelta = SET
             inserted = _insert_new(rows)
             report.recorded += inserted
             report.skipped += len(rows) - inserted
-        db.session.commit()
+        if commit:
+            db.session.commit()
+        else:
+            db.session.flush()
     return report
 
 
-def plan_instant(clock: Callable[[], datetime], *, origins: PaperOrigins,
-                 seen: dict[int, tuple] | None = None) -> PlanReport:
-    """Record the due window of every confirmed `instant` subscriber, ending at this instant
-    rather than ALERT_SETTLE_SECONDS ago: what `worker` runs every pass, so an instant
-    alert leaves within a poll or two of its piece airing (docs/ALERTS.md "Instant alerts").
+CONSUMER = "instant-alerts"  # the change feed consumers' names: pieces, then editions
+EDITIONS_CONSUMER = "instant-edition-alerts"
 
-    Why no settle is needed: piece writes take the paper's lock (`filing.lock_paper`) before
-    they take their `on_air_at`, and hold it until they commit; editions likewise
-    (`desk.publish_edition`). So the planner takes the same lock, reads the clock (`clock()`,
-    aware UTC) as the window's `end`, and lets go: every write that took its time before `end`
-    has committed by then, every later one takes a time after it. A scheduled piece is
-    committed long before its instant. Each piece therefore falls in exactly one window; a
-    second planner (another drainer, or cron's `send-alerts`) ends its windows elsewhere, and
-    the chain of windows (unique per subscriber and window start) stays single.
 
-    `seen` (kept by the caller between passes, paper id -> what was last planned through):
-    a paper whose newest listed change and newest edition are the same as at its last
-    planning is skipped without taking its lock, so an idle pass costs two indexed reads per
-    paper with instant readers. Returns what was recorded and skipped, summed over papers."""
-    report = PlanReport()
-    seen = {} if seen is None else seen
-    paper_ids = db.session.scalars(select(Subscriber.paper_id).distinct().where(
-        Subscriber.cadence == "instant", Subscriber.confirmed_at.is_not(None),
-        Subscriber.unsubscribed_at.is_(None), Subscriber.suppressed_at.is_(None))).all()
-    for paper_id in paper_ids:
-        now = clock()
-        mark = (db.session.scalar(select(func.max(PieceChange.at)).where(
-                    PieceChange.paper_id == paper_id, PieceChange.at <= now)),
-                db.session.scalar(select(func.max(Edition.published_at)).where(Edition.paper_id == paper_id)))
-        db.session.rollback()
-        if mark == (None, None) or seen.get(paper_id) == mark:
-            continue
-        paper = db.session.get(Paper, paper_id)
-        lock_paper(paper)
-        end = clock()
-        db.session.rollback()  # the lock's only use was to wait for writes in flight
-        planned = plan_alerts(end, origins=origins, settle=timedelta(0), cadence="instant", paper_id=paper_id)
-        report.recorded += planned.recorded
-        report.skipped += planned.skipped
-        # Remembered only when this window reached past everything the mark names: a piece dated
-        # exactly `end` (half-open windows leave it out) is planned by the next pass, not skipped.
-        if all(moment is None or moment < end for moment in mark):
-            seen[paper_id] = mark
-    return report
+def on_changes(paper: Paper, changes: list, now: datetime) -> None:
+    """change_stream consumer (`instant-alerts` on the pieces feed, `instant-edition-alerts`
+    on the editions feed): record the due window of every confirmed `instant` subscriber of
+    `paper`, ending at `now` rather than ALERT_SETTLE_SECONDS ago, so an instant alert leaves
+    within a poll or two of its piece airing (docs/ALERTS.md "Instant alerts"). Nothing is
+    planned when alert links have no origin (services/delivery/origins.py); the windows catch
+    up at the next change or cron run, since a window starts where the reader's last one ended.
+
+    Why no settle is needed: the change stream hands a consumer only changes before `now`
+    (`Consumer.before_now`), after the paper's write barrier (`changes.settle_writes`): every
+    write that took its time before `now` has committed, every later one takes a time after
+    it. Each piece therefore falls in exactly one window; cron's `send-alerts` ends its windows
+    elsewhere, and the chain of windows (unique per subscriber and window start) stays single.
+    The windows are written in the transaction that moves the consumer's cursor (no commit
+    here): a worker killed midway plans them again, once."""
+    try:
+        paper_origins = origins.for_alerts(current_app)
+    except origins.NoOrigin:
+        return  # the worker said so when it started
+    plan_alerts(now, origins=paper_origins, settle=timedelta(0), cadence="instant", paper_id=paper.id,
+                commit=False)
 
 
 def _insert_new(rows: list[dict]) -> int:
