@@ -36,7 +36,6 @@ from services.delivery import (
     alerts,
     change_stream,
     content_webhooks,
-    corrections,
     mail,
     origins,
     outbox,
@@ -91,19 +90,30 @@ def sign_checkpoints(now: datetime, *, interval: float | None = None) -> list[tu
     return signed
 
 
-def drain_confirms(should_stop=None) -> outbox.DrainReport:
-    """One pass over the confirm mail and correction alerts that are due (ended early once
-    `should_stop()` is true);
+def drain_confirms(should_stop=None) -> queues.Report:
+    """One run of the confirm-mail queue (confirm emails and correction alerts:
+    services/delivery/outbox.py) on the engine, ended early once `should_stop()` is true;
     prints `outbox: sent N, retrying R, failed F` when it did anything (`, skipped S` for
-    messages no longer needed), and the first errors."""
-    report = outbox.drain(utcnow, build=corrections.outbox_message, should_stop=should_stop,
-                          deadline=time.monotonic() + current_app.config["OUTBOX_RUN_SECONDS"])
-    if report.sent or report.retrying or report.failed or report.skipped:
-        click.echo(f"outbox: sent {report.sent}, retrying {report.retrying}, failed {report.failed}"
+    messages no longer needed; failed counts those given up), and the first errors."""
+    report = run_queue(outbox.QUEUE, utcnow(), should_stop=should_stop)
+    if report.delivered or report.failed or report.skipped:
+        click.echo(f"outbox: sent {report.delivered}, retrying {report.failed - report.given_up}, "
+                   f"failed {report.given_up}"
                    + (f", skipped {report.skipped}" if report.skipped else "")
                    + ("; stopped: the SMTP server is unreachable" if report.stopped else ""))
     for error in report.errors[:5]:
         click.echo(f"outbox error: {error}", err=True)
+    return report
+
+
+def run_queue(queue: queues.Queue, now: datetime, *,
+              should_stop: Callable[[], bool] | None = None) -> queues.Report:
+    """One run of an engine queue (services/delivery/queues.py) with the app's settings for it;
+    says when the run's budget ran out."""
+    settings = queues.settings_of(queue, current_app.config)
+    report = queues.run(queue, settings, now, should_stop=should_stop)
+    if report.left:
+        click.echo(f"{queue.name}: out of time after {settings.budget:g}s; the next run goes on")
     return report
 
 
@@ -164,14 +174,10 @@ def report_alerts(report: alerts.SendReport, seconds: float | None = None) -> No
 
 def deliver_due(label: str, queue: queues.Queue, now: datetime, *, quiet: bool = False,
                 should_stop: Callable[[], bool] | None = None) -> queues.Report:
-    """One run of an engine queue (services/delivery/queues.py) with its settings; prints
-    `{label}: delivered N, failed M, pending P` (only when something was tried, if `quiet`),
-    with `, disabled D` and `, deferred D` (an open circuit) when there were any, and says
-    when the run's budget ran out. Returns the run's report."""
-    settings = queues.settings_of(queue, current_app.config)
-    report = queues.run(queue, settings, now, should_stop=should_stop)
-    if report.left:
-        click.echo(f"{label}: out of time after {settings.budget:g}s; the next run goes on")
+    """One run of an engine queue (`run_queue`); prints `{label}: delivered N, failed M,
+    pending P` (only when something was tried, if `quiet`), with `, disabled D` and
+    `, deferred D` (an open circuit) when there were any. Returns the run's report."""
+    report = run_queue(queue, now, should_stop=should_stop)
     if not quiet or report.delivered or report.failed or report.deferred:
         click.echo(f"{label}: delivered {report.delivered}, failed {report.failed}, "
                    f"pending {queues.pending_count(queue)}"
@@ -212,12 +218,15 @@ class Lane:
     prune: Callable[[datetime], int] | None = None
 
 
-def _engine_lane(queue: queues.Queue, label: str) -> Lane:
-    """The lane of an engine queue; `label` starts its printed lines."""
+def _engine_lane(queue: queues.Queue, label: str, run: Callable | None = None) -> Lane:
+    """The lane of an engine queue; `label` starts its printed lines, `run(should_stop)` (the
+    default: `deliver_due`) is one pass."""
+    def one_pass(state: dict, should_stop: Callable[[], bool]) -> object:
+        if run is not None:
+            return run(should_stop)
+        return deliver_due(label, queue, utcnow(), quiet=True, should_stop=should_stop)
     return Lane(queue.name, (queue.model.__tablename__,), f"{queue.settings_prefix}_RUN_SECONDS",
-                lambda state, should_stop: deliver_due(label, queue, utcnow(), quiet=True,
-                                                       should_stop=should_stop),
-                lambda before: queues.prune(queue, before))
+                one_pass, lambda before: queues.prune(queue, before))
 
 
 def _alert_pass(state: dict, should_stop: Callable[[], bool]) -> None:
@@ -231,8 +240,7 @@ CONSUMERS: tuple[Consumer, ...] = (
 )
 
 QUEUES: tuple[Lane, ...] = (
-    Lane("confirm-mail", ("outbox_messages",), "OUTBOX_RUN_SECONDS",
-         lambda state, should_stop: drain_confirms(should_stop), outbox.prune),
+    _engine_lane(outbox.QUEUE, "outbox", drain_confirms),
     # Alert rows are kept: each reader's last window is where the next one starts. A pass
     # sends within its claim's lease.
     Lane("alert-mail", ("alert_deliveries",), "ALERT_LEASE_SECONDS", _alert_pass),
@@ -334,7 +342,8 @@ def worker(once: bool) -> None:
         prune_sent(utcnow())
         drain_once(with_alerts=with_alerts)
         # What is left for the next pass (backing off, or due after this one): ops' queue depth.
-        click.echo(f"outbox: pending {outbox.pending_count()}, alerts pending {alerts.unsent_count(utcnow())}")
+        click.echo(f"outbox: pending {queues.pending_count(outbox.QUEUE)}, "
+                   f"alerts pending {alerts.unsent_count(utcnow())}")
         return
     stop = threading.Event()
 

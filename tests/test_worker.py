@@ -1,6 +1,8 @@
 """`flask worker` as production runs it (a real process, the real clock): each queue on its own
-thread and budget, so a tarpit on one (a receiver that accepts and never answers) delays no
-other queue's work by more than its poll; `drain-outbox` is the same command."""
+thread and budget, so a tarpit on one (a receiver that accepts and never answers: an HTTP
+receiver, or an SMTP server that never greets) delays no other queue's work by more than its
+poll; `drain-outbox` is the same command. Real servers on loopback: aiosmtpd, an HTTP receiver,
+a socket server that accepts and never speaks."""
 from __future__ import annotations
 
 import os
@@ -21,12 +23,13 @@ POLL = 0.5
 TARPIT_SECONDS = 10.0  # what one POST to the tarpit costs its queue (WEBHOOK_TIMEOUT_SECONDS)
 
 
-def _start(app, smtp, command: str) -> tuple[subprocess.Popen, list[str], threading.Event, threading.Thread]:
-    env = {**os.environ, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "SMTP_URL": smtp.url,
+def _start(app, smtp_url: str, command: str, **settings: str
+           ) -> tuple[subprocess.Popen, list[str], threading.Event, threading.Thread]:
+    env = {**os.environ, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "SMTP_URL": smtp_url,
            "FLASK_APP": "app", "PAPER_DOMAIN": "localhost", "DEFAULT_PAPER": "demo",
            "SECRET_KEY": app.config["SECRET_KEY"], "OUTBOX_POLL_SECONDS": str(POLL), "PYTHONUNBUFFERED": "1",
            "PUBLIC_BASE_URL": "http://localhost", "WEBHOOK_ALLOW_PRIVATE": "1",
-           "WEBHOOK_TIMEOUT_SECONDS": str(TARPIT_SECONDS), "WEBHOOK_CONCURRENCY": "1"}
+           "WEBHOOK_TIMEOUT_SECONDS": str(TARPIT_SECONDS), "WEBHOOK_CONCURRENCY": "1", **settings}
     process = subprocess.Popen([sys.executable, "-m", "flask", command], cwd=ROOT, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
@@ -64,7 +67,7 @@ def test_a_tarpit_on_one_queue_delays_no_other_queue_by_more_than_its_poll(
         "url": receiver.url + "/tarpit", "events": ["piece.aired"]}).status_code == 201
     for n in range(3):
         desk.piece(paper, f"Story {n}")
-    process, lines, polling, reader = _start(app, smtp, command)
+    process, lines, polling, reader = _start(app, smtp.url, command)
     try:
         assert polling.wait(30), "".join(lines)
         # The content webhook queue is stuck in a POST the tarpit will never answer.
@@ -80,6 +83,41 @@ def test_a_tarpit_on_one_queue_delays_no_other_queue_by_more_than_its_poll(
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=TARPIT_SECONDS + 20)  # the POST in hand ends at its timeout
         assert process.returncode == 0 and lines[-1].rstrip() == f"{command}: stopped", "".join(lines)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        reader.join(10)
+        process.stdout.close()
+
+
+@pytest.mark.slow
+def test_a_hanging_smtp_server_delays_no_other_queue_by_more_than_its_poll(app, client, desk, silent_smtp,
+                                                                         receiver):
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    assert client.post("/api/v1/webhooks", headers=auth(admin), json={
+        "url": receiver.url + "/hooks", "events": ["piece.aired"]}).status_code == 201
+    assert client.post("/api/v1/subscribers", json={"email": "reader@example.com"}).status_code == 202
+    process, lines, polling, reader = _start(app, silent_smtp.url, "worker",
+                                             OUTBOX_SMTP_TIMEOUT=str(TARPIT_SECONDS))
+    try:
+        assert polling.wait(30), "".join(lines)
+        # The confirm-mail queue is stuck on a connection whose greeting never comes.
+        assert _wait_for(lambda: silent_smtp.accepted, 30) is not None, "".join(lines)
+        stuck_at = time.monotonic()
+        desk.piece(paper, "Aired while the mail relay hangs")
+        # The change feed writes its content webhook message; its own queue posts it.
+        waited = _wait_for(lambda: receiver.requests, TARPIT_SECONDS * 2)
+        assert waited is not None, "".join(lines)
+        assert waited < 2 * POLL + 4.0, (waited, "".join(lines))  # the consumers' poll, then the queue's
+        assert time.monotonic() - stuck_at < TARPIT_SECONDS, "the relay's timeout came first: nothing was shown"
+        assert receiver.requests[0]["path"] == "/hooks"
+        assert "outbox:" not in "".join(lines)  # the confirm email is still in hand, not sent
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=TARPIT_SECONDS + 20)  # the SMTP read in hand ends at its timeout
+        assert process.returncode == 0 and lines[-1].rstrip() == "worker: stopped", "".join(lines)
+        assert any(line.startswith("outbox: sent 0, retrying 1") for line in lines), "".join(lines)
     finally:
         if process.poll() is None:
             process.kill()

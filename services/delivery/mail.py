@@ -31,6 +31,8 @@ from email.utils import format_datetime, formataddr, make_msgid
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from services import http
+
 SMTP_TIMEOUT = 20
 # Round trips of one message that may each wait up to the timeout: connect and greeting, MAIL
 # FROM, RCPT TO, DATA, the end of the data. A message's total time is bounded by this many
@@ -428,6 +430,18 @@ class _Connection:
         finally:
             if own is not None:
                 own.close()
+
+
+def attempt(mailer: Mailer, message: EmailMessage | Outgoing) -> http.Attempt:
+    """Hand `message` to `mailer` as one attempt of a queue (services/delivery/queues.py):
+    ok when the server accepted it; a refusal (PERMANENT, TEMPORARY) with its SMTP reply code
+    as `status`; a CONNECTION failure (the server said nothing about this message, 421
+    included) with `status` None, which is what the engine counts against the server."""
+    try:
+        mailer.send(message)
+    except MailError as exc:
+        return http.Attempt(False, None if exc.kind == CONNECTION else exc.code, str(exc)[:1000])
+    return http.Attempt(True, 250, None)
 
 
 def open_mailer(config, timeout: float = SMTP_TIMEOUT) -> Mailer:

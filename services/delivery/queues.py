@@ -3,29 +3,46 @@ concurrency within the queue's own time budget, record, back off, give up, prune
 every table of things that leave the building.
 
 A queue is a declaration (`Queue`): its name, its table, how a claimed row becomes a job
-(`load`), how one job is sent (`send`), what counts as given up, its attempts, its backoff,
-its settings prefix (`<PREFIX>_CONCURRENCY`, `_RUN_SECONDS`, `_ALLOW_PRIVATE`,
-`_TIMEOUT_SECONDS`, `_MAX_ATTEMPTS`, read with the WEBHOOK_* values as fallbacks), its retention. The modules keep
-only what differs (what a message is and how it is sent); `run`, `pending_count` and `prune`
-are the same for all. The worker (commands/worker.py) runs each declared queue on its own
-thread and budget, so no queue waits behind another.
+(`load`), how one job is sent (`send`, over a `connection` the queue may keep per sending
+thread for a run: an SMTP session), what counts as given up, its attempts, its backoff, its
+settings prefix (`<PREFIX>_CONCURRENCY`, `_RUN_SECONDS`, `_ALLOW_PRIVATE`, `_TIMEOUT_SECONDS`,
+`_MAX_ATTEMPTS`; all but the last read with the `fallback_prefix` ones, WEBHOOK_*, as
+fallbacks), its
+retention. The modules keep only what differs (what a message is and how it is sent); `run`,
+`pending_count` and `prune` are the same for all: HTTP POSTs (subscriber and content webhooks,
+ActivityPub, pings) and mail (confirm mail and correction alerts: services/delivery/outbox.py).
+The worker (commands/worker.py) runs each declared queue on its own thread and budget, so no
+queue waits behind another.
 
-Each table has one row per message: `attempts`, `next_attempt_at` (when it is due; the lease
-too, unless the queue names a `lease_column`), the `done_column` (when it was sent),
-`failed_at` (given up), `last_status`, `last_error`. After an attempt:
+Each table has one row per message: `attempts`, `next_attempt_at` (when it is due; also the
+lease: a claimed row's `next_attempt_at` is put `lease` ahead), the `done_column` (when it was
+sent), `failed_at` (given up), `last_error`, and `last_status` when the model has one. A row
+`load` cannot make a message of is closed without a send: `GiveUp` (it never can: its
+subscriber gone, bad data) is given up and counted as failed; `NotNeeded` (the reader
+confirmed or left meanwhile) is closed and counted as skipped. After an attempt:
 
 - a success is done;
 - a failure the queue says gives up (`gives_up`: e.g. a refusal, a 4xx but 408 and 429), or
   the `max_attempts`-th, is given up (`failed_at`);
 - any other failure is tried again after `backoff(attempts)`.
 
-Per-host circuit breaking: CIRCUIT_FAILURES failures in a row to one host (no answer, or a 5xx)
+Circuits. An HTTP queue sends to many hosts, some an attacker's or a tarpit: per-host circuit
+breaking isolates them. CIRCUIT_FAILURES failures in a row to one host (no answer, or a 5xx)
 open its circuit for CIRCUIT_SECONDS in this process: that host's rows claimed meanwhile are
 put back until then, untried and uncounted, so a tarpit costs each run a few timeouts, not one
 per row. The first attempt after the pause closes it again on a success.
+
+A mail queue sends everything through one server, the operator's relay (SMTP_URL): there is
+no other host to protect, and deferring each row behind an open circuit would write every
+row of the queue once a pass while the relay is down. So its circuit is keyed on that one
+server and scoped to a run (`stop_after`): that many connection-level failures in a row (the
+server said nothing about the message) end the run; what is not yet claimed stays due,
+untouched, for the next poll, which tries the relay again with one message. Other queues are
+not affected either way: each runs on its own thread and budget (the worker).
 """
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -35,6 +52,7 @@ from datetime import datetime, timedelta
 from urllib.parse import urlsplit
 
 from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy.exc import SQLAlchemyError
 
 from extensions import db
 from models.clock import utcnow
@@ -42,25 +60,40 @@ from services import http
 from services.delivery import claims
 from services.retry import backoff
 
+log = logging.getLogger("paperdesk.queues")
+
 # An attempt cut short by the end of the run's budget still gets this long.
 MIN_TIMEOUT_SECONDS = 1.0
 CIRCUIT_FAILURES = 3
 CIRCUIT_SECONDS = 60.0
 
 
+class GiveUp(Exception):
+    """Raised by a queue's `load`: the row can never become a message (its subscriber or paper
+    gone, bad data). It is given up with this reason, counted as a failed attempt."""
+
+
+class NotNeeded(Exception):
+    """Raised by a queue's `load`: the message has no reason to go any more (the address
+    confirmed or left). The row is closed with this reason, counted as skipped, not failed."""
+
+
 @dataclass
 class Report:
     """What one run of a queue did: messages `delivered`, `failed` (given up ones included),
-    `given_up`, `deferred` (put back untried behind an open circuit), endpoints `disabled`
-    (content webhooks), the first `errors`, and `left`: the run's budget ran out with messages
-    still due."""
+    `given_up`, `skipped` (closed unsent as no longer needed), `deferred` (put back untried
+    behind an open circuit), endpoints `disabled` (content webhooks), the first `errors`,
+    `left`: the run's budget ran out with messages still due, and `stopped`: the queue's one
+    server failed `stop_after` times in a row, the rest waits for the next run."""
 
     delivered: int = 0
     failed: int = 0
     given_up: int = 0
+    skipped: int = 0
     deferred: int = 0
     disabled: int = 0
     left: bool = False
+    stopped: bool = False
     errors: list[str] = field(default_factory=list)
 
 
@@ -84,8 +117,18 @@ class Queue:
     http.Attempt, never raising; `gives_up(job, attempt, attempts, at)` says a failure ends
     the message before `max_attempts`; `after(job, attempt, values, at, report)` may add to
     or change the row's new column `values` (and write other rows) before they are committed.
-    `due()` adds conditions to what is claimable. `retention_days` is the setting that says how
-    long done rows are kept (OUTBOX_RETENTION_DAYS)."""
+    `due()` adds conditions to what is claimable. `retention_setting` is the setting that says
+    how long done rows are kept (OUTBOX_RETENTION_DAYS).
+
+    `connection(settings)`, when declared, is called in the engine's thread at the start of a
+    run and returns an opener: each sending thread opens one connection with it when it first
+    sends, passes it to `send(..., connection=)` for the rest of the run, and the engine closes
+    it (`.close()`) when the run ends. `stop_after` > 0 declares a queue whose messages all go
+    through one server (mail): that many failures without an answer (`status` None) in a row
+    end the run, and no per-host circuit applies (see the module). Settings: `concurrency`
+    is the default of `<PREFIX>_CONCURRENCY`; `timeout_setting` names the setting after the
+    prefix that bounds one attempt (`<PREFIX>_TIMEOUT_SECONDS`); `fallback_prefix` is read when
+    the queue's own setting is unset ("": none)."""
 
     name: str
     model: type
@@ -102,25 +145,38 @@ class Queue:
     lease: timedelta = timedelta(minutes=2)
     done_column: str = "delivered_at"
     retention_setting: str = "OUTBOX_RETENTION_DAYS"
+    connection: Callable | None = None
+    stop_after: int = 0
+    concurrency: int = 4
+    timeout_setting: str = "TIMEOUT_SECONDS"
+    fallback_prefix: str = "WEBHOOK"
 
     def backoff(self, attempts: int) -> timedelta:
         """This queue's wait before attempt `attempts + 1` (the one `backoff`)."""
         return backoff(attempts, self.first_backoff, self.backoff_cap)
 
 
+def _unset_or(value, default):
+    return default if value is None else value
+
+
 def settings_of(queue: Queue, config) -> Settings:
-    """`queue`'s settings from `config`: `<PREFIX>_CONCURRENCY`, `_RUN_SECONDS`,
-    `_ALLOW_PRIVATE`, `_TIMEOUT_SECONDS` (each falling back to the WEBHOOK_* value when unset
-    or None) and `_MAX_ATTEMPTS` (falling back to the queue's declared `max_attempts`)."""
-    def read(name: str, fallback):
+    """`queue`'s settings from `config`: `<PREFIX>_CONCURRENCY` (default `queue.concurrency`),
+    `_RUN_SECONDS` (120), `_ALLOW_PRIVATE` (false), the timeout (`queue.timeout_setting`,
+    default http.TIMEOUT_SECONDS) and `_MAX_ATTEMPTS` (the queue's declared `max_attempts`);
+    each but the last falls back to the `queue.fallback_prefix` setting of the same name when
+    unset or None."""
+    def read(name: str, default):
         value = config.get(f"{queue.settings_prefix}_{name}")
-        return fallback if value is None else value
-    return Settings(concurrency=int(read("CONCURRENCY", config.get("WEBHOOK_CONCURRENCY", 4))),
-                    budget=float(read("RUN_SECONDS", config.get("WEBHOOK_RUN_SECONDS", 120.0))),
-                    allow_private=bool(read("ALLOW_PRIVATE", config.get("WEBHOOK_ALLOW_PRIVATE", False))),
-                    max_attempts=int(read("MAX_ATTEMPTS", queue.max_attempts)),
-                    timeout=float(read("TIMEOUT_SECONDS",
-                                       config.get("WEBHOOK_TIMEOUT_SECONDS") or http.TIMEOUT_SECONDS)))
+        if value is None and queue.fallback_prefix:
+            value = config.get(f"{queue.fallback_prefix}_{name}")
+        return _unset_or(value, default)
+    return Settings(concurrency=int(read("CONCURRENCY", queue.concurrency)),
+                    budget=float(read("RUN_SECONDS", 120.0)),
+                    allow_private=bool(read("ALLOW_PRIVATE", False)),
+                    max_attempts=int(_unset_or(config.get(f"{queue.settings_prefix}_MAX_ATTEMPTS"),
+                                               queue.max_attempts)),
+                    timeout=float(read(queue.timeout_setting, http.TIMEOUT_SECONDS)))
 
 
 # ----------------------------------------------------------------------------- circuits
@@ -177,6 +233,7 @@ def _host(target: str) -> str:
 
 
 def _claim(queue: Queue, now: datetime, tried: set[int], clock: Callable[[], datetime]):
+    """Lease the next due row of `queue` (committed) and return its `returning` columns, or None."""
     model = queue.model
     due = [getattr(model, queue.done_column).is_(None), model.failed_at.is_(None), model.next_attempt_at <= now,
            *queue.due()]
@@ -185,16 +242,45 @@ def _claim(queue: Queue, now: datetime, tried: set[int], clock: Callable[[], dat
     claimed = claims.claim(db.session, model, due=due, order_by=(model.id,), limit=1,
                            lease={"next_attempt_at": clock() + queue.lease}, returning=(model.id, *queue.returning))
     db.session.commit()  # the lease holds from here; `load` may write on a connection of its own
-    if not claimed:
-        return None
-    job = queue.load(claimed[0])
+    return claimed[0] if claimed else None
+
+
+def _load(queue: Queue, row, report: Report, at: Callable[[], datetime]):
+    """The job of a claimed `row`, or None when `load` closed it unsent (GiveUp, NotNeeded, or
+    anything but a database error: bad data in one row must not stop the rows behind it)."""
+    try:
+        job = queue.load(row)
+        db.session.commit()
+        return job
+    except SQLAlchemyError:
+        raise  # the database, not the row: end the run
+    except (GiveUp, NotNeeded) as exc:
+        db.session.rollback()
+        closed: Exception = exc
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        db.session.rollback()
+        log.exception("%s %s could not be built", queue.name, row.id)
+        closed = GiveUp(f"cannot build the message: {type(exc).__name__}: {exc}")
+    reason = str(closed)[:1000]
+    values: dict = {"failed_at": at(), "last_error": reason}
+    if isinstance(closed, NotNeeded):
+        report.skipped += 1
+    else:
+        values["attempts"] = queue.model.attempts + 1
+        report.failed += 1
+        report.given_up += 1
+        if len(report.errors) < 20:
+            report.errors.append(f"{queue.name} {row.id}: {reason}")
+    db.session.execute(update(queue.model).where(queue.model.id == row.id).values(**values))
     db.session.commit()
-    return job
+    return None
 
 
 def _record(queue: Queue, settings: Settings, job, attempt: http.Attempt, report: Report, at: datetime) -> None:
     attempts = job.attempts + 1
-    values: dict = {"attempts": attempts, "last_status": attempt.status, "last_error": attempt.error}
+    values: dict = {"attempts": attempts, "last_error": attempt.error}
+    if hasattr(queue.model, "last_status"):
+        values["last_status"] = attempt.status
     if attempt.ok:
         values[queue.done_column] = at
         report.delivered += 1
@@ -219,57 +305,110 @@ def _defer(queue: Queue, job, until: datetime, report: Report) -> None:
     report.deferred += 1
 
 
+class _Connections:
+    """The connections of one run's sending threads (`Queue.connection`): one per thread,
+    opened when it first sends, all closed by `close()`."""
+
+    def __init__(self, opener: Callable[[], object]) -> None:
+        self._opener = opener
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._open: list = []
+
+    def get(self):
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._local.connection = self._opener()
+            with self._lock:
+                self._open.append(connection)
+        return connection
+
+    def close(self) -> None:
+        for connection in self._open:
+            connection.close()
+
+
+def _sender(queue: Queue, settings: Settings, connections: _Connections | None) -> Callable:
+    """What a sending thread runs for one job: `queue.send`, over its connection when the
+    queue keeps one; never raises (an error opening the connection is an attempt without an
+    answer)."""
+    def send(job, *, timeout: float, clock: Callable[[], datetime]) -> http.Attempt:
+        if connections is None:
+            return queue.send(job, allow_private=settings.allow_private, timeout=timeout, clock=clock)
+        try:
+            connection = connections.get()
+        except Exception as exc:  # noqa: BLE001 - a bad setting or a refused connect: no answer
+            return http.Attempt(False, None, f"cannot connect: {type(exc).__name__}: {exc}")
+        return queue.send(job, allow_private=settings.allow_private, timeout=timeout, clock=clock,
+                          connection=connection)
+    return send
+
+
 def run(queue: Queue, settings: Settings, now: datetime, *, clock: Callable[[], datetime] = utcnow,
         limit: int | None = None, should_stop: Callable[[], bool] | None = None) -> Report:
     """Send every message of `queue` due at `now`, up to `settings.concurrency` at once (each
-    send in a worker thread; claiming and recording stay in the caller's thread, each result
-    committed as soon as it is known), within `settings.budget` seconds of wall time: no
+    send in a worker thread; claiming, loading and recording stay in the caller's thread, each
+    result committed as soon as it is known), within `settings.budget` seconds of wall time: no
     message starts after it, and each attempt's timeout is cut to what is left (at least
     MIN_TIMEOUT_SECONDS), so a run lasts about the budget at most whatever the receivers do;
     what is still due waits for the next run (`report.left`). A message whose host's circuit
-    is open is put back until it closes. `limit` caps the messages tried; `should_stop()`
-    true ends the run after the sends in flight. A message that becomes due while the run
-    goes on (one held behind another, as ActivityPub holds an inbox's later activities) is
-    taken in the same run. A run killed mid-send leaves its rows leased: they are tried again
-    once the lease (`queue.lease`) has passed."""
+    is open is put back until it closes; a queue with `stop_after` ends the run after that
+    many failures without an answer in a row (`report.stopped`). `limit` caps the messages
+    tried; `should_stop()` true ends the run after the sends in flight. A message that becomes
+    due while the run goes on (one held behind another, as ActivityPub holds an inbox's later
+    activities) is taken in the same run. A run killed mid-send leaves its rows leased: they
+    are tried again once the lease (`queue.lease`) has passed."""
     report = Report()
     tried: set[int] = set()
     deadline = time.monotonic() + settings.budget
     running: dict[Future, object] = {}
     workers = max(1, settings.concurrency)
     exhausted = False
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"queue-{queue.name}") as pool:
-        while True:
-            while not exhausted and len(running) < workers and (limit is None or len(tried) < limit):
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    report.left = True
+    streak = 0  # failures without an answer in a row (queues with `stop_after`)
+    connections = _Connections(queue.connection(settings)) if queue.connection is not None else None
+    send = _sender(queue, settings, connections)
+    try:
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"queue-{queue.name}") as pool:
+            while True:
+                while (not exhausted and not report.stopped and len(running) < workers
+                       and (limit is None or len(tried) < limit)):
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        report.left = True
+                        break
+                    if should_stop is not None and should_stop():
+                        break
+                    row = _claim(queue, now, tried, clock)
+                    if row is None:
+                        exhausted = True
+                        break
+                    tried.add(row.id)
+                    job = _load(queue, row, report, clock)
+                    if job is None:
+                        continue
+                    key = (queue.name, "" if queue.stop_after else _host(job.target))
+                    paused = circuits.open_until(key, clock()) if key[1] else None
+                    if paused is not None:
+                        _defer(queue, job, paused, report)
+                        continue
+                    timeout = max(MIN_TIMEOUT_SECONDS, min(settings.timeout, remaining))
+                    running[pool.submit(send, job, timeout=timeout, clock=clock)] = (job, key)
+                if not running:
                     break
-                if should_stop is not None and should_stop():
-                    break
-                job = _claim(queue, now, tried, clock)
-                if job is None:
-                    exhausted = True
-                    break
-                tried.add(job.id)
-                key = (queue.name, _host(job.target))
-                paused = circuits.open_until(key, clock()) if key[1] else None
-                if paused is not None:
-                    _defer(queue, job, paused, report)
-                    continue
-                timeout = max(MIN_TIMEOUT_SECONDS, min(settings.timeout, remaining))
-                running[pool.submit(queue.send, job, allow_private=settings.allow_private, timeout=timeout,
-                                    clock=clock)] = (job, key)
-            if not running:
-                break
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in finished:
-                job, key = running.pop(future)
-                attempt = future.result()
-                if key[1]:
-                    circuits.note(key, attempt, clock())
-                _record(queue, settings, job, attempt, report, clock())
-            exhausted = False  # a recorded message may free one held behind it
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    job, key = running.pop(future)
+                    attempt = future.result()
+                    if key[1]:
+                        circuits.note(key, attempt, clock())
+                    if queue.stop_after:
+                        streak = streak + 1 if not attempt.ok and attempt.status is None else 0
+                        report.stopped = report.stopped or streak >= queue.stop_after
+                    _record(queue, settings, job, attempt, report, clock())
+                exhausted = False  # a recorded message may free one held behind it
+    finally:
+        if connections is not None:
+            connections.close()
     return report
 
 
