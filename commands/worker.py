@@ -209,13 +209,23 @@ class Lane:
     """One queue of the worker, on its own thread: `run(state, should_stop)` is one pass (`state`
     a dict the lane keeps between its passes), `prune(before)` deletes its rows sent or given up
     before `before` (the caller commits), `tables` what it sends from, `budget` the setting
-    that bounds one pass."""
+    that bounds one pass, `queue` its declaration when the engine runs it."""
 
     name: str
     tables: tuple[str, ...]
     budget: str
     run: Callable[[dict, Callable[[], bool]], object]
     prune: Callable[[datetime], int] | None = None
+    queue: queues.Queue | None = None
+
+    @property
+    def circuit(self) -> str:
+        """What stops sending to a failing receiver: `per host` (HTTP: each host's own circuit),
+        `relay, per run` (mail through one server: `Queue.stop_after`), or `own` (a sender of
+        its own)."""
+        if self.queue is None:
+            return "own"
+        return "relay, per run" if self.queue.stop_after else "per host"
 
 
 def _engine_lane(queue: queues.Queue, label: str, run: Callable | None = None) -> Lane:
@@ -226,7 +236,7 @@ def _engine_lane(queue: queues.Queue, label: str, run: Callable | None = None) -
             return run(should_stop)
         return deliver_due(label, queue, utcnow(), quiet=True, should_stop=should_stop)
     return Lane(queue.name, (queue.model.__tablename__,), f"{queue.settings_prefix}_RUN_SECONDS",
-                one_pass, lambda before: queues.prune(queue, before))
+                one_pass, lambda before: queues.prune(queue, before), queue)
 
 
 def _alert_pass(state: dict, should_stop: Callable[[], bool]) -> None:
@@ -253,11 +263,13 @@ QUEUES: tuple[Lane, ...] = (
 
 def describe() -> dict:
     """The worker as declared: `{"consumers": [name, ...], "change_consumers": [name, ...],
-    "queues": [{"name", "tables", "budget", "pruned"}, ...]}` in the order they run."""
+    "queues": [{"name", "tables", "budget", "pruned", "engine", "circuit"}, ...]}` in the order
+    they run (`engine`: run by services/delivery/queues.py; `circuit`: `Lane.circuit`)."""
     return {"consumers": [c.name for c in CONSUMERS],
             "change_consumers": [c.name for c in change_stream.CONSUMERS],
             "queues": [{"name": lane.name, "tables": list(lane.tables), "budget": lane.budget,
-                        "pruned": lane.prune is not None} for lane in QUEUES]}
+                        "pruned": lane.prune is not None, "engine": lane.queue is not None,
+                        "circuit": lane.circuit} for lane in QUEUES]}
 
 
 def prune_sent(now: datetime, lanes: tuple[Lane, ...] = QUEUES) -> int:

@@ -11,6 +11,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -23,8 +25,11 @@ POLL = 0.5
 TARPIT_SECONDS = 10.0  # what one POST to the tarpit costs its queue (WEBHOOK_TIMEOUT_SECONDS)
 
 
-def _start(app, smtp_url: str, command: str, **settings: str
-           ) -> tuple[subprocess.Popen, list[str], threading.Event, threading.Thread]:
+@contextmanager
+def _running(app, smtp_url: str, command: str, **settings: str) -> Iterator[tuple[subprocess.Popen, list[str]]]:
+    """A `flask <command>` loop (poll POLL, SMTP_URL `smtp_url`, `settings` in its environment)
+    that has said it polls; yields (the process, its output lines so far). Killed on the way
+    out if it is still running."""
     env = {**os.environ, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "SMTP_URL": smtp_url,
            "FLASK_APP": "app", "PAPER_DOMAIN": "localhost", "DEFAULT_PAPER": "demo",
            "SECRET_KEY": app.config["SECRET_KEY"], "OUTBOX_POLL_SECONDS": str(POLL), "PYTHONUNBUFFERED": "1",
@@ -43,7 +48,15 @@ def _start(app, smtp_url: str, command: str, **settings: str
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    return process, lines, polling, reader
+    try:
+        assert polling.wait(30), "".join(lines)
+        yield process, lines
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        reader.join(10)
+        process.stdout.close()
 
 
 def _wait_for(predicate, seconds: float) -> float | None:
@@ -67,9 +80,7 @@ def test_a_tarpit_on_one_queue_delays_no_other_queue_by_more_than_its_poll(
         "url": receiver.url + "/tarpit", "events": ["piece.aired"]}).status_code == 201
     for n in range(3):
         desk.piece(paper, f"Story {n}")
-    process, lines, polling, reader = _start(app, smtp.url, command)
-    try:
-        assert polling.wait(30), "".join(lines)
+    with _running(app, smtp.url, command) as (process, lines):
         # The content webhook queue is stuck in a POST the tarpit will never answer.
         assert _wait_for(lambda: receiver.requests, 30) is not None, "".join(lines)
         stuck_at = receiver.requests[0]["arrived"]
@@ -83,12 +94,6 @@ def test_a_tarpit_on_one_queue_delays_no_other_queue_by_more_than_its_poll(
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=TARPIT_SECONDS + 20)  # the POST in hand ends at its timeout
         assert process.returncode == 0 and lines[-1].rstrip() == f"{command}: stopped", "".join(lines)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        reader.join(10)
-        process.stdout.close()
 
 
 @pytest.mark.slow
@@ -99,10 +104,7 @@ def test_a_hanging_smtp_server_delays_no_other_queue_by_more_than_its_poll(app, 
     assert client.post("/api/v1/webhooks", headers=auth(admin), json={
         "url": receiver.url + "/hooks", "events": ["piece.aired"]}).status_code == 201
     assert client.post("/api/v1/subscribers", json={"email": "reader@example.com"}).status_code == 202
-    process, lines, polling, reader = _start(app, silent_smtp.url, "worker",
-                                             OUTBOX_SMTP_TIMEOUT=str(TARPIT_SECONDS))
-    try:
-        assert polling.wait(30), "".join(lines)
+    with _running(app, silent_smtp.url, "worker", OUTBOX_SMTP_TIMEOUT=str(TARPIT_SECONDS)) as (process, lines):
         # The confirm-mail queue is stuck on a connection whose greeting never comes.
         assert _wait_for(lambda: silent_smtp.accepted, 30) is not None, "".join(lines)
         stuck_at = time.monotonic()
@@ -118,12 +120,6 @@ def test_a_hanging_smtp_server_delays_no_other_queue_by_more_than_its_poll(app, 
         process.wait(timeout=TARPIT_SECONDS + 20)  # the SMTP read in hand ends at its timeout
         assert process.returncode == 0 and lines[-1].rstrip() == "worker: stopped", "".join(lines)
         assert any(line.startswith("outbox: sent 0, retrying 1") for line in lines), "".join(lines)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        reader.join(10)
-        process.stdout.close()
 
 
 def test_describe_names_the_declared_consumers_then_queues():
