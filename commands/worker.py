@@ -19,6 +19,7 @@ Any number of workers and send-alerts runs may work at once: they share the rows
 (services/delivery/claims.py), never by a lock."""
 from __future__ import annotations
 
+import dataclasses
 import signal
 import threading
 import time
@@ -137,36 +138,39 @@ def alert_origins() -> PaperOrigins:
 
 def send_alerts_due(now: datetime, *, connections: int | None = None,
                     progress: Callable[[int], None] | None = None,
-                    should_stop: Callable[[], bool] | None = None) -> alerts.SendReport:
-    """Send the recorded alerts that are due, with the app's settings (SMTP_URL,
-    ALERT_CONNECTIONS unless `connections` is given, ALERT_SMTP_TIMEOUT, ALERT_LEASE_SECONDS,
-    the failure policy); no SMTP connection is opened when nothing is due. Raises
-    click.ClickException for an SMTP_URL that cannot be used."""
+                    should_stop: Callable[[], bool] | None = None) -> queues.Report:
+    """One run of the alert-mail queue (services/delivery/alerts.py) on the engine, with the
+    app's settings (SMTP_URL, ALERT_CONNECTIONS unless `connections` is given,
+    ALERT_SMTP_TIMEOUT, ALERT_LEASE_SECONDS, ALERT_MAX_ATTEMPTS, ALERT_BOUNCE_LIMIT): every
+    recorded alert due at `now` is sent; no SMTP connection is opened when nothing is due.
+    Raises click.ClickException for an SMTP_URL that cannot be used, or when alert links have
+    no origin (`alert_origins`)."""
     config = current_app.config
-    timeout = config["ALERT_SMTP_TIMEOUT"]
     try:
-        mail.open_mailer(config, timeout=timeout).close()  # refuses a bad SMTP_URL up front
+        mail.open_mailer(config).close()  # refuses a bad SMTP_URL up front
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
-    policy = alerts.FailurePolicy(bounce_limit=config["ALERT_BOUNCE_LIMIT"], max_attempts=config["ALERT_MAX_ATTEMPTS"])
-    return alerts.send_recorded(
-        now, None, progress, origins=alert_origins(),
-        connections=connections or config["ALERT_CONNECTIONS"],
-        open_mailer=lambda: mail.open_mailer(config, timeout=timeout), policy=policy, clock=utcnow,
-        lease=timedelta(seconds=config["ALERT_LEASE_SECONDS"]), smtp_timeout=timeout, should_stop=should_stop)
+    settings = queues.settings_of(alerts.QUEUE, config)
+    if connections:
+        settings = dataclasses.replace(settings, concurrency=connections)
+    return queues.run(alerts.queue_for(now, alert_origins()), settings, now, progress=progress,
+                      should_stop=should_stop)
 
 
-def report_alerts(report: alerts.SendReport, seconds: float | None = None) -> None:
-    """Print what a send phase did: `mailed: N in Xs (R a second)`, and when something failed
-    how each failure was classified and the first errors."""
-    if report.sent and seconds:
-        click.echo(f"mailed: {report.sent} in {seconds:.1f}s ({report.sent / seconds:.0f} a second)")
-    elif report.sent:
-        click.echo(f"alerts: mailed {report.sent}")
+def report_alerts(report: queues.Report, seconds: float | None = None) -> None:
+    """Print what a run of the alert-mail queue did: `mailed: N in Xs (R a second)`, and when
+    something failed how each failure was classified (refused for good: given up on the
+    server's answer; to retry later; not handed over: the server said nothing; could not be
+    built) and the first errors."""
+    if report.delivered and seconds:
+        click.echo(f"mailed: {report.delivered} in {seconds:.1f}s ({report.delivered / seconds:.0f} a second)")
+    elif report.delivered:
+        click.echo(f"alerts: mailed {report.delivered}")
     if report.failed:
-        click.echo(f"failed: {report.refused} refused for good, {report.retrying} to retry later, "
-                   f"{report.unreachable} not handed over (server unreachable), {report.unbuildable} "
-                   f"could not be built; {report.suppressed} address(es) suppressed"
+        click.echo(f"failed: {report.given_up - report.unbuildable} refused for good, "
+                   f"{report.failed - report.given_up - report.unanswered} to retry later, "
+                   f"{report.unanswered} not handed over (server unreachable), {report.unbuildable} "
+                   f"could not be built; {report.disabled} address(es) suppressed"
                    + ("; stopped: the SMTP server is down" if report.stopped else ""))
     for error in report.errors[:5]:
         click.echo(f"error: {error}", err=True)
@@ -252,8 +256,8 @@ CONSUMERS: tuple[Consumer, ...] = (
 QUEUES: tuple[Lane, ...] = (
     _engine_lane(outbox.QUEUE, "outbox", drain_confirms),
     # Alert rows are kept: each reader's last window is where the next one starts. A pass
-    # sends within its claim's lease.
-    Lane("alert-mail", ("alert_deliveries",), "ALERT_LEASE_SECONDS", _alert_pass),
+    # sends until nothing is due, each batch within its claim's lease.
+    Lane("alert-mail", ("alert_deliveries",), "ALERT_LEASE_SECONDS", _alert_pass, queue=alerts.QUEUE),
     _engine_lane(webhooks.QUEUE, "webhooks"),
     _engine_lane(content_webhooks.QUEUE, "content webhooks"),
     _engine_lane(activitypub.QUEUE, "activitypub"),
@@ -355,7 +359,7 @@ def worker(once: bool) -> None:
         drain_once(with_alerts=with_alerts)
         # What is left for the next pass (backing off, or due after this one): ops' queue depth.
         click.echo(f"outbox: pending {queues.pending_count(outbox.QUEUE)}, "
-                   f"alerts pending {alerts.unsent_count(utcnow())}")
+                   f"alerts pending {queues.pending_count(alerts.QUEUE, due_at=utcnow())}")
         return
     stop = threading.Event()
 

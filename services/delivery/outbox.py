@@ -17,13 +17,11 @@ resends.
 """
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.message import EmailMessage
 
-from flask import current_app
 from sqlalchemy import update
 
 from extensions import db
@@ -66,10 +64,6 @@ def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[],
     return mail.attempt(connection, job.message)
 
 
-def _connection(settings: queues.Settings) -> Callable[[], mail.Mailer]:
-    return functools.partial(mail.open_mailer, dict(current_app.config), timeout=settings.timeout)
-
-
 def _after(job: _Job, attempt: http.Attempt, values: dict, at: datetime, report: queues.Report) -> None:
     # Given up: the reader may ask for a confirm email again at once.
     if "failed_at" in values and job.subscriber_id:
@@ -81,7 +75,7 @@ def _after(job: _Job, attempt: http.Attempt, values: dict, at: datetime, report:
 QUEUE = queues.Queue(
     name="confirm-mail", model=OutboxMessage, settings_prefix="OUTBOX", max_attempts=MAX_ATTEMPTS,
     returning=(OutboxMessage.attempts, OutboxMessage.subscriber_id, OutboxMessage.created_at),
-    load=_load, send=_send, after=_after, connection=_connection,
+    load=_load, send=_send, after=_after, connection=mail.connection_for,
     # A 5xx refuses this message for good; a 4xx or no answer may go later.
     gives_up=lambda job, attempt, attempts, at: attempt.status is not None and attempt.status >= 500,
     first_backoff=timedelta(seconds=30), backoff_cap=timedelta(hours=1),
