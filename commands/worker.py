@@ -1,18 +1,19 @@
-"""`flask worker` (also `flask worker`, its old name): everything that leaves the
+"""`flask worker` (also `flask drain-outbox`, its old name): everything that leaves the
 building, run beside the app. It runs two declared lists (`describe()` reads them back, and
 docs/ARCHITECTURE.md "The worker" is tested against it):
 
 - CONSUMERS, in order, in the main thread each pass: the change feed's consumers
   (services/delivery/change_stream.py: content webhook messages, CDN purge, ActivityPub
-  activities, WebSub and IndexNow pings, transparency log entries; a scheduled airing at its
-  instant), then the transparency logs' new checkpoints, signed and sent to the witnesses
+  activities, WebSub and IndexNow pings, transparency log entries, correction alerts, instant
+  alerts planned; a scheduled airing at its instant), then the transparency logs' new
+  checkpoints, signed and sent to the witnesses
   (services/transparency/store.py, witness.py). They write rows; they send nothing slow.
 - QUEUES, each on its own thread, its own poll and its own time budget, so a slow or hanging
-  receiver on one never delays another: confirm mail (services/delivery/outbox.py), alert mail
-  (instant alerts planned, then recorded alerts sent: services/delivery/alerts.py), and the
-  four queues of outgoing POSTs run by the queue engine (services/delivery/queues.py):
-  subscriber webhooks, content webhooks, ActivityPub activities, pings. Each queue prunes its
-  own sent and given-up rows (OUTBOX_RETENTION_DAYS) once an hour.
+  receiver on one never delays another, each a declaration run by the queue engine
+  (services/delivery/queues.py): confirm mail (services/delivery/outbox.py), alert mail
+  (recorded alerts: services/delivery/alerts.py), subscriber webhooks, content webhooks,
+  ActivityPub activities, pings. The engine prunes each queue's sent and given-up rows
+  (OUTBOX_RETENTION_DAYS) once an hour, alert rows excepted.
 
 Like send-alerts it commits per message, inside the services (commands/__init__.py says why).
 Any number of workers and send-alerts runs may work at once: they share the rows by leases

@@ -242,8 +242,8 @@ _ROWS = (select(AlertDelivery.id, AlertDelivery.subscriber_id, AlertDelivery.per
                 Subscriber.suppressed_at, Subscriber.paused_until)
          .join(Subscriber, Subscriber.id == AlertDelivery.subscriber_id)
          .where(AlertDelivery.id.in_(bindparam("ids", expanding=True))))
-_MARK_READER = (update(Subscriber).where(Subscriber.id == bindparam("subscriber_id"))
-                .values(last_sent_at=bindparam("now", type_=UTCDateTime()), bounces=0))
+_MARK_READERS = (update(Subscriber).where(Subscriber.id.in_(bindparam("subscriber_ids", expanding=True)))
+                 .values(last_sent_at=bindparam("now", type_=UTCDateTime()), bounces=0))
 # A permanent refusal of the address: one more bounce; suppressed at the limit (or at once).
 _SUPPRESS = or_(bindparam("suppress", type_=Boolean()), Subscriber.bounces + 1 >= bindparam("limit", type_=Integer()))
 _BOUNCE = (update(Subscriber).where(Subscriber.id == bindparam("subscriber_id"))
@@ -301,10 +301,13 @@ def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[],
     return mail.attempt(connection, job.message)
 
 
+def _sent(jobs: list[_Job], at: datetime) -> None:
+    # The readers' last mail, and an address that takes mail has no bounces in a row.
+    db.session.execute(_MARK_READERS, {"subscriber_ids": [job.subscriber_id for job in jobs], "now": at})
+
+
 def _after(job: _Job, attempt: http.Attempt, values: dict, at: datetime, report: queues.Report) -> None:
-    # Sent: the reader's last mail, and an address that takes mail has no bounces in a row.
     if attempt.ok:
-        db.session.execute(_MARK_READER, {"subscriber_id": job.subscriber_id, "now": at})
         return
     if attempt.status < 500:
         if "failed_at" in values:
@@ -319,7 +322,7 @@ def _after(job: _Job, attempt: http.Attempt, values: dict, at: datetime, report:
 
 QUEUE = queues.Queue(
     name="alert-mail", model=AlertDelivery, settings_prefix="ALERT", max_attempts=MAX_ATTEMPTS,
-    returning=(), load=None, load_many=_unbound, send=_send, after=_after, connection=mail.connection_for,
+    returning=(), load=None, load_many=_unbound, send=_send, after=_after, sent=_sent, connection=mail.connection_for,
     # A 5xx refuses it for good (and counts a bounce); a 4xx backs off; a connection-level
     # failure says nothing about the message: not counted, due again, 5 in a row stop the run.
     gives_up=lambda job, attempt, attempts, at: attempt.status >= 500,

@@ -80,6 +80,6 @@ QUEUE = queues.Queue(
     gives_up=lambda job, attempt, attempts, at: attempt.status is not None and attempt.status >= 500,
     first_backoff=timedelta(seconds=30), backoff_cap=timedelta(hours=1),
     # Long enough for a message at the worst SMTP timing (every step waiting the timeout).
-    lease=timedelta(minutes=10), done_column="sent_at",
+    lease=timedelta(minutes=10), lease_column="claimed_until", done_column="sent_at",
     stop_after=1, concurrency=1, timeout_setting="SMTP_TIMEOUT", fallback_prefix="")
 """The confirm-mail queue: OUTBOX_* settings (OUTBOX_SMTP_TIMEOUT bounds each SMTP step)."""

@@ -6,16 +6,17 @@ A queue is a declaration (`Queue`): its name, its table, how a claimed row becom
 (`load`), how one job is sent (`send`, over a `connection` the queue may keep per sending
 thread for a run: an SMTP session), what counts as given up, its attempts, its backoff, its
 settings prefix (`<PREFIX>_CONCURRENCY`, `_RUN_SECONDS`, `_ALLOW_PRIVATE`, `_TIMEOUT_SECONDS`,
-`_MAX_ATTEMPTS`; all but the last read with the `fallback_prefix` ones, WEBHOOK_*, as
-fallbacks), its
-retention. The modules keep only what differs (what a message is and how it is sent); `run`,
-`pending_count` and `prune` are the same for all: HTTP POSTs (subscriber and content webhooks,
-ActivityPub, pings) and mail (confirm mail and correction alerts: services/delivery/outbox.py).
-The worker (commands/worker.py) runs each declared queue on its own thread and budget, so no
-queue waits behind another.
+`_MAX_ATTEMPTS`, `_LEASE_SECONDS`; the first four read with the `fallback_prefix` ones,
+WEBHOOK_*, as fallbacks; see `Queue`), its retention. The modules keep only what differs (what
+a message is and how it is sent); `run`, `pending_count` and `prune` are the same for all:
+HTTP POSTs (subscriber and content webhooks, ActivityPub, pings) and mail (confirm mail and
+correction alerts: services/delivery/outbox.py; alert mail, claimed in batches:
+services/delivery/alerts.py). The worker (commands/worker.py) runs each declared queue on its
+own thread and budget, so no queue waits behind another.
 
 Each table has one row per message: `attempts`, `next_attempt_at` (when it is due; also the
-lease: a claimed row's `next_attempt_at` is put `lease` ahead), the `done_column` (when it was
+lease, a claimed row's `next_attempt_at` put `lease` ahead, unless the queue names a
+`lease_column` of its own: the mail queues' `claimed_until`), the `done_column` (when it was
 sent), `failed_at` (given up), `last_error`, and `last_status` when the model has one. A row
 `load` cannot make a message of is closed without a send: `GiveUp` (it never can: its
 subscriber gone, bad data) is given up and counted as failed; `NotNeeded` (the reader
@@ -37,8 +38,9 @@ no other host to protect, and deferring each row behind an open circuit would wr
 row of the queue once a pass while the relay is down. So its circuit is keyed on that one
 server and scoped to a run (`stop_after`): that many connection-level failures in a row (the
 server said nothing about the message) end the run; what is not yet claimed stays due,
-untouched, for the next poll, which tries the relay again with one message. Other queues are
-not affected either way: each runs on its own thread and budget (the worker).
+untouched, for the next poll, which tries the relay again with one message (alert mail counts
+no attempt against a message the relay said nothing about). Other queues are not affected
+either way: each runs on its own thread and budget (the worker).
 """
 from __future__ import annotations
 
@@ -133,7 +135,9 @@ class Queue:
     failure ends the message before `max_attempts`; `counts(attempt)` false says a failure is
     not counted at all (the receiver said nothing about the message: the row stays due, its
     attempts unchanged); `after(job, attempt, values, at, report)` may add to or change the
-    row's new column `values` (and write other rows) before they are committed. `due()` adds
+    row's new column `values` (and write other rows) before they are committed; `sent(jobs,
+    at)` writes what a group of messages delivered together changes beside their rows (in one
+    statement: the results that finish together are committed together). `due()` adds
     conditions to what is claimable. `retention_setting` is the setting that says how long done
     rows are kept (OUTBOX_RETENTION_DAYS).
 
@@ -167,6 +171,7 @@ class Queue:
     gives_up: Callable = lambda job, attempt, attempts, at: False
     counts: Callable = lambda attempt: True
     after: Callable | None = None
+    sent: Callable | None = None
     due: Callable[[], list] = lambda: []
     first_backoff: timedelta = timedelta(minutes=1)
     backoff_cap: timedelta = timedelta(hours=6)
@@ -381,8 +386,11 @@ def _close(queue: Queue, row_id: int, closed: Exception, report: Report, at: dat
     db.session.execute(row.values(**values))
 
 
-def _record(queue: Queue, settings: Settings, job, attempt: http.Attempt, report: Report, at: datetime) -> None:
-    """Write the outcome of one attempt (and what `after` adds); the caller commits."""
+def _record(queue: Queue, settings: Settings, job, attempt: http.Attempt, report: Report, at: datetime,
+            delivered: dict[tuple, list]) -> None:
+    """Write the outcome of one attempt (and what `after` adds); the caller commits. A
+    delivered message is not written here but added to `delivered` (its new column values ->
+    the jobs with those values), for `_write_delivered` to write in one statement per group."""
     values: dict = {"last_error": attempt.error}
     if queue.lease_column != "next_attempt_at":
         values[queue.lease_column] = None
@@ -403,19 +411,35 @@ def _record(queue: Queue, settings: Settings, job, attempt: http.Attempt, report
     if attempt.ok:
         values[queue.done_column] = at
         report.delivered += 1
+        if queue.after is not None:
+            queue.after(job, attempt, values, at, report)
+        del values["attempts"]  # written as attempts + 1, so that rows with the same values group
+        delivered.setdefault(tuple(sorted(values.items())), []).append(job)
+        return
+    report.failed += 1
+    report.unanswered += attempt.status is None
+    if len(report.errors) < 20:
+        report.errors.append(f"{queue.name} {job.id}: {attempt.error}")
+    if queue.gives_up(job, attempt, attempts, at) or attempts >= settings.max_attempts:
+        values["failed_at"] = at
+        report.given_up += 1
     else:
-        report.failed += 1
-        report.unanswered += attempt.status is None
-        if len(report.errors) < 20:
-            report.errors.append(f"{queue.name} {job.id}: {attempt.error}")
-        if queue.gives_up(job, attempt, attempts, at) or attempts >= settings.max_attempts:
-            values["failed_at"] = at
-            report.given_up += 1
-        else:
-            values["next_attempt_at"] = at + queue.backoff(attempts)
+        values["next_attempt_at"] = at + queue.backoff(attempts)
     if queue.after is not None:
         queue.after(job, attempt, values, at, report)
     db.session.execute(update(queue.model).where(queue.model.id == job.id).values(**values))
+
+
+def _write_delivered(queue: Queue, delivered: dict[tuple, list], at: datetime) -> None:
+    """Mark the delivered messages: one UPDATE per set of new values (`_record`), then what
+    `queue.sent` adds for them; the caller commits."""
+    model = queue.model
+    for values, jobs in delivered.items():
+        db.session.execute(update(model).where(model.id.in_([job.id for job in jobs]))
+                           .values({**dict(values), "attempts": model.attempts + 1})
+                           .execution_options(synchronize_session=False))
+    if queue.sent is not None and delivered:
+        queue.sent([job for jobs in delivered.values() for job in jobs], at)
 
 
 def _defer(queue: Queue, job, until: datetime, report: Report) -> None:
@@ -493,6 +517,7 @@ def run(queue: Queue, settings: Settings, now: datetime, *, clock: Callable[[], 
     def record(finished) -> None:
         nonlocal streak
         at = clock()
+        delivered: dict[tuple, list] = {}
         for future in finished:
             job, key = running.pop(future)
             attempt = future.result()
@@ -501,7 +526,8 @@ def run(queue: Queue, settings: Settings, now: datetime, *, clock: Callable[[], 
             if queue.stop_after:
                 streak = streak + 1 if not attempt.ok and attempt.status is None else 0
                 report.stopped = report.stopped or streak >= queue.stop_after
-            _record(queue, settings, job, attempt, report, at)
+            _record(queue, settings, job, attempt, report, at, delivered)
+        _write_delivered(queue, delivered, at)
         db.session.commit()
 
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=f"queue-{queue.name}")
