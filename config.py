@@ -202,6 +202,8 @@ def load() -> dict:
         "OUTBOX_POLL_SECONDS": float(os.environ.get("OUTBOX_POLL_SECONDS", "1")),
         # Wall time one pass of the worker's confirm-mail queue spends sending (the rest waits).
         "OUTBOX_RUN_SECONDS": float(os.environ.get("OUTBOX_RUN_SECONDS", "60")),
+        # SMTP connections the confirm-mail queue sends over at once, each kept for a pass.
+        "OUTBOX_CONCURRENCY": int(os.environ.get("OUTBOX_CONCURRENCY", "1")),
         # Days a sent (or given-up) confirm email or webhook delivery is kept (0: for ever).
         "OUTBOX_RETENTION_DAYS": int(os.environ.get("OUTBOX_RETENTION_DAYS", "30")),
         "ALERT_MAX_ATTEMPTS": int(os.environ.get("ALERT_MAX_ATTEMPTS", "8")),

@@ -56,7 +56,7 @@ def send_alerts(no_webhooks: bool, plan_only: bool, connections: int | None) -> 
                f"nothing due ({time.perf_counter() - started:.1f}s)")
     if plan_only:
         return
-    total = alerts.unsent_count(now)
+    total = queues.pending_count(alerts.QUEUE, due_at=now)
     started = time.perf_counter()
     if sys.stdout.isatty() and total:
         with click.progressbar(length=total, label="sending alerts") as bar:
@@ -65,7 +65,7 @@ def send_alerts(no_webhooks: bool, plan_only: bool, connections: int | None) -> 
         report = send_alerts_due(now, connections=connections)
     report_alerts(report, time.perf_counter() - started)
     hooks = queues.Report() if no_webhooks else deliver_webhooks_due(utcnow())
-    click.echo(f"sent {report.sent}, failed {report.failed}, skipped {plan.skipped + report.skipped}")
+    click.echo(f"sent {report.delivered}, failed {report.failed}, skipped {plan.skipped + report.skipped}")
     if report.failed or hooks.failed:
         sys.exit(1)
 

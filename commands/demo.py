@@ -12,10 +12,10 @@ from sqlalchemy import select
 
 from commands import database
 from commands import log as log_commands
-from commands.worker import forget_base_url, record_base_url
 from demo import seed as demo_seed
 from extensions import db
 from models import CADENCES, Paper, clock
+from services.delivery.origins import forget_base_url, record_base_url
 from services.newsroom import keys
 from services.reading import stories
 
@@ -115,7 +115,7 @@ def run_info(port: int, slug: str, forget: bool) -> None:
     """Print the URLs to try on the demo paper and a fresh demo admin key (label "make run").
     With PUBLIC_BASE_URL set (`make run` sets it), record it and `port` in the instance folder
     for later `send-alerts` and `worker` runs, used while that port is served
-    (commands/worker.py `recorded_base_url`); `--forget` removes the record."""
+    (services/delivery/origins.py `recorded_base_url`); `--forget` removes the record."""
     if forget:
         forget_base_url(current_app.instance_path)
         return

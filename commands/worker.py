@@ -1,32 +1,32 @@
-"""`flask worker` (also `flask worker`, its old name): everything that leaves the
+"""`flask worker` (also `flask drain-outbox`, its old name): everything that leaves the
 building, run beside the app. It runs two declared lists (`describe()` reads them back, and
 docs/ARCHITECTURE.md "The worker" is tested against it):
 
 - CONSUMERS, in order, in the main thread each pass: the change feed's consumers
   (services/delivery/change_stream.py: content webhook messages, CDN purge, ActivityPub
-  activities, WebSub and IndexNow pings, transparency log entries; a scheduled airing at its
-  instant), then the transparency logs' new checkpoints, signed and sent to the witnesses
+  activities, WebSub and IndexNow pings, transparency log entries, correction alerts, instant
+  alerts planned; a scheduled airing at its instant), then the transparency logs' new
+  checkpoints, signed and sent to the witnesses
   (services/transparency/store.py, witness.py). They write rows; they send nothing slow.
 - QUEUES, each on its own thread, its own poll and its own time budget, so a slow or hanging
-  receiver on one never delays another: confirm mail (services/delivery/outbox.py), alert mail
-  (instant alerts planned, then recorded alerts sent: services/delivery/alerts.py), and the
-  four queues of outgoing POSTs run by the queue engine (services/delivery/queues.py):
-  subscriber webhooks, content webhooks, ActivityPub activities, pings. Each queue prunes its
-  own sent and given-up rows (OUTBOX_RETENTION_DAYS) once an hour.
+  receiver on one never delays another, each a declaration run by the queue engine
+  (services/delivery/queues.py): confirm mail (services/delivery/outbox.py), alert mail
+  (recorded alerts: services/delivery/alerts.py), subscriber webhooks, content webhooks,
+  ActivityPub activities, pings. The engine prunes each queue's sent and given-up rows
+  (OUTBOX_RETENTION_DAYS) once an hour, alert rows excepted.
 
 Like send-alerts it commits per message, inside the services (commands/__init__.py says why).
 Any number of workers and send-alerts runs may work at once: they share the rows by leases
 (services/delivery/claims.py), never by a lock."""
 from __future__ import annotations
 
+import dataclasses
 import signal
-import socket
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 
 import click
 from flask import current_app
@@ -34,7 +34,16 @@ from flask.cli import with_appcontext
 
 from extensions import db
 from models.clock import utcnow
-from services.delivery import alerts, change_stream, content_webhooks, corrections, mail, outbox, queues, webhooks
+from services.delivery import (
+    alerts,
+    change_stream,
+    content_webhooks,
+    mail,
+    origins,
+    outbox,
+    queues,
+    webhooks,
+)
 from services.delivery.federation import deliveries as activitypub
 from services.delivery.federation import pings
 from services.links import PaperOrigins
@@ -83,15 +92,15 @@ def sign_checkpoints(now: datetime, *, interval: float | None = None) -> list[tu
     return signed
 
 
-def drain_confirms(should_stop=None) -> outbox.DrainReport:
-    """One pass over the confirm mail and correction alerts that are due (ended early once
-    `should_stop()` is true);
+def drain_confirms(should_stop=None) -> queues.Report:
+    """One run of the confirm-mail queue (confirm emails and correction alerts:
+    services/delivery/outbox.py) on the engine, ended early once `should_stop()` is true;
     prints `outbox: sent N, retrying R, failed F` when it did anything (`, skipped S` for
-    messages no longer needed), and the first errors."""
-    report = outbox.drain(utcnow, build=corrections.outbox_message, should_stop=should_stop,
-                          deadline=time.monotonic() + current_app.config["OUTBOX_RUN_SECONDS"])
-    if report.sent or report.retrying or report.failed or report.skipped:
-        click.echo(f"outbox: sent {report.sent}, retrying {report.retrying}, failed {report.failed}"
+    messages no longer needed; failed counts those given up), and the first errors."""
+    report = run_queue(outbox.QUEUE, utcnow(), should_stop=should_stop)
+    if report.delivered or report.failed or report.skipped:
+        click.echo(f"outbox: sent {report.delivered}, retrying {report.failed - report.given_up}, "
+                   f"failed {report.given_up}"
                    + (f", skipped {report.skipped}" if report.skipped else "")
                    + ("; stopped: the SMTP server is unreachable" if report.stopped else ""))
     for error in report.errors[:5]:
@@ -99,130 +108,70 @@ def drain_confirms(should_stop=None) -> outbox.DrainReport:
     return report
 
 
-# Where `make run` writes the PUBLIC_BASE_URL it serves under (`flask run-info`), in the
-# instance folder, so a later `flask send-alerts` in another shell builds the same links: the
-# URL, then `port N`, the loopback port that server listens on. It is used only while something
-# listens there (and `make run` removes it when it stops), so no later command sends links to a
-# port nothing serves any more.
-RECORDED_BASE_URL = "public_base_url"
-LISTENING_TIMEOUT = 0.5  # seconds: the connect to the recorded port (loopback)
-
-
-def record_base_url(instance_path: str, base: str, port: int) -> None:
-    """Record `base` (served by `make run` on loopback `port`) for later commands (above)."""
-    path = Path(instance_path) / RECORDED_BASE_URL
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f"{base}\nport {port}\n", encoding="utf-8")
-
-
-def forget_base_url(instance_path: str) -> None:
-    """Remove the recorded base URL (`make run` stopping)."""
-    (Path(instance_path) / RECORDED_BASE_URL).unlink(missing_ok=True)
-
-
-def recorded_base_url(instance_path: str) -> tuple[str | None, str]:
-    """(the base URL `make run` recorded, or None when there is none to use; why, in words).
-    A record whose port nothing on 127.0.0.1 accepts a connection on (within
-    LISTENING_TIMEOUT) is from a server that stopped: not used. One without a port (written
-    before ports were recorded) cannot be checked: not used either."""
-    path = Path(instance_path) / RECORDED_BASE_URL
-    if not path.is_file():
-        return None, "none recorded"
-    lines = path.read_text(encoding="utf-8").split()
-    base = lines[0] if lines else ""
-    port = lines[2] if len(lines) >= 3 and lines[1] == "port" and lines[2].isascii() and lines[2].isdigit() else None
-    if not base or port is None or not 0 < int(port) < 65536:
-        return None, f"{path} names no port to check; run `make run` again"
-    try:
-        socket.create_connection(("127.0.0.1", int(port)), timeout=LISTENING_TIMEOUT).close()
-    except OSError:
-        return None, f"the server that recorded {base} (port {port}) is not running; ignored"
-    return base, f"recorded by `make run`, listening on port {port}"
-
-
-def origin_source() -> tuple[dict, str]:
-    """(the app's config with the PUBLIC_BASE_URL links outside a request use, where it came
-    from in words): PUBLIC_BASE_URL, else the live `make run`'s recorded one (above)."""
-    config = dict(current_app.config)
-    if str(config.get("PUBLIC_BASE_URL") or "").strip():
-        return config, "PUBLIC_BASE_URL"
-    recorded, why = recorded_base_url(current_app.instance_path)
-    if recorded:
-        config["PUBLIC_BASE_URL"] = recorded
-        return config, why
-    return config, f"no PUBLIC_BASE_URL; recorded origin: {why}"
+def run_queue(queue: queues.Queue, now: datetime, *,
+              should_stop: Callable[[], bool] | None = None) -> queues.Report:
+    """One run of an engine queue (services/delivery/queues.py) with the app's settings for it;
+    says when the run's budget ran out."""
+    settings = queues.settings_of(queue, current_app.config)
+    report = queues.run(queue, settings, now, should_stop=should_stop)
+    if report.left:
+        click.echo(f"{queue.name}: out of time after {settings.budget:g}s; the next run goes on")
+    return report
 
 
 def announce_origin(command: str) -> None:
-    """Print, as `command` starts, which origin its links use and where it came from."""
-    config, source = origin_source()
+    """Print, as `command` starts, which origin its links use and where it came from
+    (services/delivery/origins.py)."""
+    config, source = origins.origin_source(current_app)
     base = str(config.get("PUBLIC_BASE_URL") or "").strip()
     shown = base or f"{config['PUBLIC_URL_SCHEME']}://{config['PAPER_DOMAIN']} (development default)"
     click.echo(f"{command}: links on {shown} ({source})")
 
 
 def alert_origins() -> PaperOrigins:
-    """Each paper's origin for links built outside a request (alerts): PUBLIC_BASE_URL, else
-    the one a running `make run` recorded in the instance folder (`recorded_base_url`), else,
-    only in development (`FLASK_DEBUG`, or tests), PAPER_DOMAIN with PUBLIC_URL_SCHEME and
-    PUBLIC_PORT. Raises click.ClickException, naming the setting, when there is no base URL
-    outside development (its links would be `http://localhost/...`, which reach nothing) or
-    the recorded one is not usable."""
-    config, _source = origin_source()
-    if not str(config.get("PUBLIC_BASE_URL") or "").strip() and not (current_app.debug or current_app.testing):
-        raise click.ClickException(
-            "PUBLIC_BASE_URL is not set: alert links would lead to "
-            f"{config['PUBLIC_URL_SCHEME']}://{config['PAPER_DOMAIN']}/..., not to this server. Set it to the "
-            "origin readers reach the paper on (e.g. PUBLIC_BASE_URL=https://papers.example.com), or run "
-            "`make alerts` beside `make run`. Nothing was planned or marked sent.")
+    """Each paper's origin for alert links (services/delivery/origins.py `for_alerts`). Raises
+    click.ClickException, naming the setting, when there is none to use outside development."""
     try:
-        return PaperOrigins.from_config(config)
-    except ValueError as exc:
+        return origins.for_alerts(current_app)
+    except origins.NoOrigin as exc:
         raise click.ClickException(str(exc)) from exc
-
-
-def plan_instant_alerts(seen: dict | None = None) -> alerts.PlanReport:
-    """Plan the instant alerts due now (services/delivery/alerts.py `plan_instant`), with
-    `seen` carried between passes; prints `planned: N instant alert(s)` when it recorded any.
-    Raises click.ClickException when alert links have no origin (`alert_origins`)."""
-    report = alerts.plan_instant(utcnow, origins=alert_origins(), seen=seen)
-    if report.recorded:
-        click.echo(f"planned: {report.recorded} instant alert(s)")
-    return report
 
 
 def send_alerts_due(now: datetime, *, connections: int | None = None,
                     progress: Callable[[int], None] | None = None,
-                    should_stop: Callable[[], bool] | None = None) -> alerts.SendReport:
-    """Send the recorded alerts that are due, with the app's settings (SMTP_URL,
-    ALERT_CONNECTIONS unless `connections` is given, ALERT_SMTP_TIMEOUT, ALERT_LEASE_SECONDS,
-    the failure policy); no SMTP connection is opened when nothing is due. Raises
-    click.ClickException for an SMTP_URL that cannot be used."""
+                    should_stop: Callable[[], bool] | None = None) -> queues.Report:
+    """One run of the alert-mail queue (services/delivery/alerts.py) on the engine, with the
+    app's settings (SMTP_URL, ALERT_CONNECTIONS unless `connections` is given,
+    ALERT_SMTP_TIMEOUT, ALERT_LEASE_SECONDS, ALERT_MAX_ATTEMPTS, ALERT_BOUNCE_LIMIT): every
+    recorded alert due at `now` is sent; no SMTP connection is opened when nothing is due.
+    Raises click.ClickException for an SMTP_URL that cannot be used, or when alert links have
+    no origin (`alert_origins`)."""
     config = current_app.config
-    timeout = config["ALERT_SMTP_TIMEOUT"]
     try:
-        mail.open_mailer(config, timeout=timeout).close()  # refuses a bad SMTP_URL up front
+        mail.open_mailer(config).close()  # refuses a bad SMTP_URL up front
     except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
-    policy = alerts.FailurePolicy(bounce_limit=config["ALERT_BOUNCE_LIMIT"], max_attempts=config["ALERT_MAX_ATTEMPTS"])
-    return alerts.send_recorded(
-        now, None, progress, origins=alert_origins(),
-        connections=connections or config["ALERT_CONNECTIONS"],
-        open_mailer=lambda: mail.open_mailer(config, timeout=timeout), policy=policy, clock=utcnow,
-        lease=timedelta(seconds=config["ALERT_LEASE_SECONDS"]), smtp_timeout=timeout, should_stop=should_stop)
+    settings = queues.settings_of(alerts.QUEUE, config)
+    if connections:
+        settings = dataclasses.replace(settings, concurrency=connections)
+    return queues.run(alerts.queue_for(now, alert_origins()), settings, now, progress=progress,
+                      should_stop=should_stop)
 
 
-def report_alerts(report: alerts.SendReport, seconds: float | None = None) -> None:
-    """Print what a send phase did: `mailed: N in Xs (R a second)`, and when something failed
-    how each failure was classified and the first errors."""
-    if report.sent and seconds:
-        click.echo(f"mailed: {report.sent} in {seconds:.1f}s ({report.sent / seconds:.0f} a second)")
-    elif report.sent:
-        click.echo(f"alerts: mailed {report.sent}")
+def report_alerts(report: queues.Report, seconds: float | None = None) -> None:
+    """Print what a run of the alert-mail queue did: `mailed: N in Xs (R a second)`, and when
+    something failed how each failure was classified (refused for good: given up on the
+    server's answer; to retry later; not handed over: the server said nothing; could not be
+    built) and the first errors."""
+    if report.delivered and seconds:
+        click.echo(f"mailed: {report.delivered} in {seconds:.1f}s ({report.delivered / seconds:.0f} a second)")
+    elif report.delivered:
+        click.echo(f"alerts: mailed {report.delivered}")
     if report.failed:
-        click.echo(f"failed: {report.refused} refused for good, {report.retrying} to retry later, "
-                   f"{report.unreachable} not handed over (server unreachable), {report.unbuildable} "
-                   f"could not be built; {report.suppressed} address(es) suppressed"
+        click.echo(f"failed: {report.given_up - report.unbuildable} refused for good, "
+                   f"{report.failed - report.given_up - report.unanswered} to retry later, "
+                   f"{report.unanswered} not handed over (server unreachable), {report.unbuildable} "
+                   f"could not be built; {report.disabled} address(es) suppressed"
                    + ("; stopped: the SMTP server is down" if report.stopped else ""))
     for error in report.errors[:5]:
         click.echo(f"error: {error}", err=True)
@@ -230,14 +179,10 @@ def report_alerts(report: alerts.SendReport, seconds: float | None = None) -> No
 
 def deliver_due(label: str, queue: queues.Queue, now: datetime, *, quiet: bool = False,
                 should_stop: Callable[[], bool] | None = None) -> queues.Report:
-    """One run of an engine queue (services/delivery/queues.py) with its settings; prints
-    `{label}: delivered N, failed M, pending P` (only when something was tried, if `quiet`),
-    with `, disabled D` and `, deferred D` (an open circuit) when there were any, and says
-    when the run's budget ran out. Returns the run's report."""
-    settings = queues.settings_of(queue, current_app.config)
-    report = queues.run(queue, settings, now, should_stop=should_stop)
-    if report.left:
-        click.echo(f"{label}: out of time after {settings.budget:g}s; the next run goes on")
+    """One run of an engine queue (`run_queue`); prints `{label}: delivered N, failed M,
+    pending P` (only when something was tried, if `quiet`), with `, disabled D` and
+    `, deferred D` (an open circuit) when there were any. Returns the run's report."""
+    report = run_queue(queue, now, should_stop=should_stop)
     if not quiet or report.delivered or report.failed or report.deferred:
         click.echo(f"{label}: delivered {report.delivered}, failed {report.failed}, "
                    f"pending {queues.pending_count(queue)}"
@@ -269,29 +214,38 @@ class Lane:
     """One queue of the worker, on its own thread: `run(state, should_stop)` is one pass (`state`
     a dict the lane keeps between its passes), `prune(before)` deletes its rows sent or given up
     before `before` (the caller commits), `tables` what it sends from, `budget` the setting
-    that bounds one pass."""
+    that bounds one pass, `queue` its declaration when the engine runs it."""
 
     name: str
     tables: tuple[str, ...]
     budget: str
     run: Callable[[dict, Callable[[], bool]], object]
     prune: Callable[[datetime], int] | None = None
+    queue: queues.Queue | None = None
+
+    @property
+    def circuit(self) -> str:
+        """What stops sending to a failing receiver: `per host` (HTTP: each host's own circuit),
+        `relay, per run` (mail through one server: `Queue.stop_after`), or `own` (a sender of
+        its own)."""
+        if self.queue is None:
+            return "own"
+        return "relay, per run" if self.queue.stop_after else "per host"
 
 
-def _engine_lane(queue: queues.Queue, label: str) -> Lane:
-    """The lane of an engine queue; `label` starts its printed lines."""
+def _engine_lane(queue: queues.Queue, label: str, run: Callable | None = None) -> Lane:
+    """The lane of an engine queue; `label` starts its printed lines, `run(should_stop)` (the
+    default: `deliver_due`) is one pass."""
+    def one_pass(state: dict, should_stop: Callable[[], bool]) -> object:
+        if run is not None:
+            return run(should_stop)
+        return deliver_due(label, queue, utcnow(), quiet=True, should_stop=should_stop)
     return Lane(queue.name, (queue.model.__tablename__,), f"{queue.settings_prefix}_RUN_SECONDS",
-                lambda state, should_stop: deliver_due(label, queue, utcnow(), quiet=True,
-                                                       should_stop=should_stop),
-                lambda before: queues.prune(queue, before))
+                one_pass, lambda before: queues.prune(queue, before), queue)
 
 
 def _alert_pass(state: dict, should_stop: Callable[[], bool]) -> None:
-    if not state.get("with_alerts", True):
-        return
-    if state.get("plan_instant", True):
-        plan_instant_alerts(state.setdefault("seen", {}))
-    if not should_stop():
+    if state.get("with_alerts", True):
         report_alerts(send_alerts_due(utcnow(), should_stop=should_stop))
 
 
@@ -301,11 +255,10 @@ CONSUMERS: tuple[Consumer, ...] = (
 )
 
 QUEUES: tuple[Lane, ...] = (
-    Lane("confirm-mail", ("outbox_messages",), "OUTBOX_RUN_SECONDS",
-         lambda state, should_stop: drain_confirms(should_stop), outbox.prune),
+    _engine_lane(outbox.QUEUE, "outbox", drain_confirms),
     # Alert rows are kept: each reader's last window is where the next one starts. A pass
-    # sends within its claim's lease.
-    Lane("alert-mail", ("alert_deliveries",), "ALERT_LEASE_SECONDS", _alert_pass),
+    # sends until nothing is due, each batch within its claim's lease.
+    Lane("alert-mail", ("alert_deliveries",), "ALERT_LEASE_SECONDS", _alert_pass, queue=alerts.QUEUE),
     _engine_lane(webhooks.QUEUE, "webhooks"),
     _engine_lane(content_webhooks.QUEUE, "content webhooks"),
     _engine_lane(activitypub.QUEUE, "activitypub"),
@@ -315,11 +268,13 @@ QUEUES: tuple[Lane, ...] = (
 
 def describe() -> dict:
     """The worker as declared: `{"consumers": [name, ...], "change_consumers": [name, ...],
-    "queues": [{"name", "tables", "budget", "pruned"}, ...]}` in the order they run."""
+    "queues": [{"name", "tables", "budget", "pruned", "engine", "circuit"}, ...]}` in the order
+    they run (`engine`: run by services/delivery/queues.py; `circuit`: `Lane.circuit`)."""
     return {"consumers": [c.name for c in CONSUMERS],
             "change_consumers": [c.name for c in change_stream.CONSUMERS],
             "queues": [{"name": lane.name, "tables": list(lane.tables), "budget": lane.budget,
-                        "pruned": lane.prune is not None} for lane in QUEUES]}
+                        "pruned": lane.prune is not None, "engine": lane.queue is not None,
+                        "circuit": lane.circuit} for lane in QUEUES]}
 
 
 def prune_sent(now: datetime, lanes: tuple[Lane, ...] = QUEUES) -> int:
@@ -335,15 +290,15 @@ def prune_sent(now: datetime, lanes: tuple[Lane, ...] = QUEUES) -> int:
     return pruned
 
 
-def drain_once(should_stop=None, seen: dict | None = None, with_alerts: bool = True,
-               plan_instant: bool = True) -> None:
-    """One pass of everything, in the declared order, in this thread: the consumers, then each
-    queue once (`seen`, `with_alerts`, `plan_instant`: the alert lane's state, see
-    `alerts.plan_instant`), each printing only when it did something."""
+def drain_once(should_stop=None, with_alerts: bool = True) -> None:
+    """One pass of everything, in the declared order, in this thread: the consumers (the
+    instant alerts of what aired are planned there: the change feed's `instant-alerts`), then
+    each queue once (`with_alerts` false: no alert mail is sent), each printing only when it
+    did something."""
     stop = should_stop or (lambda: False)
     for consumer in CONSUMERS:
         consumer.run(utcnow())
-    state = {"seen": {} if seen is None else seen, "with_alerts": with_alerts, "plan_instant": plan_instant}
+    state = {"with_alerts": with_alerts}
     for lane in QUEUES:
         if stop():
             break
@@ -382,10 +337,8 @@ def _lane_loop(app, lane: Lane, stop: threading.Event, poll: float, state: dict)
 
 @click.command("worker")
 @click.option("--once", is_flag=True, help="Send what is due now, then exit.")
-@click.option("--plan-instant", is_flag=True,
-              help="With --once: plan the instant alerts of what aired first, as every pass of the loop does.")
 @with_appcontext
-def worker(once: bool, plan_instant: bool) -> None:
+def worker(once: bool) -> None:
     """Send what is due: the change feed's consumers and the log's checkpoints, then each
     queue: confirm emails (each SMTP connect or read bounded by OUTBOX_SMTP_TIMEOUT seconds;
     given up after OUTBOX_MAX_ATTEMPTS), recorded alerts (ALERT_CONNECTIONS connections,
@@ -393,10 +346,9 @@ def worker(once: bool, plan_instant: bool) -> None:
     Webhooks, retried for 24 hours), ActivityPub activities and pings.
 
     Without `--once`, each queue runs on its own thread, polling every OUTBOX_POLL_SECONDS
-    within its own budget, until SIGTERM or SIGINT, the alert queue first planning the instant
-    alerts of what aired since its last pass (docs/ALERTS.md "Instant alerts"; `--once` does
-    that only with `--plan-instant`: a one-off send of what is due, as benchmarks and catch-up
-    runs use it, plans nothing new); then each finishes the messages in hand and it exits 0.
+    within its own budget, until SIGTERM or SIGINT (the instant alerts of what aired are planned
+    by the change feed's `instant-alerts` consumer each pass, `--once` included: docs/ALERTS.md
+    "Instant alerts"); then each finishes the messages in hand and it exits 0.
     Several workers may run at once, on any hosts with PostgreSQL (on SQLite, on the
     database's host): they share the rows, none is sent twice. `flask worker` is the
     same command under its old name."""
@@ -405,9 +357,10 @@ def worker(once: bool, plan_instant: bool) -> None:
     with_alerts = _alerts_usable(name)
     if once:
         prune_sent(utcnow())
-        drain_once(with_alerts=with_alerts, plan_instant=plan_instant)
+        drain_once(with_alerts=with_alerts)
         # What is left for the next pass (backing off, or due after this one): ops' queue depth.
-        click.echo(f"outbox: pending {outbox.pending_count()}, alerts pending {alerts.unsent_count(utcnow())}")
+        click.echo(f"outbox: pending {queues.pending_count(outbox.QUEUE)}, "
+                   f"alerts pending {queues.pending_count(alerts.QUEUE, due_at=utcnow())}")
         return
     stop = threading.Event()
 

@@ -41,7 +41,8 @@
                    claims         leases on queue rows, shared by every sender
                    subscriptions  double opt-in list, confirm and unsubscribe tokens
                    outbox         confirm mail queued by requests, sent by the worker
-                   alerts         plan and send cadence alerts, crash-safe
+                   alerts         plan and send cadence alerts, crash-safe; `instant-alerts` consumer
+                   origins        the origin of links written outside a request (alert mail)
                    alert_content  what an alert says, rendered once per distinct alert
                    mail           SMTP or file outbox, connection pool
                    webhooks       signed subscriber webhooks (a queue)

@@ -2,6 +2,7 @@
 sections, cast, idempotence, crash safety, SMTP failures, unsubscribe headers and one-click."""
 from __future__ import annotations
 
+import dataclasses
 import email
 import email.policy
 import os
@@ -168,7 +169,7 @@ def test_a_refused_message_does_not_poison_the_batch(client, desk, runner, smtp)
 
 
 def test_a_run_killed_mid_batch_is_completed_without_duplicates(client, desk, runner, smtp, app):
-    from services.delivery import alerts, mail
+    from services.delivery import alerts, queues
     from services.links import PaperOrigins
 
     paper = desk.paper("demo")
@@ -188,8 +189,9 @@ def test_a_run_killed_mid_batch_is_completed_without_duplicates(client, desk, ru
         with app.app_context():
             origins = PaperOrigins.from_config(app.config)
             alerts.plan_alerts(now, origins=origins)
-            with pytest.raises(KeyboardInterrupt), mail.open_mailer(app.config) as mailer:
-                alerts.send_recorded(now, mailer, progress=killed_after_two, origins=origins)
+            settings = dataclasses.replace(queues.settings_of(alerts.QUEUE, app.config), concurrency=1)
+            with pytest.raises(KeyboardInterrupt):
+                queues.run(alerts.queue_for(now, origins), settings, now, progress=killed_after_two)
         assert len([m for m in smtp.messages if m["List-Unsubscribe"]]) == 2
         clock.move_to(T + timedelta(minutes=30))
         result, summary = run(runner)
@@ -301,7 +303,7 @@ def test_alerts_carry_non_ascii_text_and_long_lines_intact(client, desk, runner,
 def test_ctrl_c_with_several_connections_records_what_is_in_flight(client, desk, runner, smtp, app):
     from extensions import db
     from models import AlertDelivery
-    from services.delivery import alerts, mail
+    from services.delivery import alerts, queues
     from services.links import PaperOrigins
 
     paper = desk.paper("demo")
@@ -318,9 +320,9 @@ def test_ctrl_c_with_several_connections_records_what_is_in_flight(client, desk,
         with app.app_context():
             origins = PaperOrigins.from_config(app.config)
             alerts.plan_alerts(now, origins=origins)
-            with pytest.raises(KeyboardInterrupt), mail.open_mailer(app.config) as mailer:
-                alerts.send_recorded(now, mailer, progress=interrupted, connections=3, origins=origins,
-                                     open_mailer=lambda: mail.open_mailer(app.config))
+            settings = dataclasses.replace(queues.settings_of(alerts.QUEUE, app.config), concurrency=3)
+            with pytest.raises(KeyboardInterrupt):
+                queues.run(alerts.queue_for(now, origins), settings, now, progress=interrupted)
             accepted = len(alerts_to_all(smtp))
             assert 1 <= accepted <= 3  # no connection was given a second message
             # Every message the server accepted was recorded, in flight or not.

@@ -56,6 +56,10 @@ def test_the_worker_section_names_every_declared_consumer_and_queue():
     assert [re.match(r"\| `([^`]+)`", row).group(1) for row in rows] == [q["name"] for q in described["queues"]]
     for row, queue in zip(rows, described["queues"], strict=True):
         assert all(f"`{table}`" in row for table in queue["tables"]) and f"`{queue['budget']}`" in row, row
+        assert row.split(" | ")[3] == queue["circuit"], row
+    # "Every queue is a declaration ... run by one engine".
+    assert all(q["engine"] for q in described["queues"])
+    assert "Every queue is a declaration" in section
 
 
 def test_the_retention_docs_name_every_table_the_worker_prunes():

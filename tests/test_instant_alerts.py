@@ -29,7 +29,7 @@ def _air(client, admin, piece_id):
 
 
 def _drain(runner):
-    result = runner.invoke(args=["drain-outbox", "--once", "--plan-instant"])  # one pass of the loop
+    result = runner.invoke(args=["drain-outbox", "--once"])  # one pass of the loop
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -45,7 +45,10 @@ def test_drain_outbox_sends_an_instant_alert_within_seconds_of_airing(client, de
         _air(client, admin, draft.id)
         clock.shift(timedelta(seconds=1))  # one poll later
         output = _drain(runner)
-        assert "planned: 1 instant alert(s)" in output
+        # Planned by the change feed's instant-alerts consumer: one window, of the instant reader.
+        assert "changes: 1 handled by instant-alerts" in output
+        with db.engine.connect() as conn:
+            assert conn.scalar(select(func.count()).select_from(AlertDelivery)) == 1
         [alert] = alerts_to(smtp, "now@example.com")
         assert alert["Subject"] == "Harbour cranes return"
         # A digest keeps its cadence: the drainer plans instant windows only.
@@ -183,13 +186,43 @@ def test_a_piece_dated_the_very_instant_a_pass_plans_is_planned_by_the_next_pass
         draft = desk.piece(paper, "Lock gates reopen", on_air_at=None)
         clock.move_to(T + timedelta(minutes=5))
         _air(client, admin, draft.id)
-        # Two passes of one drain-outbox loop (its `seen` kept between them, as the loop keeps it).
-        seen: dict = {}
+        # Two passes of one drain-outbox loop.
         with app.app_context():
-            drain_once(seen=seen)  # the same instant: its window ends where the piece begins
+            drain_once()  # the same instant: its window ends where the piece begins
         assert alerts_to(smtp, "now@example.com") == []
         clock.shift(timedelta(seconds=1))
         with app.app_context():
-            drain_once(seen=seen)
+            drain_once()
         [alert] = alerts_to(smtp, "now@example.com")
         assert alert["Subject"] == "Lock gates reopen"
+
+
+def test_an_upgrade_replays_no_old_piece_and_each_pass_after_it_sends_only_what_is_new(
+        app, client, desk, runner, smtp):
+    """Migration 0024 places the instant-alert consumers' cursors after each paper's last public
+    change and edition: the first pass after an upgrade hands them nothing old (no replay of the
+    feed, no second alert), and the next airing is planned once."""
+    from flask_migrate import downgrade, upgrade
+
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    with time_machine.travel(T, tick=False) as clock:
+        join(client, smtp, "now@example.com", cadence="instant")
+        drafts = [desk.piece(paper, f"Tide tables {n}", on_air_at=None) for n in range(2)]
+        clock.move_to(T + timedelta(minutes=5))
+        _air(client, admin, drafts[0].id)
+        clock.shift(timedelta(seconds=1))
+        assert "handled by instant-alerts" in _drain(runner)
+        assert [m["Subject"] for m in alerts_to(smtp, "now@example.com")] == ["Tide tables 0"]
+        with app.app_context():  # a deployment from before the consumers, upgraded
+            db.session.remove()
+            downgrade(revision="0023")
+            db.session.remove()
+            upgrade()
+        output = _drain(runner)
+        assert "instant-alerts" not in output, output  # the cursor was placed: nothing replayed
+        _air(client, admin, drafts[1].id)
+        clock.shift(timedelta(seconds=1))
+        assert "changes: 1 handled by instant-alerts" in _drain(runner)
+        _drain(runner)  # a restarted worker: its cursor is in the database, not in memory
+    assert [m["Subject"] for m in alerts_to(smtp, "now@example.com")] == ["Tide tables 0", "Tide tables 1"]

@@ -20,7 +20,7 @@ from sqlalchemy import select
 from extensions import db
 from models import OutboxMessage, Subscriber
 from models.clock import utcnow
-from services.delivery import outbox, subscriptions
+from services.delivery import outbox, queues
 from tests.fixtures.servers import body_text
 from tests.fixtures.statements import statements
 
@@ -170,7 +170,6 @@ def test_two_drainers_on_postgresql_never_send_one_message_twice(client, desk, a
     if app.backend != "postgresql":
         pytest.skip("SKIP LOCKED is PostgreSQL's; SQLite has one writer at a time")
     desk.paper("demo")
-    monkeypatch.setattr(outbox, "BATCH", 3)
     addresses = [f"r{i:02d}@example.com" for i in range(30)]
     for address in addresses:
         assert client.post("/api/v1/subscribers", json={"email": address}).status_code == 202
@@ -180,7 +179,7 @@ def test_two_drainers_on_postgresql_never_send_one_message_twice(client, desk, a
     def drainer():
         with app.app_context():  # its own session, its own connection
             start.wait()
-            reports.append(outbox.drain(utcnow, build=subscriptions.confirm_message))
+            reports.append(queues.run(outbox.QUEUE, queues.settings_of(outbox.QUEUE, app.config), utcnow()))
 
     threads = [threading.Thread(target=drainer) for _ in range(2)]
     for thread in threads:
@@ -188,7 +187,7 @@ def test_two_drainers_on_postgresql_never_send_one_message_twice(client, desk, a
     for thread in threads:
         thread.join()
     assert sorted(m["To"] for m in smtp.received) == addresses
-    assert sum(r.sent for r in reports) == 30 and all(r.sent for r in reports)
+    assert sum(r.delivered for r in reports) == 30 and all(r.delivered for r in reports)
     assert all(r.sent_at is not None for r in _rows())
 
 
@@ -231,13 +230,15 @@ def test_a_drainer_asked_to_stop_gives_back_what_it_has_not_sent(client, desk, s
     for n in range(3):
         assert client.post("/api/v1/subscribers", json={"email": f"r{n}@example.com"}).status_code == 202
     # SIGTERM arrives while the first message is being sent: the pass ends after it.
-    report = outbox.drain(utcnow, build=subscriptions.confirm_message, should_stop=lambda: len(smtp.received) >= 1)
-    assert (report.sent, report.retrying, report.failed) == (1, 0, 0)
+    report = queues.run(outbox.QUEUE, queues.settings_of(outbox.QUEUE, app.config), utcnow(),
+                        should_stop=lambda: len(smtp.received) >= 1)
+    assert (report.delivered, report.failed, report.given_up) == (1, 0, 0)
     rows = _rows()
     assert [row.sent_at is not None for row in rows] == [True, False, False]
     # The two not tried are free for the next drainer now, not at the end of their lease.
     assert all(row.claimed_until is None for row in rows)
-    assert outbox.pending_count() == 2
+    assert all(row.next_attempt_at <= utcnow() for row in rows[1:])
+    assert queues.pending_count(outbox.QUEUE) == 2
 
 
 @time_machine.travel(NOW, tick=False)

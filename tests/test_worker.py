@@ -1,6 +1,8 @@
 """`flask worker` as production runs it (a real process, the real clock): each queue on its own
-thread and budget, so a tarpit on one (a receiver that accepts and never answers) delays no
-other queue's work by more than its poll; `drain-outbox` is the same command."""
+thread and budget, so a tarpit on one (a receiver that accepts and never answers: an HTTP
+receiver, or an SMTP server that never greets) delays no other queue's work by more than its
+poll; `drain-outbox` is the same command. Real servers on loopback: aiosmtpd, an HTTP receiver,
+a socket server that accepts and never speaks."""
 from __future__ import annotations
 
 import os
@@ -9,6 +11,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,12 +25,16 @@ POLL = 0.5
 TARPIT_SECONDS = 10.0  # what one POST to the tarpit costs its queue (WEBHOOK_TIMEOUT_SECONDS)
 
 
-def _start(app, smtp, command: str) -> tuple[subprocess.Popen, list[str], threading.Event, threading.Thread]:
-    env = {**os.environ, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "SMTP_URL": smtp.url,
+@contextmanager
+def _running(app, smtp_url: str, command: str, **settings: str) -> Iterator[tuple[subprocess.Popen, list[str]]]:
+    """A `flask <command>` loop (poll POLL, SMTP_URL `smtp_url`, `settings` in its environment)
+    that has said it polls; yields (the process, its output lines so far). Killed on the way
+    out if it is still running."""
+    env = {**os.environ, "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"], "SMTP_URL": smtp_url,
            "FLASK_APP": "app", "PAPER_DOMAIN": "localhost", "DEFAULT_PAPER": "demo",
            "SECRET_KEY": app.config["SECRET_KEY"], "OUTBOX_POLL_SECONDS": str(POLL), "PYTHONUNBUFFERED": "1",
            "PUBLIC_BASE_URL": "http://localhost", "WEBHOOK_ALLOW_PRIVATE": "1",
-           "WEBHOOK_TIMEOUT_SECONDS": str(TARPIT_SECONDS), "WEBHOOK_CONCURRENCY": "1"}
+           "WEBHOOK_TIMEOUT_SECONDS": str(TARPIT_SECONDS), "WEBHOOK_CONCURRENCY": "1", **settings}
     process = subprocess.Popen([sys.executable, "-m", "flask", command], cwd=ROOT, env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: list[str] = []
@@ -40,7 +48,15 @@ def _start(app, smtp, command: str) -> tuple[subprocess.Popen, list[str], thread
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    return process, lines, polling, reader
+    try:
+        assert polling.wait(30), "".join(lines)
+        yield process, lines
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        reader.join(10)
+        process.stdout.close()
 
 
 def _wait_for(predicate, seconds: float) -> float | None:
@@ -64,9 +80,7 @@ def test_a_tarpit_on_one_queue_delays_no_other_queue_by_more_than_its_poll(
         "url": receiver.url + "/tarpit", "events": ["piece.aired"]}).status_code == 201
     for n in range(3):
         desk.piece(paper, f"Story {n}")
-    process, lines, polling, reader = _start(app, smtp, command)
-    try:
-        assert polling.wait(30), "".join(lines)
+    with _running(app, smtp.url, command) as (process, lines):
         # The content webhook queue is stuck in a POST the tarpit will never answer.
         assert _wait_for(lambda: receiver.requests, 30) is not None, "".join(lines)
         stuck_at = receiver.requests[0]["arrived"]
@@ -80,19 +94,40 @@ def test_a_tarpit_on_one_queue_delays_no_other_queue_by_more_than_its_poll(
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=TARPIT_SECONDS + 20)  # the POST in hand ends at its timeout
         assert process.returncode == 0 and lines[-1].rstrip() == f"{command}: stopped", "".join(lines)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        reader.join(10)
-        process.stdout.close()
+
+
+@pytest.mark.slow
+def test_a_hanging_smtp_server_delays_no_other_queue_by_more_than_its_poll(app, client, desk, silent_smtp,
+                                                                         receiver):
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    assert client.post("/api/v1/webhooks", headers=auth(admin), json={
+        "url": receiver.url + "/hooks", "events": ["piece.aired"]}).status_code == 201
+    assert client.post("/api/v1/subscribers", json={"email": "reader@example.com"}).status_code == 202
+    with _running(app, silent_smtp.url, "worker", OUTBOX_SMTP_TIMEOUT=str(TARPIT_SECONDS)) as (process, lines):
+        # The confirm-mail queue is stuck on a connection whose greeting never comes.
+        assert _wait_for(lambda: silent_smtp.accepted, 30) is not None, "".join(lines)
+        stuck_at = time.monotonic()
+        desk.piece(paper, "Aired while the mail relay hangs")
+        # The change feed writes its content webhook message; its own queue posts it.
+        waited = _wait_for(lambda: receiver.requests, TARPIT_SECONDS * 2)
+        assert waited is not None, "".join(lines)
+        assert waited < 2 * POLL + 4.0, (waited, "".join(lines))  # the consumers' poll, then the queue's
+        assert time.monotonic() - stuck_at < TARPIT_SECONDS, "the relay's timeout came first: nothing was shown"
+        assert receiver.requests[0]["path"] == "/hooks"
+        assert "outbox:" not in "".join(lines)  # the confirm email is still in hand, not sent
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=TARPIT_SECONDS + 20)  # the SMTP read in hand ends at its timeout
+        assert process.returncode == 0 and lines[-1].rstrip() == "worker: stopped", "".join(lines)
+        assert any(line.startswith("outbox: sent 0, retrying 1") for line in lines), "".join(lines)
 
 
 def test_describe_names_the_declared_consumers_then_queues():
     described = worker.describe()
     assert described["consumers"] == ["changes", "log-checkpoints"]
     assert described["change_consumers"] == ["content-webhooks", "cdn-purge", "activitypub", "pings",
-                                              "transparency-log", "correction-alerts", "edition-webhooks"]
+                                              "transparency-log", "correction-alerts", "instant-alerts",
+                                              "edition-webhooks", "instant-edition-alerts"]
     assert [q["name"] for q in described["queues"]] == [
         "confirm-mail", "alert-mail", "webhooks", "content-webhooks", "activitypub", "pings"]
     assert [q["budget"] for q in described["queues"]] == [

@@ -37,7 +37,7 @@ from sqlalchemy import and_, or_, select, update
 
 from extensions import db
 from models import ChangeCursor, Edition, Paper, PieceChange
-from services.delivery import content_webhooks, corrections, purge
+from services.delivery import alerts, content_webhooks, corrections, purge
 from services.delivery.federation import deliveries, pings
 from services.reading import changes as changes_feed
 from services.reading.changes import EPOCH
@@ -80,12 +80,20 @@ class Consumer:
     at most 40 characters) and `handle(paper, rows, now)`, given a paper and a list of its
     feed rows in feed order. Unless `after_commit`, `handle` runs in the transaction that
     moves the cursor and may only flush; with `after_commit` it runs after that commit (best
-    effort, at most once)."""
+    effort, at most once). `before_now`: handed only rows strictly before the pass's `now`
+    (not at it), for a handler that works on the half-open window [.., now): a row at `now`
+    itself is handed to the next pass rather than passed over."""
 
     name: str
     handle: Callable[[Paper, list, datetime], None]
     after_commit: bool = False
     feed: Feed = PIECES
+    before_now: bool = False
+
+    def due(self, now: datetime):
+        """The condition on the feed's `at` of the rows this consumer is handed at `now`."""
+        at, _seq = self.feed.columns()
+        return at < now if self.before_now else at <= now
 
 
 # Every consumer, in the order a pass runs them. A consumer added to a running deployment starts
@@ -97,8 +105,12 @@ CONSUMERS: tuple[Consumer, ...] = (
     Consumer("pings", pings.on_changes),
     Consumer(transparency_log.CONSUMER, transparency_log.on_changes),
     Consumer(corrections.CONSUMER, corrections.on_changes),
+    # Instant alerts of what aired (migration 0024 placed this cursor and the editions' one at
+    # each paper's newest row, so an upgrade plans nothing for what aired before it).
+    Consumer(alerts.CONSUMER, alerts.on_changes, before_now=True),
     # Editions (migration 0022 placed this cursor at each paper's newest edition).
     Consumer("edition-webhooks", content_webhooks.on_editions, feed=EDITIONS),
+    Consumer(alerts.EDITIONS_CONSUMER, alerts.on_changes, feed=EDITIONS, before_now=True),
 )
 
 
@@ -137,11 +149,12 @@ def _claim(name: str, paper_id: int, now: datetime) -> ChangeCursor | None:
     return cursor
 
 
-def _due(feed: Feed, cursor: ChangeCursor, now: datetime, limit: int) -> list:
+def _due(consumer: Consumer, cursor: ChangeCursor, now: datetime, limit: int) -> list:
+    feed = consumer.feed
     at, seq = feed.columns()
     return list(db.session.scalars(
         select(feed.model).where(
-            feed.model.paper_id == cursor.paper_id, at <= now,
+            feed.model.paper_id == cursor.paper_id, consumer.due(now),
             or_(at > cursor.after_at, and_(at == cursor.after_at, seq > cursor.after_seq)))
         .order_by(at, seq).limit(limit)))
 
@@ -154,7 +167,7 @@ def _pending_papers(consumer: Consumer, now: datetime) -> list[int]:
     rows = db.session.execute(
         select(feed.model.paper_id).distinct()
         .outerjoin(cursor, cursor.c.paper_id == feed.model.paper_id)
-        .where(at <= now,
+        .where(consumer.due(now),
                or_(cursor.c.paper_id.is_(None), at > cursor.c.after_at,
                    and_(at == cursor.c.after_at, seq > cursor.c.after_seq)))
     ).scalars().all()
@@ -174,7 +187,7 @@ def run(consumer: Consumer, now: datetime, *, batch: int = BATCH) -> tuple[int, 
             continue
         try:
             changes_feed.settle_writes(paper_id)
-            changes = _due(consumer.feed, cursor, now, batch)
+            changes = _due(consumer, cursor, now, batch)
             paper = db.session.get(Paper, paper_id)
             if changes and paper is not None and not consumer.after_commit:
                 consumer.handle(paper, changes, now)

@@ -2,7 +2,7 @@
 or retracted (docs/CORRECTIONS.md "Who is told").
 
     on_changes(paper, changes, now)   the change feed consumer "correction-alerts"
-    outbox_message(row)               what `flask drain-outbox` sends for an outbox row
+    correction_message(row)           the email a `correction` row of the confirm-mail queue is
 
 Who: every subscriber whose alert mail holding the piece was sent (an `AlertDelivery` with
 `sent_at`, whose window holds the piece's `on_air_at`, the piece in the reader's sections),
@@ -15,8 +15,8 @@ digest; a retraction goes to everyone at once.
 
 How: one `OutboxMessage` (kind `correction`) per reader and revision, written by the consumer
 in the transaction that moves its cursor (services/delivery/change_stream.py: exactly once
-per change, so once per revision), then sent by the mail outbox with its guarantees (leases,
-backoff, a row sent once; services/delivery/outbox.py).
+per change, so once per revision), then sent by the confirm-mail queue with the engine's
+guarantees (leases, backoff, a row sent once; services/delivery/outbox.py, queues.py).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from sqlalchemy import insert, select
 
 from extensions import db
 from models import AlertDelivery, OutboxMessage, Paper, Piece, Section, Subscriber
-from services.delivery import outbox, subscriptions
+from services.delivery import queues, subscriptions
 from services.delivery.mail import compose
 from services.links import Links, PaperOrigins
 
@@ -86,20 +86,18 @@ def on_changes(paper: Paper, changes: list, now: datetime) -> None:
     db.session.flush()
 
 
-def outbox_message(row: OutboxMessage):
-    """The email an outbox row stands for, for `outbox.drain`: a confirm email
-    (subscriptions.confirm_message) or a correction alert. Raises outbox.Unbuildable (unknown
-    kind, a subscriber, paper or piece gone) or outbox.NotNeeded (the reader left the list)."""
-    if row.kind != KIND:
-        return subscriptions.confirm_message(row)
+def correction_message(row: OutboxMessage):
+    """The correction alert an outbox row of kind `correction` stands for
+    (services/delivery/outbox.py `build`). Raises queues.GiveUp (a subscriber, paper or piece
+    gone) or queues.NotNeeded (the reader left the list)."""
     subscriber = db.session.get(Subscriber, row.subscriber_id) if row.subscriber_id else None
     paper = db.session.get(Paper, row.paper_id)
     payload = row.payload or {}
     piece = db.session.get(Piece, payload.get("piece")) if payload.get("piece") else None
     if subscriber is None or paper is None or piece is None or "origin" not in payload:
-        raise outbox.Unbuildable("the subscriber, the paper or the piece is gone")
+        raise queues.GiveUp("the subscriber, the paper or the piece is gone")
     if subscriber.confirmed_at is None or subscriber.unsubscribed_at is not None or subscriber.suppressed_at:
-        raise outbox.NotNeeded("not sent: the reader left the list meanwhile")
+        raise queues.NotNeeded("not sent: the reader left the list meanwhile")
     links = Links(payload["origin"])
     story = links.story_page(piece.slug)
     context = {"paper": paper, "piece": piece, "kind": payload["kind"], "note": payload["note"],

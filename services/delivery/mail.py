@@ -13,7 +13,7 @@ reader's copy is made by string substitution and `binascii` quoted-printable int
 from __future__ import annotations
 
 import binascii
-import queue
+import functools
 import re
 import secrets
 import smtplib
@@ -30,6 +30,10 @@ from email.message import EmailMessage
 from email.utils import format_datetime, formataddr, make_msgid
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+from flask import current_app
+
+from services import http
 
 SMTP_TIMEOUT = 20
 # Round trips of one message that may each wait up to the timeout: connect and greeting, MAIL
@@ -355,79 +359,24 @@ class _SMTP_SSL(_ShowsSocket, smtplib.SMTP_SSL):  # noqa: N801 - named after the
     pass
 
 
-class SenderPool:
-    """`size` connections sending in parallel, each from its own thread, one message at a time.
-
-    `submit()` hands a message to a free connection; `results()` waits for the next finished
-    ones and returns `(tag, error)` pairs (error: None when the server accepted it, else the
-    MailError), freeing their connections. A connection sends again only when the caller submits again,
-    which the caller does after recording the result: so each connection's accepted message
-    is recorded before that connection hands over another. The first connection uses `first`
-    (the caller's mailer, left open); the others are opened by `open_mailer()` in their thread
-    and closed by `close()`. Parallel connections hide each transaction's round trips (four
-    per message, one connection waits for each) behind the others'."""
-
-    def __init__(self, first: Mailer, open_mailer: Callable[[], Mailer], size: int = 1):
-        self._results: queue.SimpleQueue = queue.SimpleQueue()
-        self._free: list[_Connection] = []
-        self._all: list[_Connection] = []
-        for n in range(max(1, size)):
-            conn = _Connection(self._results, first if n == 0 else None, open_mailer)
-            self._free.append(conn)
-            self._all.append(conn)
-        self.busy = 0
-
-    @property
-    def free(self) -> bool:
-        return bool(self._free)
-
-    def submit(self, tag, message: EmailMessage | Outgoing) -> None:
-        self._free.pop().inbox.put((tag, message))
-        self.busy += 1
-
-    def results(self) -> list[tuple[object, Exception | None]]:
-        """Wait for the next finished message; return it with every other one finished by
-        then, as `(tag, error)` pairs, and free their connections."""
-        finished = [self._results.get()]
-        while True:
-            try:
-                finished.append(self._results.get_nowait())
-            except queue.Empty:
-                break
-        for conn, _, _ in finished:
-            self._free.append(conn)
-        self.busy -= len(finished)
-        return [(tag, error) for _, tag, error in finished]
-
-    def close(self) -> None:
-        for conn in self._all:
-            conn.inbox.put(None)
-        for conn in self._all:
-            conn.thread.join(timeout=SMTP_TIMEOUT + 5)
+def attempt(mailer: Mailer, message: EmailMessage | Outgoing) -> http.Attempt:
+    """Hand `message` to `mailer` as one attempt of a queue (services/delivery/queues.py):
+    ok when the server accepted it; a refusal (PERMANENT, TEMPORARY) with its SMTP reply code
+    as `status`; a CONNECTION failure (the server said nothing about this message, 421
+    included) with `status` None, which is what the engine counts against the server."""
+    try:
+        mailer.send(message)
+    except MailError as exc:
+        return http.Attempt(False, None if exc.kind == CONNECTION else exc.code, str(exc)[:1000])
+    return http.Attempt(True, 250, None)
 
 
-class _Connection:
-    def __init__(self, results, mailer: Mailer | None, open_mailer: Callable[[], Mailer]):
-        self.inbox: queue.SimpleQueue = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._run, args=(results, mailer, open_mailer),
-                                       name="smtp-sender", daemon=True)
-        self.thread.start()
-
-    def _run(self, results, mailer, open_mailer) -> None:
-        own = None
-        try:
-            while (item := self.inbox.get()) is not None:
-                tag, message = item
-                try:
-                    if mailer is None:
-                        mailer = own = open_mailer()
-                    mailer.send(message)
-                    results.put((self, tag, None))
-                except Exception as exc:  # noqa: BLE001 - handed to the caller's thread, which decides
-                    results.put((self, tag, exc))
-        finally:
-            if own is not None:
-                own.close()
+def connection_for(settings) -> Callable[[], Mailer]:
+    """`Queue.connection` of the mail queues (services/delivery/queues.py): how each sending
+    thread opens its mailer for a run, from the app's config (`open_mailer`), each SMTP connect
+    and read bounded by `settings.timeout` seconds. Called with an app context."""
+    config = dict(current_app.config)
+    return functools.partial(open_mailer, config, timeout=settings.timeout)
 
 
 def open_mailer(config, timeout: float = SMTP_TIMEOUT) -> Mailer:

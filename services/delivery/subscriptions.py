@@ -20,13 +20,14 @@ from email.utils import parseaddr
 from email_validator import EmailNotValidError, EmailSyntaxError, validate_email
 from flask import current_app, render_template
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
-from sqlalchemy import case, func, or_, select, update
+from sqlalchemy import Boolean, case, func, literal, or_, select, update
+from sqlalchemy import insert as sql_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.attributes import set_committed_value
 
 from extensions import db
 from models import PAUSED_INDEFINITELY, OutboxMessage, Paper, Section, Subscriber
-from services.delivery import mail, outbox, webhooks
+from services.delivery import mail, queues, webhooks
 from services.errors import Invalid
 from services.links import Links
 
@@ -264,7 +265,7 @@ def subscribe(paper: Paper, email: str, prefs: Preferences, now: datetime, *, li
     address subscribes. The caller commits."""
     row_id = _upsert_public(paper, email, prefs, now)
     claimed = _claim_confirm(row_id, now)
-    outbox.enqueue_confirm(paper.id, row_id, now, links=links, when=claimed)
+    enqueue_confirm(paper.id, row_id, now, links=links, when=claimed)
 
 
 def subscribe_batch(paper: Paper, emails: list[str], prefs: Preferences, now: datetime,
@@ -314,26 +315,39 @@ def send_confirmation(paper: Paper, row: Subscriber, now: datetime, *, links: Li
     claimed = _claim_confirm(row.id, now)
     if claimed:
         set_committed_value(row, "confirm_sent_at", now)
-        outbox.enqueue_confirm(paper.id, row.id, now, links=links)
+        enqueue_confirm(paper.id, row.id, now, links=links)
     return claimed
 
 
+def enqueue_confirm(paper_id: int, subscriber_id: int, now: datetime, *, links: Links, when: bool = True) -> None:
+    """Write the confirm email of `subscriber_id` to the confirm-mail queue
+    (services/delivery/outbox.py), due at `now`, its links under `links.origin`. Exactly one
+    INSERT statement whether `when` is true or not (`INSERT ... SELECT ... WHERE :when`): a
+    request costs the same whatever the address's state. Needs the session's transaction; the
+    caller commits."""
+    table = OutboxMessage.__table__
+    values = {"paper_id": paper_id, "kind": "confirm", "subscriber_id": subscriber_id,
+              "payload": {"origin": links.origin}, "created_at": now, "next_attempt_at": now, "attempts": 0}
+    columns = list(values)
+    row = select(*(literal(values[name], type_=table.c[name].type) for name in columns)).where(
+        literal(bool(when), type_=Boolean()))
+    db.session.execute(sql_insert(table).from_select(columns, row))
+
+
 def confirm_message(row: OutboxMessage):
-    """The confirm email an outbox row (kind `confirm`) stands for, for `outbox.drain`. Raises
-    outbox.Unbuildable (unknown kind, subscriber or paper gone, no origin) or outbox.NotNeeded
+    """The confirm email an outbox row (kind `confirm`) stands for (services/delivery/outbox.py
+    `build`). Raises queues.GiveUp (subscriber or paper gone, no origin) or queues.NotNeeded
     (the address confirmed or unsubscribed since)."""
-    if row.kind != "confirm":
-        raise outbox.Unbuildable(f"unknown kind {row.kind!r}")
     subscriber = db.session.get(Subscriber, row.subscriber_id) if row.subscriber_id else None
     paper = db.session.get(Paper, row.paper_id)
     if subscriber is None or paper is None:
-        raise outbox.Unbuildable("the subscriber or the paper is gone")
+        raise queues.GiveUp("the subscriber or the paper is gone")
     if subscriber.confirmed_at is not None or subscriber.unsubscribed_at is not None:
-        raise outbox.NotNeeded("not sent: the address confirmed or unsubscribed meanwhile")
+        raise queues.NotNeeded("not sent: the address confirmed or unsubscribed meanwhile")
     try:
         links = Links((row.payload or {})["origin"])
     except (KeyError, TypeError) as exc:
-        raise outbox.Unbuildable("no origin in the payload") from exc
+        raise queues.GiveUp("no origin in the payload") from exc
     return compose_confirmation(paper, subscriber, row.created_at, links=links)
 
 

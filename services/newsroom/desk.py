@@ -187,9 +187,9 @@ def publish_edition(paper: Paper, fields: dict, now: datetime) -> Edition:
     """Publish the video edition of `fields["day"]` (a date), published at `now` or, when the
     paper's lock was waited for, the instant it was had. Raises Conflict when that day already
     has one (one edition per published day)."""
-    # Like a piece's airing, under the paper's lock with its time taken after it: the instant
-    # alert planner (services/delivery/alerts.py `plan_instant`) takes the same lock to know
-    # that nothing dated before its window's end is still to commit.
+    # Like a piece's airing, under the paper's lock with its time taken after it: the change
+    # feed's consumers (the instant alert planner among them) wait for the same lock
+    # (changes.settle_writes) to know that nothing dated before their `now` is still to commit.
     lock_paper(paper)
     now = max(now, utcnow())
     day: date = fields["day"]
