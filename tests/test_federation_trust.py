@@ -49,8 +49,9 @@ class Peer:
     """A fediverse server of ours on loopback. Actors `/users/<name>` (`add`), each with an
     RSA `#main-key` (and an Ed25519 `#ed-key`), its own inbox and, unless `shared=False`, the
     shared inbox `/inbox`; `documents` overrides what a path answers. Counts every request
-    (`fetches`, `posts`). `tarpit`: GETs are held until the server stops; `refuse_cavage`:
-    POSTs signed without RFC 9421 get 401."""
+    (`fetches`, `posts`). `tarpit`: GETs are held until the server stops (`slow`: GETs of
+    those paths only); `statuses`: paths answered with that status and no body;
+    `refuse_cavage`: POSTs signed without RFC 9421 get 401."""
 
     def __init__(self):
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -60,6 +61,8 @@ class Peer:
         self.documents: dict[str, dict] = {}
         self.actors: dict[str, bool] = {}
         self.tarpit = False
+        self.slow: set[str] = set()
+        self.statuses: dict[str, int] = {}
         self.refuse_cavage = False
         self.released = threading.Event()
         peer = self
@@ -74,9 +77,11 @@ class Peer:
 
             def do_GET(self):
                 peer.fetches.append(self.path)
-                if peer.tarpit:
+                if peer.tarpit or self.path in peer.slow:
                     peer.released.wait(30)
                     return
+                if self.path in peer.statuses:
+                    return self._send(peer.statuses[self.path])
                 document = peer.documents.get(self.path) or peer.actor_document(self.path)
                 self._send(200, json.dumps(document).encode()) if document else self._send(404)
 
@@ -241,6 +246,26 @@ def test_a_key_document_that_is_another_actor_is_refused(client, paper, peers):
         answer = client.post("/ap/inbox", data=body, headers=headers)
     assert answer.status_code == 401 and "another actor" in answer.get_json()["detail"]
     assert followers() == [] and alice
+
+
+def test_a_cached_key_speaks_only_for_its_own_actor_and_costs_no_fetch(client, paper, peers):
+    """Alice's key, fetched and bound to alice by her Follow, is cached; an activity claiming
+    bob (same origin) signed under alice's keyId is refused from the cache: 401, and alice's
+    server is not asked again (forged senders cannot make us fetch a cached key over and
+    over)."""
+    home = peers()
+    alice, bob = home.add("alice"), home.add("bob")
+    with time_machine.travel(T, tick=False):
+        body, headers = cavage("http://localhost/ap/inbox", follow_of(home, "alice"), home.key, alice + "#main-key")
+        assert client.post("/ap/inbox", data=body, headers=headers).status_code == 202
+        assert home.fetches == ["/users/alice"]
+        for n in range(3):
+            body, headers = cavage("http://localhost/ap/inbox", follow_of(home, "bob", n=n), home.key,
+                                   alice + "#main-key")
+            answer = client.post("/ap/inbox", data=body, headers=headers)
+            assert answer.status_code == 401 and "another actor" in answer.get_json()["detail"], answer.get_json()
+    assert home.fetches == ["/users/alice"]  # today: one more fetch of alice per forged POST
+    assert followers() == [alice] and bob
 
 
 def test_an_undo_of_another_actors_follow_is_refused(client, paper, peers):

@@ -267,14 +267,19 @@ def fetch_key(key_id: str, actor: str, *, allow_private: bool, deadline: float, 
     both share one origin): the keyId's document (its fragment dropped) publishes the key as
     owned by `actor`; when that document is not the actor itself, `actor`'s document is fetched
     too and must list the key. Inbox and shared inbox come from the actor's document only.
-    From the cache unless `fresh`; every fetch ends by `deadline` (time.monotonic()), holding
+    From the cache unless `fresh` (a cached key bound to another actor is refused without a
+    fetch); every fetch ends by `deadline` (time.monotonic()), holding
     one of `slots` when given. Returns (key, whether it may be fetched afresh when a signature
     fails under it: a cached key at least REFRESH_SECONDS old). Raises FetchError."""
     if not fresh:
         with _lock:
             hit = _cache.get(key_id)
         age = time.time() - hit[0] if hit is not None else CACHE_SECONDS
-        if hit is not None and 0 <= age < CACHE_SECONDS and hit[1].owner == actor:
+        if hit is not None and 0 <= age < CACHE_SECONDS:
+            if hit[1].owner != actor:
+                # Bound to its owner when fetched, and a key does not change owners: refused
+                # here, or every forged activity naming a cached keyId would make us fetch it.
+                raise FetchError("the key is another actor's (it was bound to its owner when fetched)")
             return hit[1], age >= REFRESH_SECONDS
     with slots.hold() if slots is not None else nullcontext():
         document = get_json(urldefrag(key_id)[0], allow_private=allow_private, seconds=deadline - time.monotonic())
