@@ -268,6 +268,39 @@ def test_a_cached_key_speaks_only_for_its_own_actor_and_costs_no_fetch(client, p
     assert followers() == [alice] and bob
 
 
+def test_an_actor_document_counts_only_fetched_from_the_actors_own_id(client, paper, peers):
+    """A document elsewhere on alice's origin (an upload, another path) that says it is alice,
+    with the attacker's key and inbox in it, is not alice's document: the key must be listed by
+    the document alice's own id answers. A server that answers a separate key URL with a stub
+    of the actor (as GoToSocial does) still works: the actor is fetched from its id, lists the
+    key, and the inbox is the actor's own."""
+    home, evil = peers(), peers()
+    alice, carol = home.add("alice"), home.add("carol")
+    key_id = home.origin + "/media/upload.json#key"
+    home.documents["/media/upload.json"] = {
+        "id": alice, "type": "Person", "inbox": evil.origin + "/inbox",
+        "publicKey": {"id": key_id, "owner": alice, "publicKeyPem": _pem(evil.key.public_key())}}
+    stub = carol + "/main-key"
+    home.documents["/users/carol/main-key"] = {
+        "id": carol, "type": "Person", "publicKey": {"id": stub, "owner": carol,
+                                                     "publicKeyPem": _pem(home.key.public_key())}}
+    with time_machine.travel(T, tick=False):
+        body, headers = cavage("http://localhost/ap/inbox", follow_of(home, "alice"), evil.key, key_id)
+        answer = client.post("/ap/inbox", data=body, headers=headers)
+        assert answer.status_code == 401, answer.get_json()  # today: 202, following the attacker's inbox
+        assert "does not list that key" in answer.get_json()["detail"]
+        home.actors["carol"] = False  # carol's actor lists #main-key and #ed-key only
+        home.documents["/users/carol"] = {**home.actor_document("/users/carol"),
+                                          "publicKey": [{"id": stub, "owner": carol,
+                                                         "publicKeyPem": _pem(home.key.public_key())}]}
+        body, headers = cavage("http://localhost/ap/inbox", follow_of(home, "carol"), home.key, stub)
+        answer = client.post("/ap/inbox", data=body, headers=headers)
+        assert answer.status_code == 202, answer.get_json()
+    assert followers() == [carol] and evil.posts == []
+    assert db.session.scalar(select(ApFollower.inbox)) == carol + "/inbox"
+    assert home.fetches == ["/media/upload.json", "/users/alice", "/users/carol/main-key", "/users/carol"]
+
+
 def test_an_undo_of_another_actors_follow_is_refused(client, paper, peers):
     home = peers()
     alice, bob = home.add("alice"), home.add("bob")

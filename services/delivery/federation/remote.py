@@ -246,18 +246,22 @@ def _inboxes(actor: dict) -> tuple[str | None, str | None]:
 
 
 def read_key(key_id: str, actor: str, document: dict) -> tuple[str, bool]:
-    """The PEM of the key `key_id` in its `document` and whether that document is the actor
-    `actor` itself (else a key published apart, whose actor must still be fetched and must list
-    it). The key must be owned by `actor`, and an actor document must be `actor`'s. Raises
-    FetchError."""
-    is_actor = "publicKey" in document
-    if is_actor and _text(document.get("id")) != actor:
+    """The PEM of the key `key_id` in `document` (what the keyId's URL, fragment dropped,
+    answered) and whether that document is the actor `actor` itself. It is only when it was
+    fetched from the actor's own id (the keyId is `actor#...`) and says it is `actor`: a
+    document found at any other URL, even on the actor's origin and claiming to be the actor
+    (an upload, a stub), is a key published apart, whose owner must be `actor` in so many words
+    and whose actor must still be fetched from its id and list it. Raises FetchError."""
+    if "publicKey" in document and _text(document.get("id")) != actor:
         raise FetchError("the key document is another actor's")
+    own = urldefrag(key_id)[0] == actor
+    if own and "publicKey" not in document:
+        raise FetchError("the actor's document publishes no key")
     for key in _keys(document):
         if key.get("id") == key_id and isinstance(key.get("publicKeyPem"), str):
-            if (_text(key.get("owner")) or (actor if is_actor else None)) != actor:
+            if (_text(key.get("owner")) or (actor if own else None)) != actor:
                 raise FetchError("the key's owner is not the activity's actor")
-            return key["publicKeyPem"], is_actor
+            return key["publicKeyPem"], own
     raise FetchError("the document holds no such key")
 
 
@@ -265,8 +269,8 @@ def fetch_key(key_id: str, actor: str, *, allow_private: bool, deadline: float, 
               slots: FetchSlots | None = None) -> tuple[RemoteKey, bool]:
     """The key `key_id` bound to `actor`, as Mastodon binds them (the caller has checked that
     both share one origin): the keyId's document (its fragment dropped) publishes the key as
-    owned by `actor`; when that document is not the actor itself, `actor`'s document is fetched
-    too and must list the key. Inbox and shared inbox come from the actor's document only.
+    owned by `actor`; when that document is not the actor's own (fetched from the actor's id:
+    `read_key`), `actor`'s document is fetched from its id too and must list the key. Inbox and shared inbox come from the actor's document only.
     From the cache unless `fresh` (a cached key bound to another actor is refused without a
     fetch); every fetch ends by `deadline` (time.monotonic()), holding
     one of `slots` when given. Returns (key, whether it may be fetched afresh when a signature
