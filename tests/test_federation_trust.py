@@ -415,6 +415,49 @@ def test_an_unauthenticated_post_is_answered_within_the_budget(app, client, pape
     assert followers() == []
 
 
+def test_strangers_cannot_put_a_legitimate_origin_in_the_negative_cache(client, paper, peers):
+    """The negative cache keeps a failing origin from costing a fetch per POST, but strangers
+    choose the URLs we fetch: forged POSTs for alice whose keyIds name paths of her server that
+    answer 500, time out, or do not exist are refused (401), and alice's own Follow right after
+    is fetched and accepted (202), not answered 503 for a minute. The URL that failed is what is
+    not asked again; a whole origin only when it takes no connection at all."""
+    home = peers()
+    alice = home.add("alice")
+    home.statuses["/broken"] = 500
+    home.slow.add("/slow")
+    with time_machine.travel(T, tick=True):
+        for path in ("/broken", "/slow", "/nothing-here"):
+            body, headers = cavage("http://localhost/ap/inbox", follow_of(home, "alice"), home.key,
+                                   f"{home.origin}{path}#main-key")
+            answer = client.post("/ap/inbox", data=body, headers=headers)
+            assert answer.status_code == 401, (path, answer.get_json())
+        # The same failing URL again: not asked (the negative cache still works for it).
+        body, headers = cavage("http://localhost/ap/inbox", follow_of(home, "alice"), home.key,
+                               f"{home.origin}/broken#main-key")
+        again = client.post("/ap/inbox", data=body, headers=headers)
+        assert again.status_code == 503 and "not asked again" in again.get_json()["detail"]
+        body, headers = cavage("http://localhost/ap/inbox", follow_of(home, "alice"), home.key, alice + "#main-key")
+        answer = client.post("/ap/inbox", data=body, headers=headers)
+        assert answer.status_code == 202, answer.get_json()  # today: 503 "did not answer lately"
+    assert home.fetches == ["/broken", "/slow", "/nothing-here", "/users/alice"]
+    assert followers() == [alice]
+
+
+def test_an_origin_that_takes_no_connection_is_not_asked_again(client, paper, peers):
+    """A server that is down (nothing listens on its port) costs one attempt: the next POST
+    naming any path of that origin is 503 with Retry-After at once."""
+    gone = peers()
+    gone.stop()
+    mallory = gone.actor_id("mallory")
+    with time_machine.travel(T, tick=True):
+        answers = []
+        for key_id in (mallory + "#main-key", f"{gone.origin}/other#k"):
+            body, headers = cavage("http://localhost/ap/inbox", {**follow_of(gone, "mallory")}, gone.key, key_id)
+            answers.append(client.post("/ap/inbox", data=body, headers=headers))
+    assert [a.status_code for a in answers] == [401, 503], [a.get_json() for a in answers]
+    assert "not asked again" in answers[1].get_json()["detail"]
+
+
 def test_attacker_posts_do_not_slow_desk_writes(app, desk, paper, peers):
     """As production runs it (gunicorn, 3 sync workers, ACTIVITYPUB_FETCH_SLOTS 1): 20
     unauthenticated POSTs at once, keyId on a tarpit, while the desk writes sections. Every
