@@ -111,6 +111,31 @@ def test_a_pull_whose_generation_cannot_move_is_503_and_its_retry_completes_it(
     assert host_b.get(story).status_code == 404  # every host sees it once the write succeeded
 
 
+def test_a_host_that_owes_a_move_answers_no_further_write_with_success(make_app, paper_and_key, redis_server):
+    """While host A owes a move (a pull committed, Redis unreachable), a second write there,
+    even one that changes no paper (a webhook registered), is committed but answered 503, not
+    201: a success would say the deployment shows this host's writes, and the pull is not
+    shown yet. Once Redis answers, the next write makes the owed move and succeeds."""
+    piece_id, admin = paper_and_key
+    relay = Relay(("127.0.0.1", redis_server.port)).start()
+    host_a, host_b = _workers(make_app, f"redis://127.0.0.1:{relay.port}/0", redis_server.url)
+    story = f"/api/v1/stories/{piece_id}"
+    assert host_b.get(story).status_code == 200
+    relay.stop()
+    assert host_a.delete(f"{story}/air", headers=auth(admin)).status_code == 503
+    hook = {"url": "http://127.0.0.1:9/hook", "events": ["piece.aired"]}
+    second = host_a.post("/api/v1/webhooks", json=hook, headers={**auth(admin), "Idempotency-Key": "hook-1"})
+    assert second.status_code == 503, second.get_data(as_text=True)  # today: 201
+    assert "committed but not yet visible" in second.get_json()["detail"]
+    assert host_b.get(story).status_code == 200  # B still shows the pulled piece: nothing is visible yet
+    relay.start()
+    time.sleep(state.STATE_RETRY_SECONDS)
+    retried = host_a.post("/api/v1/webhooks", json=hook, headers={**auth(admin), "Idempotency-Key": "hook-1"})
+    assert retried.status_code == 201 and retried.headers.get("Idempotent-Replayed") == "true"
+    assert host_b.get(story).status_code == 404
+    assert len(host_a.get("/api/v1/webhooks", headers=auth(admin)).get_json()["webhooks"]) == 1  # made once
+
+
 def test_a_host_that_owes_a_move_makes_it_when_redis_answers_again(make_app, paper_and_key, redis_server):
     piece_id, admin = paper_and_key
     relay = Relay(("127.0.0.1", redis_server.port)).start()
