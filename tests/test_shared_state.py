@@ -136,6 +136,30 @@ def test_a_host_that_owes_a_move_answers_no_further_write_with_success(make_app,
     assert len(host_a.get("/api/v1/webhooks", headers=auth(admin)).get_json()["webhooks"]) == 1  # made once
 
 
+def test_a_key_first_answered_not_yet_visible_is_refused_for_another_request(
+        make_app, paper_and_key, redis_server):
+    """An Idempotency-Key whose first request was answered 503 "committed but not yet visible",
+    sent again with another body or on another route: 422, as any key reused for another
+    request, while the store is away and once it is back; never the first request's answer."""
+    piece_id, admin = paper_and_key
+    relay = Relay(("127.0.0.1", redis_server.port)).start()
+    host_a, _ = _workers(make_app, f"redis://127.0.0.1:{relay.port}/0", redis_server.url)
+    story = f"/api/v1/stories/{piece_id}"
+    headers = {**auth(admin), "Idempotency-Key": "dek-7"}
+    relay.stop()
+    assert host_a.patch(story, json={"dek": "First."}, headers=headers).status_code == 503
+    for back in (False, True):
+        if back:
+            relay.start()
+            time.sleep(state.STATE_RETRY_SECONDS)
+        other_body = host_a.patch(story, json={"dek": "Second."}, headers=headers)
+        other_route = host_a.post("/api/v1/sections", json={"name": "Weather"}, headers=headers)
+        for answer in (other_body, other_route):
+            assert answer.status_code == 422, (back, answer.get_data(as_text=True))
+            assert "Idempotency-Key" in answer.get_json()["errors"]
+    assert host_a.get(story, headers=auth(admin)).get_json()["dek"] == "First."
+
+
 def test_a_host_that_owes_a_move_makes_it_when_redis_answers_again(make_app, paper_and_key, redis_server):
     piece_id, admin = paper_and_key
     relay = Relay(("127.0.0.1", redis_server.port)).start()
