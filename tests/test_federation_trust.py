@@ -344,6 +344,30 @@ def test_stale_date_wrong_digest_and_thin_signatures_cost_no_fetch(client, paper
     assert followers() == []
 
 
+@pytest.mark.parametrize("when", ["Fri, 31 Dec 9999 23:59:59 GMT", "Sat, 01 Jan 10000 00:00:00 GMT",
+                                  "Mon, 01 Jan 99999999999999999999 00:00:00 GMT", "Fri, 31 Dec 9999 23:59:59 -2359",
+                                  "Mon, 01 Jan 0001 00:00:00 +2359", 253402300799, 253402300800, 2**39, 2**40 - 1,
+                                  999_999_999_999_999, 1])
+def test_instants_out_of_range_are_401_problems_without_a_fetch(client, paper, peers, when):
+    """A `Date` (draft-cavage) or `created` (RFC 9421) in year 9999, past it, or a huge number:
+    401 problem+json saying the 5 minutes, never a 500, and nothing fetched."""
+    home = peers()
+    alice = home.add("alice")
+    url, key_id = "http://localhost/ap/inbox", alice + "#main-key"
+    with time_machine.travel(T, tick=False):
+        if isinstance(when, str):
+            body, headers = cavage(url, follow_of(home, "alice"), home.key, key_id)
+            headers = {**{k: v for k, v in headers.items() if k.lower() != "date"}, "Date": when}
+        else:
+            body, headers = rfc9421(url, follow_of(home, "alice"), home.key, key_id)
+            headers["Signature-Input"] = re.sub(r"created=\d+", f"created={when}", headers["Signature-Input"])
+        answer = client.post("/ap/inbox", data=body, headers=headers)
+    assert answer.status_code == 401 and answer.mimetype == "application/problem+json", answer.get_data(as_text=True)
+    detail = answer.get_json()["detail"]
+    assert "within 5 minutes" in detail or "The Date header is missing or malformed" in detail, detail
+    assert home.fetches == []
+
+
 def test_a_key_is_fetched_once_and_refetched_once_on_rotation(client, paper, peers):
     home = peers()
     alice = home.add("alice")

@@ -58,11 +58,13 @@ class Claim:
         self.check(pem)
 
 
-def skew_problem(sent: datetime, now: datetime, what: str) -> str | None:
-    """None when `sent` is within MAX_SKEW of `now`, else the refusal, with both instants."""
-    if abs(now - sent) <= MAX_SKEW:
+def skew_problem(sent: datetime | None, now: datetime, what: str, given: str = "") -> str | None:
+    """None when `sent` is within MAX_SKEW of `now`, else the refusal, with both instants
+    (`given`, the value as sent, stands for an instant past what a datetime holds: None)."""
+    if sent is not None and abs(now - sent) <= MAX_SKEW:
         return None
-    return (f"{what} is {sent.isoformat()}, our clock says {now.astimezone(timezone.utc).isoformat()}: "
+    return (f"{what} is {sent.isoformat() if sent is not None else given}, our clock says "
+            f"{now.astimezone(timezone.utc).isoformat()}: "
             f"a signature must be made within {MAX_SKEW.seconds // 60} minutes of it either way.")
 
 
@@ -167,7 +169,7 @@ def read(method: str, target: str, headers: Mapping[str, str], body: bytes, now:
         raise SignatureError("The Content-Digest header does not match the body.")
     try:
         sent = parsedate_to_datetime(lowered.get("date", ""))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # a year past 9999, or past a C long
         raise SignatureError("The Date header is missing or malformed.") from None
     if sent.tzinfo is None:
         raise SignatureError("The Date header has no time zone (IMF-fixdate in GMT expected).")

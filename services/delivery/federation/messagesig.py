@@ -92,9 +92,13 @@ def read(method: str, url: str, headers: dict, body: bytes, now: datetime) -> ht
         raise SignatureError(f"Unsupported signature algorithm {alg!r}; use rsa-v1_5-sha256 or ed25519.")
     if "content-digest" in names and not httpsig.content_digest_matches(lowered.get("content-digest", ""), body):
         raise SignatureError("The Content-Digest header does not match the body.")
-    if type(created) is not int or not 0 < created < 2**40:
+    if type(created) is not int:
         raise SignatureError("The signature needs `created` (seconds since 1970).")
-    problem = httpsig.skew_problem(datetime.fromtimestamp(created, tz=timezone.utc), now, "Its `created`")
+    try:
+        sent = datetime.fromtimestamp(created, tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):  # past year 9999 (or before year 1)
+        sent = None
+    problem = httpsig.skew_problem(sent, now, "Its `created`", given=f"{created} seconds since 1970")
     if problem:
         raise SignatureError(problem)
     message = _Message(method.upper(), url, dict(headers))
