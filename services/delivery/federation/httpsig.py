@@ -68,6 +68,16 @@ def skew_problem(sent: datetime | None, now: datetime, what: str, given: str = "
             f"a signature must be made within {MAX_SKEW.seconds // 60} minutes of it either way.")
 
 
+def public_key(pem: str):
+    """The public key in `pem` (a SubjectPublicKeyInfo PEM, as actors publish it in
+    `publicKeyPem`): the one loader of both signature standards' checks. Raises
+    SignatureError when it is not one."""
+    try:
+        return serialization.load_pem_public_key(pem.encode("ascii"))
+    except (ValueError, TypeError, UnicodeEncodeError):
+        raise SignatureError("The sender's key is not a PEM public key.") from None
+
+
 def content_digest_matches(value: str, body: bytes) -> bool:
     """Whether an RFC 9530 `Content-Digest` value (`sha-256=:<base64>:`, or sha-512, one or
     more members) holds the body's digest for every member it gives."""
@@ -179,15 +189,13 @@ def read(method: str, target: str, headers: Mapping[str, str], body: bytes, now:
     text = signing_string(method, target, headers, names).encode("utf-8")
 
     def check(public_pem: str) -> None:
+        key = public_key(public_pem)
+        if not isinstance(key, rsa.RSAPublicKey):
+            raise SignatureError("The sender's key is not an RSA key.")
         try:
-            key = serialization.load_pem_public_key(public_pem.encode("ascii"))
-            if not isinstance(key, rsa.RSAPublicKey):
-                raise SignatureError("The sender's key is not an RSA key.")
             key.verify(base64.b64decode(params["signature"], validate=True), text, padding.PKCS1v15(),
                        hashes.SHA256())
-        except SignatureError:
-            raise
-        except (InvalidSignature, ValueError, TypeError, UnicodeEncodeError):
+        except (InvalidSignature, ValueError, TypeError):
             raise SignatureError("The signature does not verify under the sender's key.") from None
 
     return Claim(params["keyId"], "draft-cavage", check)

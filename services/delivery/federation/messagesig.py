@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import http_sf
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from http_message_signatures import (
     HTTPMessageSigner,
@@ -104,10 +103,7 @@ def read(method: str, url: str, headers: dict, body: bytes, now: datetime) -> ht
     message = _Message(method.upper(), url, dict(headers))
 
     def check(public_pem: str) -> None:
-        try:
-            key = serialization.load_pem_public_key(public_pem.encode("ascii"))
-        except (ValueError, TypeError, UnicodeEncodeError):
-            raise SignatureError("The sender's key is not a PEM public key.") from None
+        key = httpsig.public_key(public_pem)
         kind = ("rsa-v1_5-sha256" if isinstance(key, rsa.RSAPublicKey)
                 else "ed25519" if isinstance(key, ed25519.Ed25519PublicKey) else None)
         if kind is None or (alg is not None and alg != kind):
