@@ -323,6 +323,56 @@ def test_readers_mailed_the_piece_get_one_correction_alert_each_when_their_caden
         assert alerts_to(smtp, "daily@example.com")[-1]["Subject"] == "Retraction: Ice front retreats 157 metres"
 
 
+def test_readers_mailed_at_any_airing_are_told_even_after_a_pull_and_a_new_airing(client, desk, runner, smtp):
+    """A reader mailed the piece at its first airing is told of its correction after the piece
+    was pulled and aired again (its airing instant moved past the reader's mailed window), and
+    after it was pulled and scheduled again (not public now, but that reader saw it), and a
+    reader who joined later and was never mailed it is not."""
+    import time_machine
+
+    from tests.test_alerts import T, alerts_to, join
+    from tests.test_instant_alerts import _drain
+
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    with time_machine.travel(T, tick=False) as clock:
+        join(client, smtp, "early@example.com", cadence="instant")
+        piece = aired(client, admin, "Ice front retreats 32 metres")
+        clock.shift(timedelta(seconds=1))
+        _drain(runner)
+        assert len(alerts_to(smtp, "early@example.com")) == 1
+        clock.shift(timedelta(hours=1))
+        assert client.delete(f"/api/v1/stories/{piece}/air", headers=auth(admin)).status_code == 200
+        clock.shift(timedelta(hours=1))
+        join(client, smtp, "late@example.com", cadence="daily")  # its alerts start now: never mailed it
+        assert client.put(f"/api/v1/stories/{piece}/air", headers=auth(admin)).status_code == 200  # aired again
+        assert revise(client, admin, piece, headline="Ice front retreats 157 metres", kind="correction",
+                      note="The retreat was 157 metres, not 32.").status_code == 200
+        clock.shift(timedelta(seconds=1))
+        _drain(runner)
+        subjects = [m["Subject"] for m in alerts_to(smtp, "early@example.com")]
+        assert "Correction: Ice front retreats 157 metres" in subjects, subjects  # today: not told
+        # Pulled, then scheduled for tomorrow: it has been seen, so a revision is a correction
+        # (not an edit, as for a piece never public), and once it airs again the readers of its
+        # first airing are told of the next one.
+        assert client.delete(f"/api/v1/stories/{piece}/air", headers=auth(admin)).status_code == 200
+        tomorrow = T + timedelta(days=1)
+        scheduled = client.put(f"/api/v1/stories/{piece}/air", json={"at": tomorrow.isoformat()}, headers=auth(admin))
+        assert scheduled.status_code == 200, scheduled.get_json()
+        edit = revise(client, admin, piece, dek="Quietly changed.", kind="edit")
+        assert edit.status_code == 422 and "has been public" in edit.get_json()["errors"]["kind"][0]  # today: 200
+        corrected = revise(client, admin, piece, dek="The survey covered one summer.", kind="correction",
+                           note="The survey covered one summer, not two.")
+        assert corrected.status_code == 200, corrected.get_json()  # today: 422 "never been public"
+        clock.move_to(tomorrow + timedelta(seconds=1))
+        assert revise(client, admin, piece, kind="retraction", note="The survey was withdrawn.").status_code == 200
+        clock.shift(timedelta(seconds=1))
+        _drain(runner)
+        subjects = [m["Subject"] for m in alerts_to(smtp, "early@example.com")]
+        assert "Retraction: Ice front retreats 157 metres" in subjects, subjects
+        assert [m["Subject"] for m in alerts_to(smtp, "late@example.com")] == []
+
+
 # ----------------------------------------------------------------------------- figures and facts
 
 
