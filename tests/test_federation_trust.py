@@ -128,7 +128,7 @@ def peers():
     """`peers()` makes a Peer; all are stopped, and the process's key, failure and RFC 9421
     memories emptied, after the test."""
     remote.forget_all()
-    deliveries._rfc9421_hosts.clear()  # noqa: SLF001 - the per-host memory of the double knock
+    deliveries.knocked.clear()  # the per-host memory of the double knock
     made = []
 
     def make():
@@ -139,7 +139,7 @@ def peers():
     for peer in made:
         peer.stop()
     remote.forget_all()
-    deliveries._rfc9421_hosts.clear()  # noqa: SLF001
+    deliveries.knocked.clear()
 
 
 @pytest.fixture
@@ -666,3 +666,31 @@ def test_outgoing_double_knock_retries_a_401_with_rfc9421_and_remembers(client, 
     [announce] = home.posts
     assert "Signature-Input" in announce["headers"]  # remembered: no second knock
 
+
+
+def test_the_double_knock_memory_keeps_the_hosts_used_last(app, client, runner, desk, paper, peers, monkeypatch):
+    """The memory of hosts that take RFC 9421 only is bounded (deliveries.KNOCK_MEMORY hosts,
+    here 2): of three such hosts answered in turn, the one used least recently is forgotten.
+    Its next activity goes draft-cavage first (it now takes it: one POST), the two remembered
+    get RFC 9421 first. (An unbounded memory sent the forgotten one RFC 9421 too.)"""
+    monkeypatch.setattr(deliveries, "KNOCK_MEMORY", 2)
+    app.config["ACTIVITYPUB_CONCURRENCY"] = 1  # one at a time: the order the hosts are used in is known
+    hosts = [peers() for _ in range(3)]
+    try:
+        with time_machine.travel(T, tick=False):
+            for peer in hosts:
+                peer.refuse_cavage = True
+                actor = peer.add("alice")
+                body, headers = cavage("http://localhost/ap/inbox", follow_of(peer, "alice"), peer.key,
+                                       actor + "#main-key")
+                assert client.post("/ap/inbox", data=body, headers=headers).status_code == 202
+                drain(runner)  # its Accept: 401 to draft-cavage, 202 to RFC 9421; remembered
+                assert [("Signature-Input" in p["headers"]) for p in peer.posts] == [False, True]
+                peer.posts.clear()
+        assert len(deliveries.knocked) == 2
+        hosts[0].refuse_cavage = False
+        air_and_drain(runner, desk, paper)
+    finally:
+        app.config.pop("ACTIVITYPUB_CONCURRENCY", None)
+    knocks = [["Signature-Input" in p["headers"] for p in peer.posts] for peer in hosts]
+    assert knocks == [[False], [True], [True]], knocks
