@@ -412,6 +412,22 @@ def test_a_paper_can_refuse_a_filing_whose_figures_no_fact_states(client, desk_k
     assert fine.status_code == 201 and fine.get_json()["unsupported_figures"] == []
 
 
+@pytest.mark.parametrize("value", ["yes", "true", "false", 1, 0, [], {}, 1.0])
+def test_refuse_unsupported_figures_takes_a_boolean_only(client, desk_keys, value):
+    """The setting is true or false (or null, to remove it): anything else is a 422 problem
+    naming it, and nothing is stored (a "yes" stored would refuse nothing, silently)."""
+    admin = desk_keys["admin"]
+    answer = client.patch("/api/v1/config", json={"config": {"refuse_unsupported_figures": value}},
+                          headers=auth(admin))
+    assert answer.status_code == 422 and answer.mimetype == PROBLEM, answer.get_json()  # today: 200
+    assert "refuse_unsupported_figures" in json.dumps(answer.get_json()["errors"])
+    config = client.get("/api/v1/config", headers=auth(admin)).get_json()["config"]
+    assert "refuse_unsupported_figures" not in config
+    for fine in (True, False, None):
+        assert client.patch("/api/v1/config", json={"config": {"refuse_unsupported_figures": fine}},
+                            headers=auth(admin)).status_code == 200
+
+
 @pytest.mark.slow
 def test_the_monitor_checks_every_old_revision_of_a_corrected_piece_against_the_log(
         client, runner, desk_keys, live, app):
