@@ -412,6 +412,28 @@ def test_a_paper_can_refuse_a_filing_whose_figures_no_fact_states(client, desk_k
     assert fine.status_code == 201 and fine.get_json()["unsupported_figures"] == []
 
 
+@pytest.mark.parametrize(("written", "statement"), [
+    ("12 500 metres", "The front retreated 12,500 metres."), ("12\u2009500 metres", "It retreated 12500 metres."),
+    ("12\u202f500 metres", "It retreated 12,500 metres."), ("12\u00a0500 metres", "It retreated 12 500 metres."),
+    ("12,500 metres", "It retreated 12\u2009500 metres."), ("1 234 567 tonnes", "It lost 1,234,567 tonnes."),
+])
+def test_thousands_grouped_by_a_space_match_their_fact(client, desk_keys, written, statement):
+    """Thousands grouped by a space, a thin space or a no-break space are one number: 12 500
+    matches a fact's 12,500 or 12500 and the other way round; a different number still does
+    not."""
+    admin = desk_keys["admin"]
+    fact = {"statement": statement, "source": "Polar Survey", "instrument": "Annual survey", "claim_key": "g/1"}
+    body = {**GLACIER, "headline": "Ice front in Estrenia retreats", "dek": "A survey.",
+            "prose": f"The front retreated {written} in all[^1].", "cited_facts": [fact]}
+    filed = client.post("/api/v1/stories", json=body, headers=auth(admin))
+    # today: "500 metres" flagged
+    assert filed.status_code == 201 and filed.get_json()["unsupported_figures"] == [], filed.get_json()
+    other = client.post("/api/v1/stories", headers=auth(admin), json={
+        **body, "prose": f"The front retreated {written.replace('5', '6')} in all[^1]."})
+    [figure] = other.get_json()["unsupported_figures"]
+    assert figure["figure"] == written.replace("5", "6"), figure
+
+
 @pytest.mark.parametrize("value", ["yes", "true", "false", 1, 0, [], {}, 1.0])
 def test_refuse_unsupported_figures_takes_a_boolean_only(client, desk_keys, value):
     """The setting is true or false (or null, to remove it): anything else is a 422 problem
