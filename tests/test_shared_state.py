@@ -86,6 +86,18 @@ def _workers(make_app, url_a: str, url_b: str):
 # ----------------------------------------------------------------------------- a write that cannot move it
 
 
+def _one_host_cut_off(make_app, paper_and_key, redis_server):
+    """Hosts A and B of one deployment, B holding a snapshot of the paper, then A cut off from
+    Redis (its relay stopped): (relay, host_a, host_b, the story's URL, the admin key)."""
+    piece_id, admin = paper_and_key
+    relay = Relay(("127.0.0.1", redis_server.port)).start()
+    host_a, host_b = _workers(make_app, f"redis://127.0.0.1:{relay.port}/0", redis_server.url)
+    story = f"/api/v1/stories/{piece_id}"
+    assert host_b.get(story).status_code == 200
+    relay.stop()
+    return relay, host_a, host_b, story, admin
+
+
 def test_a_pull_whose_generation_cannot_move_is_503_and_its_retry_completes_it(
         make_app, paper_and_key, redis_server):
     piece_id, admin = paper_and_key
@@ -116,12 +128,7 @@ def test_a_host_that_owes_a_move_answers_no_further_write_with_success(make_app,
     even one that changes no paper (a webhook registered), is committed but answered 503, not
     201: a success would say the deployment shows this host's writes, and the pull is not
     shown yet. Once Redis answers, the next write makes the owed move and succeeds."""
-    piece_id, admin = paper_and_key
-    relay = Relay(("127.0.0.1", redis_server.port)).start()
-    host_a, host_b = _workers(make_app, f"redis://127.0.0.1:{relay.port}/0", redis_server.url)
-    story = f"/api/v1/stories/{piece_id}"
-    assert host_b.get(story).status_code == 200
-    relay.stop()
+    relay, host_a, host_b, story, admin = _one_host_cut_off(make_app, paper_and_key, redis_server)
     assert host_a.delete(f"{story}/air", headers=auth(admin)).status_code == 503
     hook = {"url": "http://127.0.0.1:9/hook", "events": ["piece.aired"]}
     second = host_a.post("/api/v1/webhooks", json=hook, headers={**auth(admin), "Idempotency-Key": "hook-1"})
@@ -161,12 +168,7 @@ def test_a_key_first_answered_not_yet_visible_is_refused_for_another_request(
 
 
 def test_a_host_that_owes_a_move_makes_it_when_redis_answers_again(make_app, paper_and_key, redis_server):
-    piece_id, admin = paper_and_key
-    relay = Relay(("127.0.0.1", redis_server.port)).start()
-    host_a, host_b = _workers(make_app, f"redis://127.0.0.1:{relay.port}/0", redis_server.url)
-    story = f"/api/v1/stories/{piece_id}"
-    assert host_b.get(story).status_code == 200
-    relay.stop()
+    relay, host_a, host_b, story, admin = _one_host_cut_off(make_app, paper_and_key, redis_server)
     assert host_a.delete(f"{story}/air", headers=auth(admin)).status_code == 503  # no key: no retry
     assert host_a.get(story).status_code == 404  # A itself reads the database meanwhile
     relay.start()
