@@ -48,6 +48,7 @@ CACHE_SIZE = 2048
 FAILURE_SECONDS = 60
 PER_ORIGIN = 2
 RESOLVERS = 8
+FAIR_CONNECT_SECONDS = 1.0  # a connection not made in this long counts against its origin
 ACCEPT = 'application/activity+json, application/ld+json; profile="https://www.w3.org/ns/activitystreams"'
 USER_AGENT = "PaperDesk-ActivityPub/1"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -182,7 +183,10 @@ def exchange(method: str, url: str, *, headers: dict, body: bytes | None, allow_
         answer = desk_http.send_to(addresses[0], method, url, headers={"User-Agent": USER_AGENT, **headers},
                                    body=body, seconds=seconds, max_bytes=max_bytes)
     except desk_http.FetchError as exc:
-        raise FetchError(str(exc), down="url" if exc.connected else "origin") from None
+        # No connection within a fair time is the origin's doing; within the sliver a slow
+        # lookup left, it proves nothing.
+        down = "url" if exc.connected else "origin" if seconds >= FAIR_CONNECT_SECONDS else None
+        raise FetchError(str(exc), down=down) from None
     return answer.status, answer.body
 
 
