@@ -30,6 +30,9 @@ CHECKPOINT_CACHE = "public, max-age=5"
 TILE_CACHE = "public, max-age=31536000, immutable"
 TEXT_TYPE = "text/plain; charset=utf-8"
 BINARY_TYPE = "application/octet-stream"
+# Every tile miss alike, a path that names no tile or one past the newest checkpoint.
+NO_TILE = ("No such tile in the log's newest checkpoint: paths are tile/<L>/<N>[.p/<W>] and "
+           "tile/entries/<N>[.p/<W>] (c2sp.org/tlog-tiles); a tile past the checkpoint may exist later.")
 
 
 @bp.route("/log/checkpoint")
@@ -55,14 +58,15 @@ def _newest_checkpoint() -> str:
 @policy.route(cors="read", cache_control=TILE_CACHE, compress=True)
 def tile(path: str):
     """A tile or an entry bundle of the tree of the newest checkpoint (404 past it)."""
+    # A path that names no tile is refused before anything of the log is looked up (it costs
+    # no statement), with the 404 of every tile miss.
+    wanted = tiles.parse_path(path)
+    if wanted is None:
+        raise NotFound(NO_TILE)
     # The newest checkpoint's size, read once per paper version like the checkpoint itself.
     signed_size = memo.per_version("log signed size", memo.paper_state(g.paper, caching.request_now()),
                                    lambda: public_log(g.paper).signed_size)
-    wanted = tiles.parse_path(path)
-    if wanted is None:
-        raise NotFound("No such tile: paths are tile/<L>/<N>[.p/<W>] and tile/entries/<N>[.p/<W>] "
-                       "(c2sp.org/tlog-tiles).")
     body = store.tile_bytes(g.paper.id, wanted, signed_size)
     if body is None:
-        raise NotFound("This tile is not in the log's newest checkpoint.")
+        raise NotFound(NO_TILE)
     return Response(body, content_type=BINARY_TYPE)

@@ -15,7 +15,7 @@ from marshmallow import Schema, ValidationError, fields, validate
 
 from models.paper import INDEX_STYLES, SUBSCRIBE_PATHS
 from schemas.common import Timestamp, computed_url
-from services.newsroom.filing import KINDS, MAX_FACTS, NOTE_MAX
+from services.newsroom.filing import KINDS, MAX_FACTS, NOTE_MAX, REFUSE_FIGURES
 from web.links import links
 
 NO_NUL = r"^[^\x00]*$"
@@ -116,6 +116,10 @@ def _check_config(value: dict) -> None:
         isinstance(help_desk, str) and help_desk.startswith(("mailto:", "https://", "http://"))
     ):
         raise ValidationError("help_desk must be a mailto: address or an http(s) URL")
+    refuse = value.get(REFUSE_FIGURES)
+    if refuse is not None and not isinstance(refuse, bool):
+        # Only `true` refuses (filing.check_figures): a "yes" or a 1 stored would refuse nothing.
+        raise ValidationError(f"{REFUSE_FIGURES} must be true or false (or null to remove it)")
 
 
 # ----------------------------------------------------------------------------- stories
@@ -322,7 +326,8 @@ class ConfigPatch(Schema):
     config = fields.Dict(keys=fields.String(), validate=_check_config, metadata={
         "description": "Merged into the stored config (RFC 7396 style, one level): a key set to "
                        "null is removed. `help_desk` (mailto: or http(s) URL) feeds `search_help`; "
-                       "`lead_story` is checked as the field of that name is."})
+                       "`lead_story` is checked as the field of that name is; `refuse_unsupported_figures` "
+                       "is true or false."})
     lead_story = Text(min_length=1, max_length=200, allow_none=True, metadata={
         "description": "The editor's choice of lead for the front page: a piece id (as text) or "
                        "slug of this paper (422 otherwise), stored as `config.lead_story`; null "

@@ -43,11 +43,14 @@ class TargetError(Invalid):
 class FetchError(Exception):
     """A call got no usable answer (refused target, network trouble, out of time, or, for the
     callers that say so, an answer they cannot read); `str()` is the reason (no secrets in
-    it), `status` the HTTP status when there was an answer (410: the actor is gone)."""
+    it), `status` the HTTP status when there was an answer (410: the actor is gone),
+    `connected` whether a connection to the target was made (TLS included) before it failed:
+    False means the host took no connection at all, whatever the request was."""
 
-    def __init__(self, reason: str, status: int | None = None):
+    def __init__(self, reason: str, status: int | None = None, *, connected: bool = False):
         super().__init__(reason)
         self.status = status
+        self.connected = connected
 
 
 # IPv6 forms that carry an IPv4 address a translator or tunnel relays to: NAT64 (RFC 6052's
@@ -224,22 +227,26 @@ def send_to(address: str, method: str, url: str, *, headers: dict, body: bytes |
             max_bytes: int = MAX_BYTES) -> Answer:
     """`request` to `address`, one `check_url` has already checked for `url` (a caller that
     resolves on its own terms, as the inbox's key fetches do), within `seconds` in all.
-    Raises FetchError for network trouble or the deadline."""
+    Raises FetchError for network trouble or the deadline (`connected` says whether it came
+    before or after the connection was made)."""
     parts = urlsplit(url)
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     kind = _PinnedHTTPSConnection if parts.scheme == "https" else _PinnedHTTPConnection
     extra = {"context": ssl.create_default_context()} if parts.scheme == "https" else {}
     conn = kind(parts.hostname, address, seconds, port=parts.port, timeout=seconds, **extra)
     conn.deadline.timer.start()
+    connected = False
     try:
+        conn.connect()
+        connected = True
         conn.request(method, path, body=body, headers={"User-Agent": USER_AGENT, **headers})
         response = conn.getresponse()
         raw = response.read(max_bytes + 1)
         answer = Answer(response.status, response.headers.get_content_type(), raw)
     except (OSError, http.client.HTTPException) as exc:
         if conn.deadline.expired:
-            raise FetchError(f"timed out: no complete answer within {seconds:.1f}s") from None
-        raise FetchError(f"{type(exc).__name__}: {exc}"[:500]) from None
+            raise FetchError(f"timed out: no complete answer within {seconds:.1f}s", connected=connected) from None
+        raise FetchError(f"{type(exc).__name__}: {exc}"[:500], connected=connected) from None
     finally:
         conn.deadline.timer.cancel()
         conn.close()

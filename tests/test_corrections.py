@@ -323,6 +323,56 @@ def test_readers_mailed_the_piece_get_one_correction_alert_each_when_their_caden
         assert alerts_to(smtp, "daily@example.com")[-1]["Subject"] == "Retraction: Ice front retreats 157 metres"
 
 
+def test_readers_mailed_at_any_airing_are_told_even_after_a_pull_and_a_new_airing(client, desk, runner, smtp):
+    """A reader mailed the piece at its first airing is told of its correction after the piece
+    was pulled and aired again (its airing instant moved past the reader's mailed window), and
+    after it was pulled and scheduled again (not public now, but that reader saw it), and a
+    reader who joined later and was never mailed it is not."""
+    import time_machine
+
+    from tests.test_alerts import T, alerts_to, join
+    from tests.test_instant_alerts import _drain
+
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    with time_machine.travel(T, tick=False) as clock:
+        join(client, smtp, "early@example.com", cadence="instant")
+        piece = aired(client, admin, "Ice front retreats 32 metres")
+        clock.shift(timedelta(seconds=1))
+        _drain(runner)
+        assert len(alerts_to(smtp, "early@example.com")) == 1
+        clock.shift(timedelta(hours=1))
+        assert client.delete(f"/api/v1/stories/{piece}/air", headers=auth(admin)).status_code == 200
+        clock.shift(timedelta(hours=1))
+        join(client, smtp, "late@example.com", cadence="daily")  # its alerts start now: never mailed it
+        assert client.put(f"/api/v1/stories/{piece}/air", headers=auth(admin)).status_code == 200  # aired again
+        assert revise(client, admin, piece, headline="Ice front retreats 157 metres", kind="correction",
+                      note="The retreat was 157 metres, not 32.").status_code == 200
+        clock.shift(timedelta(seconds=1))
+        _drain(runner)
+        subjects = [m["Subject"] for m in alerts_to(smtp, "early@example.com")]
+        assert "Correction: Ice front retreats 157 metres" in subjects, subjects  # today: not told
+        # Pulled, then scheduled for tomorrow: it has been seen, so a revision is a correction
+        # (not an edit, as for a piece never public), and once it airs again the readers of its
+        # first airing are told of the next one.
+        assert client.delete(f"/api/v1/stories/{piece}/air", headers=auth(admin)).status_code == 200
+        tomorrow = T + timedelta(days=1)
+        scheduled = client.put(f"/api/v1/stories/{piece}/air", json={"at": tomorrow.isoformat()}, headers=auth(admin))
+        assert scheduled.status_code == 200, scheduled.get_json()
+        edit = revise(client, admin, piece, dek="Quietly changed.", kind="edit")
+        assert edit.status_code == 422 and "has been public" in edit.get_json()["errors"]["kind"][0]  # today: 200
+        corrected = revise(client, admin, piece, dek="The survey covered one summer.", kind="correction",
+                           note="The survey covered one summer, not two.")
+        assert corrected.status_code == 200, corrected.get_json()  # today: 422 "never been public"
+        clock.move_to(tomorrow + timedelta(seconds=1))
+        assert revise(client, admin, piece, kind="retraction", note="The survey was withdrawn.").status_code == 200
+        clock.shift(timedelta(seconds=1))
+        _drain(runner)
+        subjects = [m["Subject"] for m in alerts_to(smtp, "early@example.com")]
+        assert "Retraction: Ice front retreats 157 metres" in subjects, subjects
+        assert [m["Subject"] for m in alerts_to(smtp, "late@example.com")] == []
+
+
 # ----------------------------------------------------------------------------- figures and facts
 
 
@@ -360,6 +410,44 @@ def test_a_paper_can_refuse_a_filing_whose_figures_no_fact_states(client, desk_k
     fine = client.post("/api/v1/stories", headers=auth(admin), json={
         **GLACIER, "headline": "Ice front in Estrenia retreats 157 metres in a summer"})
     assert fine.status_code == 201 and fine.get_json()["unsupported_figures"] == []
+
+
+@pytest.mark.parametrize(("written", "statement"), [
+    ("12 500 metres", "The front retreated 12,500 metres."), ("12\u2009500 metres", "It retreated 12500 metres."),
+    ("12\u202f500 metres", "It retreated 12,500 metres."), ("12\u00a0500 metres", "It retreated 12 500 metres."),
+    ("12,500 metres", "It retreated 12\u2009500 metres."), ("1 234 567 tonnes", "It lost 1,234,567 tonnes."),
+])
+def test_thousands_grouped_by_a_space_match_their_fact(client, desk_keys, written, statement):
+    """Thousands grouped by a space, a thin space or a no-break space are one number: 12 500
+    matches a fact's 12,500 or 12500 and the other way round; a different number still does
+    not."""
+    admin = desk_keys["admin"]
+    fact = {"statement": statement, "source": "Polar Survey", "instrument": "Annual survey", "claim_key": "g/1"}
+    body = {**GLACIER, "headline": "Ice front in Estrenia retreats", "dek": "A survey.",
+            "prose": f"The front retreated {written} in all[^1].", "cited_facts": [fact]}
+    filed = client.post("/api/v1/stories", json=body, headers=auth(admin))
+    # today: "500 metres" flagged
+    assert filed.status_code == 201 and filed.get_json()["unsupported_figures"] == [], filed.get_json()
+    other = client.post("/api/v1/stories", headers=auth(admin), json={
+        **body, "prose": f"The front retreated {written.replace('5', '6')} in all[^1]."})
+    [figure] = other.get_json()["unsupported_figures"]
+    assert figure["figure"] == written.replace("5", "6"), figure
+
+
+@pytest.mark.parametrize("value", ["yes", "true", "false", 1, 0, [], {}, 1.0])
+def test_refuse_unsupported_figures_takes_a_boolean_only(client, desk_keys, value):
+    """The setting is true or false (or null, to remove it): anything else is a 422 problem
+    naming it, and nothing is stored (a "yes" stored would refuse nothing, silently)."""
+    admin = desk_keys["admin"]
+    answer = client.patch("/api/v1/config", json={"config": {"refuse_unsupported_figures": value}},
+                          headers=auth(admin))
+    assert answer.status_code == 422 and answer.mimetype == PROBLEM, answer.get_json()  # today: 200
+    assert "refuse_unsupported_figures" in json.dumps(answer.get_json()["errors"])
+    config = client.get("/api/v1/config", headers=auth(admin)).get_json()["config"]
+    assert "refuse_unsupported_figures" not in config
+    for fine in (True, False, None):
+        assert client.patch("/api/v1/config", json={"config": {"refuse_unsupported_figures": fine}},
+                            headers=auth(admin)).status_code == 200
 
 
 @pytest.mark.slow

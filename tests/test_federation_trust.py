@@ -49,8 +49,9 @@ class Peer:
     """A fediverse server of ours on loopback. Actors `/users/<name>` (`add`), each with an
     RSA `#main-key` (and an Ed25519 `#ed-key`), its own inbox and, unless `shared=False`, the
     shared inbox `/inbox`; `documents` overrides what a path answers. Counts every request
-    (`fetches`, `posts`). `tarpit`: GETs are held until the server stops; `refuse_cavage`:
-    POSTs signed without RFC 9421 get 401."""
+    (`fetches`, `posts`). `tarpit`: GETs are held until the server stops (`slow`: GETs of
+    those paths only); `statuses`: paths answered with that status and no body;
+    `refuse_cavage`: POSTs signed without RFC 9421 get 401."""
 
     def __init__(self):
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -60,6 +61,8 @@ class Peer:
         self.documents: dict[str, dict] = {}
         self.actors: dict[str, bool] = {}
         self.tarpit = False
+        self.slow: set[str] = set()
+        self.statuses: dict[str, int] = {}
         self.refuse_cavage = False
         self.released = threading.Event()
         peer = self
@@ -74,9 +77,11 @@ class Peer:
 
             def do_GET(self):
                 peer.fetches.append(self.path)
-                if peer.tarpit:
+                if peer.tarpit or self.path in peer.slow:
                     peer.released.wait(30)
                     return
+                if self.path in peer.statuses:
+                    return self._send(peer.statuses[self.path])
                 document = peer.documents.get(self.path) or peer.actor_document(self.path)
                 self._send(200, json.dumps(document).encode()) if document else self._send(404)
 
@@ -123,7 +128,7 @@ def peers():
     """`peers()` makes a Peer; all are stopped, and the process's key, failure and RFC 9421
     memories emptied, after the test."""
     remote.forget_all()
-    deliveries._rfc9421_hosts.clear()  # noqa: SLF001 - the per-host memory of the double knock
+    deliveries.knocked.clear()  # the per-host memory of the double knock
     made = []
 
     def make():
@@ -134,7 +139,7 @@ def peers():
     for peer in made:
         peer.stop()
     remote.forget_all()
-    deliveries._rfc9421_hosts.clear()  # noqa: SLF001
+    deliveries.knocked.clear()
 
 
 @pytest.fixture
@@ -243,6 +248,59 @@ def test_a_key_document_that_is_another_actor_is_refused(client, paper, peers):
     assert followers() == [] and alice
 
 
+def test_a_cached_key_speaks_only_for_its_own_actor_and_costs_no_fetch(client, paper, peers):
+    """Alice's key, fetched and bound to alice by her Follow, is cached; an activity claiming
+    bob (same origin) signed under alice's keyId is refused from the cache: 401, and alice's
+    server is not asked again (forged senders cannot make us fetch a cached key over and
+    over)."""
+    home = peers()
+    alice, bob = home.add("alice"), home.add("bob")
+    with time_machine.travel(T, tick=False):
+        body, headers = cavage("http://localhost/ap/inbox", follow_of(home, "alice"), home.key, alice + "#main-key")
+        assert client.post("/ap/inbox", data=body, headers=headers).status_code == 202
+        assert home.fetches == ["/users/alice"]
+        for n in range(3):
+            body, headers = cavage("http://localhost/ap/inbox", follow_of(home, "bob", n=n), home.key,
+                                   alice + "#main-key")
+            answer = client.post("/ap/inbox", data=body, headers=headers)
+            assert answer.status_code == 401 and "another actor" in answer.get_json()["detail"], answer.get_json()
+    assert home.fetches == ["/users/alice"]  # today: one more fetch of alice per forged POST
+    assert followers() == [alice] and bob
+
+
+def test_an_actor_document_counts_only_fetched_from_the_actors_own_id(client, paper, peers):
+    """A document elsewhere on alice's origin (an upload, another path) that says it is alice,
+    with the attacker's key and inbox in it, is not alice's document: the key must be listed by
+    the document alice's own id answers. A server that answers a separate key URL with a stub
+    of the actor (as GoToSocial does) still works: the actor is fetched from its id, lists the
+    key, and the inbox is the actor's own."""
+    home, evil = peers(), peers()
+    alice, carol = home.add("alice"), home.add("carol")
+    key_id = home.origin + "/media/upload.json#key"
+    home.documents["/media/upload.json"] = {
+        "id": alice, "type": "Person", "inbox": evil.origin + "/inbox",
+        "publicKey": {"id": key_id, "owner": alice, "publicKeyPem": _pem(evil.key.public_key())}}
+    stub = carol + "/main-key"
+    home.documents["/users/carol/main-key"] = {
+        "id": carol, "type": "Person", "publicKey": {"id": stub, "owner": carol,
+                                                     "publicKeyPem": _pem(home.key.public_key())}}
+    with time_machine.travel(T, tick=False):
+        body, headers = cavage("http://localhost/ap/inbox", follow_of(home, "alice"), evil.key, key_id)
+        answer = client.post("/ap/inbox", data=body, headers=headers)
+        assert answer.status_code == 401, answer.get_json()  # today: 202, following the attacker's inbox
+        assert "does not list that key" in answer.get_json()["detail"]
+        home.actors["carol"] = False  # carol's actor lists #main-key and #ed-key only
+        home.documents["/users/carol"] = {**home.actor_document("/users/carol"),
+                                          "publicKey": [{"id": stub, "owner": carol,
+                                                         "publicKeyPem": _pem(home.key.public_key())}]}
+        body, headers = cavage("http://localhost/ap/inbox", follow_of(home, "carol"), home.key, stub)
+        answer = client.post("/ap/inbox", data=body, headers=headers)
+        assert answer.status_code == 202, answer.get_json()
+    assert followers() == [carol] and evil.posts == []
+    assert db.session.scalar(select(ApFollower.inbox)) == carol + "/inbox"
+    assert home.fetches == ["/media/upload.json", "/users/alice", "/users/carol/main-key", "/users/carol"]
+
+
 def test_an_undo_of_another_actors_follow_is_refused(client, paper, peers):
     home = peers()
     alice, bob = home.add("alice"), home.add("bob")
@@ -284,6 +342,30 @@ def test_stale_date_wrong_digest_and_thin_signatures_cost_no_fetch(client, paper
     assert "must cover digest" in answers["thin"].get_json()["detail"]
     assert home.fetches == []  # nothing asked before the refusal
     assert followers() == []
+
+
+@pytest.mark.parametrize("when", ["Fri, 31 Dec 9999 23:59:59 GMT", "Sat, 01 Jan 10000 00:00:00 GMT",
+                                  "Mon, 01 Jan 99999999999999999999 00:00:00 GMT", "Fri, 31 Dec 9999 23:59:59 -2359",
+                                  "Mon, 01 Jan 0001 00:00:00 +2359", 253402300799, 253402300800, 2**39, 2**40 - 1,
+                                  999_999_999_999_999, 1])
+def test_instants_out_of_range_are_401_problems_without_a_fetch(client, paper, peers, when):
+    """A `Date` (draft-cavage) or `created` (RFC 9421) in year 9999, past it, or a huge number:
+    401 problem+json saying the 5 minutes, never a 500, and nothing fetched."""
+    home = peers()
+    alice = home.add("alice")
+    url, key_id = "http://localhost/ap/inbox", alice + "#main-key"
+    with time_machine.travel(T, tick=False):
+        if isinstance(when, str):
+            body, headers = cavage(url, follow_of(home, "alice"), home.key, key_id)
+            headers = {**{k: v for k, v in headers.items() if k.lower() != "date"}, "Date": when}
+        else:
+            body, headers = rfc9421(url, follow_of(home, "alice"), home.key, key_id)
+            headers["Signature-Input"] = re.sub(r"created=\d+", f"created={when}", headers["Signature-Input"])
+        answer = client.post("/ap/inbox", data=body, headers=headers)
+    assert answer.status_code == 401 and answer.mimetype == "application/problem+json", answer.get_data(as_text=True)
+    detail = answer.get_json()["detail"]
+    assert "within 5 minutes" in detail or "The Date header is missing or malformed" in detail, detail
+    assert home.fetches == []
 
 
 def test_a_key_is_fetched_once_and_refetched_once_on_rotation(client, paper, peers):
@@ -351,10 +433,53 @@ def test_an_unauthenticated_post_is_answered_within_the_budget(app, client, pape
             assert took > 2.5  # the budget was spent waiting, not refused for another reason
             started = time.monotonic()
             again = client.post("/ap/inbox", data=body, headers=headers)
-            assert again.status_code == 503 and time.monotonic() - started < 0.5
+            assert again.status_code == 503 and time.monotonic() - started < 0.5, (actor, again.get_json())
             assert "not asked again" in again.get_json()["detail"] and int(again.headers["Retry-After"]) <= 61
     assert tarpit.fetches == ["/users/mallory"]
     assert followers() == []
+
+
+def test_strangers_cannot_put_a_legitimate_origin_in_the_negative_cache(client, paper, peers):
+    """The negative cache keeps a failing origin from costing a fetch per POST, but strangers
+    choose the URLs we fetch: forged POSTs for alice whose keyIds name paths of her server that
+    answer 500, time out, or do not exist are refused (401), and alice's own Follow right after
+    is fetched and accepted (202), not answered 503 for a minute. The URL that failed is what is
+    not asked again; a whole origin only when it takes no connection at all."""
+    home = peers()
+    alice = home.add("alice")
+    home.statuses["/broken"] = 500
+    home.slow.add("/slow")
+    with time_machine.travel(T, tick=True):
+        for path in ("/broken", "/slow", "/nothing-here"):
+            body, headers = cavage("http://localhost/ap/inbox", follow_of(home, "alice"), home.key,
+                                   f"{home.origin}{path}#main-key")
+            answer = client.post("/ap/inbox", data=body, headers=headers)
+            assert answer.status_code == 401, (path, answer.get_json())
+        # The same failing URL again: not asked (the negative cache still works for it).
+        body, headers = cavage("http://localhost/ap/inbox", follow_of(home, "alice"), home.key,
+                               f"{home.origin}/broken#main-key")
+        again = client.post("/ap/inbox", data=body, headers=headers)
+        assert again.status_code == 503 and "not asked again" in again.get_json()["detail"]
+        body, headers = cavage("http://localhost/ap/inbox", follow_of(home, "alice"), home.key, alice + "#main-key")
+        answer = client.post("/ap/inbox", data=body, headers=headers)
+        assert answer.status_code == 202, answer.get_json()  # today: 503 "did not answer lately"
+    assert home.fetches == ["/broken", "/slow", "/nothing-here", "/users/alice"]
+    assert followers() == [alice]
+
+
+def test_an_origin_that_takes_no_connection_is_not_asked_again(client, paper, peers):
+    """A server that is down (nothing listens on its port) costs one attempt: the next POST
+    naming any path of that origin is 503 with Retry-After at once."""
+    gone = peers()
+    gone.stop()
+    mallory = gone.actor_id("mallory")
+    with time_machine.travel(T, tick=True):
+        answers = []
+        for key_id in (mallory + "#main-key", f"{gone.origin}/other#k"):
+            body, headers = cavage("http://localhost/ap/inbox", {**follow_of(gone, "mallory")}, gone.key, key_id)
+            answers.append(client.post("/ap/inbox", data=body, headers=headers))
+    assert [a.status_code for a in answers] == [401, 503], [a.get_json() for a in answers]
+    assert "not asked again" in answers[1].get_json()["detail"]
 
 
 def test_attacker_posts_do_not_slow_desk_writes(app, desk, paper, peers):
@@ -541,3 +666,31 @@ def test_outgoing_double_knock_retries_a_401_with_rfc9421_and_remembers(client, 
     [announce] = home.posts
     assert "Signature-Input" in announce["headers"]  # remembered: no second knock
 
+
+
+def test_the_double_knock_memory_keeps_the_hosts_used_last(app, client, runner, desk, paper, peers, monkeypatch):
+    """The memory of hosts that take RFC 9421 only is bounded (deliveries.KNOCK_MEMORY hosts,
+    here 2): of three such hosts answered in turn, the one used least recently is forgotten.
+    Its next activity goes draft-cavage first (it now takes it: one POST), the two remembered
+    get RFC 9421 first. (An unbounded memory sent the forgotten one RFC 9421 too.)"""
+    monkeypatch.setattr(deliveries, "KNOCK_MEMORY", 2)
+    app.config["ACTIVITYPUB_CONCURRENCY"] = 1  # one at a time: the order the hosts are used in is known
+    hosts = [peers() for _ in range(3)]
+    try:
+        with time_machine.travel(T, tick=False):
+            for peer in hosts:
+                peer.refuse_cavage = True
+                actor = peer.add("alice")
+                body, headers = cavage("http://localhost/ap/inbox", follow_of(peer, "alice"), peer.key,
+                                       actor + "#main-key")
+                assert client.post("/ap/inbox", data=body, headers=headers).status_code == 202
+                drain(runner)  # its Accept: 401 to draft-cavage, 202 to RFC 9421; remembered
+                assert [("Signature-Input" in p["headers"]) for p in peer.posts] == [False, True]
+                peer.posts.clear()
+        assert len(deliveries.knocked) == 2
+        hosts[0].refuse_cavage = False
+        air_and_drain(runner, desk, paper)
+    finally:
+        app.config.pop("ACTIVITYPUB_CONCURRENCY", None)
+    knocks = [["Signature-Input" in p["headers"] for p in peer.posts] for peer in hosts]
+    assert knocks == [[False], [True], [True]], knocks

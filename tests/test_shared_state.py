@@ -86,6 +86,18 @@ def _workers(make_app, url_a: str, url_b: str):
 # ----------------------------------------------------------------------------- a write that cannot move it
 
 
+def _one_host_cut_off(make_app, paper_and_key, redis_server):
+    """Hosts A and B of one deployment, B holding a snapshot of the paper, then A cut off from
+    Redis (its relay stopped): (relay, host_a, host_b, the story's URL, the admin key)."""
+    piece_id, admin = paper_and_key
+    relay = Relay(("127.0.0.1", redis_server.port)).start()
+    host_a, host_b = _workers(make_app, f"redis://127.0.0.1:{relay.port}/0", redis_server.url)
+    story = f"/api/v1/stories/{piece_id}"
+    assert host_b.get(story).status_code == 200
+    relay.stop()
+    return relay, host_a, host_b, story, admin
+
+
 def test_a_pull_whose_generation_cannot_move_is_503_and_its_retry_completes_it(
         make_app, paper_and_key, redis_server):
     piece_id, admin = paper_and_key
@@ -111,13 +123,52 @@ def test_a_pull_whose_generation_cannot_move_is_503_and_its_retry_completes_it(
     assert host_b.get(story).status_code == 404  # every host sees it once the write succeeded
 
 
-def test_a_host_that_owes_a_move_makes_it_when_redis_answers_again(make_app, paper_and_key, redis_server):
+def test_a_host_that_owes_a_move_answers_no_further_write_with_success(make_app, paper_and_key, redis_server):
+    """While host A owes a move (a pull committed, Redis unreachable), a second write there,
+    even one that changes no paper (a webhook registered), is committed but answered 503, not
+    201: a success would say the deployment shows this host's writes, and the pull is not
+    shown yet. Once Redis answers, the next write makes the owed move and succeeds."""
+    relay, host_a, host_b, story, admin = _one_host_cut_off(make_app, paper_and_key, redis_server)
+    assert host_a.delete(f"{story}/air", headers=auth(admin)).status_code == 503
+    hook = {"url": "http://127.0.0.1:9/hook", "events": ["piece.aired"]}
+    second = host_a.post("/api/v1/webhooks", json=hook, headers={**auth(admin), "Idempotency-Key": "hook-1"})
+    assert second.status_code == 503, second.get_data(as_text=True)  # today: 201
+    assert "committed but not yet visible" in second.get_json()["detail"]
+    assert host_b.get(story).status_code == 200  # B still shows the pulled piece: nothing is visible yet
+    relay.start()
+    time.sleep(state.STATE_RETRY_SECONDS)
+    retried = host_a.post("/api/v1/webhooks", json=hook, headers={**auth(admin), "Idempotency-Key": "hook-1"})
+    assert retried.status_code == 201 and retried.headers.get("Idempotent-Replayed") == "true"
+    assert host_b.get(story).status_code == 404
+    assert len(host_a.get("/api/v1/webhooks", headers=auth(admin)).get_json()["webhooks"]) == 1  # made once
+
+
+def test_a_key_first_answered_not_yet_visible_is_refused_for_another_request(
+        make_app, paper_and_key, redis_server):
+    """An Idempotency-Key whose first request was answered 503 "committed but not yet visible",
+    sent again with another body or on another route: 422, as any key reused for another
+    request, while the store is away and once it is back; never the first request's answer."""
     piece_id, admin = paper_and_key
     relay = Relay(("127.0.0.1", redis_server.port)).start()
-    host_a, host_b = _workers(make_app, f"redis://127.0.0.1:{relay.port}/0", redis_server.url)
+    host_a, _ = _workers(make_app, f"redis://127.0.0.1:{relay.port}/0", redis_server.url)
     story = f"/api/v1/stories/{piece_id}"
-    assert host_b.get(story).status_code == 200
+    headers = {**auth(admin), "Idempotency-Key": "dek-7"}
     relay.stop()
+    assert host_a.patch(story, json={"dek": "First."}, headers=headers).status_code == 503
+    for back in (False, True):
+        if back:
+            relay.start()
+            time.sleep(state.STATE_RETRY_SECONDS)
+        other_body = host_a.patch(story, json={"dek": "Second."}, headers=headers)
+        other_route = host_a.post("/api/v1/sections", json={"name": "Weather"}, headers=headers)
+        for answer in (other_body, other_route):
+            assert answer.status_code == 422, (back, answer.get_data(as_text=True))
+            assert "Idempotency-Key" in answer.get_json()["errors"]
+    assert host_a.get(story, headers=auth(admin)).get_json()["dek"] == "First."
+
+
+def test_a_host_that_owes_a_move_makes_it_when_redis_answers_again(make_app, paper_and_key, redis_server):
+    relay, host_a, host_b, story, admin = _one_host_cut_off(make_app, paper_and_key, redis_server)
     assert host_a.delete(f"{story}/air", headers=auth(admin)).status_code == 503  # no key: no retry
     assert host_a.get(story).status_code == 404  # A itself reads the database meanwhile
     relay.start()

@@ -252,6 +252,28 @@ def test_checkpoints_are_signed_notes_kept_one_per_size_and_served_with_their_va
             assert missing.status_code == 404 and missing.mimetype == "application/problem+json", path
 
 
+def test_a_malformed_tile_path_is_the_same_404_as_any_tile_miss_and_reads_no_log(client, runner, desk):
+    """A path that names no tile is refused before anything of the log is looked up: no
+    statement touches the log's tables (the paper's version moved just before, so nothing of
+    the log is remembered), and its 404 is byte for byte the one a tile past the newest
+    checkpoint gets."""
+    paper = desk.paper("demo")
+    admin = desk.key(paper, "admin")
+    with time_machine.travel(NOW, tick=False):
+        client.put(f"/api/v1/stories/{file(client, admin, 'Story')}/air", headers=auth(admin))
+        worker(runner)
+        past = client.get("/log/tile/0/000.p/5")
+        assert past.status_code == 404
+        for path in ("/log/tile/x/000", "/log/tile/0/0", "/log/tile/0/000.p/0", "/log/tile/entries/x001/..",
+                     "/log/tile/" + "x000/" * 40 + "000", "/log/tile/64/000", "/log/tile/entries/000.p/256"):
+            file(client, admin, f"Draft for {path[:40]}")  # the paper's version moves: nothing remembered
+            with statements() as seen:
+                answer = client.get(path)
+            assert answer.status_code == 404 and answer.mimetype == "application/problem+json", path
+            assert answer.data == past.data, (path, answer.data, past.data)
+            assert not [sql for sql in seen if "log" in sql.lower()], (path, seen)
+
+
 def test_api_log_and_the_piece_proof(client, runner, desk):
     paper = desk.paper("demo")
     admin = desk.key(paper, "admin")

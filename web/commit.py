@@ -39,8 +39,9 @@ an error.
 A commit that changed a paper moves the deployment's generation before the answer leaves
 (web/state.py); when it cannot (Redis unreachable from this host), the write is committed but
 other hosts may still serve what it replaced, so it is answered 503 with the detail
-NOT_YET_VISIBLE, never 200. Its retry with the same Idempotency-Key replays the stored answer
-and moves the generation first, so a success answer always means every host sees the write.
+NOT_YET_VISIBLE, never 200; so is every later write of this process while the move is owed
+(state.check_moved). Its retry with the same Idempotency-Key replays the stored answer and
+moves the generation first, so a success answer always means every host sees the write.
 
 A view without the decorator never commits: whatever it flushed is rolled back when the request
 ends (flask-sqlalchemy removes the session with the app context; `end_session` makes that

@@ -449,8 +449,17 @@ def _move_generation(session: Session) -> None:
 
 def check_moved(session: Session) -> None:
     """After `session.commit()`: raise GenerationNotMoved when that commit changed a paper and
-    the generation could not be moved (the write landed, other workers may not see it yet)."""
-    if session.info.pop(_UNMOVED, False):
+    the generation could not be moved (the write landed, other workers may not see it yet), or
+    when this process still owes the move of an earlier commit (tried once more first): a
+    success answered meanwhile, for any write, would tell its client that what this process
+    committed is visible everywhere, and it is not yet."""
+    unmoved = session.info.pop(_UNMOVED, False)
+    if not unmoved and has_app_context():
+        shared = current_app.extensions.get(_EXTENSION)
+        if shared is not None and shared.owed:
+            shared.settle()
+            unmoved = shared.owed
+    if unmoved:
         raise GenerationNotMoved()
 
 

@@ -5,7 +5,9 @@ or retracted (docs/CORRECTIONS.md "Who is told").
     correction_message(row)           the email a `correction` row of the confirm-mail queue is
 
 Who: every subscriber whose alert mail holding the piece was sent (an `AlertDelivery` with
-`sent_at`, whose window holds the piece's `on_air_at`, the piece in the reader's sections),
+`sent_at`, whose window holds the instant of any of the piece's airings, its `aired` changes:
+a piece pulled and aired or scheduled again keeps the readers of its earlier airings; the
+piece in the reader's sections),
 who is still confirmed, not unsubscribed nor suppressed, and reads by mail (a webhook reader's
 alerts are no mail). A reader whose alert is still unsent gets the corrected text in it.
 
@@ -23,10 +25,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from flask import current_app, render_template
-from sqlalchemy import insert, select
+from sqlalchemy import and_, insert, select
 
 from extensions import db
-from models import AlertDelivery, OutboxMessage, Paper, Piece, Section, Subscriber
+from models import AlertDelivery, OutboxMessage, Paper, Piece, PieceChange, Section, Subscriber
 from services.delivery import queues, subscriptions
 from services.delivery.mail import compose
 from services.links import Links, PaperOrigins
@@ -50,13 +52,16 @@ def due_at(cadence: str, kind: str, now: datetime) -> datetime:
 
 
 def readers_mailed(piece: Piece, section: str) -> list[tuple[int, str]]:
-    """`(subscriber id, cadence)` of every reader still on the list who was mailed `piece`
-    (see the module). One query."""
+    """`(subscriber id, cadence)` of every reader still on the list who was mailed `piece` at
+    any of its airings (see the module). One query."""
+    airings = (select(PieceChange.at).where(PieceChange.paper_id == piece.paper_id,
+                                            PieceChange.piece_id == piece.id, PieceChange.type == "aired")
+               .subquery())
     rows = db.session.execute(
         select(Subscriber.id, Subscriber.cadence, Subscriber.sections).distinct()
         .join(AlertDelivery, AlertDelivery.subscriber_id == Subscriber.id)
+        .join(airings, and_(AlertDelivery.window_start <= airings.c.at, AlertDelivery.window_end > airings.c.at))
         .where(Subscriber.paper_id == piece.paper_id, AlertDelivery.sent_at.is_not(None),
-               AlertDelivery.window_start <= piece.on_air_at, AlertDelivery.window_end > piece.on_air_at,
                Subscriber.confirmed_at.is_not(None), Subscriber.unsubscribed_at.is_(None),
                Subscriber.suppressed_at.is_(None), Subscriber.webhook_url.is_(None))
         .order_by(Subscriber.id)).all()
@@ -73,7 +78,7 @@ def on_changes(paper: Paper, changes: list, now: datetime) -> None:
     for change in told:
         found = db.session.execute(select(Piece, Section.name).join(Section, Section.id == Piece.section_id)
                                    .where(Piece.id == change.piece_id)).first()
-        if found is None or found[0].on_air_at is None:
+        if found is None:  # never aired (its airings' instants) is no reader's: readers_mailed finds none
             continue
         piece, section = found
         rows = [{"paper_id": paper.id, "kind": KIND, "subscriber_id": reader,

@@ -3,10 +3,11 @@ percent sign in a piece's headline, dek and prose should be a number some cited 
 
     unsupported(draft_fields) -> [{"field", "start", "end", "figure"}]
 
-A figure is a number (digits, with `,` thousands and a `.` decimal part) with a unit after it
+A figure is a number (digits, with thousands grouped by `,` or by a space, a no-break, thin or
+narrow no-break space, and a `.` decimal part) with a unit after it
 (`32 metres`, `4.5%`, `1.2 per cent`, `12 km`, `3 tonnes`, `20°C`, `5 million`) or a currency
 sign before it (`$40,000`, `€3.5bn`). It is supported when its value appears as a number in
-the statement of one of the piece's cited facts (`1,200` and `1200` are one value). Numbers
+the statement of one of the piece's cited facts (`1,200`, `1 200` and `1200` are one value). Numbers
 without a unit (dates, counts, scores, `[^N]` markers) are not judged: the check is for the
 measures readers quote, and is a help to the desk, not a proof.
 """
@@ -24,7 +25,11 @@ UNITS = (
     r"million|billion|trillion|bn|m(?=\b)|"
     r"minutes?|hours?|days?|weeks?|months?|years?|seconds?"
 )
-NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+# Thousands grouped by a space as typography groups them: a space, a no-break space, a thin
+# space or a narrow no-break space (SI style, `12 500`).
+GROUP_SPACES = " \u00a0\u2009\u202f"
+NUMBER = (rf"\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d{{1,3}}(?:[{GROUP_SPACES}]\d{{3}})+(?![\d,])(?:\.\d+)?"
+          r"|\d+(?:\.\d+)?")
 FIGURE = re.compile(
     rf"(?P<currency>[$€£¥])\s?(?P<cnum>{NUMBER})(?:\s?(?:million|billion|trillion|bn|m)\b)?"
     rf"|(?<![\w^.,])(?P<num>{NUMBER})\s?(?P<unit>{UNITS})(?![\w²])",
@@ -35,13 +40,20 @@ FIELDS = ("headline", "dek", "prose")
 
 
 def value(text: str) -> float:
-    """The numeric value of a number as written: '1,200' -> 1200.0, '4.50' -> 4.5."""
-    return float(text.replace(",", ""))
+    """The numeric value of a number as written: '1,200' and '1 200' (any GROUP_SPACES)
+    -> 1200.0, '4.50' -> 4.5."""
+    return float(re.sub(f"[,{GROUP_SPACES}]", "", text))
 
 
 def stated(facts: list[dict]) -> set[float]:
-    """Every number the facts' statements state."""
-    return {value(n) for fact in facts for n in ANY_NUMBER.findall(str(fact.get("statement", "")))}
+    """Every number the facts' statements state: a space-grouped one (`12 500`) as one number,
+    and as its groups too (a statement may set two numbers side by side: `in 19 120 died`)."""
+    found = set()
+    for fact in facts:
+        for number in ANY_NUMBER.findall(str(fact.get("statement", ""))):
+            found.add(value(number))
+            found.update(value(part) for part in re.split(f"[{GROUP_SPACES}]", number))
+    return found
 
 
 def figures(text: str) -> list[re.Match]:

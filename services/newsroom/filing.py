@@ -168,9 +168,15 @@ def build_draft(paper: Paper, fields: dict, *, base: Piece | None = None) -> Dra
 
 
 def has_been_public(piece: Piece, now: datetime) -> bool:
-    """True once readers may have seen the piece: it aired (`on_air_at` has come), even if it
-    was taken off air since (a cancelled schedule clears `on_air_at`)."""
-    return piece.on_air_at is not None and piece.on_air_at <= now
+    """True once readers may have seen the piece: it aired (`on_air_at` has come), or any of
+    its airings did (an `aired` change dated `now` or before), even if it was taken off air
+    since and scheduled again (`on_air_at` then names the coming airing) or its new schedule
+    cancelled (which clears `on_air_at`)."""
+    if piece.on_air_at is not None and piece.on_air_at <= now:
+        return True
+    return db.session.scalar(select(PieceChange.id).where(
+        PieceChange.paper_id == piece.paper_id, PieceChange.piece_id == piece.id, PieceChange.type == "aired",
+        PieceChange.at <= now).limit(1)) is not None
 
 
 def type_revision(piece: Piece, draft: Draft, kind: str | None, note: str | None, now: datetime) -> None:

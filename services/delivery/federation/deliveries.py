@@ -36,7 +36,9 @@ given up at once (the inbox refuses it); any other failure is retried with the o
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -186,9 +188,49 @@ def signed_headers(job_inbox: str, body: bytes, key_id: str, private_key, at: da
     return headers
 
 
-# Hosts that answered 401 to draft-cavage and took RFC 9421 (this process's memory): their
-# next POSTs are signed that way first.
-_rfc9421_hosts: set[str] = set()
+KNOCK_MEMORY = 4096  # hosts remembered as RFC 9421 only (each a short string: ~0.5 MB at most)
+
+
+class HostMemory:
+    """Hosts that answered 401 to draft-cavage and took RFC 9421 (this process's memory): their
+    next POSTs are signed that way first. At most KNOCK_MEMORY hosts (read when a host is
+    added), the one used least recently forgotten first (it is knocked twice again, once);
+    safe to use from the queue's sending threads at once."""
+
+    def __init__(self):
+        self._hosts: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __contains__(self, host: str) -> bool:
+        with self._lock:
+            if host not in self._hosts:
+                return False
+            self._hosts.move_to_end(host)
+            return True
+
+    def __len__(self) -> int:
+        return len(self._hosts)
+
+    def add(self, host: str) -> None:
+        """Remember `host` as used now, forgetting the least recently used past KNOCK_MEMORY."""
+        with self._lock:
+            self._hosts[host] = None
+            self._hosts.move_to_end(host)
+            while len(self._hosts) > KNOCK_MEMORY:
+                self._hosts.popitem(last=False)
+
+    def discard(self, host: str) -> None:
+        """Forget `host` (it took draft-cavage again)."""
+        with self._lock:
+            self._hosts.pop(host, None)
+
+    def clear(self) -> None:
+        """Forget every host."""
+        with self._lock:
+            self._hosts.clear()
+
+
+knocked = HostMemory()
 
 
 def _post(job: _Job, headers: dict, *, allow_private: bool, timeout: float) -> http.Attempt:
@@ -209,7 +251,7 @@ def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[],
         return http.Attempt(False, None, job.error or "no signing key")
     deadline = time.monotonic() + timeout
     host = remote.origin_of(job.inbox) or job.inbox
-    order = [True, False] if host in _rfc9421_hosts else [False, True]
+    order = [True, False] if host in knocked else [False, True]
     attempt = None
     for rfc9421 in order:
         # Dated and signed as the request leaves: inboxes refuse a Date far from their clock.
@@ -218,7 +260,7 @@ def _send(job: _Job, *, allow_private: bool, timeout: float, clock: Callable[[],
         if attempt.status != 401 or deadline - time.monotonic() < 0.5:
             break
     if attempt.ok:
-        (_rfc9421_hosts.add if rfc9421 else _rfc9421_hosts.discard)(host)
+        (knocked.add if rfc9421 else knocked.discard)(host)
     return attempt
 
 

@@ -58,12 +58,24 @@ class Claim:
         self.check(pem)
 
 
-def skew_problem(sent: datetime, now: datetime, what: str) -> str | None:
-    """None when `sent` is within MAX_SKEW of `now`, else the refusal, with both instants."""
-    if abs(now - sent) <= MAX_SKEW:
+def skew_problem(sent: datetime | None, now: datetime, what: str, given: str = "") -> str | None:
+    """None when `sent` is within MAX_SKEW of `now`, else the refusal, with both instants
+    (`given`, the value as sent, stands for an instant past what a datetime holds: None)."""
+    if sent is not None and abs(now - sent) <= MAX_SKEW:
         return None
-    return (f"{what} is {sent.isoformat()}, our clock says {now.astimezone(timezone.utc).isoformat()}: "
+    return (f"{what} is {sent.isoformat() if sent is not None else given}, our clock says "
+            f"{now.astimezone(timezone.utc).isoformat()}: "
             f"a signature must be made within {MAX_SKEW.seconds // 60} minutes of it either way.")
+
+
+def public_key(pem: str):
+    """The public key in `pem` (a SubjectPublicKeyInfo PEM, as actors publish it in
+    `publicKeyPem`): the one loader of both signature standards' checks. Raises
+    SignatureError when it is not one."""
+    try:
+        return serialization.load_pem_public_key(pem.encode("ascii"))
+    except (ValueError, TypeError, UnicodeEncodeError):
+        raise SignatureError("The sender's key is not a PEM public key.") from None
 
 
 def content_digest_matches(value: str, body: bytes) -> bool:
@@ -167,7 +179,7 @@ def read(method: str, target: str, headers: Mapping[str, str], body: bytes, now:
         raise SignatureError("The Content-Digest header does not match the body.")
     try:
         sent = parsedate_to_datetime(lowered.get("date", ""))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # a year past 9999, or past a C long
         raise SignatureError("The Date header is missing or malformed.") from None
     if sent.tzinfo is None:
         raise SignatureError("The Date header has no time zone (IMF-fixdate in GMT expected).")
@@ -177,15 +189,13 @@ def read(method: str, target: str, headers: Mapping[str, str], body: bytes, now:
     text = signing_string(method, target, headers, names).encode("utf-8")
 
     def check(public_pem: str) -> None:
+        key = public_key(public_pem)
+        if not isinstance(key, rsa.RSAPublicKey):
+            raise SignatureError("The sender's key is not an RSA key.")
         try:
-            key = serialization.load_pem_public_key(public_pem.encode("ascii"))
-            if not isinstance(key, rsa.RSAPublicKey):
-                raise SignatureError("The sender's key is not an RSA key.")
             key.verify(base64.b64decode(params["signature"], validate=True), text, padding.PKCS1v15(),
                        hashes.SHA256())
-        except SignatureError:
-            raise
-        except (InvalidSignature, ValueError, TypeError, UnicodeEncodeError):
+        except (InvalidSignature, ValueError, TypeError):
             raise SignatureError("The signature does not verify under the sender's key.") from None
 
     return Claim(params["keyId"], "draft-cavage", check)

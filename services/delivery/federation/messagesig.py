@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import http_sf
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from http_message_signatures import (
     HTTPMessageSigner,
@@ -92,18 +91,19 @@ def read(method: str, url: str, headers: dict, body: bytes, now: datetime) -> ht
         raise SignatureError(f"Unsupported signature algorithm {alg!r}; use rsa-v1_5-sha256 or ed25519.")
     if "content-digest" in names and not httpsig.content_digest_matches(lowered.get("content-digest", ""), body):
         raise SignatureError("The Content-Digest header does not match the body.")
-    if type(created) is not int or not 0 < created < 2**40:
+    if type(created) is not int:
         raise SignatureError("The signature needs `created` (seconds since 1970).")
-    problem = httpsig.skew_problem(datetime.fromtimestamp(created, tz=timezone.utc), now, "Its `created`")
+    try:
+        sent = datetime.fromtimestamp(created, tz=timezone.utc)
+    except (ValueError, OverflowError, OSError):  # past year 9999 (or before year 1)
+        sent = None
+    problem = httpsig.skew_problem(sent, now, "Its `created`", given=f"{created} seconds since 1970")
     if problem:
         raise SignatureError(problem)
     message = _Message(method.upper(), url, dict(headers))
 
     def check(public_pem: str) -> None:
-        try:
-            key = serialization.load_pem_public_key(public_pem.encode("ascii"))
-        except (ValueError, TypeError, UnicodeEncodeError):
-            raise SignatureError("The sender's key is not a PEM public key.") from None
+        key = httpsig.public_key(public_pem)
         kind = ("rsa-v1_5-sha256" if isinstance(key, rsa.RSAPublicKey)
                 else "ed25519" if isinstance(key, ed25519.Ed25519PublicKey) else None)
         if kind is None or (alg is not None and alg != kind):
