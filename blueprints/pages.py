@@ -203,6 +203,7 @@ def story(id: str):
     if piece is None:
         abort(404, description="There is no such story on air in this paper.")
     caching.tag_piece(piece)
+    caching.depends_on_piece(piece, section_rail=True)  # the rail: more in its section
     facts = piece.cited_facts
     rendered = prose.render(piece.prose, {fact.n for fact in facts})
     story_url = links().story_page(piece.slug)

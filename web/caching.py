@@ -36,7 +36,7 @@ from werkzeug.http import parse_accept_header, parse_etags
 from extensions import cache
 from models.clock import utcnow
 from services.reading import visibility
-from web import compression, policy, request_state, tenancy
+from web import compression, policy, request_state, state, tenancy
 from web.headers import has_any, header
 from web.steps import replays, runs_for
 
@@ -50,8 +50,11 @@ KEY_HEADERS = ("Authorization", "X-Desk-Key")
 _REDIRECTS = frozenset((301, 302, 303, 307, 308))
 # Headers a view sets to manage caching itself: such an answer is not stored (news sitemap).
 _SELF_MANAGED = ("ETag", "Cache-Control", "Vary", "Set-Cookie", "Last-Modified", "Expires")
-# environ: this answer is public and holds the paper at (state, slug); web/replay.py keeps it.
+# environ: this answer is public and holds the paper at (state, slug, scopes); web/replay.py keeps it.
 REPLAY_MARK = "paperdesk.replay"
+# environ: the scopes (web/state.py `Scopes`) the current answer depends on, when its view said
+# (`depends_on_piece`); else every answer of the paper moves with every write of the paper.
+_DEPENDS = "paperdesk.depends"
 log = logging.getLogger("paperdesk.cache")
 
 
@@ -75,6 +78,45 @@ def tag_piece(piece) -> None:
     """Give the current answer the surrogate key `piece-<id>` besides `paper-<id>`, so a CDN
     purge of that piece reaches it. Call from views that answer for one piece."""
     request_state.current().surrogate_keys.append(f"piece-{piece.id}")
+
+
+def depends_on_piece(piece, *, section_rail: bool = False) -> None:
+    """Declare that the current answer shows one piece only: its row, cited facts and
+    revisions (the tables web/state.py PIECE_TABLES), its persona and section and the paper
+    (PAPER_TABLES), and with `section_rail` the newest pieces of its section. Its stored and
+    replayed copies then stay good across writes of other pieces (web/state.py `Scopes`);
+    an answer that declares nothing moves with every write of its paper. Call from a view that
+    reads nothing else (tests/test_keyed_answers.py checks the tables each one reads)."""
+    names = [f"piece:{piece.id}"]
+    if section_rail:
+        names.append(f"section:{piece.section_id}")
+    request.environ[_DEPENDS] = tuple(names)
+
+
+def _answer_scopes() -> tuple[str, ...]:
+    """The scope names the current answer depends on (see `depends_on_piece`)."""
+    paper = g.paper_snapshot.id
+    return (f"paper:{paper}", *request.environ.get(_DEPENDS, (f"rest:{paper}",)))
+
+
+def answer_state(snap, names, table) -> str:
+    """The version state of an answer of the paper `snap` (tenancy.PaperSnapshot) that
+    depends on the scopes `names`, by the scope versions `table` (web/state.py ScopeTable, read
+    after the request's generation): it moves whenever one of those scopes does, or a
+    scheduled instant of the paper comes. Without a table, or with a scope moved since the
+    request's generation, it is the paper's whole state (`state_of`), which every write moves.
+    Stored answers (the response cache, the replay) are kept under it."""
+    scoped = table.state(names) if table is not None and names is not None else None
+    if scoped is None:
+        return state_of(snap)
+    _id, _version, birth = snap.state.split(".", 2)
+    aired = visibility.passed(snap.air_schedule)
+    return f"{snap.id}.{birth}.s{scoped}" + (f".a{aired}" if aired else "")
+
+
+def _scope_table():
+    app = current_app._get_current_object()
+    return state.for_app(app).scopes_for(state.generation_for(app, request.environ))
 
 
 def route_cache_control() -> str:
@@ -211,11 +253,12 @@ def declared_for_endpoint() -> frozenset[str]:
 
 
 def response_cache_key() -> str:
-    """The cache key of the current public GET: paper id and version, then a digest of scheme,
-    host, path and the query parameters the route declares, names sorted (values of one name
-    keep their order), and the media type chosen for a route that `offers` several. Parameters
-    a route does not read change nothing in its answer, so they are left out of the key:
-    `?junk=N` cannot make new entries."""
+    """The cache key of the current public GET: paper id, then a digest of scheme, host, path
+    and the query parameters the route declares, names sorted (values of one name keep their
+    order), and the media type chosen for a route that `offers` several. Parameters a route
+    does not read change nothing in its answer, so they are left out of the key: `?junk=N`
+    cannot make new entries. The entry holds the state its answer was made at
+    (`answer_state`): one found under another is a miss."""
     declared = declared_for_endpoint()
     args = sorted(((name, value) for name, value in request.args.items(multi=True)
                    if name in declared), key=lambda item: item[0])
@@ -225,14 +268,15 @@ def response_cache_key() -> str:
         parts.append(chosen)
     raw = "\n".join(parts)
     digest = hashlib.blake2b(raw.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
-    return f"resp:{paper_state()}.{FORMAT_SALT}:{digest}"
+    return f"resp:{g.paper_snapshot.id}.{FORMAT_SALT}:{digest}"
 
 
-def _mark_for_replay(state: str) -> None:
-    """Tell web/replay.py that this answer is public and holds the paper at `state` (a 304, a
-    stored answer, or one served from the cache), unless every cache is off."""
+def _mark_for_replay(held: str, names: tuple[str, ...] | None = None) -> None:
+    """Tell web/replay.py that this answer is public and holds the paper at `held` (a 304, a
+    stored answer, or one served from the cache), `answer_state` of the scopes `names` (None:
+    the paper's whole state), unless every cache is off."""
     if not _cache_off():
-        request.environ[REPLAY_MARK] = (state, g.paper_snapshot.slug)
+        request.environ[REPLAY_MARK] = (held, g.paper_snapshot.slug, names)
 
 
 def _cache_off() -> bool:
@@ -261,14 +305,16 @@ def answer_from_cache():
     except Exception:  # noqa: BLE001 - a cache outage must never fail a request
         log.warning("response cache read failed", exc_info=True)
         return None
-    if entry is None:
-        state.cache_missed = key
+    held = None
+    if entry is not None and len(entry) == 6:  # entries stored before the scopes had fewer fields
+        status, headers, body, gzipped, names, held = entry
+    if held is None or held != answer_state(g.paper_snapshot, names, _scope_table()):
+        state.cache_missed = key  # none, or one made at another state: the view answers afresh
         return None
-    status, headers, body, *rest = entry  # entries stored before gzip had three fields
     state.cache_hit = True
-    _mark_for_replay(paper_state())
-    if rest and rest[0] is not None:
-        state.gzip_body = rest[0]  # compression.compress sends it to a client that accepts gzip
+    _mark_for_replay(held, names)
+    if gzipped is not None:
+        state.gzip_body = gzipped  # compression.compress sends it to a client that accepts gzip
     return current_app.response_class(body, status=status, headers=headers)
 
 
@@ -300,8 +346,10 @@ def store_answer(response: Response) -> Response:
         body = response.get_data()
         # Compressed once, here, so that no warm hit compresses again.
         gzipped = compression.gzip_bytes(body) if compression.compressible(response) else None
-        entry = (response.status_code, headers, body, gzipped)
-        _mark_for_replay(paper_state())
+        names = _answer_scopes()
+        held = answer_state(g.paper_snapshot, names, _scope_table())
+        entry = (response.status_code, headers, body, gzipped, names, held)
+        _mark_for_replay(held, names)
         try:
             cache.set(key, entry)
         except Exception:  # noqa: BLE001 - a cache outage must never fail a request

@@ -151,6 +151,7 @@ def get_story(id: str):
         raise not_found()
     story, facts = found
     caching.tag_piece(story)
+    caching.depends_on_piece(story)
     # Straight from Core rows to StoryOut's shape (schemas/story.py says why).
     return jsonify(story_wire(story, facts, links(), g.paper.nameplate))
 
