@@ -1,7 +1,8 @@
 """HTTP caching and CORS policy for public and keyed answers (docs/API.md "caching", "CORS";
 docs/DEPLOYING.md "Caching, and a CDN in front").
 
-Everything hangs on the paper's `version`, which every write moves (`Paper.bump`):
+Everything hangs on the paper's `version`, which every write moves (`Paper.bump`), and, for
+stored answers, on the versions of what each one shows (web/state.py `Scopes`):
 
 1. ETag / 304. A public GET's ETag is `{paper id}.{version}.{birth}[.a{aired}].{salt}`, so a
    matching `If-None-Match` is answered 304 in before_request, before the view runs: no piece is
@@ -10,12 +11,17 @@ Everything hangs on the paper's `version`, which every write moves (`Paper.bump`
    moves at that instant, so no cached answer outlives it (paper_state).
 2. Response cache. A public GET's answer, as its view made it (status 200, body, the view's own
    headers), is stored in flask-caching (`extensions.cache`: SimpleCache in development,
-   RedisCache in production) under the paper's id and version, the scheme and host (answers hold
-   absolute URLs) and the path with its query sorted by name. The next identical GET is answered
-   from there in before_request. A hit still passes through every after_request hook (security
-   headers, CORS, ETag and Cache-Control, rate-limit headers, request id), so it carries exactly
-   the headers a miss would. A write needs no invalidation: the version in the key moves.
-   Requests that present a key (`Authorization` or `X-Desk-Key`) never read or write it.
+   RedisCache in production) under the paper's id, the scheme and host (answers hold absolute
+   URLs) and the path with its query sorted by name, with the state it was made at
+   (`answer_state`: the versions of the scopes it depends on, web/state.py `Scopes`). The next
+   identical GET at that state is answered from there in before_request. A hit still passes
+   through every after_request hook (security headers, CORS, ETag and Cache-Control, rate-limit
+   headers, request id), so it carries exactly the headers a miss would. A write needs no
+   invalidation: the versions of what it changed move. An answer depends on every write of its
+   paper unless its view declares less (`depends_on_piece`: a story's own answers), so a
+   revision leaves the other stories' answers warm. The ETag stays the paper's whole state: a
+   304 means nothing in the paper moved. Requests that present a key (`Authorization` or
+   `X-Desk-Key`) never read or write it.
 3. Surrogate keys for a CDN: every public answer (but a 304) carries `Surrogate-Key:
    paper-<id>`, and a piece's own answers (story, card, oEmbed, share card) `piece-<id>` too
    (`tag_piece`). services/delivery/purge.py posts those keys to PURGE_URL when a piece goes on or off air.

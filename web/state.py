@@ -10,6 +10,18 @@ database. So a read that starts after a write was answered sees a generation the
 not hold, and goes to the database: no read ever lags an answered write, on any worker or host
 (docs/ARCHITECTURE.md "Never stale").
 
+**Scopes.** Beside the generation, a commit moves the versions of the scopes it changed
+(`Scopes`, from what the session flushed: `piece:<id>`, `section:<id>`, `paper:<id>` for
+settings, sections and personas, `rest:<id>` for any write of the paper; ALL when it cannot
+tell, or when the move was owed): each takes the new generation as its version, before the
+generation itself moves. An answer stored or replayed under the versions of the scopes it
+depends on (web/caching.py `answer_state`) survives the writes that changed none of them. A
+request reads the versions after the generation (`scopes_for`) and trusts none newer than it
+(the data it read may be from before or after that move), so a read after an answered write
+never finds an answer kept before it. They live where the generation does: SCOPE_SLOTS words in
+the host file, or a Redis hash `{prefix}:scopes`; scopes share slots by hash (two in one slot
+move together).
+
 **Where it lives** (`SHARED_STATE`, default `auto`):
 
 - `redis://...`: a Redis key (`{prefix}:generation`) that every host shares. `auto` picks the
