@@ -40,6 +40,7 @@ every host share one in production.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import logging
 import os
@@ -279,6 +280,7 @@ ALL = "all"  # the scope every answer depends on: moved when what changed is unk
 _MASK = 0xFFFF_FFFF_FFFF_FFFF
 
 
+@functools.lru_cache(maxsize=65536)  # asked per replayed answer: a hash once per name
 def scope_slot(name: str) -> int:
     """The slot of scope `name` among SCOPE_SLOTS: 0 for ALL, else one of the others by hash.
     Two scopes that share a slot move together (more answers go cold, none goes stale)."""
