@@ -9,6 +9,7 @@ shows it; what the write cannot have changed (a story of another section, its JS
 without a database statement."""
 from __future__ import annotations
 
+import os
 import re
 from urllib.parse import quote
 
@@ -21,7 +22,10 @@ from tests.fixtures.statements import statements
 from web import state
 
 TABLE = re.compile(r'\b(?:FROM|JOIN)\s+"?(\w+)"?', re.IGNORECASE)
-MODES = {"replay": {}, "response cache": {"RESPONSE_CACHE_LOCAL_BYTES": 0}}
+MODES = {"replay": {}, "response cache": {"RESPONSE_CACHE_LOCAL_BYTES": 0},
+         # The generation and the scopes on Redis (the production shape), with its own limiter.
+         "redis": {"SHARED_STATE": os.environ.get("TEST_REDIS_URL", ""), "RATELIMIT_ENABLED": True,
+                   "RATELIMIT_STORAGE_URI": os.environ.get("TEST_REDIS_URL", "")}}
 
 
 @pytest.fixture
@@ -70,16 +74,18 @@ def write(app, method: str, path: str, admin: str, body=None) -> None:
 
 @pytest.fixture(params=sorted(MODES))
 def reader(request, make_app, paper):
+    if request.param == "redis" and not os.environ.get("TEST_REDIS_URL"):
+        pytest.skip("the Redis shape needs TEST_REDIS_URL")
     app = make_app(**MODES[request.param])
     client = app.test_client()
     warm(client, urls(paper).values())
-    return app, client
+    return app, client, lambda: make_app(**MODES[request.param])  # another worker, to write
 
 
-def test_a_revision_shows_everywhere_it_is_shown_and_nowhere_else_goes_cold(reader, make_app, paper):
-    app, client = reader
+def test_a_revision_shows_everywhere_it_is_shown_and_nowhere_else_goes_cold(reader, paper):
+    app, client, another = reader
     paths = urls(paper)
-    write(make_app(), "PATCH", f"/api/v1/stories/{paper['a'].id}", paper["admin"], {"headline": "Harbour reopens"})
+    write(another(), "PATCH", f"/api/v1/stories/{paper['a'].id}", paper["admin"], {"headline": "Harbour reopens"})
     made = cold_reads(app, client, paths.values())
     shows_a = ["a page", "a json", "a card", "a oembed", "front", "front json", "list", "section", "feed",
                "json feed", "b page"]
@@ -89,10 +95,10 @@ def test_a_revision_shows_everywhere_it_is_shown_and_nowhere_else_goes_cold(read
     assert set(made) == {paths[name] for name in shows_a}
 
 
-def test_a_new_piece_on_air_reaches_its_sections_rail_and_every_list(reader, make_app, paper):
-    app, client = reader
+def test_a_new_piece_on_air_reaches_its_sections_rail_and_every_list(reader, paper):
+    app, client, another = reader
     paths = urls(paper)
-    writer = make_app()
+    writer = another()
     filed = writer.test_client().post("/api/v1/stories", headers=auth(paper["admin"]), json={
         "headline": "Harbour story D", "dek": "D.", "prose": "It happened[^1].", "section": "World",
         "byline": "Ada Quill", "cited_facts": [{"statement": "It happened", "source": "Office",
@@ -105,10 +111,10 @@ def test_a_new_piece_on_air_reaches_its_sections_rail_and_every_list(reader, mak
     assert not {paths[name] for name in ("a json", "c page", "c json", "c card")} & set(made)
 
 
-def test_a_pull_leaves_its_page_and_every_list_and_rail(reader, make_app, paper):
-    app, client = reader
+def test_a_pull_leaves_its_page_and_every_list_and_rail(reader, paper):
+    app, client, another = reader
     paths = urls(paper)
-    write(make_app(), "DELETE", f"/api/v1/stories/{paper['a'].id}/air", paper["admin"])
+    write(another(), "DELETE", f"/api/v1/stories/{paper['a'].id}/air", paper["admin"])
     for name in ("a page", "a json", "a card"):
         assert client.get(paths[name]).status_code == 404, name
     assert client.get(paths["a oembed"]).status_code == 404
@@ -116,20 +122,20 @@ def test_a_pull_leaves_its_page_and_every_list_and_rail(reader, make_app, paper)
         assert "Harbour story A" not in client.get(paths[name]).get_data(as_text=True), name
 
 
-def test_a_settings_change_shows_on_every_answer(reader, make_app, paper):
-    app, client = reader
+def test_a_settings_change_shows_on_every_answer(reader, paper):
+    app, client, another = reader
     paths = urls(paper)
-    write(make_app(), "PATCH", "/api/v1/config", paper["admin"], {"nameplate": "The Harbour Herald"})
+    write(another(), "PATCH", "/api/v1/config", paper["admin"], {"nameplate": "The Harbour Herald"})
     made = cold_reads(app, client, paths.values())
     for name in ("a page", "a card", "b page", "c page", "c card", "front", "feed", "json feed"):
         assert "The Harbour Herald" in made.get(paths[name], ""), name
     assert set(made) == set(paths.values())  # every answer of the paper is made afresh
 
 
-def test_a_persona_renamed_shows_on_its_bylines(reader, make_app, paper):
-    app, client = reader
+def test_a_persona_renamed_shows_on_its_bylines(reader, paper):
+    app, client, another = reader
     paths = urls(paper)
-    write(make_app(), "PATCH", "/api/v1/personas/rex-ledger", paper["admin"], {"name": "Rex Harbour"})
+    write(another(), "PATCH", "/api/v1/personas/rex-ledger", paper["admin"], {"name": "Rex Harbour"})
     made = cold_reads(app, client, paths.values())
     for name in ("c page", "c json", "c card", "front"):
         assert "Rex Harbour" in made.get(paths[name], ""), name

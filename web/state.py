@@ -260,7 +260,9 @@ NOT_YET_VISIBLE = ("The write is committed but not yet visible everywhere: the s
 # lifetime gave out and a snapshot may hold.
 BUMP = """
 if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], ARGV[1]) end
-local g = redis.call('INCR', KEYS[1])
+redis.call('INCR', KEYS[1])
+-- As the stored string: a Lua number (a double) would lose the low bits of a 62-bit generation.
+local g = redis.call('GET', KEYS[1])
 if redis.call('HEXISTS', KEYS[2], '0') == 0 then redis.call('HSET', KEYS[2], '0', g) end
 for i = 2, #ARGV do redis.call('HSET', KEYS[2], ARGV[i], g) end
 return g
