@@ -80,6 +80,7 @@ def home():
     in order, none repeating a piece shown above it."""
     # The sections, like the newsroom's counts, are kept per paper version in this worker: a
     # cold front costs one statement (the rails), two with an editor's chosen lead.
+    caching.depends_on_lists()
     state = caching.paper_state()
     sections = front.rail_sections(g.paper, state)
     shown = front.front_page(g.paper, sections)
@@ -306,6 +307,7 @@ def news_article(piece, story_url: str, image: str) -> dict:
 @policy.route(query=("page",))
 def section(slug: str):
     """A section's page: its pieces on air, newest first, SECTION_PAGE_SIZE a page."""
+    caching.depends_on_lists()
     found = lookups.find_section(g.paper, slug, active_only=True)
     if found is None:
         abort(404, description="There is no such section in this paper.")

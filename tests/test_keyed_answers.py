@@ -141,9 +141,27 @@ def test_a_persona_renamed_shows_on_its_bylines(reader, paper):
         assert "Rex Harbour" in made.get(paths[name], ""), name
 
 
-# The tables an answer narrowed to one piece may read (web/caching.py `depends_on_piece`):
-# anything else it read could change without moving its scopes.
+def test_a_write_of_the_paper_that_changes_no_piece_leaves_the_lists_and_stories_warm(reader, paper):
+    """As a checkpoint of the transparency log does: the paper's version moves, and only the
+    answers that declare nothing narrower (the log, the API's index) are made again."""
+    from models import Paper
+
+    app, client, another = reader
+    paths = urls(paper)
+    warm(client, ["/api/v1/changes"])  # an answer that declares nothing narrower
+    writer = another()
+    with writer.app_context():
+        db.session.get(Paper, paper["a"].paper_id).bump()
+        db.session.commit()
+    made = cold_reads(app, client, [*paths.values(), "/api/v1/changes"])
+    assert set(made) == {"/api/v1/changes"}
+
+
+# The tables an answer narrowed to one piece, or to the paper's lists, may read
+# (web/caching.py `depends_on_piece`, `depends_on_lists`): anything else it read could change
+# without moving its scopes.
 NARROWED = ["a page", "a json", "a card", "a oembed"]
+LISTS = ["front", "front json", "list", "section", "feed", "json feed"]
 
 
 def test_an_answer_narrowed_to_a_piece_reads_only_what_its_scopes_cover(make_app, paper):
@@ -154,11 +172,16 @@ def test_an_answer_narrowed_to_a_piece_reads_only_what_its_scopes_cover(make_app
     write(app, "PATCH", f"/api/v1/stories/{paper['a'].id}", paper["admin"],
           {"dek": "Corrected.", "kind": "correction", "note": "The date was wrong."})
     assert "The date was wrong." in client.get(paths["a page"]).get_data(as_text=True)
-    for name in NARROWED:
-        with statements(app) as seen:
-            assert client.get(paths[name]).status_code == 200, name
-        tables = {table for statement in seen for table in TABLE.findall(statement)}
-        assert tables and tables <= state.PIECE_TABLES | state.PAPER_TABLES, (name, tables)
+    for names, allowed in ((NARROWED, state.PIECE_TABLES | state.PAPER_TABLES),
+                           (LISTS, state.LIST_TABLES | state.PAPER_TABLES)):
+        for name in names:
+            with statements(app) as seen:
+                assert client.get(paths[name]).status_code == 200, name
+            tables = {table for statement in seen for table in TABLE.findall(statement)}
+            assert tables and tables <= allowed, (name, tables)
+    with statements(app) as seen:
+        assert client.get("/api/v1/search?q=harbour").get_json()["count"] == 2
+    assert {table for statement in seen for table in TABLE.findall(statement)} <= state.LIST_TABLES | state.PAPER_TABLES
 
 
 def test_a_change_the_session_runs_as_a_statement_moves_the_piece_it_names(app, paper):

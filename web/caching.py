@@ -99,6 +99,15 @@ def depends_on_piece(piece, *, section_rail: bool = False) -> None:
     request.environ[_DEPENDS] = tuple(names)
 
 
+def depends_on_lists() -> None:
+    """Declare that the current answer shows the paper's pieces (lists, the front, feeds,
+    search: any of the tables web/state.py LIST_TABLES), its sections, personas and settings,
+    and nothing else: its stored and replayed copies then outlive the paper's other writes (a
+    checkpoint of its transparency log). Call from a view that reads nothing else
+    (tests/test_keyed_answers.py checks the tables each one reads)."""
+    request.environ[_DEPENDS] = (f"lists:{g.paper_snapshot.id}",)
+
+
 def _answer_scopes() -> tuple[str, ...]:
     """The scope names the current answer depends on (see `depends_on_piece`)."""
     paper = g.paper_snapshot.id

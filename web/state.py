@@ -11,8 +11,9 @@ not hold, and goes to the database: no read ever lags an answered write, on any 
 (docs/ARCHITECTURE.md "Never stale").
 
 **Scopes.** Beside the generation, a commit moves the versions of the scopes it changed
-(`Scopes`, from what the session flushed: `piece:<id>`, `section:<id>`, `paper:<id>` for
-settings, sections and personas, `rest:<id>` for any write of the paper; ALL when it cannot
+(`Scopes`, from what the session flushed: `piece:<id>`, `section:<id>`, `lists:<id>` for
+any piece or edition, `paper:<id>` for settings, sections and personas, `rest:<id>` for any
+write of the paper; ALL when it cannot
 tell, or when the move was owed): each takes the new generation as its version, before the
 generation itself moves. An answer stored or replayed under the versions of the scopes it
 depends on (web/caching.py `answer_state`) survives the writes that changed none of them. A
@@ -554,25 +555,31 @@ def for_app(app: Flask) -> SharedState:
 # paper's otherwise. The paper's own tables move the whole paper.
 PIECE_TABLES = frozenset(("pieces", "cited_facts", "piece_revisions", "piece_changes"))
 PAPER_TABLES = frozenset(("papers", "personas", "sections"))
+# Tables the paper's lists, front, feeds and search read besides the paper's
+# (web/caching.py `depends_on_lists`): a change of any row of them moves the lists.
+LIST_TABLES = PIECE_TABLES | frozenset(("editions", "pieces_fts"))
 
 
 class Scopes:
     """What one transaction changed, as the scopes answers are keyed by (ScopeTable.state):
     `piece:<id>` (the piece's row, cited facts, revisions, changes), `section:<id>` (its pieces:
-    the related rail of a story page), `paper:<id>` (the paper's settings, sections,
+    the related rail of a story page), `lists:<id>` (any row of LIST_TABLES of the paper: its
+    lists, front, feeds and search), `paper:<id>` (the paper's settings, sections,
     personas, or anything of it not told apart), and `rest:<id>`, every answer of the paper
     that declares nothing narrower, moved by every commit that wrote the paper. Rows of other
-    tables move only `rest:` of the papers the transaction wrote: no narrower answer reads
-    them."""
+    tables (the transparency log's checkpoints, say) move only `rest:` of the papers the
+    transaction wrote: no narrower answer reads them."""
 
     def __init__(self):
         self.names: set[str] = set()
         self.papers: set[int] = set()
+        self.lists = False    # a row of LIST_TABLES changed: the lists of the papers written
         self.unknown = False  # a change of the tables above that names no piece or paper
 
     def note(self, obj, new: bool) -> None:
         """Count an ORM object flushed as new, changed or deleted."""
         table = getattr(obj, "__tablename__", None)
+        self.lists = self.lists or table in LIST_TABLES
         if isinstance(obj, Paper):
             self.papers.add(obj.id)
             if new or _changed_beyond_version(obj):
@@ -588,6 +595,7 @@ class Scopes:
     def note_statement(self, table: str, piece_id) -> None:
         """Count an INSERT, UPDATE or DELETE run as a statement on `table`, narrowed to
         `piece_id` by its WHERE clause (None: not narrowed to one piece)."""
+        self.lists = self.lists or table in LIST_TABLES
         if table in PIECE_TABLES:
             self._named("piece", piece_id)
         elif table in PAPER_TABLES:
@@ -602,6 +610,8 @@ class Scopes:
     def moved(self) -> set[str] | None:
         """The scope names the commit moves, or None for ALL (a change it cannot place)."""
         names = self.names | {f"rest:{paper}" for paper in self.papers}
+        if self.lists:
+            names |= {f"lists:{paper}" for paper in self.papers}
         if self.unknown:
             if not self.papers:
                 return None
@@ -666,7 +676,7 @@ def _note_statements(execute) -> None:
         table = getattr(getattr(statement, "table", None), "name", None)
         if table is None:
             _scopes(execute.session).unknown = True
-        elif table in PIECE_TABLES or table in PAPER_TABLES:
+        elif table in LIST_TABLES or table in PAPER_TABLES:
             _scopes(execute.session).note_statement(table, _one_piece(statement))
 
 

@@ -25,5 +25,6 @@ def get_front():
     """
     # Built and answered here exactly as /front.json does, so the two stay byte for byte equal:
     # Core rows straight into FrontOut's shape (schemas/front.py `front_wire`).
+    caching.depends_on_lists()
     here = links()
     return jsonify(front_wire(front.build_front(g.paper, caching.paper_state(), links=here, rows=True), here))

@@ -12,6 +12,7 @@ from flask import g
 from blueprints.api.common import api_blueprint
 from schemas.search import SearchOut, SearchQuery
 from services.reading import search
+from web import caching
 
 bp = api_blueprint("search", __name__, "Full-text search over headline, dek and prose.")
 
@@ -26,5 +27,6 @@ def search_stories(q: str):
     Terms are matched as stemmed words in headline, dek and prose; operators are never
     interpreted. A query with no letters or digits answers an empty list.
     """
+    caching.depends_on_lists()
     rows = search.search_pieces(g.paper, search.parse_query(q))
     return {"q": q.strip(), "stories": rows, "count": len(rows)}

@@ -87,6 +87,7 @@ def list_stories(limit: int, cursor: str | None = None, section: str | None = No
     key sees only its own persona's drafts. `full=true`: each row is the full story, as
     `/stories/{id}` answers it (for mirrors and log monitors).
     """
+    caching.depends_on_lists()
     if status is None:
         status = "all" if permissions.sees_drafts(g.key) else "on_air"
     elif status != "on_air" and not permissions.sees_drafts(g.key):
