@@ -481,7 +481,7 @@ class SharedState:
                     return None  # a new lifetime since `gen` was read: its numbers are others
                 values = [0] * SCOPE_SLOTS
                 for slot, value in zip(flat[::2], flat[1::2], strict=True):
-                    values[int(slot)] = int(value)
+                    values[int(slot)] = _stored_number(value)
         except Exception:  # noqa: BLE001 - no scopes: answers are keyed by the paper's whole version
             log.warning("shared state: the scope versions could not be read", exc_info=True)
             return None
@@ -517,6 +517,16 @@ class SharedState:
     def counters(self) -> HostCounters:
         """The host's shared rate-limit counters (for RATELIMIT_STORAGE_URI `memory://`)."""
         return HostCounters(self.host_file)
+
+
+def _stored_number(value) -> int:
+    """A scope version as Redis holds it; one that is not a whole number (written by hand, or
+    by an older script) reads as newer than any generation, so the answers that depend on it
+    are keyed by their paper's whole version (ScopeTable.state) until a commit moves it."""
+    try:
+        return int(value)
+    except ValueError:
+        return _MASK + 1
 
 
 GENERATION = "paperdesk.generation"  # environ: the generation this request read
