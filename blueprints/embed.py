@@ -45,6 +45,7 @@ def card(id: str):
         html = render_template("embed/missing.html", paper=g.paper, home=links().home())
         return security.allow_framing(make_response(html, 404), "embed")
     caching.tag_piece(piece)
+    caching.depends_on_piece(piece)
     html = render_template(
         "embed/card.html", piece=piece, paper=g.paper, story_url=links().story_page(piece.slug),
         picture=embeds.picture(piece, g.paper.nameplate, links=links()),
@@ -87,6 +88,7 @@ def oembed(url: str, format: str, maxwidth: int | None = None, maxheight: int | 
     if piece is None:
         abort(404, description="url is not the page of a piece on air on this paper.")
     caching.tag_piece(piece)
+    caching.depends_on_piece(piece)
     record = embeds.oembed_record(piece, g.paper, maxwidth, maxheight, links=links())
     if format == "xml":
         return Response(embeds.oembed_xml(record), mimetype="text/xml")

@@ -40,6 +40,7 @@ def _max_urls() -> int:
 @bp.route("/rss.xml")
 def rss():
     """RSS 2.0 of the 50 newest pieces on air (full prose, cited facts, disclosed personas)."""
+    caching.depends_on_lists()
     hub = current_app.config.get("WEBSUB_HUB") or None  # WebSub: the hub readers may subscribe at
     return Response(feeds.build_rss(g.paper, now=caching.request_now(), links=links(), hub=hub),
                     content_type=RSS_TYPE)
@@ -49,6 +50,7 @@ def rss():
 def json_feed():
     """JSON Feed 1.1 of the 50 newest pieces on air: the RSS feed's items and content, with
     each piece's content hash, revision and AI disclosure in the `_paperdesk` extension."""
+    caching.depends_on_lists()
     here = links()
     body = feeds.build_json_feed(
         g.paper, now=caching.request_now(), links=here,
@@ -74,6 +76,7 @@ def podcast():
 def front_json():
     """The front page document: byte for byte the answer of `GET /api/v1/front`."""
     # The API view answers the same dump of the same document; CORS is opened in app.py.
+    caching.depends_on_lists()
     here = links()
     now = caching.request_now()
     document = front.build_front(g.paper, caching.paper_state(), now=now, links=here, rows=True)

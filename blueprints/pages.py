@@ -80,6 +80,7 @@ def home():
     in order, none repeating a piece shown above it."""
     # The sections, like the newsroom's counts, are kept per paper version in this worker: a
     # cold front costs one statement (the rails), two with an editor's chosen lead.
+    caching.depends_on_lists()
     state = caching.paper_state()
     sections = front.rail_sections(g.paper, state)
     now = caching.request_now()
@@ -205,6 +206,7 @@ def story(id: str):
     if piece is None:
         abort(404, description="There is no such story on air in this paper.")
     caching.tag_piece(piece)
+    caching.depends_on_piece(piece, section_rail=True)  # the rail: more in its section
     facts = piece.cited_facts
     rendered = prose.render(piece.prose, {fact.n for fact in facts})
     story_url = links().story_page(piece.slug)
@@ -308,6 +310,7 @@ def news_article(piece, story_url: str, image: str) -> dict:
 @policy.route(query=("page",))
 def section(slug: str):
     """A section's page: its pieces on air, newest first, SECTION_PAGE_SIZE a page."""
+    caching.depends_on_lists()
     found = lookups.find_section(g.paper, slug, active_only=True)
     if found is None:
         abort(404, description="There is no such section in this paper.")

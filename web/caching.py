@@ -1,7 +1,8 @@
 """HTTP caching and CORS policy for public and keyed answers (docs/API.md "caching", "CORS";
 docs/DEPLOYING.md "Caching, and a CDN in front").
 
-Everything hangs on the paper's `version`, which every write moves (`Paper.bump`):
+Everything hangs on the paper's `version`, which every write moves (`Paper.bump`), and, for
+stored answers, on the versions of what each one shows (web/state.py `Scopes`):
 
 1. ETag / 304. A public GET's ETag is `{paper id}.{version}.{birth}[.a{aired}].{salt}`, so a
    matching `If-None-Match` is answered 304 in before_request, before the view runs: no piece is
@@ -10,12 +11,17 @@ Everything hangs on the paper's `version`, which every write moves (`Paper.bump`
    moves at that instant, so no cached answer outlives it (paper_state).
 2. Response cache. A public GET's answer, as its view made it (status 200, body, the view's own
    headers), is stored in flask-caching (`extensions.cache`: SimpleCache in development,
-   RedisCache in production) under the paper's id and version, the scheme and host (answers hold
-   absolute URLs) and the path with its query sorted by name. The next identical GET is answered
-   from there in before_request. A hit still passes through every after_request hook (security
-   headers, CORS, ETag and Cache-Control, rate-limit headers, request id), so it carries exactly
-   the headers a miss would. A write needs no invalidation: the version in the key moves.
-   Requests that present a key (`Authorization` or `X-Desk-Key`) never read or write it.
+   RedisCache in production) under the paper's id, the scheme and host (answers hold absolute
+   URLs) and the path with its query sorted by name, with the state it was made at
+   (`answer_state`: the versions of the scopes it depends on, web/state.py `Scopes`). The next
+   identical GET at that state is answered from there in before_request. A hit still passes
+   through every after_request hook (security headers, CORS, ETag and Cache-Control, rate-limit
+   headers, request id), so it carries exactly the headers a miss would. A write needs no
+   invalidation: the versions of what it changed move. An answer depends on every write of its
+   paper unless its view declares less (`depends_on_piece`: a story's own answers), so a
+   revision leaves the other stories' answers warm. The ETag stays the paper's whole state: a
+   304 means nothing in the paper moved. Requests that present a key (`Authorization` or
+   `X-Desk-Key`) never read or write it.
 3. Surrogate keys for a CDN: every public answer (but a 304) carries `Surrogate-Key:
    paper-<id>`, and a piece's own answers (story, card, oEmbed, share card) `piece-<id>` too
    (`tag_piece`). services/delivery/purge.py posts those keys to PURGE_URL when a piece goes on or off air.
@@ -36,7 +42,7 @@ from werkzeug.http import parse_accept_header, parse_etags
 from extensions import cache
 from models.clock import utcnow
 from services.reading import visibility
-from web import compression, policy, request_state, tenancy
+from web import compression, policy, request_state, state, tenancy
 from web.headers import KEY_HEADERS, KEY_VARY, has_any, header
 from web.steps import replays, runs_for
 
@@ -49,8 +55,11 @@ PUBLIC_CACHE_CONTROL = "public, max-age=30, stale-while-revalidate=30"
 _REDIRECTS = frozenset((301, 302, 303, 307, 308))
 # Headers a view sets to manage caching itself: such an answer is not stored (news sitemap).
 _SELF_MANAGED = ("ETag", "Cache-Control", "Vary", "Set-Cookie", "Last-Modified", "Expires")
-# environ: this answer is public and holds the paper at (state, slug); web/replay.py keeps it.
+# environ: this answer is public and holds the paper at (state, slug, scopes); web/replay.py keeps it.
 REPLAY_MARK = "paperdesk.replay"
+# environ: the scopes (web/state.py `Scopes`) the current answer depends on, when its view said
+# (`depends_on_piece`); else every answer of the paper moves with every write of the paper.
+_DEPENDS = "paperdesk.depends"
 log = logging.getLogger("paperdesk.cache")
 
 
@@ -71,6 +80,54 @@ def tag_piece(piece) -> None:
     """Give the current answer the surrogate key `piece-<id>` besides `paper-<id>`, so a CDN
     purge of that piece reaches it. Call from views that answer for one piece."""
     request_state.current().surrogate_keys.append(f"piece-{piece.id}")
+
+
+def depends_on_piece(piece, *, section_rail: bool = False) -> None:
+    """Declare that the current answer shows one piece only: its row, cited facts and
+    revisions (the tables web/state.py PIECE_TABLES), its persona and section and the paper
+    (PAPER_TABLES), and with `section_rail` the newest pieces of its section. Its stored and
+    replayed copies then stay good across writes of other pieces (web/state.py `Scopes`);
+    an answer that declares nothing moves with every write of its paper. Call from a view that
+    reads nothing else (tests/test_keyed_answers.py checks the tables each one reads)."""
+    names = [f"piece:{piece.id}"]
+    if section_rail:
+        names.append(f"section:{piece.section_id}")
+    request.environ[_DEPENDS] = tuple(names)
+
+
+def depends_on_lists() -> None:
+    """Declare that the current answer shows the paper's pieces (lists, the front, feeds,
+    search: any of the tables web/state.py LIST_TABLES), its sections, personas and settings,
+    and nothing else: its stored and replayed copies then outlive the paper's other writes (a
+    checkpoint of its transparency log). Call from a view that reads nothing else
+    (tests/test_keyed_answers.py checks the tables each one reads)."""
+    request.environ[_DEPENDS] = (f"lists:{g.paper_snapshot.id}",)
+
+
+def _answer_scopes() -> tuple[str, ...]:
+    """The scope names the current answer depends on (see `depends_on_piece`)."""
+    paper = g.paper_snapshot.id
+    return (f"paper:{paper}", *request.environ.get(_DEPENDS, (f"rest:{paper}",)))
+
+
+def answer_state(snap, names, table) -> str:
+    """The version state of an answer of the paper `snap` (tenancy.PaperSnapshot) that
+    depends on the scopes `names`, by the scope versions `table` (web/state.py ScopeTable, read
+    after the request's generation): it moves whenever one of those scopes does, or a
+    scheduled instant of the paper comes. Without a table, or with a scope moved since the
+    request's generation, it is the paper's whole state (`state_of`), which every write moves.
+    Stored answers (the response cache, the replay) are kept under it."""
+    scoped = table.state(names) if table is not None and names is not None else None
+    if scoped is None:
+        return state_of(snap)
+    _id, _version, birth = snap.state.split(".", 2)
+    aired = visibility.passed(snap.air_schedule)
+    return f"{snap.id}.{birth}.s{scoped}" + (f".a{aired}" if aired else "")
+
+
+def _scope_table():
+    app = current_app._get_current_object()
+    return state.for_app(app).scopes_for(state.generation_for(app, request.environ))
 
 
 def route_cache_control() -> str:
@@ -207,11 +264,12 @@ def declared_for_endpoint() -> frozenset[str]:
 
 
 def response_cache_key() -> str:
-    """The cache key of the current public GET: paper id and version, then a digest of scheme,
-    host, path and the query parameters the route declares, names sorted (values of one name
-    keep their order), and the media type chosen for a route that `offers` several. Parameters
-    a route does not read change nothing in its answer, so they are left out of the key:
-    `?junk=N` cannot make new entries."""
+    """The cache key of the current public GET: paper id, then a digest of scheme, host, path
+    and the query parameters the route declares, names sorted (values of one name keep their
+    order), and the media type chosen for a route that `offers` several. Parameters a route
+    does not read change nothing in its answer, so they are left out of the key: `?junk=N`
+    cannot make new entries. The entry holds the state its answer was made at
+    (`answer_state`): one found under another is a miss."""
     declared = declared_for_endpoint()
     args = sorted(((name, value) for name, value in request.args.items(multi=True)
                    if name in declared), key=lambda item: item[0])
@@ -221,14 +279,15 @@ def response_cache_key() -> str:
         parts.append(chosen)
     raw = "\n".join(parts)
     digest = hashlib.blake2b(raw.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
-    return f"resp:{paper_state()}.{FORMAT_SALT}:{digest}"
+    return f"resp:{g.paper_snapshot.id}.{FORMAT_SALT}:{digest}"
 
 
-def _mark_for_replay(state: str) -> None:
-    """Tell web/replay.py that this answer is public and holds the paper at `state` (a 304, a
-    stored answer, or one served from the cache), unless every cache is off."""
+def _mark_for_replay(held: str, names: tuple[str, ...] | None = None) -> None:
+    """Tell web/replay.py that this answer is public and holds the paper at `held` (a 304, a
+    stored answer, or one served from the cache), `answer_state` of the scopes `names` (None:
+    the paper's whole state), unless every cache is off."""
     if not _cache_off():
-        request.environ[REPLAY_MARK] = (state, g.paper_snapshot.slug)
+        request.environ[REPLAY_MARK] = (held, g.paper_snapshot.slug, names)
 
 
 def _cache_off() -> bool:
@@ -257,14 +316,16 @@ def answer_from_cache():
     except Exception:  # noqa: BLE001 - a cache outage must never fail a request
         log.warning("response cache read failed", exc_info=True)
         return None
-    if entry is None:
-        state.cache_missed = key
+    held = None
+    if entry is not None and len(entry) == 6:  # entries stored before the scopes had fewer fields
+        status, headers, body, gzipped, names, held = entry
+    if held is None or held != answer_state(g.paper_snapshot, names, _scope_table()):
+        state.cache_missed = key  # none, or one made at another state: the view answers afresh
         return None
-    status, headers, body, *rest = entry  # entries stored before gzip had three fields
     state.cache_hit = True
-    _mark_for_replay(paper_state())
-    if rest and rest[0] is not None:
-        state.gzip_body = rest[0]  # compression.compress sends it to a client that accepts gzip
+    _mark_for_replay(held, names)
+    if gzipped is not None:
+        state.gzip_body = gzipped  # compression.compress sends it to a client that accepts gzip
     return current_app.response_class(body, status=status, headers=headers)
 
 
@@ -296,8 +357,10 @@ def store_answer(response: Response) -> Response:
         body = response.get_data()
         # Compressed once, here, so that no warm hit compresses again.
         gzipped = compression.gzip_bytes(body) if compression.compressible(response) else None
-        entry = (response.status_code, headers, body, gzipped)
-        _mark_for_replay(paper_state())
+        names = _answer_scopes()
+        held = answer_state(g.paper_snapshot, names, _scope_table())
+        entry = (response.status_code, headers, body, gzipped, names, held)
+        _mark_for_replay(held, names)
         try:
             cache.set(key, entry)
         except Exception:  # noqa: BLE001 - a cache outage must never fail a request

@@ -20,8 +20,10 @@ knowledge:
   rate-limit headers, the log line) and strips the headers the steps make per request.
 - **When**: a GET or HEAD without a body, on a host whose paper this worker holds a snapshot
   of, under the deployment's current generation (web/tenancy.py, web/state.py: never after a
-  write, on any worker or host, has been answered), whose state (version, birth, scheduled
-  instants passed) equals the kept answer's.
+  write, on any worker or host, has been answered), whose state equals the kept answer's: the
+  versions of the scopes the answer depends on (caching.answer_state: a story's own piece, or
+  every write of its paper for an answer that declares nothing narrower) and the scheduled
+  instants passed.
 
 Off when every cache is off (`CACHE_TYPE=NullCache`) or RESPONSE_CACHE_LOCAL_BYTES is 0; bounded
 by RESPONSE_CACHE_LOCAL_BYTES of bodies (least recently used first out): the one store of
@@ -38,8 +40,8 @@ from typing import NamedTuple
 from flask import Flask
 from werkzeug.http import unquote_etag
 
-from web import caching, tenancy
-from web.caching import REPLAY_MARK, state_of
+from web import caching, state, tenancy
+from web.caching import REPLAY_MARK
 from web.headers import environ_name
 from web.steps import HAND_ON, Replayed
 
@@ -50,7 +52,8 @@ _SNAPSHOT = "paperdesk.replay.snapshot"  # environ: the snapshot a kept answer w
 
 
 class Kept(NamedTuple):
-    """One final answer: the paper `state` it holds, WSGI `status` line, `headers` (without the
+    """One final answer: the paper `state` it holds (caching.answer_state of the scopes
+    `names`; None: the paper's whole state), WSGI `status` line, `headers` (without the
     steps' per-request ones), `body` (empty for a 304 or a HEAD), the paper's `slug` (log line),
     whether it is `counted` against the rate limits, and its strong `etag` (unquoted; None
     without one)."""
@@ -62,6 +65,7 @@ class Kept(NamedTuple):
     slug: str
     counted: bool
     etag: str | None
+    names: tuple | None = None
 
 
 class LocalAnswers:
@@ -110,6 +114,7 @@ class Replay:
         self.kept = None if off else LocalAnswers(capacity, _cost)
         self.vary: dict[tuple, tuple] = {}  # URL key -> the environ names its answers vary on
         self.steps = app.extensions["pipeline"]
+        self.shared = state.for_app(app)
         self.stats = app.extensions[STATS] = {"replayed": 0, "kept": 0, "refused": 0, "stale": 0}
         app.extensions["paperdesk.replay"] = self
 
@@ -136,7 +141,12 @@ class Replay:
         # Whether the snapshot is current is asked after the rate count (`_send`): on Redis the
         # generation travels in the count's round trip.
         snap = tenancy.kept_snapshot(self.app, environ.get("HTTP_HOST", ""))
-        if snap is None or not snap.is_public or full.state != state_of(snap):
+        if snap is None or not snap.is_public:
+            return None
+        # The scopes as they stand under the snapshot's generation, which `_send` then checks
+        # is the request's: a kept answer whose scopes no write moved outlives other writes.
+        table = self.shared.scopes_for(snap.gen) if full.names is not None else None
+        if full.state != caching.answer_state(snap, full.names, table):
             return None
         environ[_SNAPSHOT] = snap
         held = environ.get("HTTP_IF_NONE_MATCH")
@@ -183,14 +193,14 @@ class Replay:
         finally:
             if hasattr(answer, "close"):
                 answer.close()
-        state, slug = marked
+        held, slug, names = marked
         per_request = self.steps.per_request
         headers = [(name, value) for name, value in seen["headers"] if name.lower() not in per_request]
         found = {name.lower(): value for name, value in seen["headers"]}
         varies = tuple(environ_name(name.strip()) for name in found.get("vary", "").split(",") if name.strip())
         etag = unquote_etag(found["etag"])[0] if "etag" in found else None
         counted = any(name.lower() == "x-ratelimit-limit" for name, _ in seen["headers"])
-        entry = Kept(state, status, headers, body, slug, counted, etag)
+        entry = Kept(held, status, headers, body, slug, counted, etag, names)
         if status.startswith("304"):
             # Filed under the representation the client's tag names, in the form it holds.
             full_varies = self.vary.get(url)

@@ -10,6 +10,19 @@ database. So a read that starts after a write was answered sees a generation the
 not hold, and goes to the database: no read ever lags an answered write, on any worker or host
 (docs/ARCHITECTURE.md "Never stale").
 
+**Scopes.** Beside the generation, a commit moves the versions of the scopes it changed
+(`Scopes`, from what the session flushed: `piece:<id>`, `section:<id>`, `lists:<id>` for
+any piece or edition, `paper:<id>` for settings, sections and personas, `rest:<id>` for any
+write of the paper; ALL when it cannot
+tell, or when the move was owed): each takes the new generation as its version, before the
+generation itself moves. An answer stored or replayed under the versions of the scopes it
+depends on (web/caching.py `answer_state`) survives the writes that changed none of them. A
+request reads the versions after the generation (`scopes_for`) and trusts none newer than it
+(the data it read may be from before or after that move), so a read after an answered write
+never finds an answer kept before it. They live where the generation does: SCOPE_SLOTS words in
+the host file, or a Redis hash `{prefix}:scopes`; scopes share slots by hash (two in one slot
+move together).
+
 **Where it lives** (`SHARED_STATE`, default `auto`):
 
 - `redis://...`: a Redis key (`{prefix}:generation`) that every host shares. `auto` picks the
@@ -28,6 +41,7 @@ every host share one in production.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import logging
 import os
@@ -36,11 +50,15 @@ import struct
 import threading
 import time
 from itertools import chain
+from typing import NamedTuple
 
 import click
 from flask import Flask, current_app, has_app_context, has_request_context
 from sqlalchemy import event
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import Session
+from sqlalchemy.sql import operators
+from sqlalchemy.sql.elements import BindParameter
 
 from models import Paper
 
@@ -54,10 +72,13 @@ _SLOTS_AT = 64
 _SLOTS = 16384                # rate-limit counters: (key hash, window end, count) each
 _SLOT = struct.Struct("<QQQQ")
 _PROBE = 16                   # slots looked at per key before the stalest is taken over
-_SIZE = _SLOTS_AT + _SLOTS * _SLOT.size
+_SCOPES_AT = _SLOTS_AT + _SLOTS * _SLOT.size
+SCOPE_SLOTS = 4096            # scope versions: uint64 each, slot 0 is ALL (see `scope_slot`)
+_SIZE = _SCOPES_AT + SCOPE_SLOTS * 8
 _EXTENSION = "paperdesk.state"
 _U64 = struct.Struct("<Q")
 _CHANGED = "paperdesk.paper_changed"  # Session.info: this transaction wrote a paper's row
+_SCOPES = "paperdesk.scopes_changed"  # Session.info: what it wrote, as scopes (see `Scopes`)
 _UNMOVED = "paperdesk.generation_unmoved"  # Session.info: its commit could not move the generation
 
 
@@ -104,7 +125,11 @@ class HostFile:
                     # generation a snapshot holds comes back; the counters start empty.
                     os.ftruncate(fd, 0)
                     os.ftruncate(fd, _SIZE)
-                    os.pwrite(fd, _U64.pack(secrets.randbits(62)), _GENERATION_AT)
+                    start = _U64.pack(secrets.randbits(62))
+                    os.pwrite(fd, start, _GENERATION_AT)
+                    # The scopes start where the generation does: keys of a file made again
+                    # are new ones (and carry its inode besides).
+                    os.pwrite(fd, start, _SCOPES_AT)
                     os.pwrite(fd, _MAGIC, 0)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -130,16 +155,31 @@ class HostFile:
             self._reopen()
         raise OSError(f"the host state file {self.path} keeps being cut short")
 
-    def bump(self) -> int:
-        """Move the generation; returns the new stored number. Bumps the file the path names
-        when it is done (a file deleted meanwhile made again: it is bumped too)."""
+    def bump(self, slots: tuple[int, ...] = (0,)) -> int:
+        """Move the generation; returns the new stored number. The scope `slots` (indexes,
+        `scope_slot`; default ALL) take the new number first, so a reader that sees it sees
+        them moved. Bumps the file the path names when it is done (a file deleted meanwhile
+        made again: it is bumped too)."""
         while True:
             fd = self._current()
             with self._locked(fd):
                 value = ((self._read_generation(fd) or 0) + 1) & 0xFFFF_FFFF_FFFF_FFFF
-                os.pwrite(fd, _U64.pack(value), _GENERATION_AT)
+                packed = _U64.pack(value)
+                for slot in slots:
+                    os.pwrite(fd, packed, _SCOPES_AT + 8 * slot)
+                os.pwrite(fd, packed, _GENERATION_AT)
             if self._current() == fd:
                 return value
+
+    def scope_values(self) -> tuple[int, tuple[int, ...]] | None:
+        """(the file's inode, the SCOPE_SLOTS stored numbers), read without a lock (each an
+        aligned 8-byte word); None when the file is cut short under us."""
+        fd = self._current()
+        inode = self._identity[1]
+        raw = os.pread(fd, SCOPE_SLOTS * 8, _SCOPES_AT)
+        if len(raw) < SCOPE_SLOTS * 8:
+            return None
+        return inode, struct.unpack(f"<{SCOPE_SLOTS}Q", raw)
 
     def incr(self, key: str, expiry: int) -> int:
         """Count one hit of `key` in a window ending `expiry` seconds from now (fixed: the
@@ -221,9 +261,54 @@ NOT_YET_VISIBLE = ("The write is committed but not yet visible everywhere: the s
 # lifetime gave out and a snapshot may hold.
 BUMP = """
 if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SET', KEYS[1], ARGV[1]) end
-return redis.call('INCR', KEYS[1])
+redis.call('INCR', KEYS[1])
+-- As the stored string: a Lua number (a double) would lose the low bits of a 62-bit generation.
+local g = redis.call('GET', KEYS[1])
+if redis.call('HEXISTS', KEYS[2], '0') == 0 then redis.call('HSET', KEYS[2], '0', g) end
+for i = 2, #ARGV do redis.call('HSET', KEYS[2], ARGV[i], g) end
+return g
+"""
+# The scopes of a Redis that lost them (restarted, flushed, evicted) start again at ALL = the
+# generation now, a number no earlier key of this lifetime holds.
+READ_SCOPES = """
+local g = redis.call('GET', KEYS[1])
+if not g then redis.call('SET', KEYS[1], ARGV[1]); g = ARGV[1] end
+if redis.call('HEXISTS', KEYS[2], '0') == 0 then redis.call('HSET', KEYS[2], '0', g) end
+return redis.call('HGETALL', KEYS[2])
 """
 _U63 = 0x7FFF_FFFF_FFFF_FFFF
+
+
+ALL = "all"  # the scope every answer depends on: moved when what changed is unknown
+_MASK = 0xFFFF_FFFF_FFFF_FFFF
+
+
+@functools.lru_cache(maxsize=65536)  # asked per replayed answer: a hash once per name
+def scope_slot(name: str) -> int:
+    """The slot of scope `name` among SCOPE_SLOTS: 0 for ALL, else one of the others by hash.
+    Two scopes that share a slot move together (more answers go cold, none goes stale)."""
+    if name == ALL:
+        return 0
+    return 1 + int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little") % (SCOPE_SLOTS - 1)
+
+
+class ScopeTable(NamedTuple):
+    """The scope versions as read after the deployment's generation `gen` was (full, with its
+    lifetime or inode above 64 bits): `values`, one stored generation per slot, the one of the
+    last commit that changed a scope of that slot."""
+
+    gen: int
+    values: tuple[int, ...]
+
+    def state(self, names) -> str | None:
+        """The version state of an answer that depends on the scopes `names` (and ALL): a
+        string that moves whenever one of them does; None when one moved after `gen` (the
+        answer's data may be older or newer than that move: not to be keyed)."""
+        top = self.gen & _MASK
+        values = [self.values[0], *(self.values[scope_slot(name)] for name in names)]
+        if any(value > top for value in values):
+            return None
+        return f"{self.gen >> 64:x}." + ".".join(f"{value:x}" for value in values)
 
 
 class SharedState:
@@ -248,6 +333,8 @@ class SharedState:
         self.timeout = float(config.get("SHARED_STATE_TIMEOUT", 0.25))
         self._redis_url, self._redis, self._redis_pid = redis_url, None, None
         self.key = f"{config.get('RATELIMIT_KEY_PREFIX') or 'paperdesk'}:generation"
+        self.scopes_key = f"{config.get('RATELIMIT_KEY_PREFIX') or 'paperdesk'}:scopes"
+        self._table: ScopeTable | None = None  # the last scope table read (`scopes_for`)
         self._failed_at: float | None = None
         self._extensions = app.extensions
         self.owed = False          # a move this process could not make yet (GenerationNotMoved)
@@ -278,17 +365,20 @@ class SharedState:
             self._failed("read")
             return None
 
-    def bump(self) -> bool:
-        """Move the generation after a commit that changed a paper; True when it moved. A
+    def bump(self, scopes=None) -> bool:
+        """Move the generation after a commit that changed a paper; True when it moved.
+        `scopes` (names, see `Scopes`) are what the commit changed: they take the new
+        generation as their version; None moves ALL, every answer of every paper. A
         Redis that fails is retried twice, then the move is owed (`owed`, made at this
-        process's next contact with Redis) and False returned: the caller must not report the
-        write as visible (GenerationNotMoved)."""
+        process's next contact with Redis, as a move of ALL) and False returned: the caller
+        must not report the write as visible (GenerationNotMoved)."""
+        slots = (0,) if scopes is None else tuple(sorted(set(map(scope_slot, scopes))))
         if self.kind == "host":
-            self.host_file.bump()
+            self.host_file.bump(slots)
         elif self.kind == "redis":
             for _ in range(3):
                 client = self._client(force=True)
-                if client is not None and self._move(client):
+                if client is not None and self._move(client, slots):
                     return True
             self.owed = True
             log.error("the shared generation could not be moved; other workers may serve a "
@@ -296,9 +386,9 @@ class SharedState:
             return False
         return True
 
-    def _move(self, client) -> bool:
+    def _move(self, client, slots: tuple[int, ...] = (0,)) -> bool:
         try:
-            client.eval(BUMP, 1, self.key, secrets.randbits(62))
+            client.eval(BUMP, 2, self.key, self.scopes_key, secrets.randbits(62), *slots)
         except Exception:  # noqa: BLE001 - the caller retries, then owes the move
             self._failed("write")
             return False
@@ -367,6 +457,37 @@ class SharedState:
         # This worker may have missed a write while Redis was away: its snapshots go.
         self._extensions.pop("paperdesk.paper_snapshots", None)
 
+    def scopes_for(self, gen: int | None) -> ScopeTable | None:
+        """The scope versions as they stand for a request that read generation `gen` (read
+        after it, once per generation in this worker), or None: no generation, the store
+        failing, or moved to another lifetime or file meanwhile. Raises nothing."""
+        if gen is None:
+            return None
+        table = self._table
+        if table is not None and table.gen == gen:
+            return table  # read after `gen` was seen: it holds every move up to `gen`
+        try:
+            if self.kind == "host":
+                read = self.host_file.scope_values()
+                if read is None or read[0] != gen >> 64:
+                    return None
+                values = read[1]
+            else:
+                client = self._client()
+                if client is None:
+                    return None
+                flat = client.eval(READ_SCOPES, 2, self.key, self.scopes_key, secrets.randbits(62))
+                if self._lifetime != gen >> 64:
+                    return None  # a new lifetime since `gen` was read: its numbers are others
+                values = [0] * SCOPE_SLOTS
+                for slot, value in zip(flat[::2], flat[1::2], strict=True):
+                    values[int(slot)] = _stored_number(value)
+        except Exception:  # noqa: BLE001 - no scopes: answers are keyed by the paper's whole version
+            log.warning("shared state: the scope versions could not be read", exc_info=True)
+            return None
+        table = self._table = ScopeTable(gen, tuple(values))
+        return table
+
     def shares_redis_with(self, url: str) -> bool:
         """True when the generation lives in the Redis at `url` (so one round trip reaches both)."""
         return self.kind == "redis" and self._redis_url == url
@@ -396,6 +517,16 @@ class SharedState:
     def counters(self) -> HostCounters:
         """The host's shared rate-limit counters (for RATELIMIT_STORAGE_URI `memory://`)."""
         return HostCounters(self.host_file)
+
+
+def _stored_number(value) -> int:
+    """A scope version as Redis holds it; one that is not a whole number (written by hand, or
+    by an older script) reads as newer than any generation, so the answers that depend on it
+    are keyed by their paper's whole version (ScopeTable.state) until a commit moves it."""
+    try:
+        return int(value)
+    except ValueError:
+        return _MASK + 1
 
 
 GENERATION = "paperdesk.generation"  # environ: the generation this request read
@@ -428,13 +559,148 @@ def for_app(app: Flask) -> SharedState:
     return state
 
 
+# Tables a piece's own answers read besides the paper's (web/caching.py `depends_on_piece`;
+# tests/test_keyed_answers.py checks the list against the statements those answers run): a
+# change of a row of them moves that piece's scope when the row names its piece, the whole
+# paper's otherwise. The paper's own tables move the whole paper.
+PIECE_TABLES = frozenset(("pieces", "cited_facts", "piece_revisions", "piece_changes"))
+PAPER_TABLES = frozenset(("papers", "personas", "sections"))
+# Tables the paper's lists, front, feeds and search read besides the paper's
+# (web/caching.py `depends_on_lists`): a change of any row of them moves the lists.
+LIST_TABLES = PIECE_TABLES | frozenset(("editions", "pieces_fts"))
+
+
+class Scopes:
+    """What one transaction changed, as the scopes answers are keyed by (ScopeTable.state):
+    `piece:<id>` (the piece's row, cited facts, revisions, changes), `section:<id>` (its pieces:
+    the related rail of a story page), `lists:<id>` (any row of LIST_TABLES of the paper: its
+    lists, front, feeds and search), `paper:<id>` (the paper's settings, sections,
+    personas, or anything of it not told apart), and `rest:<id>`, every answer of the paper
+    that declares nothing narrower, moved by every commit that wrote the paper. Rows of other
+    tables (the transparency log's checkpoints, say) move only `rest:` of the papers the
+    transaction wrote: no narrower answer reads them."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+        self.papers: set[int] = set()
+        self.lists = False    # a row of LIST_TABLES changed: the lists of the papers written
+        self.unknown = False  # a change of the tables above that names no piece or paper
+
+    def note(self, obj, new: bool) -> None:
+        """Count an ORM object flushed as new, changed or deleted."""
+        table = getattr(obj, "__tablename__", None)
+        self.lists = self.lists or table in LIST_TABLES
+        if isinstance(obj, Paper):
+            self.papers.add(obj.id)
+            if new or _changed_beyond_version(obj):
+                self.names.add(f"paper:{obj.id}")
+        elif table == "pieces":
+            self.names.add(f"piece:{obj.id}")
+            self.names.update(f"section:{section}" for section in _values(obj, "section_id"))
+        elif table in PIECE_TABLES:
+            self._named("piece", getattr(obj, "piece_id", None))
+        elif table in PAPER_TABLES:
+            self._named("paper", getattr(obj, "paper_id", None))
+
+    def note_statement(self, table: str, piece_id) -> None:
+        """Count an INSERT, UPDATE or DELETE run as a statement on `table`, narrowed to
+        `piece_id` by its WHERE clause (None: not narrowed to one piece)."""
+        self.lists = self.lists or table in LIST_TABLES
+        if table in PIECE_TABLES:
+            self._named("piece", piece_id)
+        elif table in PAPER_TABLES:
+            self.unknown = True
+
+    def _named(self, kind: str, id_) -> None:
+        if id_ is None:
+            self.unknown = True
+        else:
+            self.names.add(f"{kind}:{id_}")
+
+    def moved(self) -> set[str] | None:
+        """The scope names the commit moves, or None for ALL (a change it cannot place)."""
+        names = self.names | {f"rest:{paper}" for paper in self.papers}
+        if self.lists:
+            names |= {f"lists:{paper}" for paper in self.papers}
+        if self.unknown:
+            if not self.papers:
+                return None
+            names |= {f"paper:{paper}" for paper in self.papers}
+        return names
+
+
+def _values(obj, attr: str) -> set:
+    """The values `attr` of `obj` held in this flush: the current one and any replaced."""
+    history = sa_inspect(obj).attrs[attr].history
+    return {value for value in chain(history.added, history.unchanged, history.deleted) if value is not None}
+
+
+# Columns of a paper whose change moves no scope of its own: the version moves with every
+# write, and the schedule changes only with the pieces it schedules (their own scopes), while
+# the passing of its instants is in every answer's state (web/caching.py `answer_state`).
+_PAPER_BOOKKEEPING = frozenset(("version", "air_schedule"))
+
+
+def _changed_beyond_version(paper: Paper) -> bool:
+    """True when a paper's row changed in more than its bookkeeping (a value set, even to the
+    same one whose earlier value was not loaded, counts as changed)."""
+    state = sa_inspect(paper)
+    if state.deleted or state.was_deleted:
+        return True
+    for attr in state.attrs:
+        if attr.key in _PAPER_BOOKKEEPING:
+            continue
+        history = attr.history
+        if history.added and list(history.added) != list(history.deleted):
+            return True
+    return False
+
+
+def _scopes(session: Session) -> Scopes:
+    scopes = session.info.get(_SCOPES)
+    if scopes is None:
+        scopes = session.info[_SCOPES] = Scopes()
+    return scopes
+
+
 # Every write moves its paper's version (Paper.bump), so "a paper's row was written" is "a
 # public answer may have changed". The listeners are the session's, not a request's: writes by
 # the CLI and the outbox worker move the generation too.
 @event.listens_for(Session, "after_flush")
 def _note_paper_writes(session: Session, _context) -> None:
+    scopes = _scopes(session)
+    for obj in session.new:
+        scopes.note(obj, True)
+    for obj in chain(session.dirty, session.deleted):
+        scopes.note(obj, False)
     if any(isinstance(obj, Paper) for obj in chain(session.new, session.dirty, session.deleted)):
         session.info[_CHANGED] = True
+
+
+@event.listens_for(Session, "do_orm_execute")
+def _note_statements(execute) -> None:
+    # Statements run through the session (a bulk DELETE of cited facts, an UPDATE of pending
+    # changes) change rows the flush never sees.
+    if execute.is_insert or execute.is_update or execute.is_delete:
+        statement = execute.statement
+        table = getattr(getattr(statement, "table", None), "name", None)
+        if table is None:
+            _scopes(execute.session).unknown = True
+        elif table in LIST_TABLES or table in PAPER_TABLES:
+            _scopes(execute.session).note_statement(table, _one_piece(statement))
+
+
+def _one_piece(statement):
+    """The piece id a statement's WHERE clause pins with `piece_id = <value>` (alone or ANDed),
+    else None."""
+    where = getattr(statement, "whereclause", None)
+    clauses = list(getattr(where, "clauses", ())) if getattr(where, "operator", None) is operators.and_ else [where]
+    for clause in clauses:
+        left, right = getattr(clause, "left", None), getattr(clause, "right", None)
+        if (getattr(clause, "operator", None) is operators.eq and getattr(left, "name", None) == "piece_id"
+                and isinstance(right, BindParameter) and right.value is not None):
+            return right.value
+    return None
 
 
 @event.listens_for(Session, "after_commit")
@@ -442,8 +708,10 @@ def _move_generation(session: Session) -> None:
     # Runs inside commit(), so before the writer's answer is sent. It must not raise (the
     # session would be left half-closed): a move that fails is owed, and `check_moved` (the
     # request's commit, the CLI's end) turns it into GenerationNotMoved.
+    scopes = session.info.pop(_SCOPES, None)
     if session.info.pop(_CHANGED, False) and has_app_context():
-        if not for_app(current_app._get_current_object()).bump():
+        moved = scopes.moved() if scopes is not None else None
+        if not for_app(current_app._get_current_object()).bump(moved):
             session.info[_UNMOVED] = True
 
 
@@ -466,6 +734,7 @@ def check_moved(session: Session) -> None:
 @event.listens_for(Session, "after_rollback")
 def _forget_paper_writes(session: Session) -> None:
     session.info.pop(_CHANGED, None)
+    session.info.pop(_SCOPES, None)
 
 
 def install(app: Flask) -> None:

@@ -25,6 +25,7 @@ def get_front():
     """
     # Built and answered here exactly as /front.json does, so the two stay byte for byte equal:
     # Core rows straight into FrontOut's shape (schemas/front.py `front_wire`).
+    caching.depends_on_lists()
     here = links()
     now = caching.request_now()
     document = front.build_front(g.paper, caching.paper_state(), now=now, links=here, rows=True)

@@ -27,5 +27,6 @@ def search_stories(q: str):
     Terms are matched as stemmed words in headline, dek and prose; operators are never
     interpreted. A query with no letters or digits answers an empty list.
     """
+    caching.depends_on_lists()
     rows = search.search_pieces(g.paper, search.parse_query(q), now=caching.request_now())
     return {"q": q.strip(), "stories": rows, "count": len(rows)}

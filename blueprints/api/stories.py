@@ -87,6 +87,7 @@ def list_stories(page: paging.Page, section: str | None = None, persona: str | N
     key sees only its own persona's drafts. `full=true`: each row is the full story, as
     `/stories/{id}` answers it (for mirrors and log monitors).
     """
+    caching.depends_on_lists()
     if status is None:
         status = "all" if permissions.sees_drafts(g.key) else "on_air"
     elif status != "on_air" and not permissions.sees_drafts(g.key):
@@ -142,6 +143,7 @@ def get_story(id: str):
         raise not_found()
     story, facts = found
     caching.tag_piece(story)
+    caching.depends_on_piece(story)
     # Straight from Core rows to StoryOut's shape (schemas/story.py says why).
     return jsonify(story_wire(story, facts, links(), g.paper.nameplate, now))
 
