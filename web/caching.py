@@ -121,7 +121,7 @@ def answer_state(snap, names, table) -> str:
     if scoped is None:
         return state_of(snap)
     _id, _version, birth = snap.state.split(".", 2)
-    aired = visibility.passed(snap.air_schedule)
+    aired = visibility.passed(snap.air_schedule, request_now())
     return f"{snap.id}.{birth}.s{scoped}" + (f".a{aired}" if aired else "")
 
 
