@@ -16,7 +16,7 @@ from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
 from services.errors import Invalid
 from services.links import Links
-from services.reading import memo, stories, visibility
+from services.reading import memo, reader, stories, visibility
 
 RAIL_SIZE = 6
 # The config keys shown publicly, each one a public surface already reads: the rest of the
@@ -39,12 +39,16 @@ def public_config(paper: Paper) -> dict:
     return {key: config[key] for key in PUBLIC_CONFIG if isinstance(config.get(key), str)}
 
 
-def active_sections(paper: Paper) -> list[Section]:
-    """The paper's active sections in its own order (position, then id)."""
-    return list(db.session.scalars(
-        select(Section).where(Section.paper_id == paper.id, Section.active.is_(True))
-        .order_by(Section.position, Section.id)
-    ))
+def active_sections(paper: Paper) -> list:
+    """The paper's active sections in its own order (position, then id): rows with `id`, `name`
+    and `slug` (Core rows of a statement built once: building the expression and the ORM's
+    Section objects cost more than running it)."""
+    return stories.core_rows(_ACTIVE_SECTIONS, {"paper_id": paper.id}).all()
+
+
+_ACTIVE_SECTIONS = (select(Section.id, Section.name, Section.slug)
+                    .where(Section.paper_id == bindparam("paper_id"), Section.active.is_(True))
+                    .order_by(Section.position, Section.id))
 
 
 class NavSection(NamedTuple):
@@ -71,24 +75,39 @@ def rail_sections(paper: Paper, version_state: str | None) -> list[RailSection]:
 
 def nav_sections(paper: Paper, version_state: str | None) -> list[NavSection]:
     """`active_sections` as the nav needs them, kept per paper version in this worker
-    (services/reading/memo.py: `version_state` as `newsroom` takes it; None asks afresh)."""
+    (services/reading/memo.py: `version_state` as `newsroom` takes it; None asks afresh). Made
+    from `rail_sections`' list, so a story page and the front of one version read the sections
+    once between them."""
     return memo.per_version("nav_sections", version_state,
-                            lambda: [NavSection(s.slug, s.name) for s in active_sections(paper)])
+                            lambda: [NavSection(s.slug, s.name) for s in rail_sections(paper, version_state)])
 
 
 def rail_pieces(paper: Paper, sections: list[Section] | list[RailSection],
-                size: int = RAIL_SIZE, *, items: bool = False) -> dict[int, list[Piece]]:
+                size: int = RAIL_SIZE) -> dict[int, list[Piece]]:
     """Up to `size` newest pieces on air per section, newest first: `{section_id: [Piece]}`,
     section and persona loaded. One statement: a UNION ALL of per-section `LIMIT size`
     subqueries, each an index range scan on ix_pieces_section_air, so its cost follows the rail
-    size, not the archive's (a window function would rank every piece on air). `items`: only
-    what a page's story item shows is loaded (stories.ITEM_LOADS; anything else raises)."""
+    size, not the archive's (a window function would rank every piece on air)."""
     rails: dict[int, list[Piece]] = {section.id: [] for section in sections}
     if not sections:
         return rails
-    built = (_RAIL_ITEMS, _rail_items_statement) if items else (_RAIL_PIECES, _rail_pieces_statement)
-    for piece in db.session.scalars(_rail_statement(*built, len(sections)), _rail_params(paper, sections, size)):
+    for piece in db.session.scalars(_rail_statement(_RAIL_PIECES, _rail_pieces_statement, len(sections)),
+                                    _rail_params(paper, sections, size)):
         rails[piece.section_id].append(piece)
+    return rails
+
+
+def rail_items(paper: Paper, sections: list[Section] | list[RailSection],
+               size: int = RAIL_SIZE) -> dict[int, list[reader.StoryItem]]:
+    """`rail_pieces` as story items (services/reading/reader.py StoryItem: what a page shows of
+    a piece), read as Core rows of the same one statement's rails: the front page's rails are
+    plain data, and building ORM pieces for them was a fifth of a cold front page."""
+    rails: dict[int, list[reader.StoryItem]] = {section.id: [] for section in sections}
+    if not sections:
+        return rails
+    statement = _rail_statement(_RAIL_ITEMS, _rail_items_statement, len(sections))
+    for row in stories.core_rows(statement, _rail_params(paper, sections, size)):
+        rails[row.section_id].append(reader.story_item(row))
     return rails
 
 
@@ -105,18 +124,20 @@ def _rail_ids(count: int):
     return union_all(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
 
 
-def _rail_pieces_statement(count: int, loads: tuple | None = None):
-    """`rail_pieces`' statement for `count` sections: Pieces, section and persona loaded (with
-    `loads`, those loader options instead)."""
+def _rail_pieces_statement(count: int):
+    """`rail_pieces`' statement for `count` sections: Pieces, section and persona loaded."""
     ids = _rail_ids(count)
-    loads = loads or (joinedload(Piece.section), joinedload(Piece.persona))
-    return (select(Piece).where(Piece.id.in_(select(ids.c.id))).options(*loads)
+    return (select(Piece).where(Piece.id.in_(select(ids.c.id)))
+            .options(joinedload(Piece.section), joinedload(Piece.persona))
             .order_by(Piece.on_air_at.desc(), Piece.id.desc()))
 
 
 def _rail_items_statement(count: int):
-    """`rail_pieces(..., items=True)`'s statement: Pieces as story items (stories.ITEM_LOADS)."""
-    return _rail_pieces_statement(count, stories.ITEM_LOADS)
+    """`rail_items`' statement for `count` sections: Core rows of reader.ITEM_COLUMNS and the
+    section id."""
+    ids = _rail_ids(count)
+    return (reader.items_joined(Piece.section_id).where(Piece.id.in_(select(ids.c.id)))
+            .order_by(Piece.on_air_at.desc(), Piece.id.desc()))
 
 
 def _rail_rows_statement(count: int):
@@ -170,22 +191,32 @@ def newsroom(paper: Paper, version_state: str | None) -> dict:
 
 def _count_newsroom(paper: Paper) -> dict:
     """One statement of scalar subqueries for `newsroom`."""
-    on_air = and_(Piece.paper_id == paper.id, visibility.on_air())
-    query = select(
+    personas, sections, pieces, days, latest, editions, latest_edition = \
+        stories.core_rows(_NEWSROOM, {"paper_id": paper.id}).one()
+    return {"personas": personas, "sections": sections, "on_air": pieces, "days": days,
+            "editions": editions, "latest_on_air_at": latest, "latest_edition": latest_edition}
+
+
+def _newsroom_statement():
+    # Built once (at import), for the paper bound as `paper_id`: building it cost more than
+    # running it once the counts are memoised.
+    paper_id = bindparam("paper_id")
+    on_air = and_(Piece.paper_id == paper_id, visibility.on_air())
+    return select(
         select(func.count(Persona.id))
-        .where(Persona.paper_id == paper.id, Persona.active.is_(True)).scalar_subquery(),
+        .where(Persona.paper_id == paper_id, Persona.active.is_(True)).scalar_subquery(),
         select(func.count(Section.id))
-        .where(Section.paper_id == paper.id, Section.active.is_(True)).scalar_subquery(),
+        .where(Section.paper_id == paper_id, Section.active.is_(True)).scalar_subquery(),
         # count(*), not count(id): PostgreSQL then counts from the index alone.
         select(func.count()).select_from(Piece).where(on_air).scalar_subquery(),
         select(func.count(distinct(Piece.on_air_day))).where(on_air).scalar_subquery(),
         select(func.max(Piece.on_air_at)).where(on_air).scalar_subquery(),
-        select(func.count(Edition.id)).where(Edition.paper_id == paper.id).scalar_subquery(),
-        select(func.max(Edition.day)).where(Edition.paper_id == paper.id).scalar_subquery(),
+        select(func.count(Edition.id)).where(Edition.paper_id == paper_id).scalar_subquery(),
+        select(func.max(Edition.day)).where(Edition.paper_id == paper_id).scalar_subquery(),
     )
-    personas, sections, pieces, days, latest, editions, latest_edition = db.session.execute(query).one()
-    return {"personas": personas, "sections": sections, "on_air": pieces, "days": days,
-            "editions": editions, "latest_on_air_at": latest, "latest_edition": latest_edition}
+
+
+_NEWSROOM = _newsroom_statement()
 
 
 def build_front(paper: Paper, version_state: str | None, *, links: Links, rows: bool = False) -> dict:
@@ -309,17 +340,19 @@ def choose_lead(paper: Paper, rails, *, rows: bool = False, top: int = TOP_SIZE)
 
 def front_page(paper: Paper, sections: list[Section] | list[RailSection], *, rail_size: int = RAIL_SIZE,
                top: int = TOP_SIZE) -> dict:
-    """The reader's front page (blueprints/pages.py `home`): `{"lead": Piece | None,
-    "lead_chosen": bool, "top_stories": [Piece], "rails": [(Section, [Piece], aired: bool)]}`,
-    one rail per section of `sections` in their order, each with up to `rail_size` of its
-    newest pieces on air that are neither the lead nor a top story (`aired`: the section has
-    pieces on air at all, shown or not). Pieces come with section and persona loaded.
+    """The reader's front page (blueprints/pages.py `home`): `{"lead": StoryItem | Piece | None,
+    "lead_chosen": bool, "top_stories": [StoryItem], "rails": [(section, [StoryItem], aired:
+    bool)]}`, one rail per section of `sections` in their order, each with up to `rail_size` of
+    its newest pieces on air that are neither the lead nor a top story (`aired`: the section has
+    pieces on air at all, shown or not). Story items are reader.StoryItem (`rail_items`); an
+    editor's chosen lead is the Piece, section and persona loaded.
 
     Two statements whatever the paper's size (the rails' UNION ALL, and the editor's choice
     when there is one)."""
     # Each rail fetches enough to stay full once the lead and the top stories are taken out.
-    # The page shows story items only: a rail's prose was most of what it loaded.
-    rails = rail_pieces(paper, sections, size=rail_size + top + 1, items=True)
+    # The page shows story items only: a rail's prose was most of what it loaded, then its ORM
+    # objects most of the rest.
+    rails = rail_items(paper, sections, size=rail_size + top + 1)
     lead, chosen, tops = choose_lead(paper, rails.values(), top=top)
     shown = {piece.id for piece in (lead, *tops) if piece is not None}
     return {
