@@ -78,12 +78,11 @@ def home():
     """The front page: nameplate, motto and the issue's date; the lead story large with its art
     (the piece's own `image`, else its share card), the top stories, then one rail per section
     in order, none repeating a piece shown above it."""
-    # The sections, like the newsroom's counts, are kept per paper version in this worker: a
-    # cold front costs one statement (the rails), two with an editor's chosen lead.
-    state = caching.paper_state()
-    sections = front.rail_sections(g.paper, state)
+    # The sections and the newsroom's counts are kept per paper version in this worker (read in
+    # one statement after a write): then a front costs one statement (the rails), two with an
+    # editor's chosen lead.
+    sections, newsroom = front.sections_and_newsroom(g.paper, caching.paper_state())
     shown = front.front_page(g.paper, sections)
-    newsroom = front.newsroom(g.paper, state)
     latest = newsroom["latest_on_air_at"]
     lead = shown["lead"]
     return render_template(

@@ -191,10 +191,14 @@ def newsroom(paper: Paper, version_state: str | None) -> dict:
 
 def _count_newsroom(paper: Paper) -> dict:
     """One statement of scalar subqueries for `newsroom`."""
-    personas, sections, pieces, days, latest, editions, latest_edition = \
-        stories.core_rows(_NEWSROOM, {"paper_id": paper.id}).one()
-    return {"personas": personas, "sections": sections, "on_air": pieces, "days": days,
-            "editions": editions, "latest_on_air_at": latest, "latest_edition": latest_edition}
+    return _newsroom_of(stories.core_rows(_NEWSROOM, {"paper_id": paper.id}).one())
+
+
+def _newsroom_of(row) -> dict:
+    """`newsroom`'s dict from a row holding `_NEWSROOM`'s labelled columns."""
+    return {"personas": row.personas, "sections": row.section_count, "on_air": row.on_air, "days": row.days,
+            "editions": row.editions, "latest_on_air_at": row.latest_on_air_at,
+            "latest_edition": row.latest_edition}
 
 
 def _newsroom_statement():
@@ -204,19 +208,45 @@ def _newsroom_statement():
     on_air = and_(Piece.paper_id == paper_id, visibility.on_air())
     return select(
         select(func.count(Persona.id))
-        .where(Persona.paper_id == paper_id, Persona.active.is_(True)).scalar_subquery(),
+        .where(Persona.paper_id == paper_id, Persona.active.is_(True)).scalar_subquery().label("personas"),
         select(func.count(Section.id))
-        .where(Section.paper_id == paper_id, Section.active.is_(True)).scalar_subquery(),
+        .where(Section.paper_id == paper_id, Section.active.is_(True)).scalar_subquery().label("section_count"),
         # count(*), not count(id): PostgreSQL then counts from the index alone.
-        select(func.count()).select_from(Piece).where(on_air).scalar_subquery(),
-        select(func.count(distinct(Piece.on_air_day))).where(on_air).scalar_subquery(),
-        select(func.max(Piece.on_air_at)).where(on_air).scalar_subquery(),
-        select(func.count(Edition.id)).where(Edition.paper_id == paper_id).scalar_subquery(),
-        select(func.max(Edition.day)).where(Edition.paper_id == paper_id).scalar_subquery(),
+        select(func.count()).select_from(Piece).where(on_air).scalar_subquery().label("on_air"),
+        select(func.count(distinct(Piece.on_air_day))).where(on_air).scalar_subquery().label("days"),
+        select(func.max(Piece.on_air_at)).where(on_air).scalar_subquery().label("latest_on_air_at"),
+        select(func.count(Edition.id)).where(Edition.paper_id == paper_id).scalar_subquery().label("editions"),
+        select(func.max(Edition.day)).where(Edition.paper_id == paper_id).scalar_subquery().label("latest_edition"),
     )
 
 
 _NEWSROOM = _newsroom_statement()
+
+
+def _sections_and_newsroom_statement():
+    # The counts' one row, joined with the active sections (none: one row of NULL section
+    # columns), in the sections' order: `_ACTIVE_SECTIONS` and `_NEWSROOM` in one round trip.
+    counts = _NEWSROOM.subquery("newsroom")
+    return (select(counts, Section.id, Section.name, Section.slug).select_from(counts)
+            .outerjoin(Section, and_(Section.paper_id == bindparam("paper_id"), Section.active.is_(True)))
+            .order_by(Section.position, Section.id))
+
+
+_SECTIONS_AND_NEWSROOM = _sections_and_newsroom_statement()
+
+
+def sections_and_newsroom(paper: Paper, version_state: str | None) -> tuple[list[RailSection], dict]:
+    """`(rail_sections(...), newsroom(...))`, what the front (JSON and page) needs first. When
+    this worker keeps neither for `version_state` (the first front after a write), one
+    statement reads both and keeps each as those two would (a round trip fewer on PostgreSQL);
+    otherwise each is taken as kept or read alone."""
+    if not memo.known("rail_sections", version_state) and not memo.known("newsroom", version_state) \
+            and version_state is not None:
+        rows = stories.core_rows(_SECTIONS_AND_NEWSROOM, {"paper_id": paper.id}).all()
+        memo.per_version("rail_sections", version_state,
+                         lambda: [RailSection(row.id, row.name, row.slug) for row in rows if row.id is not None])
+        memo.per_version("newsroom", version_state, lambda: _newsroom_of(rows[0]))
+    return rail_sections(paper, version_state), newsroom(paper, version_state)
 
 
 def build_front(paper: Paper, version_state: str | None, *, links: Links, rows: bool = False) -> dict:
@@ -226,12 +256,13 @@ def build_front(paper: Paper, version_state: str | None, *, links: Links, rows: 
     None, "lead_chosen": bool, "top_stories": [Piece]}`, one rail per active section in section
     order, at most six newest pieces on air each; the lead and top stories as `choose_lead`
     picks them out of those rails (the rails still hold them); `home` is `links.home()`. Served
-    by `GET /api/v1/front` and `/front.json` alike. Three SQL statements whatever the paper's
-    size (one, the rails, when the sections and the newsroom counts are memoised for
-    `version_state`), one more when the editor has chosen a lead. With `rows`, the stories are
+    by `GET /api/v1/front` and `/front.json` alike. Two SQL statements whatever the paper's
+    size (`sections_and_newsroom`, then the rails; the rails alone when the sections and the
+    newsroom counts are memoised for `version_state`), one more when the editor has chosen a
+    lead. With `rows`, the stories are
     Core rows of stories.ROW_COLUMNS instead of Pieces (the chosen lead a row of STORY_COLUMNS;
     schemas/front.py `front_wire` shapes them)."""
-    sections = rail_sections(paper, version_state)
+    sections, counts = sections_and_newsroom(paper, version_state)
     rails = rail_rows(paper, sections) if rows else rail_pieces(paper, sections)
     document = {
         "paper": {
@@ -242,7 +273,7 @@ def build_front(paper: Paper, version_state: str | None, *, links: Links, rows: 
             "home": links.home(),
             "config": public_config(paper),
         },
-        "newsroom": newsroom(paper, version_state),
+        "newsroom": counts,
         "rails": [{"section": s.name, "slug": s.slug, "stories": rails[s.id]} for s in sections],
     }
     document["lead"], document["lead_chosen"], document["top_stories"] = choose_lead(
