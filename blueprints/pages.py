@@ -198,7 +198,8 @@ def must_exist(page: reader.Page) -> reader.Page:
 @bp.route("/stories/<string:id>")
 def story(id: str):
     """A story page: prose with footnote links, cited facts, byline with its disclosure."""
-    piece = stories.find(g.paper, id)
+    # Plain data from one Core statement (reader.PageStory), not ORM objects.
+    piece = reader.story_page(g.paper, id)
     if piece is None:
         abort(404, description="There is no such story on air in this paper.")
     caching.tag_piece(piece)

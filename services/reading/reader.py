@@ -147,6 +147,43 @@ def items_joined(*extra):
             .join(Persona, Persona.id == Piece.persona_id))
 
 
+@dataclass(frozen=True, slots=True)
+class PageStory:
+    """A piece on air as its page shows it (blueprints/pages.py `story`): what the page, its
+    JSON-LD, share card and embed snippet read of a Piece, by the same names, as plain data from
+    one Core statement (`story_page`) instead of ORM objects. `section` and `persona` are
+    `Named`, `cited_facts` rows of stories.FACT_COLUMNS in `n` order, `notices` the piece's
+    notices (services/reading/revisions.py), datetimes aware UTC."""
+
+    id: int
+    slug: str
+    headline: str
+    dek: str
+    prose: str
+    image: str | None
+    rev: int
+    content_hash: str
+    on_air_at: object
+    updated_at: object
+    notices: list | None
+    section_id: int
+    section: Named
+    persona: Named
+    cited_facts: list
+
+
+def story_page(paper: Paper, id_or_slug: str) -> PageStory | None:
+    """The piece on air with id or slug `id_or_slug`, for its page, or None (as stories.find
+    would be). One statement (stories.find_page_row)."""
+    found = stories.find_page_row(paper, id_or_slug)
+    if found is None:
+        return None
+    row, facts = found
+    return PageStory(row.id, row.slug, row.headline, row.dek, row.prose, row.image, row.rev, row.content_hash,
+                     row.on_air_at, row.updated_at, row.notices, row.section_id,
+                     Named(row.section, row.section_slug), Named(row.byline, row.persona_slug), facts)
+
+
 def related_pieces(paper: Paper, piece: Piece, limit: int = RELATED_SIZE,
                    version_state: str | None = None) -> list[StoryItem]:
     """Up to `limit` newest other pieces on air in `piece`'s section ("more in this section"),
