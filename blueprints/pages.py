@@ -16,8 +16,10 @@ the paper's data.
 from __future__ import annotations
 
 from datetime import date, datetime
+from functools import lru_cache
 
 from flask import Blueprint, abort, current_app, g, make_response, render_template, request, url_for
+from markupsafe import Markup
 
 from models.clock import rfc3339
 from services.delivery.federation import documents
@@ -71,6 +73,28 @@ def rfc3339_filter(value: datetime | None) -> str:
 def clock_time(value: datetime | None) -> str:
     """datetime -> '14:05 UTC'."""
     return "" if value is None else f"{value:%H:%M} UTC"
+
+
+@bp.app_template_global()
+def kept_story_item(piece, **options) -> Markup:
+    """The `story_item` macro (templates/pages/_macros.html) of `piece` with `options` (`lead`,
+    `show_section`, `heading`, `art`). A reader.StoryItem is immutable plain data and the macro
+    a pure function of it and the options, so its HTML is kept in this worker (least recently
+    used dropped first) under the item itself as key: after a write, the items that did not
+    change are not rendered again (a cold front page rendered forty), and a changed piece is a
+    new item, so a kept rendering is never stale. Anything else (an ORM Piece) is rendered."""
+    if isinstance(piece, reader.StoryItem):
+        return _story_item_html(piece, tuple(sorted(options.items())))
+    return _macros().story_item(piece, **options)
+
+
+@lru_cache(maxsize=4096)
+def _story_item_html(item, options: tuple) -> Markup:
+    return _macros().story_item(item, **dict(options))
+
+
+def _macros():
+    return current_app.jinja_env.get_template("pages/_macros.html").module
 
 
 @bp.route("/")
