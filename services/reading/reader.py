@@ -184,7 +184,7 @@ def story_page(paper: Paper, id_or_slug: str) -> PageStory | None:
                      Named(row.section, row.section_slug), Named(row.byline, row.persona_slug), facts)
 
 
-def related_pieces(paper: Paper, piece: Piece, limit: int = RELATED_SIZE,
+def related_pieces(paper: Paper, piece: Piece | PageStory, limit: int = RELATED_SIZE,
                    version_state: str | None = None) -> list[StoryItem]:
     """Up to `limit` newest other pieces on air in `piece`'s section ("more in this section"),
     as StoryItems. The section's newest `limit + 1` are kept per paper version in this worker
