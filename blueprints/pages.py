@@ -16,8 +16,10 @@ judged at the request's one instant (`caching.request_now`), the one the ETag na
 from __future__ import annotations
 
 from datetime import date, datetime
+from functools import lru_cache
 
 from flask import Blueprint, abort, current_app, g, make_response, render_template, request, url_for
+from markupsafe import Markup
 
 from models.clock import rfc3339
 from services.delivery.federation import documents
@@ -73,19 +75,40 @@ def clock_time(value: datetime | None) -> str:
     return "" if value is None else f"{value:%H:%M} UTC"
 
 
+@bp.app_template_global()
+def kept_story_item(piece, **options) -> Markup:
+    """The `story_item` macro (templates/pages/_macros.html) of `piece` with `options` (`lead`,
+    `show_section`, `heading`, `art`). A reader.StoryItem is immutable plain data and the macro
+    a pure function of it and the options, so its HTML is kept in this worker (least recently
+    used dropped first) under the item itself as key: after a write, the items that did not
+    change are not rendered again (a cold front page rendered forty), and a changed piece is a
+    new item, so a kept rendering is never stale. Anything else (an ORM Piece) is rendered."""
+    if isinstance(piece, reader.StoryItem):
+        return _story_item_html(piece, tuple(sorted(options.items())))
+    return _macros().story_item(piece, **options)
+
+
+@lru_cache(maxsize=4096)
+def _story_item_html(item, options: tuple) -> Markup:
+    return _macros().story_item(item, **dict(options))
+
+
+def _macros():
+    return current_app.jinja_env.get_template("pages/_macros.html").module
+
+
 @bp.route("/")
 def home():
     """The front page: nameplate, motto and the issue's date; the lead story large with its art
     (the piece's own `image`, else its share card), the top stories, then one rail per section
     in order, none repeating a piece shown above it."""
-    # The sections, like the newsroom's counts, are kept per paper version in this worker: a
-    # cold front costs one statement (the rails), two with an editor's chosen lead.
+    # The sections and the newsroom's counts are kept per paper version in this worker (read in
+    # one statement after a write): then a front costs one statement (the rails), two with an
+    # editor's chosen lead.
     caching.depends_on_lists()
-    state = caching.paper_state()
-    sections = front.rail_sections(g.paper, state)
     now = caching.request_now()
+    sections, newsroom = front.sections_and_newsroom(g.paper, caching.paper_state(), now=now)
     shown = front.front_page(g.paper, sections, now=now)
-    newsroom = front.newsroom(g.paper, state, now=now)
     latest = newsroom["latest_on_air_at"]
     lead = shown["lead"]
     return render_template(
@@ -202,7 +225,8 @@ def must_exist(page: reader.Page) -> reader.Page:
 def story(id: str):
     """A story page: prose with footnote links, cited facts, byline with its disclosure."""
     now = caching.request_now()
-    piece = stories.find(g.paper, id, now=now)
+    # Plain data from one Core statement (reader.PageStory), not ORM objects.
+    piece = reader.story_page(g.paper, id, now=now)
     if piece is None:
         abort(404, description="There is no such story on air in this paper.")
     caching.tag_piece(piece)

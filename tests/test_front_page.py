@@ -114,6 +114,28 @@ def test_a_lead_may_be_named_by_id_and_its_own_art_is_shown(client, desk, paper)
     assert tree.xpath("//article[contains(@class, 'lead-story')]//img/@src") == ["https://cdn.example.com/3.jpg"]
 
 
+def test_a_revised_story_item_shows_at_once_where_it_was_rendered_before(client, desk, paper):
+    """Story items' HTML is kept per item (blueprints/pages.py `kept_story_item`): a revision is
+    a new item, so the front page's top stories and rails and a story page's related rail show
+    it on the next read, and never the text they showed before."""
+    admin = desk.key(paper, "admin")
+    before = page(client.get("/")).text_content()
+    assert "Piece 9" in before and "Piece 1" in before  # a top story, and a rail's piece
+    # Piece 3 is in the related rail of Piece 0 (both World).
+    assert "Piece 3" in page(client.get("/stories/piece-0")).text_content()
+    for slug, headline in (("piece-9", "Ninth, corrected"), ("piece-1", "First, corrected"),
+                           ("piece-3", "Third, corrected")):
+        answer = client.patch(f"/api/v1/stories/{slug}", json={"headline": headline}, headers=auth(admin))
+        assert answer.status_code == 200, answer.get_json()
+    tree = page(client.get("/"))
+    assert "Ninth, corrected" in texts(tree, "//div[@class='top-stories']//h3")
+    assert "First, corrected" in texts(tree, "//div[@class='rails']//h3")
+    assert not {"Piece 9", "Piece 1", "Piece 3"} & set(texts(tree, "//main//h3"))
+    related = page(client.get("/stories/piece-0"))
+    assert "Third, corrected" in related.text_content() and "Piece 3<" not in client.get(
+        "/stories/piece-0").get_data(as_text=True)
+
+
 def test_a_lead_taken_off_air_falls_back_to_the_newest(client, desk, paper):
     admin = desk.key(paper, "admin")
     assert set_lead(client, admin, "piece-5").status_code == 200

@@ -18,7 +18,7 @@ from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
 from services.errors import Invalid
 from services.links import Links
-from services.reading import memo, stories, visibility
+from services.reading import memo, reader, stories, visibility
 
 RAIL_SIZE = 6
 # The config keys shown publicly, each one a public surface already reads: the rest of the
@@ -41,12 +41,16 @@ def public_config(paper: Paper) -> dict:
     return {key: config[key] for key in PUBLIC_CONFIG if isinstance(config.get(key), str)}
 
 
-def active_sections(paper: Paper) -> list[Section]:
-    """The paper's active sections in its own order (position, then id)."""
-    return list(db.session.scalars(
-        select(Section).where(Section.paper_id == paper.id, Section.active.is_(True))
-        .order_by(Section.position, Section.id)
-    ))
+def active_sections(paper: Paper) -> list:
+    """The paper's active sections in its own order (position, then id): rows with `id`, `name`
+    and `slug` (Core rows of a statement built once: building the expression and the ORM's
+    Section objects cost more than running it)."""
+    return stories.core_rows(_ACTIVE_SECTIONS, {"paper_id": paper.id}).all()
+
+
+_ACTIVE_SECTIONS = (select(Section.id, Section.name, Section.slug)
+                    .where(Section.paper_id == bindparam("paper_id"), Section.active.is_(True))
+                    .order_by(Section.position, Section.id))
 
 
 class NavSection(NamedTuple):
@@ -73,24 +77,39 @@ def rail_sections(paper: Paper, version_state: str | None) -> list[RailSection]:
 
 def nav_sections(paper: Paper, version_state: str | None) -> list[NavSection]:
     """`active_sections` as the nav needs them, kept per paper version in this worker
-    (services/reading/memo.py: `version_state` as `newsroom` takes it; None asks afresh)."""
+    (services/reading/memo.py: `version_state` as `newsroom` takes it; None asks afresh). Made
+    from `rail_sections`' list, so a story page and the front of one version read the sections
+    once between them."""
     return memo.per_version("nav_sections", version_state,
-                            lambda: [NavSection(s.slug, s.name) for s in active_sections(paper)])
+                            lambda: [NavSection(s.slug, s.name) for s in rail_sections(paper, version_state)])
 
 
 def rail_pieces(paper: Paper, sections: list[Section] | list[RailSection],
-                size: int = RAIL_SIZE, *, now: datetime, items: bool = False) -> dict[int, list[Piece]]:
+                size: int = RAIL_SIZE, *, now: datetime) -> dict[int, list[Piece]]:
     """Up to `size` newest pieces on air by `now` per section, newest first: `{section_id: [Piece]}`,
     section and persona loaded. One statement: a UNION ALL of per-section `LIMIT size`
     subqueries, each an index range scan on ix_pieces_section_air, so its cost follows the rail
-    size, not the archive's (a window function would rank every piece on air). `items`: only
-    what a page's story item shows is loaded (stories.ITEM_LOADS; anything else raises)."""
+    size, not the archive's (a window function would rank every piece on air)."""
     rails: dict[int, list[Piece]] = {section.id: [] for section in sections}
     if not sections:
         return rails
-    built = (_RAIL_ITEMS, _rail_items_statement) if items else (_RAIL_PIECES, _rail_pieces_statement)
-    for piece in db.session.scalars(_rail_statement(*built, len(sections)), _rail_params(paper, sections, size, now)):
+    for piece in db.session.scalars(_rail_statement(_RAIL_PIECES, _rail_pieces_statement, len(sections)),
+                                    _rail_params(paper, sections, size, now)):
         rails[piece.section_id].append(piece)
+    return rails
+
+
+def rail_items(paper: Paper, sections: list[Section] | list[RailSection],
+               size: int = RAIL_SIZE, *, now: datetime) -> dict[int, list[reader.StoryItem]]:
+    """`rail_pieces` (on air by `now`) as story items (services/reading/reader.py StoryItem: what a page shows of
+    a piece), read as Core rows of the same one statement's rails: the front page's rails are
+    plain data, and building ORM pieces for them was a fifth of a cold front page."""
+    rails: dict[int, list[reader.StoryItem]] = {section.id: [] for section in sections}
+    if not sections:
+        return rails
+    statement = _rail_statement(_RAIL_ITEMS, _rail_items_statement, len(sections))
+    for row in stories.core_rows(statement, _rail_params(paper, sections, size, now)):
+        rails[row.section_id].append(reader.story_item(row))
     return rails
 
 
@@ -107,18 +126,20 @@ def _rail_ids(count: int):
     return union_all(*parts).subquery() if len(parts) > 1 else parts[0].subquery()
 
 
-def _rail_pieces_statement(count: int, loads: tuple | None = None):
-    """`rail_pieces`' statement for `count` sections: Pieces, section and persona loaded (with
-    `loads`, those loader options instead)."""
+def _rail_pieces_statement(count: int):
+    """`rail_pieces`' statement for `count` sections: Pieces, section and persona loaded."""
     ids = _rail_ids(count)
-    loads = loads or (joinedload(Piece.section), joinedload(Piece.persona))
-    return (select(Piece).where(Piece.id.in_(select(ids.c.id))).options(*loads)
+    return (select(Piece).where(Piece.id.in_(select(ids.c.id)))
+            .options(joinedload(Piece.section), joinedload(Piece.persona))
             .order_by(Piece.on_air_at.desc(), Piece.id.desc()))
 
 
 def _rail_items_statement(count: int):
-    """`rail_pieces(..., items=True)`'s statement: Pieces as story items (stories.ITEM_LOADS)."""
-    return _rail_pieces_statement(count, stories.ITEM_LOADS)
+    """`rail_items`' statement for `count` sections: Core rows of reader.ITEM_COLUMNS and the
+    section id."""
+    ids = _rail_ids(count)
+    return (reader.items_joined(Piece.section_id).where(Piece.id.in_(select(ids.c.id)))
+            .order_by(Piece.on_air_at.desc(), Piece.id.desc()))
 
 
 def _rail_rows_statement(count: int):
@@ -174,23 +195,64 @@ def newsroom(paper: Paper, version_state: str | None, *, now: datetime) -> dict:
 
 def _count_newsroom(paper: Paper, now: datetime) -> dict:
     """One statement of scalar subqueries for `newsroom`."""
-    on_air = and_(Piece.paper_id == paper.id, visibility.on_air())
-    query = select(
+    return _newsroom_of(stories.core_rows(_NEWSROOM, {"paper_id": paper.id, **visibility.at(now)}).one())
+
+
+def _newsroom_of(row) -> dict:
+    """`newsroom`'s dict from a row holding `_NEWSROOM`'s labelled columns."""
+    return {"personas": row.personas, "sections": row.section_count, "on_air": row.on_air, "days": row.days,
+            "editions": row.editions, "latest_on_air_at": row.latest_on_air_at,
+            "latest_edition": row.latest_edition}
+
+
+def _newsroom_statement():
+    # Built once (at import), for the paper bound as `paper_id`: building it cost more than
+    # running it once the counts are memoised.
+    paper_id = bindparam("paper_id")
+    on_air = and_(Piece.paper_id == paper_id, visibility.on_air())
+    return select(
         select(func.count(Persona.id))
-        .where(Persona.paper_id == paper.id, Persona.active.is_(True)).scalar_subquery(),
+        .where(Persona.paper_id == paper_id, Persona.active.is_(True)).scalar_subquery().label("personas"),
         select(func.count(Section.id))
-        .where(Section.paper_id == paper.id, Section.active.is_(True)).scalar_subquery(),
+        .where(Section.paper_id == paper_id, Section.active.is_(True)).scalar_subquery().label("section_count"),
         # count(*), not count(id): PostgreSQL then counts from the index alone.
-        select(func.count()).select_from(Piece).where(on_air).scalar_subquery(),
-        select(func.count(distinct(Piece.on_air_day))).where(on_air).scalar_subquery(),
-        select(func.max(Piece.on_air_at)).where(on_air).scalar_subquery(),
-        select(func.count(Edition.id)).where(Edition.paper_id == paper.id).scalar_subquery(),
-        select(func.max(Edition.day)).where(Edition.paper_id == paper.id).scalar_subquery(),
+        select(func.count()).select_from(Piece).where(on_air).scalar_subquery().label("on_air"),
+        select(func.count(distinct(Piece.on_air_day))).where(on_air).scalar_subquery().label("days"),
+        select(func.max(Piece.on_air_at)).where(on_air).scalar_subquery().label("latest_on_air_at"),
+        select(func.count(Edition.id)).where(Edition.paper_id == paper_id).scalar_subquery().label("editions"),
+        select(func.max(Edition.day)).where(Edition.paper_id == paper_id).scalar_subquery().label("latest_edition"),
     )
-    personas, sections, pieces, days, latest, editions, latest_edition = db.session.execute(
-        query, visibility.at(now)).one()
-    return {"personas": personas, "sections": sections, "on_air": pieces, "days": days,
-            "editions": editions, "latest_on_air_at": latest, "latest_edition": latest_edition}
+
+
+_NEWSROOM = _newsroom_statement()
+
+
+def _sections_and_newsroom_statement():
+    # The counts' one row, joined with the active sections (none: one row of NULL section
+    # columns), in the sections' order: `_ACTIVE_SECTIONS` and `_NEWSROOM` in one round trip.
+    counts = _NEWSROOM.subquery("newsroom")
+    return (select(counts, Section.id, Section.name, Section.slug).select_from(counts)
+            .outerjoin(Section, and_(Section.paper_id == bindparam("paper_id"), Section.active.is_(True)))
+            .order_by(Section.position, Section.id))
+
+
+_SECTIONS_AND_NEWSROOM = _sections_and_newsroom_statement()
+
+
+def sections_and_newsroom(paper: Paper, version_state: str | None, *,
+                          now: datetime) -> tuple[list[RailSection], dict]:
+    """`(rail_sections(...), newsroom(...))`, what the front (JSON and page) needs first, judged
+    at `now` (aware UTC, the instant `version_state` was taken at). When this worker keeps
+    neither for `version_state` (the first front after a write), one statement reads both and
+    keeps each as those two would (a round trip fewer on PostgreSQL); otherwise each is taken as
+    kept or read alone."""
+    if not memo.known("rail_sections", version_state) and not memo.known("newsroom", version_state) \
+            and version_state is not None:
+        rows = stories.core_rows(_SECTIONS_AND_NEWSROOM, {"paper_id": paper.id, **visibility.at(now)}).all()
+        memo.per_version("rail_sections", version_state,
+                         lambda: [RailSection(row.id, row.name, row.slug) for row in rows if row.id is not None])
+        memo.per_version("newsroom", version_state, lambda: _newsroom_of(rows[0]))
+    return rail_sections(paper, version_state), newsroom(paper, version_state, now=now)
 
 
 def build_front(paper: Paper, version_state: str | None, *, now: datetime, links: Links,
@@ -201,13 +263,14 @@ def build_front(paper: Paper, version_state: str | None, *, now: datetime, links
     None, "lead_chosen": bool, "top_stories": [Piece]}`, one rail per active section in section
     order, at most six newest pieces on air each; the lead and top stories as `choose_lead`
     picks them out of those rails (the rails still hold them); `home` is `links.home()`. Served
-    by `GET /api/v1/front` and `/front.json` alike. Three SQL statements whatever the paper's
-    size (one, the rails, when the sections and the newsroom counts are memoised for
-    `version_state`), one more when the editor has chosen a lead. With `rows`, the stories are
+    by `GET /api/v1/front` and `/front.json` alike. Two SQL statements whatever the paper's
+    size (`sections_and_newsroom`, then the rails; the rails alone when the sections and the
+    newsroom counts are memoised for `version_state`), one more when the editor has chosen a
+    lead. With `rows`, the stories are
     Core rows of stories.ROW_COLUMNS instead of Pieces (the chosen lead a row of STORY_COLUMNS;
     schemas/front.py `front_wire` shapes them). Judged at `now`, the instant `version_state`
     was taken at."""
-    sections = rail_sections(paper, version_state)
+    sections, counts = sections_and_newsroom(paper, version_state, now=now)
     rails = rail_rows(paper, sections, now=now) if rows else rail_pieces(paper, sections, now=now)
     document = {
         "paper": {
@@ -218,7 +281,7 @@ def build_front(paper: Paper, version_state: str | None, *, now: datetime, links
             "home": links.home(),
             "config": public_config(paper),
         },
-        "newsroom": newsroom(paper, version_state, now=now),
+        "newsroom": counts,
         "rails": [{"section": s.name, "slug": s.slug, "stories": rails[s.id]} for s in sections],
     }
     document["lead"], document["lead_chosen"], document["top_stories"] = choose_lead(
@@ -316,17 +379,19 @@ def choose_lead(paper: Paper, rails, *, now: datetime, rows: bool = False, top: 
 
 def front_page(paper: Paper, sections: list[Section] | list[RailSection], *, now: datetime,
                rail_size: int = RAIL_SIZE, top: int = TOP_SIZE) -> dict:
-    """The reader's front page (blueprints/pages.py `home`): `{"lead": Piece | None,
-    "lead_chosen": bool, "top_stories": [Piece], "rails": [(Section, [Piece], aired: bool)]}`,
-    one rail per section of `sections` in their order, each with up to `rail_size` of its
-    newest pieces on air that are neither the lead nor a top story (`aired`: the section has
-    pieces on air at all, shown or not). Pieces come with section and persona loaded.
+    """The reader's front page (blueprints/pages.py `home`): `{"lead": StoryItem | Piece | None,
+    "lead_chosen": bool, "top_stories": [StoryItem], "rails": [(section, [StoryItem], aired:
+    bool)]}`, one rail per section of `sections` in their order, each with up to `rail_size` of
+    its newest pieces on air by `now` that are neither the lead nor a top story (`aired`: the
+    section has pieces on air at all, shown or not). Story items are reader.StoryItem
+    (`rail_items`); an editor's chosen lead is the Piece, section and persona loaded.
 
     Two statements whatever the paper's size (the rails' UNION ALL, and the editor's choice
     when there is one)."""
     # Each rail fetches enough to stay full once the lead and the top stories are taken out.
-    # The page shows story items only: a rail's prose was most of what it loaded.
-    rails = rail_pieces(paper, sections, size=rail_size + top + 1, now=now, items=True)
+    # The page shows story items only: a rail's prose was most of what it loaded, then its ORM
+    # objects most of the rest.
+    rails = rail_items(paper, sections, size=rail_size + top + 1, now=now)
     lead, chosen, tops = choose_lead(paper, rails.values(), now=now, top=top)
     shown = {piece.id for piece in (lead, *tops) if piece is not None}
     return {

@@ -41,6 +41,15 @@ def per_version(name: str, state: str | None, compute: Callable[[], T]) -> T:
     return value
 
 
+def known(name: str, state: str | None) -> bool:
+    """Whether `per_version(name, state, ...)` would answer from what this worker keeps (without
+    computing, and without counting as a use); False for `state` None or outside an app
+    context."""
+    if state is None or not has_app_context():
+        return False
+    return (name, state) in current_app.extensions.get(_KEY, ())
+
+
 def paper_state(paper, now) -> str:
     """The version state of a loaded Paper row, as web/caching.py `paper_state` writes it for
     the request's paper: `{id}.{version}.{birth}` (birth: creation time, hex seconds), then

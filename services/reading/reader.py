@@ -117,8 +117,9 @@ class Named:
 @dataclass(frozen=True, slots=True)
 class StoryItem:
     """What a story item of a page shows of a piece on air (templates/pages/_macros.html
-    `story_item`), as plain data a worker may keep across requests: `on_air_at` aware UTC,
-    `section` and `persona` as `Named`."""
+    `story_item`, and the front's lead with its share card), as plain data a worker may keep
+    across requests: `on_air_at` aware UTC, `section` and `persona` as `Named`, `rev` the
+    revision (the share card's version, services/links.py `card_version`)."""
 
     id: int
     slug: str
@@ -128,9 +129,67 @@ class StoryItem:
     on_air_at: object
     section: Named
     persona: Named
+    rev: int
 
 
-def related_pieces(paper: Paper, piece: Piece, limit: int = RELATED_SIZE,
+# A story item's columns, for Core statements (joined with sections and personas): no ORM
+# objects are made for what is shown as plain data. `story_item` reads a row of them.
+ITEM_COLUMNS = (Piece.id, Piece.slug, Piece.headline, Piece.dek, Piece.image, Piece.on_air_at,
+                Section.name, Section.slug, Persona.name, Persona.slug, Piece.rev)
+
+
+def story_item(row) -> StoryItem:
+    """The StoryItem of a row that begins with ITEM_COLUMNS."""
+    id_, slug, headline, dek, image, on_air_at, section, section_slug, byline, persona_slug, rev = row[:11]
+    return StoryItem(id_, slug, headline, dek, image, on_air_at, Named(section, section_slug),
+                     Named(byline, persona_slug), rev)
+
+
+def items_joined(*extra):
+    """SELECT of ITEM_COLUMNS (and `extra` columns) from pieces joined with their section and
+    persona; the caller adds where, order and limit."""
+    return (select(*ITEM_COLUMNS, *extra).join(Section, Section.id == Piece.section_id)
+            .join(Persona, Persona.id == Piece.persona_id))
+
+
+@dataclass(frozen=True, slots=True)
+class PageStory:
+    """A piece on air as its page shows it (blueprints/pages.py `story`): what the page, its
+    JSON-LD, share card and embed snippet read of a Piece, by the same names, as plain data from
+    one Core statement (`story_page`) instead of ORM objects. `section` and `persona` are
+    `Named`, `cited_facts` rows of stories.FACT_COLUMNS in `n` order, `notices` the piece's
+    notices (services/reading/revisions.py), datetimes aware UTC."""
+
+    id: int
+    slug: str
+    headline: str
+    dek: str
+    prose: str
+    image: str | None
+    rev: int
+    content_hash: str
+    on_air_at: object
+    updated_at: object
+    notices: list | None
+    section_id: int
+    section: Named
+    persona: Named
+    cited_facts: list
+
+
+def story_page(paper: Paper, id_or_slug: str, *, now: datetime) -> PageStory | None:
+    """The piece on air by `now` (aware UTC) with id or slug `id_or_slug`, for its page, or
+    None (as stories.find would be). One statement (stories.find_page_row)."""
+    found = stories.find_page_row(paper, id_or_slug, now=now)
+    if found is None:
+        return None
+    row, facts = found
+    return PageStory(row.id, row.slug, row.headline, row.dek, row.prose, row.image, row.rev, row.content_hash,
+                     row.on_air_at, row.updated_at, row.notices, row.section_id,
+                     Named(row.section, row.section_slug), Named(row.byline, row.persona_slug), facts)
+
+
+def related_pieces(paper: Paper, piece: Piece | PageStory, limit: int = RELATED_SIZE,
                    version_state: str | None = None, *, now: datetime) -> list[StoryItem]:
     """Up to `limit` newest other pieces on air by `now` in `piece`'s section ("more in this section"),
     as StoryItems. The section's newest `limit + 1` are kept per paper version in this worker
@@ -138,16 +197,17 @@ def related_pieces(paper: Paper, piece: Piece, limit: int = RELATED_SIZE,
     afresh): every story of a section shows the same rail but itself, so a cold story page
     asks the database for its piece alone."""
     newest = memo.per_version(f"related:{piece.section_id}:{limit}", version_state, lambda: [
-        StoryItem(p.id, p.slug, p.headline, p.dek, p.image, p.on_air_at, Named(p.section.name, p.section.slug),
-                  Named(p.persona.name, p.persona.slug))
-        for p in db.session.scalars(_SECTION_NEWEST, {"paper_id": paper.id, "section_id": piece.section_id,
-                                                      "limit": limit + 1, **visibility.at(now)})])
+        story_item(row) for row in stories.core_rows(_SECTION_NEWEST, {
+            "paper_id": paper.id, "section_id": piece.section_id, "limit": limit + 1, **visibility.at(now)})])
     return [item for item in newest if item.id != piece.id][:limit]
 
 
-# Built once (building it cost as much as running it; docs/PERFORMANCE.md).
-_SECTION_NEWEST = (stories.items_query_for(bindparam("paper_id")).where(Piece.section_id == bindparam("section_id"))
-                   .limit(stories.limit_param()))
+# Built once (building it cost as much as running it; docs/PERFORMANCE.md), as Core rows of a
+# StoryItem's fields: the rail is plain data, so no ORM objects are made for it.
+_SECTION_NEWEST = (items_joined()
+                   .where(Piece.paper_id == bindparam("paper_id"), visibility.on_air(),
+                          Piece.section_id == bindparam("section_id"))
+                   .order_by(Piece.on_air_at.desc(), Piece.id.desc()).limit(stories.limit_param()))
 
 
 def day_pieces(paper: Paper, day: date, page: int = 1, size: int = DAY_PAGE_SIZE, *, now: datetime) -> Page:

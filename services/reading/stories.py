@@ -276,17 +276,20 @@ def persona_id_named(paper: Paper, name: str) -> int | None:
         Persona.paper_id == paper.id, or_(Persona.slug == name, Persona.name == name)).order_by(Persona.id).limit(1))
 
 
-def _stories_with_facts(*where) -> Select:
-    """SELECT of STORY_COLUMNS and FACT_COLUMNS for the paper bound as `paper_id` and `where`:
-    the facts joined in, one row per fact (one row with NULL facts for a piece without any),
-    ordered by piece id, then `n`. `find_row` and `full_rows` read stories through it."""
-    return (select(*STORY_COLUMNS, *FACT_COLUMNS).join(Section, Section.id == Piece.section_id)
+def _stories_with_facts(*where, columns: tuple = STORY_COLUMNS) -> Select:
+    """SELECT of `columns` (STORY_COLUMNS, or PAGE_COLUMNS) and FACT_COLUMNS for the paper bound
+    as `paper_id` and `where`: the facts joined in, one row per fact (one row with NULL facts for
+    a piece without any), ordered by piece id, then `n`. `find_row`, `find_page_row` and
+    `full_rows` read stories through it."""
+    return (select(*columns, *FACT_COLUMNS).join(Section, Section.id == Piece.section_id)
             .join(Persona, Persona.id == Piece.persona_id).outerjoin(CitedFact, CitedFact.piece_id == Piece.id)
             .where(Piece.paper_id == bindparam("paper_id"), *where).order_by(Piece.id, CitedFact.n))
 
 
-def _find_row_statement(by_id: bool, include_drafts: bool, one_persona: bool) -> Select:
-    query = _stories_with_facts(Piece.id == bindparam("id") if by_id else Piece.slug == bindparam("slug"))
+def _find_row_statement(by_id: bool, include_drafts: bool, one_persona: bool,
+                        columns: tuple = STORY_COLUMNS) -> Select:
+    query = _stories_with_facts(Piece.id == bindparam("id") if by_id else Piece.slug == bindparam("slug"),
+                                columns=columns)
     return _drafts(query, include_drafts, one_persona)
 
 
@@ -298,6 +301,9 @@ def _drafts(query: Select, include_drafts: bool, one_persona: bool) -> Select:
 
 _FIND_ROW = {(by_id, drafts, one): _find_row_statement(by_id, drafts, one)
              for by_id in (True, False) for drafts in (True, False) for one in (True, False)}
+# What a story page shows besides the full story (its section's slug and id, the last change).
+PAGE_COLUMNS = (*STORY_COLUMNS, Section.slug.label("section_slug"), Piece.section_id, Piece.updated_at)
+_FIND_PAGE_ROW = {by_id: _find_row_statement(by_id, False, False, PAGE_COLUMNS) for by_id in (True, False)}
 
 
 def core_rows(statement, params: dict):
@@ -319,8 +325,24 @@ def find_row(paper: Paper, id_or_slug: str, *, now: datetime, include_drafts: bo
         return None
     by_id, value = lookup
     one, extra = _scope(include_drafts, drafts_of)
-    rows = core_rows(_FIND_ROW[by_id, include_drafts, one],
-                     {"paper_id": paper.id, "id" if by_id else "slug": value, **extra, **visibility.at(now)}).all()
+    return _story_and_facts(_FIND_ROW[by_id, include_drafts, one],
+                            {"paper_id": paper.id, "id" if by_id else "slug": value, **extra, **visibility.at(now)})
+
+
+def find_page_row(paper: Paper, id_or_slug: str, *, now: datetime) -> tuple | None:
+    """`find_row` of a piece on air at `now` (aware UTC) for its page: the story row holds
+    PAGE_COLUMNS (STORY_COLUMNS, then `section_slug`, `section_id`, `updated_at`). One
+    statement."""
+    lookup = _lookup(id_or_slug)
+    if lookup is None:
+        return None
+    by_id, value = lookup
+    return _story_and_facts(_FIND_PAGE_ROW[by_id],
+                            {"paper_id": paper.id, "id" if by_id else "slug": value, **visibility.at(now)})
+
+
+def _story_and_facts(statement, params: dict) -> tuple | None:
+    rows = core_rows(statement, params).all()
     if not rows:
         return None
     return rows[0], [row for row in rows if row.n is not None]
