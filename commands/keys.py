@@ -104,7 +104,9 @@ def list_keys(slug: str | None) -> None:
         click.echo("(no keys)")
 
 
-@keys_group.command("revoke")
+# A display prefix is base64url, so one in 64 begins with `-`: taken as given, not as an option
+# (click would answer "No such option"), so every key can be revoked as `keys list` shows it.
+@keys_group.command("revoke", context_settings={"ignore_unknown_options": True})
 @click.argument("prefix")
 @with_appcontext
 def revoke(prefix: str) -> None:

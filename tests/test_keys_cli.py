@@ -127,3 +127,17 @@ def test_ambiguous_prefix_revokes_nothing(runner, desk):
     assert runner.invoke(args=["keys", "revoke", "same_1"]).exit_code == 0
     assert [r is None for r in db.session.scalars(select(DeskKey.revoked_at)
                                                   .order_by(DeskKey.prefix))] == [True, False]
+
+
+def test_a_prefix_that_begins_with_a_dash_is_a_prefix(runner, client, desk):
+    # Display prefixes are base64url: one in 64 begins with `-`, which a command line would
+    # otherwise take for an option ("No such option"), so that key could not be revoked as
+    # `keys list` shows it.
+    desk.paper("demo")
+    key = create(runner, "--paper", "demo", "--kind", "read")
+    db.session.execute(update(DeskKey).values(prefix="-" + key[6:17]))
+    db.session.commit()
+    result = runner.invoke(args=["keys", "revoke", "-" + key[6:11]])
+    assert result.exit_code == 0, result.output
+    assert f"revoked read key -{key[6:17]}" in result.stdout
+    assert db.session.scalar(select(DeskKey.revoked_at)) is not None
