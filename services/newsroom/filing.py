@@ -23,6 +23,7 @@ from models import CitedFact, Paper, Persona, Piece, PieceChange, PieceRevision,
 from models.clock import rfc3339
 from services.errors import Invalid
 from services.newsroom import figures, provenance
+from services.reading.revisions import NOTICE_KINDS
 
 MARKER = re.compile(r"\[\^(\d+)\]")
 FACT_FIELDS = ("statement", "source", "instrument", "claim_key")
@@ -31,8 +32,7 @@ MAX_FACTS = 20
 # Revision kinds (docs/CORRECTIONS.md): `edit` is a change before the piece was ever public; the
 # others are changes to what readers have seen, each a public notice. A correction,
 # clarification or retraction must say why in its note, plain text of at most NOTE_MAX characters.
-KINDS = ("edit", "correction", "clarification", "update", "retraction")
-PUBLIC_KINDS = KINDS[1:]
+KINDS = ("edit", *NOTICE_KINDS)
 NOTE_REQUIRED = ("correction", "clarification", "retraction")
 NOTE_MAX = 1000
 

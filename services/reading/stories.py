@@ -46,11 +46,6 @@ def rows_query(paper: Paper, *, include_drafts: bool = False) -> Select:
     return _rows_query(Piece.paper_id == paper.id, include_drafts)
 
 
-def rows_query_for(paper_id, *, include_drafts: bool = False) -> Select:
-    """`rows_query` for a paper id or a bound parameter standing for one (statements built once)."""
-    return _rows_query(Piece.paper_id == paper_id, include_drafts)
-
-
 def _one_persona(query: Select) -> Select:
     # Pieces on air, and the drafts of the persona bound as `persona_id` (an agent key's own).
     return query.where(or_(visibility.on_air(), Piece.persona_id == bindparam("persona_id")))
