@@ -268,6 +268,34 @@ def test_two_processes_share_one_count_through_redis(app, newsroom, tmp_path):
         server.close()
 
 
+@needs_redis
+def test_reserved_counts_never_let_two_hosts_exceed_a_limit(make_app, newsroom, still_clock):
+    """Workers reserve blocks of counts in Redis (web/limits.py "Reserved counts"): two hosts
+    reading in turn never admit more than the limit between them, no two requests are given one
+    count, and a block held by the other host refuses at most RESERVE_MAX requests early."""
+    import redis
+
+    from web.limits import RESERVE_MAX
+
+    prefix = f"paperdesk-test-{uuid.uuid4().hex}"
+    settings = dict(CACHE_TYPE="NullCache", CACHE_NO_NULL_WARNING=True, RATELIMIT_ENABLED=True,
+                    RATELIMIT_STORAGE_URI="redis://127.0.0.1:6379/0", RATELIMIT_KEY_PREFIX=prefix,
+                    READ_RATELIMIT="200/minute")
+    hosts = [make_app(**settings).test_client(), make_app(**settings).test_client()]
+    try:
+        answers = [hosts[n % 2].get("/api/v1/sections") for n in range(240)]
+        admitted = [int(a.headers["X-RateLimit-Remaining"]) for a in answers if a.status_code == 200]
+        assert {a.status_code for a in answers} == {200, 429}
+        assert len(admitted) == len(set(admitted))  # every admitted read had a count of its own
+        assert 200 - RESERVE_MAX <= len(admitted) <= 200
+        assert all(a.status_code == 429 for a in answers[len(admitted) + RESERVE_MAX:])
+    finally:
+        server = redis.Redis(*REDIS)
+        for key in server.scan_iter(match=f"*{prefix}*"):
+            server.delete(key)
+        server.close()
+
+
 def test_the_config_keeps_requests_served_when_the_limiter_store_fails():
     import config
 

@@ -85,7 +85,7 @@ def test_the_steps_run_in_the_documented_order(production):
     # The CLI's owed generation move (web.state.install: a command that committed a change it
     # could not make visible ends with status 1; it returns at once inside a request), then
     # flask-sqlalchemy's session removal, replaced by the one that never raises.
-    assert steps["teardown_appcontext"] == ["web.state._owed_at_command_end", "web.commit.end_session"]
+    assert steps["teardown_appcontext"] == ["web.state._visible_at_end", "web.commit.end_session"]
     # No blueprint carries hooks of its own: the pipeline is the only list.
     for registry in (production.before_request_funcs, production.after_request_funcs,
                      production.teardown_request_funcs):

@@ -27,6 +27,16 @@ out, on every counted answer. A 429 is a problem+json (the HTML error page on re
 with `Retry-After` in seconds; no other answer carries Retry-After but a 503 and a 404 that
 says when to ask again (a piece's log proof before its checkpoint is signed).
 
+**Reserved counts.** With Redis, a worker does not ask Redis for every request: it reserves a
+block of counts in a window (one INCRBY, in the round trip that also reads the deployment's
+generation, web/state.py) and hands them out one per request until they are used up. The
+counts are Redis's own numbers, so the limit is never exceeded, whatever the number of workers
+and hosts; what a block costs is that a client whose counts sit reserved in another worker may be
+refused up to that many requests early, and its X-RateLimit-Remaining is the number of the count
+it was given (a client moving between workers may see it jump). A block is a sixteenth of what
+the window had left when last seen, at most 64 (`Reservations.block`): a window near its limit,
+and every small limit (the subscribe limits), is counted one request at a time, exactly as before.
+
 A store that fails (Redis down) never fails a request: the worker counts in its own memory,
 logs a warning, and tries the store again after STORE_RETRY_SECONDS. Redis calls time out
 after a second (RATELIMIT_STORAGE_OPTIONS).
@@ -59,23 +69,31 @@ log = logging.getLogger("paperdesk.ratelimits")
 READ_METHODS = frozenset({"GET", "HEAD"})
 # How long a worker counts in memory after the shared store failed before it asks it again.
 STORE_RETRY_SECONDS = 30.0
-# One round trip for a request's counts and the deployment's generation (web/state.py): KEYS are
-# the windows' counters then the generation's key, ARGV each window's expiry in seconds. Each
-# counter is INCR'd and, on its first hit, given its expiry (as the limits library's own script
-# does); the reply is the counts, then the generation (nil when unset). A script, not a
-# pipeline: redis-py checks a pipeline's scripts with SCRIPT EXISTS, a second round trip, on
-# every execute.
+# One round trip reserves counts for a request's windows and reads the deployment's generation
+# (web/state.py): KEYS are the windows' counters then the generation's key, ARGV each window's
+# expiry in seconds then how many counts to reserve in it. Each counter is INCRBY'd and, when
+# this call made it, given its expiry; the reply is each counter's new total, then the
+# generation (nil when unset). A script, not a pipeline: redis-py checks a pipeline's scripts
+# with SCRIPT EXISTS, a second round trip, on every execute.
 COUNT_AND_GENERATION = """
 local windows = #KEYS - 1
 local reply = {}
 for i = 1, windows do
-  local used = redis.call('INCR', KEYS[i])
-  if used == 1 then redis.call('EXPIRE', KEYS[i], ARGV[i]) end
+  local amount = tonumber(ARGV[windows + i])
+  local used = redis.call('INCRBY', KEYS[i], amount)
+  if used == amount then redis.call('EXPIRE', KEYS[i], ARGV[i]) end
   reply[i] = used
 end
 reply[windows + 1] = redis.call('GET', KEYS[windows + 1])
 return reply
 """
+# Reserved counts (see `Reservations`): a block is at most this share of what a window has left
+# as last seen, at most RESERVE_MAX counts, and at least one; a window's first block is at most
+# RESERVE_FIRST_SHARE of its amount.
+RESERVE_SHARE = 16
+RESERVE_MAX = 64
+RESERVE_FIRST_SHARE = 64
+RESERVATIONS_KEPT = 4096  # windows a worker holds reservations in before it forgets them all
 # Statuses on which a Retry-After means something (RFC 9110 10.2.3, RFC 6585 4; a 404 of
 # something that will exist, as the log proof of a piece not yet in a signed checkpoint).
 RETRY_AFTER_STATUSES = (404, 429, 503)
@@ -159,6 +177,7 @@ class RateLimits:
         self._store_failed_at: float | None = None
         self._lock = threading.Lock()
         self._scripts: dict[int, object] = {}  # id(redis client) -> its registered counting script
+        self._reserved = Reservations()
 
     @classmethod
     def for_app(cls, app: Flask) -> RateLimits:
@@ -261,18 +280,37 @@ class RateLimits:
     def _count_with_generation(self, store: RedisStorage, limits: list[Limit], now: float, environ: dict,
                                shared) -> list[Count]:
         windows = [self._window(limit, now) for limit in limits]
+        with self._lock:
+            positions = [self._reserved.take(key) for key, _expiry, _reset in windows]
+        if all(position is not None for position in positions):
+            gen = shared.leased()
+            if gen is not None:  # every count reserved, the generation leased: no round trip
+                environ[state.GENERATION] = gen
+                return self._counts(limits, windows, positions)
+        wanted = [(index, self._reserved.block(key, limit.item.amount))
+                  for index, ((key, _expiry, _reset), limit, position)
+                  in enumerate(zip(windows, limits, positions, strict=True)) if position is None]
         script = self._script_for(store, shared)
-        keys = [store.prefixed_key(key) for key, _expiry, _reset in windows]
+        keys = [store.prefixed_key(windows[index][0]) for index, _block in wanted]
+        sent = shared.clock()
         try:
-            *used, generation = script(keys=[*keys, shared.key],
-                                       args=[expiry for _key, expiry, _reset in windows])
+            *totals, generation = script(keys=[*keys, shared.key],
+                                         args=[*(windows[index][1] for index, _block in wanted),
+                                               *(block for _index, block in wanted)])
         except Exception:
             shared.failed()  # no generation from this round trip: none to trust
             environ[state.GENERATION] = None
             raise
-        environ[state.GENERATION] = shared.accept(generation)
-        return [Count(limit, limit.item.amount - int(n), int(reset_at))
-                for limit, (_key, _expiry, reset_at), n in zip(limits, windows, used, strict=True)]
+        environ[state.GENERATION] = shared.accept(generation, sent)
+        with self._lock:
+            for (index, block), total in zip(wanted, totals, strict=True):
+                positions[index] = self._reserved.add(windows[index][0], int(total), block)
+        return self._counts(limits, windows, positions)
+
+    @staticmethod
+    def _counts(limits: list[Limit], windows: list, positions: list[int]) -> list[Count]:
+        return [Count(limit, limit.item.amount - position, int(reset_at))
+                for limit, (_key, _expiry, reset_at), position in zip(limits, windows, positions, strict=True)]
 
     def _script_for(self, store: RedisStorage, shared):
         """The counting script registered on `store`'s client (redis-py's Script: EVALSHA, and
@@ -326,6 +364,40 @@ class RateLimits:
         if response.status_code not in RETRY_AFTER_STATUSES:
             response.headers.pop("Retry-After", None)
         return response
+
+
+class Reservations:
+    """The counts one worker holds reserved in Redis windows (see the module): per window key,
+    the next count to hand out and the last one reserved, which is also the window's total as
+    Redis last told it. Not thread-safe: the caller holds RateLimits' lock."""
+
+    def __init__(self):
+        self._held: dict[str, list[int]] = {}  # window key -> [next count, last count reserved]
+
+    def take(self, key: str) -> int | None:
+        """The next reserved count of window `key` (1-based: the request's number in the
+        window), or None when none is left."""
+        held = self._held.get(key)
+        if held is None or held[0] > held[1]:
+            return None
+        held[0] += 1
+        return held[0] - 1
+
+    def block(self, key: str, amount: int) -> int:
+        """How many counts to reserve next in window `key` of a limit of `amount`."""
+        held = self._held.get(key)
+        if held is None:
+            return max(1, min(RESERVE_MAX, amount // RESERVE_FIRST_SHARE))
+        return max(1, min(RESERVE_MAX, (amount - held[1]) // RESERVE_SHARE))
+
+    def add(self, key: str, total: int, block: int) -> int:
+        """Record that reserving `block` counts in window `key` brought its total to `total`;
+        return the first of them (the one this request takes)."""
+        if len(self._held) >= RESERVATIONS_KEPT and key not in self._held:
+            self._held.clear()  # windows of past minutes and gone clients: forgetting costs a block each
+        first = total - block + 1
+        self._held[key] = [first + 1, total]
+        return first
 
 
 def tightest_of(counts: list[Count]) -> Count:

@@ -29,6 +29,16 @@ move together).
   Redis of RATELIMIT_STORAGE_URI or CACHE_REDIS_URL when either is one. A Redis that fails or
   is slow (SHARED_STATE_TIMEOUT, 0.25 s) gives no generation: reads go to the database for
   STATE_RETRY_SECONDS, and this worker drops its snapshots (it may have missed a write).
+  **The lease.** A worker trusts a generation it read from Redis for SHARED_STATE_LEASE
+  (0.025 s), counted from the moment it *sent* the read, and reads again after that; so a
+  busy worker asks Redis about once per lease, not once per request. In exchange a write
+  that moved the generation is not answered until a lease has passed since the move was
+  made (`wait_visible`: the request's commit, web/commit.py; a CLI command's end). Why that
+  is never stale: a reader whose value predates the move sent its read before the move, so
+  its lease ends before the writer's answer leaves; any read that starts after the answer
+  finds its lease over and reads again. Both sides measure the lease as a duration on their
+  own clock (CLOCK_BOOTTIME, which also counts a host's suspend), never as a time of day, so
+  hosts need no synchronised clocks. A lease of 0 reads Redis on every request.
 - `host`: a small file in the instance folder, memory-mapped by every worker of the host
   (`paperdesk-state.shm`): a read is a few hundred nanoseconds. `auto` picks it without Redis.
   Right for the embedded default (SQLite: one host); several hosts must share Redis.
@@ -64,7 +74,19 @@ from models import Paper
 
 log = logging.getLogger("paperdesk.state")
 
+
+def _clock() -> float:
+    """Seconds on a clock that never goes back and keeps counting while the host is suspended
+    (a lease measured on CLOCK_MONOTONIC would outlive a suspend of its reader)."""
+    return time.clock_gettime(_CLOCK)
+
+
+_CLOCK = getattr(time, "CLOCK_BOOTTIME", time.CLOCK_MONOTONIC)
+
 STATE_RETRY_SECONDS = 1.0
+# Margin added to the writer's wait over a reader's lease: the two clocks are different hosts'
+# (rates within a few parts per million: microseconds over a lease).
+LEASE_MARGIN_SECONDS = 0.001
 FILE_NAME = "paperdesk-state.shm"
 _MAGIC = b"PDSTATE1"
 _GENERATION_AT = 8            # uint64 after the magic
@@ -340,6 +362,9 @@ class SharedState:
         self.owed = False          # a move this process could not make yet (GenerationNotMoved)
         self._run_id: str | None = None
         self._lifetime = 0         # the Redis lifetime (from its run_id) generations carry
+        self.lease = max(0.0, float(config.get("SHARED_STATE_LEASE", 0.025)))
+        self._leased: tuple[int, float] | None = None  # (generation, trusted until, on _clock)
+        self._visible_at = 0.0     # on _clock: when this process's last move is safe to answer
 
     # ------------------------------------------------------------------ the generation
 
@@ -348,22 +373,48 @@ class SharedState:
             return self.host_file.generation()
         if self.kind == "off":
             return None
+        leased = self.leased()
+        if leased is not None:
+            return leased
         client = self._client()
         if client is None:
             return None
         try:
             if self.owed and not self._move(client):
                 return None  # still owed: nothing this worker holds is to be trusted
+            sent = _clock()
             value = client.get(self.key)
             if value is None:
                 # A Redis that lost the key (restarted, flushed): start again from a random
                 # generation, never one a snapshot could hold.
                 client.set(self.key, secrets.randbits(62), nx=True)
                 value = client.get(self.key)
-            return self._of(value)
+            return self._lease_from(self._of(value), sent)
         except Exception:  # noqa: BLE001 - no generation: reads go to the database
             self._failed("read")
             return None
+
+    def leased(self) -> int | None:
+        """The generation last read from Redis while its lease runs (see the module), else
+        None: none read yet, the lease over, a move owed, or not the Redis kind."""
+        leased = self._leased
+        if leased is not None and not self.owed and _clock() < leased[1]:
+            return leased[0]
+        return None
+
+    def _lease_from(self, gen: int, sent: float) -> int:
+        """Trust `gen`, read by a request sent at `sent` (on _clock), for the lease."""
+        if self.lease > 0:
+            self._leased = (gen, sent + self.lease)
+        return gen
+
+    def wait_visible(self) -> None:
+        """Return once this process's last move of the generation is visible to every reader
+        (a lease after it was made: see the module); at once when there is none pending. The
+        request's commit and a CLI command's end call it before answering."""
+        wait = self._visible_at - _clock()
+        if wait > 0:
+            time.sleep(wait)
 
     def bump(self, scopes=None) -> bool:
         """Move the generation after a commit that changed a paper; True when it moved.
@@ -387,11 +438,14 @@ class SharedState:
         return True
 
     def _move(self, client, slots: tuple[int, ...] = (0,)) -> bool:
+        self._leased = None  # this worker's next read must see its own write
         try:
             client.eval(BUMP, 2, self.key, self.scopes_key, secrets.randbits(62), *slots)
         except Exception:  # noqa: BLE001 - the caller retries, then owes the move
             self._failed("write")
             return False
+        if self.lease > 0:  # readers that leased the generation before it moved: see the module
+            self._visible_at = _clock() + self.lease + LEASE_MARGIN_SECONDS
         if self.owed:
             log.warning("the owed shared generation move is made")
         self.owed = False
@@ -447,6 +501,7 @@ class SharedState:
                             run_id[:8])
             self._lifetime = int(hashlib.blake2b(run_id.encode(), digest_size=8).hexdigest(), 16) & _U63
             self._run_id = run_id
+            self._leased = None
             self._extensions.pop("paperdesk.paper_snapshots", None)
 
     def _failed(self, what: str) -> None:
@@ -454,6 +509,7 @@ class SharedState:
             log.warning("shared state (Redis) %s failed; public reads ask the database for %ss",
                         what, STATE_RETRY_SECONDS)
         self._failed_at = time.monotonic()
+        self._leased = None
         # This worker may have missed a write while Redis was away: its snapshots go.
         self._extensions.pop("paperdesk.paper_snapshots", None)
 
@@ -492,13 +548,20 @@ class SharedState:
         """True when the generation lives in the Redis at `url` (so one round trip reaches both)."""
         return self.kind == "redis" and self._redis_url == url
 
-    def accept(self, value) -> int | None:
-        """The generation from a GET of `key` made elsewhere (a pipeline on a client `watch`ed):
-        an int, or None when the key is missing (then made, as `generation` does, by a read
-        of our own) or a move is owed (then made first, as `generation` does)."""
+    def accept(self, value, sent: float) -> int | None:
+        """The generation from a GET of `key` made elsewhere (a script on a client `watch`ed)
+        and sent at `sent` (on `clock()`), leased as `generation` leases its own: an int, or
+        None when the key is missing (then made, as `generation` does, by a read of our own)
+        or a move is owed (then made first, as `generation` does)."""
         if value is None or self.owed:
+            self._leased = None
             return self.generation()
-        return self._of(value)
+        return self._lease_from(self._of(value), sent)
+
+    @staticmethod
+    def clock() -> float:
+        """The clock leases are measured on (seconds; see `accept`)."""
+        return _clock()
 
     def failed(self) -> None:
         """Tell the state that a pipeline holding its GET failed (see `_failed`)."""
@@ -738,16 +801,21 @@ def _forget_paper_writes(session: Session) -> None:
 
 
 def install(app: Flask) -> None:
-    """A CLI command (or the worker) that committed a paper's change it could not make visible
-    (the move of the generation owed, see GenerationNotMoved) tries once more as it ends, and
-    ends with status 1 and the reason when the move is still owed."""
+    """Nothing this process moved is reported before every reader sees it: a request's answer
+    and a CLI command's end wait out the lease of the last move (`SharedState.wait_visible`;
+    the app context ends before the WSGI server sends a byte). A CLI command (or the worker)
+    that committed a paper's change it could not make visible (the move of the generation
+    owed, see GenerationNotMoved) tries once more as it ends, and ends with status 1 and the
+    reason when the move is still owed."""
 
     @app.teardown_appcontext
-    def _owed_at_command_end(exc) -> None:
-        if exc is not None or has_request_context() or click.get_current_context(silent=True) is None:
-            return
+    def _visible_at_end(exc) -> None:
         shared = app.extensions.get(_EXTENSION)
-        if shared is not None and shared.owed:
-            shared.settle()
+        if shared is None:
+            return
+        if exc is None and not has_request_context() and click.get_current_context(silent=True) is not None:
             if shared.owed:
-                raise GenerationNotMoved()
+                shared.settle()
+                if shared.owed:
+                    raise GenerationNotMoved()
+        shared.wait_visible()
