@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""How list, front and search latency change with the archive (`make bench`).
+"""How list, front, story and search latency change with the archive (`make bench`).
 
 For each size (1 000 and 10 000 pieces by default; bench/http.py adds its 100 000-piece run), a
 fresh database is seeded, gunicorn starts as in production with 2 workers and the response cache
 off (CACHE_TYPE=NullCache: every request does its real work), and wrk drives `/api/v1/stories`,
-`/api/v1/front` and `/api/v1/search` (a common and a rare term) one request at a time
+`/api/v1/front`, the newest piece's JSON and page, and `/api/v1/search` (a common and a rare
+term) one request at a time
 (-t1 -c1), so the percentiles are what a request costs, not how long it queued.
 
     .venv/bin/python -m bench.scale --sizes 1000,10000 --backends sqlite
@@ -14,6 +15,7 @@ Prints one line per (backend, size, endpoint). bench/http.py calls `measure` and
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -27,6 +29,9 @@ from bench import harness  # noqa: E402
 PATHS = {
     "list": "/api/v1/stories",
     "front": "/api/v1/front",
+    # The newest piece on air ({id}): the story's JSON and its page, cold.
+    "story": "/api/v1/stories/{id}",
+    "story page": "/stories/{id}",
     "search (common)": f"/api/v1/search?q={harness.COMMON_TERM}",
     "search (rare)": "/api/v1/search?q=" + harness.RARE_TERM.replace(" ", "+"),
 }
@@ -36,7 +41,9 @@ def measure_server(base: str, *, duration: int, threads: int = 1, connections: i
     """wrk on each of PATHS against a running server: {label: Load}. One connection by
     default, so a percentile is the time a request takes, without queueing behind others."""
     results = {}
-    for label, path in PATHS.items():
+    newest = json.loads(harness.get(base + "/api/v1/stories?limit=1")[2])["stories"][0]["id"]
+    for label, template in PATHS.items():
+        path = template.format(id=newest)
         status = harness.get(base + path)[0]
         if status != 200:
             raise harness.BenchError(f"{path} answered {status}")
