@@ -280,9 +280,9 @@ def load() -> dict:
         "CACHE_KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", "paperdesk:"),
         "CACHE_NO_NULL_WARNING": True,  # NullCache is a deliberate choice (benchmarks, tests)
         "CACHE_THRESHOLD": int(os.environ.get("CACHE_THRESHOLD", "2000")),  # SimpleCache entries
-        # A second tier in each worker's memory in front of CACHE_TYPE, bounded in bytes (0: off;
-        # always off with NullCache). Keys carry the paper's version, so it is never stale. The
-        # same budget again bounds the final answers web/replay.py sends ahead of Flask.
+        # The final answers each worker keeps and sends again ahead of Flask (web/replay.py),
+        # bounded in bytes of bodies (0: off; always off with NullCache). Each is kept under the
+        # state of what it shows, so it is never stale.
         "RESPONSE_CACHE_LOCAL_BYTES": int(os.environ.get("RESPONSE_CACHE_LOCAL_BYTES",
                                                          str(16 << 20))),
         # Where the workers share the papers' generation (so no read lags an answered write) and,
