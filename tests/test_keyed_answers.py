@@ -230,3 +230,77 @@ def test_a_scope_version_redis_cannot_read_back_falls_back_to_the_papers_whole_v
     assert "Market story C" in made[paths["c page"]]  # made afresh, as every answer after a write once was
     assert paths["b json"] not in made  # the other scopes still read: B's JSON stays warm
     assert client.get(paths["a page"]).get_data(as_text=True).count("Harbour reopens") >= 1
+
+
+@pytest.fixture
+def deep_section(desk):
+    """Seven pieces in World, aired an hour apart (index 0 the newest): a story page's rail
+    shows the section's newest RAIL_DEPTH (5) but its own piece, so index 4 is on every rail of
+    the section and index 5 on none."""
+    paper = desk.paper("demo")
+    market = desk.piece(paper, "Market story", section="Business", on_air_at=T0.replace(hour=8))
+    # Aired oldest first (see `paper`): no airing leaves a scheduled instant behind it.
+    pieces = [desk.piece(paper, f"World story {n}", section="World", on_air_at=T0.replace(hour=16 - n))
+              for n in reversed(range(7))][::-1]
+    return {"pieces": pieces, "market": market, "admin": desk.key(paper, "admin")}
+
+
+@pytest.mark.parametrize("depth, on_the_rails", [(4, True), (5, False), (6, False)])
+def test_a_revision_moves_its_sections_rail_only_from_among_the_sections_newest(
+        reader_of, deep_section, depth, on_the_rails):
+    pieces = deep_section["pieces"]
+    pages = [f"/stories/{piece.slug}" for piece in pieces[:3]]
+    app, client, another = reader_of(pages + [f"/stories/{pieces[depth].slug}"])
+    write(another(), "PATCH", f"/api/v1/stories/{pieces[depth].id}", deep_section["admin"],
+          {"headline": "Revised deep down"})
+    made = cold_reads(app, client, pages + [f"/stories/{pieces[depth].slug}"])
+    assert "Revised deep down" in made[f"/stories/{pieces[depth].slug}"]  # its own page, always
+    for page in pages:
+        if on_the_rails:
+            assert "Revised deep down" in made.get(page, ""), page
+        else:
+            assert page not in made, page  # kept: the write changed nothing it shows
+
+
+def test_a_piece_moved_into_a_section_reaches_its_rails_and_leaves_the_old_ones(reader_of, deep_section):
+    pieces = deep_section["pieces"]
+    pages = [f"/stories/{piece.slug}" for piece in pieces[:2]]
+    market = f"/stories/{deep_section['market'].slug}"
+    _app, client, another = reader_of(pages + [market])
+    moved = {"id": deep_section["market"].id}
+    # Aired at 08:00, older than every World piece but the oldest two: it enters World's rail
+    # only because World's newest are pulled first, one of them by this same writer.
+    writer = another()
+    for piece in pieces[1:4]:
+        write(writer, "DELETE", f"/api/v1/stories/{piece.id}/air", deep_section["admin"])
+    write(writer, "PATCH", f"/api/v1/stories/{moved['id']}", deep_section["admin"], {"section": "World"})
+    body = client.get(pages[0]).get_data(as_text=True)
+    assert "Market story" in body and "World story 1" not in body
+    assert client.get(market).status_code == 200
+
+
+def test_a_pull_below_the_rail_leaves_the_sections_pages_warm_and_a_pull_on_it_does_not(reader_of, deep_section):
+    pieces = deep_section["pieces"]
+    pages = [f"/stories/{piece.slug}" for piece in pieces[:2]]
+    app, client, another = reader_of(pages)
+    write(another(), "DELETE", f"/api/v1/stories/{pieces[6].id}/air", deep_section["admin"])
+    assert cold_reads(app, client, pages) == {}
+    write(another(), "DELETE", f"/api/v1/stories/{pieces[2].id}/air", deep_section["admin"])
+    made = cold_reads(app, client, pages)
+    for page in pages:  # the rail closes up: index 5 comes onto it
+        assert "World story 2" not in made[page] and "World story 5" in made[page], page
+
+
+@pytest.fixture(params=sorted(MODES))
+def reader_of(request, make_app):
+    """(app, client, another) as `reader` gives them, warmed on the paths given."""
+    if request.param == "redis" and not os.environ.get("TEST_REDIS_URL"):
+        pytest.skip("the Redis shape needs TEST_REDIS_URL")
+
+    def make(paths):
+        app = make_app(**MODES[request.param])
+        client = app.test_client()
+        warm(client, paths)
+        return app, client, lambda: make_app(**MODES[request.param])
+
+    return make

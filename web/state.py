@@ -59,18 +59,22 @@ import secrets
 import struct
 import threading
 import time
+from datetime import datetime, timezone
 from itertools import chain
 from typing import NamedTuple
 
 import click
 from flask import Flask, current_app, has_app_context, has_request_context
-from sqlalchemy import event
+from sqlalchemy import and_, bindparam, event, func, literal, or_, select
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import Session
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import BindParameter
 
-from models import Paper
+from models import Paper, Piece
+from models.clock import utcnow
+from services.reading import visibility
+from services.reading.reader import RELATED_SIZE
 
 log = logging.getLogger("paperdesk.state")
 
@@ -635,8 +639,9 @@ LIST_TABLES = PIECE_TABLES | frozenset(("editions", "pieces_fts"))
 
 class Scopes:
     """What one transaction changed, as the scopes answers are keyed by (ScopeTable.state):
-    `piece:<id>` (the piece's row, cited facts, revisions, changes), `section:<id>` (its pieces:
-    the related rail of a story page), `lists:<id>` (any row of LIST_TABLES of the paper: its
+    `piece:<id>` (the piece's row, cited facts, revisions, changes), `section:<id>` (the
+    related rail of its story pages: moved only when a piece written is, or was, among the
+    section's newest RAIL_DEPTH on air, `rails_moved`), `lists:<id>` (any row of LIST_TABLES of the paper: its
     lists, front, feeds and search), `paper:<id>` (the paper's settings, sections,
     personas, or anything of it not told apart), and `rest:<id>`, every answer of the paper
     that declares nothing narrower, moved by every commit that wrote the paper. Rows of other
@@ -648,6 +653,9 @@ class Scopes:
         self.papers: set[int] = set()
         self.lists = False    # a row of LIST_TABLES changed: the lists of the papers written
         self.unknown = False  # a change of the tables above that names no piece or paper
+        # (paper, section, on_air_at, piece) of every piece written, before and after: the
+        # section's rail moved if one of them is among its newest (`rails_moved`).
+        self.places: set[tuple] = set()
 
     def note(self, obj, new: bool) -> None:
         """Count an ORM object flushed as new, changed or deleted."""
@@ -659,11 +667,20 @@ class Scopes:
                 self.names.add(f"paper:{obj.id}")
         elif table == "pieces":
             self.names.add(f"piece:{obj.id}")
-            self.names.update(f"section:{section}" for section in _values(obj, "section_id"))
+            self._places(obj)
         elif table in PIECE_TABLES:
             self._named("piece", getattr(obj, "piece_id", None))
         elif table in PAPER_TABLES:
             self._named("paper", getattr(obj, "paper_id", None))
+
+    def _places(self, obj) -> None:
+        """Where in its section's newest a piece written in this flush stood and stands: every
+        (paper, section, on-air instant, piece) its values held (before and after), for
+        `rails_moved` to judge once the transaction is committed."""
+        aired = {at for on_air in _values(obj, "on_air") if on_air for at in _values(obj, "on_air_at")}
+        for section in _values(obj, "section_id"):
+            for at in aired:
+                self.places.add((obj.paper_id, section, at, obj.id))
 
     def note_statement(self, table: str, piece_id) -> None:
         """Count an INSERT, UPDATE or DELETE run as a statement on `table`, narrowed to
@@ -774,8 +791,59 @@ def _move_generation(session: Session) -> None:
     scopes = session.info.pop(_SCOPES, None)
     if session.info.pop(_CHANGED, False) and has_app_context():
         moved = scopes.moved() if scopes is not None else None
+        if moved is not None and scopes.places:
+            moved |= rails_moved(session.get_bind(), scopes.places)
         if not for_app(current_app._get_current_object()).bump(moved):
             session.info[_UNMOVED] = True
+
+
+# A story page's rail shows the RELATED_SIZE newest other pieces of its section: the newest
+# RELATED_SIZE + 1 on air, less the page's own piece.
+RAIL_DEPTH = RELATED_SIZE + 1
+RAIL_PLACES = 32  # places judged one by one at most; a transaction that wrote more moves them all
+# How many pieces of the section are on air ahead of a place (at most RAIL_DEPTH counted).
+_AHEAD = select(func.count()).select_from(
+    select(literal(1)).where(
+        Piece.paper_id == bindparam("paper_id"), Piece.section_id == bindparam("section_id"),
+        Piece.id != bindparam("piece_id"), visibility.on_air(),
+        or_(Piece.on_air_at > bindparam("at"), and_(Piece.on_air_at == bindparam("at"),
+                                                     Piece.id > bindparam("piece_id"))))
+    .limit(RAIL_DEPTH).subquery())
+
+
+def rails_moved(bind, places) -> set[str]:
+    """The `section:<id>` scopes whose rail a committed transaction changed: the section of
+    each place (paper, section, on-air instant, piece) of a piece it wrote, before or after,
+    that is among the section's newest RAIL_DEPTH on air now (fewer than RAIL_DEPTH others
+    ahead of it). A place not yet on air (scheduled) is in no rail until its instant, which
+    moves every answer of the paper (caching.answer_state). Read after the commit, on a
+    connection of its own: a concurrent write committed before this read is seen (and moves
+    the rail when it must, as its own commit does), one committed after moves what it
+    changed itself. A read that fails, or more than RAIL_PLACES places (a bulk load), moves
+    every section named."""
+    named = {f"section:{section_id}" for _paper, section_id, _at, _piece in places}
+    if len(places) > RAIL_PLACES:
+        return named
+    now = utcnow()
+    moved = set()
+    try:
+        with bind.connect() as connection:
+            for paper_id, section_id, at, piece_id in places:
+                if f"section:{section_id}" in moved or at is None or _aware(at) > now:
+                    continue
+                ahead = connection.execute(_AHEAD, {"paper_id": paper_id, "section_id": section_id,
+                                                    "piece_id": piece_id, "at": at, **visibility.at(now)}).scalar()
+                if ahead < RAIL_DEPTH:
+                    moved.add(f"section:{section_id}")
+    except Exception:  # noqa: BLE001 - no answer: every rail named moves (colder, never stale)
+        log.warning("shared state: a section's newest could not be read; its rail moves", exc_info=True)
+        return named
+    return moved
+
+
+def _aware(at: datetime) -> datetime:
+    """A stored instant as aware UTC (SQLite hands back naive datetimes)."""
+    return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
 
 
 def check_moved(session: Session) -> None:
