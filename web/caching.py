@@ -69,6 +69,7 @@ _TAG_NAMES = 4
 _TAG_TRIES = 8  # tags of one If-None-Match judged at most (a client holds one per URL)
 _TAG_MAX = 160
 _SCOPE_NAME = re.compile(r"[a-z]+:[0-9]{1,18}")
+_NAME_MARK = ":"  # in every scope name, in no state
 log = logging.getLogger("paperdesk.cache")
 
 
@@ -158,9 +159,10 @@ def answer_etag(snap, held: str, names, url_key: str) -> str:
 def _scopes_in_tag(snap, tag: str) -> tuple[str, ...] | None:
     """The scope names a tag `answer_etag` made for the paper `snap` names, or None for any
     other tag (the paper's whole state, another paper's, another deploy's, not ours)."""
-    if len(tag) > _TAG_MAX or not tag.startswith(f"{snap.id}.") or not tag.endswith(f".{FORMAT_SALT}"):
+    salt = f".{FORMAT_SALT}"
+    if len(tag) > _TAG_MAX or not tag.endswith(salt) or not tag.startswith(f"{snap.id}."):
         return None
-    parts = tag[: -len(FORMAT_SALT) - 1].split(".")
+    parts = tag[: -len(salt)].split(".")
     if len(parts) != 3 or len(parts[2]) != 16:
         return None
     declared = parts[1].split(_NAMES_JOIN)
@@ -296,6 +298,9 @@ def _held_answer(held: str, paper: str) -> tuple[str, tuple[str, ...] | None, st
     name: the first tag in it `answer_etag` made for this paper at this URL whose scopes have
     not moved since (their state read now, as the cache and the replay read theirs: no piece is
     read); else the paper's whole state `paper` (`paper_state`), with no names."""
+    fallback = paper, None, f"{paper}.{FORMAT_SALT}"
+    if _NAME_MARK not in held:
+        return fallback  # no tag in it names scopes (the paper's whole state has no ':')
     snap = g.paper_snapshot
     prefix = f"{snap.id}."
     ours = [tag for tag in parse_etags(held).as_set(include_weak=True) if tag.startswith(prefix)]
@@ -306,7 +311,7 @@ def _held_answer(held: str, paper: str) -> tuple[str, tuple[str, ...] | None, st
         answer = answer_state(snap, names, _scope_table())
         if answer_etag(snap, answer, names, _url_key()) == tag:
             return answer, names, tag
-    return paper, None, f"{paper}.{FORMAT_SALT}"
+    return fallback
 
 
 def not_modified_tag(if_none_match: str, etag: str) -> str | None:
