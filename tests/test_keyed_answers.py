@@ -396,3 +396,20 @@ def test_a_gzipped_answer_and_a_head_revalidate_across_an_unrelated_write(reader
         assert again.status_code == 304 and again.headers["ETag"] == page.headers["ETag"]
         assert "Accept-Encoding" in again.headers["Vary"]
         assert worker.head(paths["a json"], headers={"If-None-Match": head.headers["ETag"]}).status_code == 304
+
+
+def test_a_new_lifetime_of_redis_ends_every_scoped_304(make_app, paper):
+    """The scope versions carry the Redis server's lifetime (web/state.py `SharedState.connected`):
+    numbers a restarted Redis gives out again never make an earlier lifetime's tag good."""
+    if not os.environ.get("TEST_REDIS_URL"):
+        pytest.skip("the Redis shape needs TEST_REDIS_URL")
+    app = make_app(**MODES["redis"])
+    client = app.test_client()
+    paths = urls(paper)
+    held = etags(client, paths)
+    assert client.get(paths["a json"], headers={"If-None-Match": held["a json"]}).status_code == 304
+    shared = state.for_app(app)
+    shared._lifetime ^= 1  # as `connected` makes it for a server of another run_id
+    shared._table = None
+    for name, path in paths.items():
+        assert client.get(path, headers={"If-None-Match": held[name]}).status_code == 200, name

@@ -4,11 +4,22 @@ docs/DEPLOYING.md "Caching, and a CDN in front").
 Everything hangs on the paper's `version`, which every write moves (`Paper.bump`), and, for
 stored answers, on the versions of what each one shows (web/state.py `Scopes`):
 
-1. ETag / 304. A public GET's ETag is `{paper id}.{version}.{birth}[.a{aired}].{salt}`, so a
-   matching `If-None-Match` is answered 304 in before_request, before the view runs: no piece is
-   loaded. `aired` counts the paper's scheduled instants (Paper.air_schedule) that have come:
-   when a scheduled piece airs, with no write at all, every ETag and cache key of the paper
-   moves at that instant, so no cached answer outlives it (paper_state).
+1. ETag / 304. A public GET's ETag names exactly the state its stored answer is keyed by
+   (`answer_etag`): `{paper id}.{scopes}.{digest}.{salt}`, `scopes` the ones its view declared
+   (`piece:12+section:3`, `lists:1`, `rest:1`: `depends_on_piece`, `depends_on_lists`, else
+   every write of the paper; the paper's own `paper:` scope is implied) and `digest` a hash of
+   `answer_state` (their versions, the paper's birth and the scheduled instants passed) and the
+   URL's cache key. So a matching `If-None-Match` is answered 304 in before_request, before the
+   view runs (the scopes are read from the tag: no piece is loaded), after every write that
+   moved none of those scopes, on any worker, and after none that did; nor after a settings
+   change (`paper:`), a scheduled instant passing (`aired`: when a scheduled piece airs, with
+   no write at all, every ETag and cache key of the paper moves at that instant, so no cached
+   answer outlives it), a new FORMAT_SALT, or a new lifetime of the store. Without scope
+   versions (SHARED_STATE=off, the store down, a scope moved after the request's generation)
+   the ETag is the paper's whole state, `{paper id}.{version}.{birth}[.a{aired}].{salt}`
+   (`current_etag`), which every write moves, as the keys fall back. A kept answer (the
+   response cache's, the replay's) carries the tag of the state it is kept under, which is the
+   one the 304 step computes while it is served.
 2. Response cache. A public GET's answer, as its view made it (status 200, body, the view's own
    headers), is stored in flask-caching (`extensions.cache`: SimpleCache in development,
    RedisCache in production) under the paper's id, the scheme and host (answers hold absolute
@@ -19,9 +30,8 @@ stored answers, on the versions of what each one shows (web/state.py `Scopes`):
    headers, request id), so it carries exactly the headers a miss would. A write needs no
    invalidation: the versions of what it changed move. An answer depends on every write of its
    paper unless its view declares less (`depends_on_piece`: a story's own answers), so a
-   revision leaves the other stories' answers warm. The ETag stays the paper's whole state: a
-   304 means nothing in the paper moved. Requests that present a key (`Authorization` or
-   `X-Desk-Key`) never read or write it.
+   revision leaves the other stories' answers warm, and their ETags good. Requests that
+   present a key (`Authorization` or `X-Desk-Key`) never read or write it.
 3. Surrogate keys for a CDN: every public answer (but a 304) carries `Surrogate-Key:
    paper-<id>`, and a piece's own answers (story, card, oEmbed, share card) `piece-<id>` too
    (`tag_piece`). services/delivery/purge.py posts those keys to PURGE_URL when a piece goes on or off air.
