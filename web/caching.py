@@ -61,7 +61,7 @@ from web.steps import replays, runs_for
 FORMAT_SALT = "f1"
 # A pull or a correction reaches every standards-following cache within a minute with no CDN
 # purge (30 s fresh, then at most 30 s served stale while revalidating); revalidation is a cheap
-# 304 (the paper's ETag).
+# 304 (`answer_etag`).
 PUBLIC_CACHE_CONTROL = "public, max-age=30, stale-while-revalidate=30"
 _REDIRECTS = frozenset((301, 302, 303, 307, 308))
 # Headers a view sets to manage caching itself: such an answer is not stored (news sitemap).
