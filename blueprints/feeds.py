@@ -3,14 +3,16 @@
 50 000 URLs) and `/sitemap-news.xml`.
 
 Public GETs only: tenancy answers a private paper's feeds with 404, and the pipeline gives each
-answer the paper's ETag (304 on a match, before any piece is loaded) and keeps it in the
-response cache under the paper's version (web/caching.py), as every public answer, so a write
-makes it stale at once; a feed has no cache of its own. Two answers are not kept there and are
-built by each request that is not a 304: the Google News sitemap, whose ETag names the hour as
-well (its two-day window moves with the clock, not with writes; at most 1000 URLs, one
-statement), and a sitemap page larger than RESPONSE_CACHE_MAX_BYTES (tens of thousands of
-URLs; bounded by SITEMAP_MAX_URLS, and crawlers revalidate with the ETag). Any origin may read
-every one of them from a browser (the blueprint's policy: web/policy.py).
+answer an ETag (304 on a match, before any piece is loaded) and keeps it in the response cache,
+both naming the versions of what it shows (web/caching.py: the paper's lists for `/rss.xml`,
+`/feed.json` and `/front.json`, `depends_on_lists`; every write of the paper for the others), as
+every public answer, so a write makes it stale at once; a feed has no cache of its own. Two
+answers are not kept there and are built by each request that is not a 304: the Google News
+sitemap, whose ETag names the hour as well (its two-day window moves with the clock, not with
+writes; at most 1000 URLs, one statement), and a sitemap page larger than
+RESPONSE_CACHE_MAX_BYTES (tens of thousands of URLs; bounded by SITEMAP_MAX_URLS, and crawlers
+revalidate with the ETag). Any origin may read every one of them from a browser (the blueprint's
+policy: web/policy.py).
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ transparency log"):
     GET /log/tile/entries/<N>[.p/<W>]      entry bundles
 
 Public papers only (a private paper or an unknown host: 404, as tenancy answers). They are
-public answers like any other (the paper's ETag, the response cache, the replay): signing a
+public answers like any other (an ETag, the response cache, the replay; web/caching.py): signing a
 checkpoint or adding a cosignature moves the paper's version (services/transparency/store.py),
 so none outlives what it shows. Their route policy sets their Cache-Control: the checkpoint a
 few seconds' `max-age`; tiles and bundles never change once served (a partial tile's path names

@@ -71,9 +71,9 @@ def share_card(slug: str, version: str):
         return _to_current(piece)
     path = media.card_path(current_app.instance_path, g.paper, piece)
     # Read whole (tens of KiB) rather than streamed: no open file outlives the request. No ETag
-    # or Cache-Control of its own: the pipeline gives the paper's ETag and this route's
-    # immutable policy, and stores and replays it like any public answer, under the paper's
-    # state, so a pull answers 404 at once.
+    # or Cache-Control of its own: the pipeline gives it an ETag (web/caching.py) and this
+    # route's immutable policy, and stores and replays it like any public answer, under the
+    # paper's state, so a pull answers 404 at once.
     response = Response(path.read_bytes(), mimetype="image/png")
     response.headers["X-Content-Type-Options"] = "nosniff"
     return response

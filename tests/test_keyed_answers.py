@@ -304,3 +304,186 @@ def reader_of(request, make_app):
         return app, client, lambda: make_app(**MODES[request.param])
 
     return make
+
+
+# ---------------------------------------------------------------------------------- ETags
+# A public answer's ETag names the state its stored answer is keyed by (web/caching.py
+# `answer_etag`): a 304 survives every write that left its scopes alone, on any worker.
+
+SHOW_C = ["c page", "c json", "c card", *LISTS]  # what a revision of C changes
+SHOW_NOT_C = ["a page", "a json", "a card", "a oembed", "b page", "b json"]  # C is in another section
+
+
+def etags(client, paths) -> dict[str, str]:
+    tags = {}
+    for name, path in paths.items():
+        answer = client.get(path)
+        assert answer.status_code == 200 and answer.headers.get("ETag"), name
+        tags[name] = answer.headers["ETag"]
+    return tags
+
+
+def revalidate(app, client, path, tag):
+    """The answer to a GET of `path` holding `tag`, and the tables it read besides the paper's."""
+    with statements(app) as seen:
+        answer = client.get(path, headers={"If-None-Match": tag})
+    return answer, {table for statement in seen for table in TABLE.findall(statement)} - {"papers"}
+
+
+def test_an_unrelated_write_leaves_the_etags_of_what_it_did_not_change_good(reader, paper):
+    app, client, another = reader
+    paths = urls(paper)
+    held = etags(client, paths)
+    assert len({held[name] for name in ("a page", "a json", "b json", "c json")}) == 4  # one per answer
+    write(another(), "PATCH", f"/api/v1/stories/{paper['c'].id}", paper["admin"], {"headline": "Market rallies"})
+    # On the warm worker, on another one that never saw the paper, and on the warm one again
+    # (its kept 304s).
+    for worker in (app, another(), app):
+        reading = worker.test_client()
+        for name in SHOW_NOT_C:
+            answer, read = revalidate(worker, reading, paths[name], held[name])
+            assert answer.status_code == 304 and answer.data == b"", name
+            assert answer.headers["ETag"] == held[name], name
+            assert not read, (name, read)  # no piece read for a 304
+        for name in SHOW_C:
+            answer, _ = revalidate(worker, reading, paths[name], held[name])
+            assert answer.status_code == 200 and answer.headers["ETag"] != held[name], name
+            if name != "section":  # the World section shows nothing of C
+                assert "Market rallies" in answer.get_data(as_text=True), name
+
+
+def test_a_kept_answer_carries_the_etag_every_worker_names_and_304s(reader, paper):
+    """After an unrelated write the warm worker still sends its kept (replayed or stored) answer
+    of A: with the ETag a worker that makes it afresh gives, and one its 304 step accepts."""
+    app, client, another = reader
+    paths = urls(paper)
+    before = etags(client, paths)
+    write(another(), "PATCH", f"/api/v1/stories/{paper['c'].id}", paper["admin"], {"headline": "Market rallies"})
+    assert "Market rallies" in client.get(paths["c json"]).get_data(as_text=True)  # the worker has seen the write
+    stats = app.extensions["paperdesk.replay.stats"]
+    replayed = stats["replayed"]
+    kept = {}
+    for name in SHOW_NOT_C:
+        with statements(app) as seen:
+            answer = client.get(paths[name])
+        assert not {table for statement in seen for table in TABLE.findall(statement)} - {"papers"}, name
+        kept[name] = answer.headers["ETag"]
+        assert kept[name] == before[name], name
+    if app.config["RESPONSE_CACHE_LOCAL_BYTES"]:  # sent again by the replay, ahead of Flask
+        assert stats["replayed"] == replayed + len(SHOW_NOT_C)
+    fresh = etags(another().test_client(), {name: paths[name] for name in SHOW_NOT_C})
+    assert fresh == kept
+    for name in SHOW_NOT_C:
+        assert client.get(paths[name], headers={"If-None-Match": kept[name]}).status_code == 304, name
+
+
+def test_a_write_that_changes_the_answer_ends_its_304_everywhere(reader, paper):
+    app, client, another = reader
+    paths = urls(paper)
+    held = etags(client, paths)
+    write(another(), "PATCH", f"/api/v1/stories/{paper['a'].id}", paper["admin"], {"headline": "Harbour reopens"})
+    shows_a = ["a page", "a json", "a card", "a oembed", "b page", *LISTS]
+    for worker in (app, another()):
+        reading = worker.test_client()
+        for name in shows_a:
+            answer = reading.get(paths[name], headers={"If-None-Match": held[name]})
+            assert answer.status_code == 200 and "Harbour reopens" in answer.get_data(as_text=True), name
+            # The new tag revalidates at once.
+            assert reading.get(paths[name], headers={"If-None-Match": answer.headers["ETag"]}).status_code == 304
+        for name in ("b json", "c page", "c json", "c card"):
+            assert reading.get(paths[name], headers={"If-None-Match": held[name]}).status_code == 304, name
+
+
+def test_a_write_of_the_paper_alone_leaves_the_lists_etags_good(reader, paper):
+    """A checkpoint of the transparency log moves `rest:` only: the lists, front and feeds still
+    304; an answer that declares nothing narrower (the changes) does not."""
+    from models import Paper
+
+    app, client, another = reader
+    paths = {name: urls(paper)[name] for name in LISTS} | {"changes": "/api/v1/changes"}
+    held = etags(client, paths)
+    writer = another()
+    with writer.app_context():
+        db.session.get(Paper, paper["a"].paper_id).bump()
+        db.session.commit()
+    for worker in (app, another()):
+        reading = worker.test_client()
+        for name in LISTS:
+            assert reading.get(paths[name], headers={"If-None-Match": held[name]}).status_code == 304, name
+        assert reading.get(paths["changes"], headers={"If-None-Match": held["changes"]}).status_code == 200
+
+
+def test_settings_or_a_new_deploy_end_every_304(reader, paper, monkeypatch):
+    from web import caching
+
+    app, client, another = reader
+    paths = urls(paper)
+    held = etags(client, paths)
+    with monkeypatch.context() as patch:  # a worker of a deploy that changed the wire format
+        patch.setattr(caching, "FORMAT_SALT", "f-next")
+        deployed = another().test_client()
+        for name, path in paths.items():
+            assert deployed.get(path, headers={"If-None-Match": held[name]}).status_code == 200, name
+    write(another(), "PATCH", "/api/v1/config", paper["admin"], {"nameplate": "The Harbour Herald"})
+    for worker in (client, another().test_client()):
+        for name, path in paths.items():
+            answer = worker.get(path, headers={"If-None-Match": held[name]})
+            assert answer.status_code == 200, name
+
+
+@pytest.mark.parametrize("shared", ["off", "redis://127.0.0.1:9/0"])
+def test_without_the_scope_versions_the_etag_is_the_papers_whole_state(make_app, paper, shared):
+    """No shared state to read the scopes from (SHARED_STATE=off, or a Redis that does not
+    answer): the ETag is the paper's whole version, as the keys are, and every write ends its 304."""
+    app = make_app(SHARED_STATE=shared)
+    client = app.test_client()
+    paths = urls(paper)
+    tag = client.get(paths["a json"]).headers["ETag"]
+    assert re.fullmatch(r'"\d+\.\d+\.[0-9a-f]+\.f\w+"', tag), tag
+    assert client.get(paths["a json"], headers={"If-None-Match": tag}).status_code == 304
+    # (A write through a worker whose Redis is down is answered 503, committed but not visible.)
+    write(make_app(SHARED_STATE="off"), "PATCH", f"/api/v1/stories/{paper['c'].id}", paper["admin"],
+          {"headline": "Market rallies"})
+    assert client.get(paths["a json"], headers={"If-None-Match": tag}).status_code == 200
+
+
+def test_a_tag_names_its_own_url(reader, paper):
+    """The tag of one answer is no 304 for another, even of the same scopes (A's page and card)."""
+    app, client, _ = reader
+    paths = urls(paper)
+    held = etags(client, paths)
+    assert client.get(paths["a card"], headers={"If-None-Match": held["a page"]}).status_code == 200
+    assert client.get(paths["a json"], headers={"If-None-Match": held["c json"]}).status_code == 200
+
+
+def test_a_gzipped_answer_and_a_head_revalidate_across_an_unrelated_write(reader, paper):
+    """The weak tag of a gzipped answer (web/compression.py) and a HEAD's tag name the same state."""
+    app, client, another = reader
+    paths = urls(paper)
+    gzip = {"Accept-Encoding": "gzip"}
+    page = client.get(paths["a page"], headers=gzip)
+    assert page.headers["Content-Encoding"] == "gzip" and page.headers["ETag"].startswith('W/"')
+    head = client.head(paths["a json"])
+    write(another(), "PATCH", f"/api/v1/stories/{paper['c'].id}", paper["admin"], {"headline": "Market rallies"})
+    for worker in (client, another().test_client()):
+        again = worker.get(paths["a page"], headers={**gzip, "If-None-Match": page.headers["ETag"]})
+        assert again.status_code == 304 and again.headers["ETag"] == page.headers["ETag"]
+        assert "Accept-Encoding" in again.headers["Vary"]
+        assert worker.head(paths["a json"], headers={"If-None-Match": head.headers["ETag"]}).status_code == 304
+
+
+def test_a_new_lifetime_of_redis_ends_every_scoped_304(make_app, paper):
+    """The scope versions carry the Redis server's lifetime (web/state.py `SharedState.connected`):
+    numbers a restarted Redis gives out again never make an earlier lifetime's tag good."""
+    if not os.environ.get("TEST_REDIS_URL"):
+        pytest.skip("the Redis shape needs TEST_REDIS_URL")
+    app = make_app(**MODES["redis"])
+    client = app.test_client()
+    paths = urls(paper)
+    held = etags(client, paths)
+    assert client.get(paths["a json"], headers={"If-None-Match": held["a json"]}).status_code == 304
+    shared = state.for_app(app)
+    shared._lifetime ^= 1  # as `connected` makes it for a server of another run_id
+    shared._table = None
+    for name, path in paths.items():
+        assert client.get(path, headers={"If-None-Match": held[name]}).status_code == 200, name

@@ -93,6 +93,26 @@ def test_a_revalidation_is_replayed_with_the_tag_the_client_holds(make_app, news
     assert stale.status_code == 200 and stale.headers["ETag"] == etag
 
 
+def test_a_304_kept_for_an_earlier_answer_is_not_sent_for_the_next_ones_tag(make_app, newsroom):
+    """A 304 kept for one 200 of a URL names that 200's tag: after a write changes the answer,
+    a client holding the new tag gets a 304 with the new tag, never the one kept before."""
+    app = make_app()
+    client = app.test_client()
+    piece = newsroom["pieces"][2]
+    path = f"/api/v1/stories/{piece.id}"
+    old = client.get(path).headers["ETag"]
+    for _ in range(2):  # made, then replayed: a 304 kept for the old tag
+        assert client.get(path, headers={"If-None-Match": old}).status_code == 304
+    changed = client.patch(path, json={"headline": "Harbour reopens"}, headers=auth(newsroom["admin"]))
+    assert changed.status_code == 200
+    new = client.get(path).headers["ETag"]
+    assert new != old
+    for _ in range(2):
+        again = client.get(path, headers={"If-None-Match": new})
+        assert again.status_code == 304 and again.headers["ETag"] == new
+    assert client.get(path, headers={"If-None-Match": old}).status_code == 200
+
+
 def test_a_write_in_this_worker_is_seen_at_once(make_app, newsroom):
     app = make_app()
     client = app.test_client()

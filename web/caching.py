@@ -4,11 +4,22 @@ docs/DEPLOYING.md "Caching, and a CDN in front").
 Everything hangs on the paper's `version`, which every write moves (`Paper.bump`), and, for
 stored answers, on the versions of what each one shows (web/state.py `Scopes`):
 
-1. ETag / 304. A public GET's ETag is `{paper id}.{version}.{birth}[.a{aired}].{salt}`, so a
-   matching `If-None-Match` is answered 304 in before_request, before the view runs: no piece is
-   loaded. `aired` counts the paper's scheduled instants (Paper.air_schedule) that have come:
-   when a scheduled piece airs, with no write at all, every ETag and cache key of the paper
-   moves at that instant, so no cached answer outlives it (paper_state).
+1. ETag / 304. A public GET's ETag names exactly the state its stored answer is keyed by
+   (`answer_etag`): `{paper id}.{scopes}.{digest}.{salt}`, `scopes` the ones its view declared
+   (`piece:12+section:3`, `lists:1`, `rest:1`: `depends_on_piece`, `depends_on_lists`, else
+   every write of the paper; the paper's own `paper:` scope is implied) and `digest` a hash of
+   `answer_state` (their versions, the paper's birth and the scheduled instants passed) and the
+   URL's cache key. So a matching `If-None-Match` is answered 304 in before_request, before the
+   view runs (the scopes are read from the tag: no piece is loaded), after every write that
+   moved none of those scopes, on any worker, and after none that did; nor after a settings
+   change (`paper:`), a scheduled instant passing (`aired`: when a scheduled piece airs, with
+   no write at all, every ETag and cache key of the paper moves at that instant, so no cached
+   answer outlives it), a new FORMAT_SALT, or a new lifetime of the store. Without scope
+   versions (SHARED_STATE=off, the store down, a scope moved after the request's generation)
+   the ETag is the paper's whole state, `{paper id}.{version}.{birth}[.a{aired}].{salt}`
+   (`current_etag`), which every write moves, as the keys fall back. A kept answer (the
+   response cache's, the replay's) carries the tag of the state it is kept under, which is the
+   one the 304 step computes while it is served.
 2. Response cache. A public GET's answer, as its view made it (status 200, body, the view's own
    headers), is stored in flask-caching (`extensions.cache`: SimpleCache in development,
    RedisCache in production) under the paper's id, the scheme and host (answers hold absolute
@@ -19,9 +30,8 @@ stored answers, on the versions of what each one shows (web/state.py `Scopes`):
    headers, request id), so it carries exactly the headers a miss would. A write needs no
    invalidation: the versions of what it changed move. An answer depends on every write of its
    paper unless its view declares less (`depends_on_piece`: a story's own answers), so a
-   revision leaves the other stories' answers warm. The ETag stays the paper's whole state: a
-   304 means nothing in the paper moved. Requests that present a key (`Authorization` or
-   `X-Desk-Key`) never read or write it.
+   revision leaves the other stories' answers warm, and their ETags good. Requests that
+   present a key (`Authorization` or `X-Desk-Key`) never read or write it.
 3. Surrogate keys for a CDN: every public answer (but a 304) carries `Surrogate-Key:
    paper-<id>`, and a piece's own answers (story, card, oEmbed, share card) `piece-<id>` too
    (`tag_piece`). services/delivery/purge.py posts those keys to PURGE_URL when a piece goes on or off air.
@@ -32,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from urllib.parse import urlencode
 
 from flask import Response, current_app, g, has_request_context, request
@@ -50,7 +61,7 @@ from web.steps import replays, runs_for
 FORMAT_SALT = "f1"
 # A pull or a correction reaches every standards-following cache within a minute with no CDN
 # purge (30 s fresh, then at most 30 s served stale while revalidating); revalidation is a cheap
-# 304 (the paper's ETag).
+# 304 (`answer_etag`).
 PUBLIC_CACHE_CONTROL = "public, max-age=30, stale-while-revalidate=30"
 _REDIRECTS = frozenset((301, 302, 303, 307, 308))
 # Headers a view sets to manage caching itself: such an answer is not stored (news sitemap).
@@ -60,6 +71,15 @@ REPLAY_MARK = "paperdesk.replay"
 # environ: the scopes (web/state.py `Scopes`) the current answer depends on, when its view said
 # (`depends_on_piece`); else every answer of the paper moves with every write of the paper.
 _DEPENDS = "paperdesk.depends"
+_SCOPED = "s"  # answer_state: the third part of a state keyed by scopes begins with it
+# answer_etag: how the scope names are joined in a tag, and what the 304 step reads of one
+# a client sends (a tag names at most a piece and its section; the paper's is implied).
+_NAMES_JOIN = "+"
+_TAG_NAMES = 4
+_TAG_TRIES = 8  # tags of one If-None-Match judged at most (a client holds one per URL)
+_TAG_MAX = 160
+_SCOPE_NAME = re.compile(r"[a-z]+:[0-9]{1,18}")
+_NAME_MARK = ":"  # in every scope name, in no state
 log = logging.getLogger("paperdesk.cache")
 
 
@@ -116,13 +136,49 @@ def answer_state(snap, names, table) -> str:
     after the request's generation): it moves whenever one of those scopes does, or a
     scheduled instant of the paper comes. Without a table, or with a scope moved since the
     request's generation, it is the paper's whole state (`state_of`), which every write moves.
-    Stored answers (the response cache, the replay) are kept under it."""
+    Stored answers (the response cache, the replay) are kept under it, and the ETag names it
+    (`answer_etag`)."""
     scoped = table.state(names) if table is not None and names is not None else None
     if scoped is None:
         return state_of(snap)
     _id, _version, birth = snap.state.split(".", 2)
     aired = visibility.passed(snap.air_schedule, request_now())
-    return f"{snap.id}.{birth}.s{scoped}" + (f".a{aired}" if aired else "")
+    return f"{snap.id}.{birth}.{_SCOPED}{scoped}" + (f".a{aired}" if aired else "")
+
+
+def answer_etag(snap, held: str, names, url_key: str) -> str:
+    """The (unquoted) strong ETag of a public answer of the paper `snap` that holds `held`
+    (`answer_state` of the scopes `names`) at the URL whose response cache key is `url_key`:
+
+    - `{paper id}.{names}.{digest}.{salt}` when `held` is keyed by scopes: `names` are the
+      answer's scopes but the paper's own (`piece:12+section:3`, `lists:1`, `rest:1`; so
+      that the 304 step, before the view, knows what to ask the versions of), `digest` 16 hex
+      digits of blake2b over `held` and `url_key` (so one URL's tag is no other's);
+    - `{paper id}.{version}.{birth}[.a{aired}].{salt}`, the paper's whole state, when it is
+      not (no scope versions to read: the store off, down, or a scope moved after the
+      request's generation), as the keys fall back.
+
+    `salt` is FORMAT_SALT: a deploy that changes the wire format ends every 304. One rule for
+    all three: what the cache key and the replay key hold is what the ETag names."""
+    if names is None or held.split(".", 3)[2][:1] != _SCOPED:
+        return f"{held}.{FORMAT_SALT}"
+    digest = hashlib.blake2b(f"{held}\n{url_key}".encode("utf-8", "backslashreplace"), digest_size=8).hexdigest()
+    return f"{snap.id}.{_NAMES_JOIN.join(names[1:])}.{digest}.{FORMAT_SALT}"
+
+
+def _scopes_in_tag(snap, tag: str) -> tuple[str, ...] | None:
+    """The scope names a tag `answer_etag` made for the paper `snap` names, or None for any
+    other tag (the paper's whole state, another paper's, another deploy's, not ours)."""
+    salt = f".{FORMAT_SALT}"
+    if len(tag) > _TAG_MAX or not tag.endswith(salt) or not tag.startswith(f"{snap.id}."):
+        return None
+    parts = tag[: -len(salt)].split(".")
+    if len(parts) != 3 or len(parts[2]) != 16:
+        return None
+    declared = parts[1].split(_NAMES_JOIN)
+    if len(declared) > _TAG_NAMES or not all(_SCOPE_NAME.fullmatch(name) for name in declared):
+        return None
+    return (f"paper:{snap.id}", *declared)
 
 
 def _scope_table():
@@ -160,8 +216,28 @@ def state_of(snap, now=None) -> str:
 
 
 def current_etag() -> str:
-    """The (unquoted) strong ETag of every public answer of the current paper at its version."""
+    """The (unquoted) strong ETag of the paper's whole state: what a public answer's ETag is
+    without scope versions (`answer_etag`), and what a view that sets its own ETag may build
+    on (the news sitemap)."""
     return f"{paper_state()}.{FORMAT_SALT}"
+
+
+def _url_key() -> str:
+    """`response_cache_key` of the current request, computed once."""
+    state = request_state.current()
+    if state.url_key is None:
+        state.url_key = response_cache_key()
+    return state.url_key
+
+
+def _current_answer() -> tuple[str, tuple[str, ...]]:
+    """(`answer_state`, scope names) of the current public answer as its view declared it:
+    what it is stored, replayed and tagged under. Computed once a request."""
+    state = request_state.current()
+    if state.answer is None:
+        names = _answer_scopes()
+        state.answer = (answer_state(g.paper_snapshot, names, _scope_table()), names)
+    return state.answer
 
 
 def surrogate_keys() -> str:
@@ -215,16 +291,37 @@ def _not_modified():
     offers = _offers()
     if offers and chosen_type() != offers[0]:
         return None  # the ETag is the default representation's (a browser's redirect has none)
-    etag = f"{state}.{FORMAT_SALT}"
+    answer, names, etag = _held_answer(held, state)
     form = not_modified_tag(held, etag)
     if form is None:
         return None
-    _mark_for_replay(state)
+    _mark_for_replay(answer, names)
     response = Response(status=304)
     response.set_etag(etag, weak=form == "weak")
     response.headers["Cache-Control"] = route_cache_control()
     response.headers["Vary"] = _vary(f"{KEY_VARY}, Accept-Encoding")
     return response
+
+
+def _held_answer(held: str, paper: str) -> tuple[str, tuple[str, ...] | None, str]:
+    """(state, scope names, ETag) of the answer a client's `If-None-Match` header `held` may
+    name: the first tag in it `answer_etag` made for this paper at this URL whose scopes have
+    not moved since (their state read now, as the cache and the replay read theirs: no piece is
+    read); else the paper's whole state `paper` (`paper_state`), with no names."""
+    fallback = paper, None, f"{paper}.{FORMAT_SALT}"
+    if _NAME_MARK not in held:
+        return fallback  # no tag in it names scopes (the paper's whole state has no ':')
+    snap = g.paper_snapshot
+    prefix = f"{snap.id}."
+    ours = [tag for tag in parse_etags(held).as_set(include_weak=True) if tag.startswith(prefix)]
+    for tag in ours[:_TAG_TRIES]:
+        names = _scopes_in_tag(snap, tag)
+        if names is None:
+            continue
+        answer = answer_state(snap, names, _scope_table())
+        if answer_etag(snap, answer, names, _url_key()) == tag:
+            return answer, names, tag
+    return fallback
 
 
 def not_modified_tag(if_none_match: str, etag: str) -> str | None:
@@ -308,7 +405,7 @@ def answer_from_cache():
     if not _response_cacheable():
         return None
     state = request_state.current()
-    key = state.cache_key = response_cache_key()
+    key = state.cache_key = _url_key()
     if key == state.cache_missed:  # answer_from_recent_paper asked already
         return None
     try:
@@ -323,6 +420,7 @@ def answer_from_cache():
         state.cache_missed = key  # none, or one made at another state: the view answers afresh
         return None
     state.cache_hit = True
+    state.answer = (held, names)  # what `decorate` tags it with: the stored answer's state
     _mark_for_replay(held, names)
     if gzipped is not None:
         state.gzip_body = gzipped  # compression.compress sends it to a client that accepts gzip
@@ -357,8 +455,7 @@ def store_answer(response: Response) -> Response:
         body = response.get_data()
         # Compressed once, here, so that no warm hit compresses again.
         gzipped = compression.gzip_bytes(body) if compression.compressible(response) else None
-        names = _answer_scopes()
-        held = answer_state(g.paper_snapshot, names, _scope_table())
+        held, names = _current_answer()
         entry = (response.status_code, headers, body, gzipped, names, held)
         _mark_for_replay(held, names)
         try:
@@ -394,7 +491,8 @@ def decorate(response: Response) -> Response:
         present = {name.lower() for name in headers.keys()}
         added = []
         if "etag" not in present:
-            added.append(("ETag", f'"{current_etag()}"'))
+            held, names = _current_answer()
+            added.append(("ETag", f'"{answer_etag(g.paper_snapshot, held, names, _url_key())}"'))
         if "cache-control" not in present:
             added.append(("Cache-Control", route_cache_control()))
         if "vary" in present:

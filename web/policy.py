@@ -13,7 +13,7 @@ the tests (tests/test_policy.py) all read `of(endpoint)`.
 
 Fields (RoutePolicy): `paper` (the route answers for a paper: Host -> paper, desk keys; False
 for health checks and static files, which answer for the process), `cache` (a public GET's
-answer gets the paper's ETag, 304s, is stored and replayed; False for personal or one-off
+answer gets an ETag (caching.answer_etag), 304s, is stored and replayed; False for personal or one-off
 answers), `query` (the query parameters the view reads: they key its stored answers and its
 `Link` header; None: those of its flask-smorest query schema), `limit` (`request`: the read
 limit for GET/HEAD, the route's own for other methods; `subscribe`, `link`: the public
@@ -29,7 +29,7 @@ its errors are problem+json, web/errors.py; False: the reader's HTML error page)
 (the media types the view chooses among by the request's `Accept`, its default first, as an
 Article's id does between ActivityPub JSON and a browser's page: its answers and 304s say
 `Vary: Accept`, its stored answers are keyed on the type chosen, `caching.chosen_type`, and only
-the default's answer is ever judged 304, the ETag being the paper's). A path no
+the default's answer is ever judged 304, by the step that runs before the view). A path no
 route matched answers like the routes for programs when it starts as one of them does
 (`problem_prefixes`).
 """
@@ -81,7 +81,7 @@ def reads_desk_keys(route: RoutePolicy) -> bool:
 
 
 def caches(route: RoutePolicy) -> bool:
-    """The route's public answers carry the paper's ETag and are stored and replayed."""
+    """The route's public answers carry an ETag (caching.answer_etag), 304, and are stored and replayed."""
     return route.paper and route.cache
 
 

@@ -153,7 +153,10 @@ class Replay:
         if held and full.etag is not None:
             form = caching.not_modified_tag(held, full.etag)
             if form is not None:
-                return self.kept.get(key + ("304", form))
+                # A 304 kept for an earlier 200 of this URL names that one's tag: the pipeline
+                # makes one for this 200's (and keeps it in its place).
+                kept = self.kept.get(key + ("304", form))
+                return kept if kept is not None and kept.etag == full.etag else None
         return full
 
     # ------------------------------------------------------------------ sending one

@@ -21,7 +21,10 @@ class RequestState:
     `now`, the request's one instant (aware UTC, fixed at its first use; caching.request_now);
     `rate_limit`, the tightest count taken (limits.Count); for the response cache: `public_get`
     (a public GET of a paper by a cacheable route), `cache_key`, `cache_hit`, `cache_missed` (a
-    key already asked for), `not_modified_checked` (the paper state already judged for 304),
+    key already asked for), `url_key` (caching.response_cache_key, computed once),
+    `answer` (the state and scope names the current public answer is keyed by, once a step
+    computed them: caching.answer_etag names them), `not_modified_checked` (the paper state
+    already judged for 304),
     `surrogate_keys` (besides `paper-<id>`), `gzip_body` (a stored answer's compressed body);
     `read_autocommit` (tenancy: a public read's autocommit connection to give back); `links`
     (the request's web.links.Links)."""
@@ -34,6 +37,8 @@ class RequestState:
     cache_key: str | None = None
     cache_hit: bool = False
     cache_missed: str | None = None
+    url_key: str | None = None
+    answer: tuple | None = None
     not_modified_checked: str | None = None
     surrogate_keys: list[str] = field(default_factory=list)
     gzip_body: bytes | None = None

@@ -5,7 +5,7 @@ blueprints/log.py; docs/PROOFS.md "The transparency log").
     GET /api/v1/stories/{id}/log-proof     the piece's newest entry, proved (c2sp.org/tlog-proof@v1)
 
 Public; a private paper's log is not served (404, even with a key). Public answers like any
-other (the paper's ETag, the response cache, the replay): signing a checkpoint moves the
+other (an ETag, the response cache, the replay; web/caching.py): signing a checkpoint moves the
 paper's version, so none outlives the checkpoint it shows; their route policy keeps them in
 caches a few seconds.
 """
