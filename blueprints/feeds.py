@@ -5,18 +5,18 @@
 Public GETs only: tenancy answers a private paper's feeds with 404, and the pipeline gives each
 answer an ETag (304 on a match, before any piece is loaded) and keeps it in the response cache,
 both naming the versions of what it shows (web/caching.py: the paper's lists for `/rss.xml`,
-`/feed.json` and `/front.json`, `depends_on_lists`; every write of the paper for the others), as
-every public answer, so a write makes it stale at once; a feed has no cache of its own. Two
-answers are not kept there and are built by each request that is not a 304: the Google News
-sitemap, whose ETag names the hour as well (its two-day window moves with the clock, not with
-writes; at most 1000 URLs, one statement), and a sitemap page larger than
-RESPONSE_CACHE_MAX_BYTES (tens of thousands of URLs; bounded by SITEMAP_MAX_URLS, and crawlers
-revalidate with the ETag). Any origin may read every one of them from a browser (the blueprint's
-policy: web/policy.py).
+`/feed.json`, `/front.json` and `/sitemap-news.xml`, `depends_on_lists`; every write of the
+paper for the others), as every public answer, so a write makes it stale at once; a feed has no
+cache of its own. The Google News sitemap's two-day window is counted from the hour, so its
+copies and its ETag name the hour as well (`depends_on_lists(hourly=True)`): they hold for an
+hour at most (at most 1000 URLs, one statement). A sitemap page larger than
+RESPONSE_CACHE_MAX_BYTES (tens of thousands of URLs; bounded by SITEMAP_MAX_URLS) is not kept
+and is built by each request that is not a 304; crawlers revalidate with the ETag. Any origin
+may read every one of them from a browser (the blueprint's policy: web/policy.py).
 """
 from __future__ import annotations
 
-from flask import Blueprint, Response, abort, current_app, g, jsonify, request, url_for
+from flask import Blueprint, Response, abort, current_app, g, jsonify, url_for
 
 from blueprints.api.paper import NOTE
 from schemas.front import front_wire
@@ -110,15 +110,7 @@ def sitemap_page(n: int):
 
 @bp.route("/sitemap-news.xml")
 def news_sitemap():
-    """Google News sitemap: pieces on air in the last two days."""
-    now = caching.request_now()
-    window = sitemaps.news_window_start(now)
-    # The window moves with the clock, not with writes, so the hour is part of the ETag.
-    etag = f"{caching.current_etag()}.{window:%Y%m%d%H}"
-    if request.if_none_match.contains_weak(etag):
-        response = Response(status=304)
-    else:
-        response = Response(sitemaps.build_news_sitemap(g.paper, now, links=links()), content_type=XML_TYPE)
-    response.set_etag(etag)
-    response.headers["Cache-Control"] = caching.PUBLIC_CACHE_CONTROL
-    return response
+    """Google News sitemap: pieces on air in the last two days, counted from the hour."""
+    caching.depends_on_lists(hourly=True)  # the window moves on the hour, not only with writes
+    body = sitemaps.build_news_sitemap(g.paper, caching.request_now(), links=links())
+    return Response(body, content_type=XML_TYPE)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import io
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import feedparser
 import llms_txt
 import podcastparser
 import pytest
+import time_machine
 from lxml import etree
 
 from models.clock import utcnow
@@ -268,6 +269,21 @@ def test_news_sitemap_lists_only_the_last_two_days(client, desk):
     assert news.findtext(f"{NEWS}publication_date").endswith("Z")
     again = client.get("/sitemap-news.xml", headers={"If-None-Match": response.headers["ETag"]})
     assert again.status_code == 304
+
+
+def test_the_news_sitemaps_etag_without_scope_versions_ends_on_the_hour(client, desk):
+    """With no shared state (this app's SHARED_STATE is off) the news sitemap's ETag is the
+    paper's whole state and the hour: a 304 within the hour, the new window after it."""
+    paper = desk.paper("demo")
+    aired = datetime(2026, 11, 20, 10, 0, tzinfo=timezone.utc)
+    desk.piece(paper, "Leaves on the hour", on_air_at=aired)
+    with time_machine.travel(aired + timedelta(days=2, minutes=-1), tick=False):
+        first = client.get("/sitemap-news.xml")
+        assert first.data.count(b"<url>") == 1
+        assert client.get("/sitemap-news.xml", headers={"If-None-Match": first.headers["ETag"]}).status_code == 304
+    with time_machine.travel(aired + timedelta(days=2, hours=1), tick=False):
+        later = client.get("/sitemap-news.xml", headers={"If-None-Match": first.headers["ETag"]})
+        assert later.status_code == 200 and later.data.count(b"<url>") == 0
 
 
 @pytest.mark.parametrize("path", FEEDS)

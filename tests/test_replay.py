@@ -327,3 +327,27 @@ def test_urls_a_client_invents_never_grow_the_replays_memory_without_bound(make_
     assert 0 < len(app.extensions["paperdesk.replay"].vary) <= 5
     client.get("/api/v1/stories?limit=2&junk=11")
     assert replayed(app) == 1  # still replays what it remembers
+
+
+def test_the_news_sitemap_is_kept_for_its_hour_and_never_past_it(make_app, newsroom):
+    """The Google News sitemap lists two days back from the hour: its kept answers (the replay,
+    the response cache) and its ETag hold for that hour and the paper's lists, and never past
+    either. Pieces here aired at 09:00, 10:00 and 11:00 on T0; two days later the window starts
+    at 10:00 until 10:59 and at 11:00 from 11:00 on, so the 10:00 piece leaves on the hour."""
+    app = make_app()
+    client = app.test_client()
+    with time_machine.travel(T0.replace(hour=10, minute=59) + timedelta(days=2), tick=False):
+        first = client.get("/sitemap-news.xml")
+        assert first.status_code == 200 and first.data.count(b"<url>") == 2
+        assert client.get("/sitemap-news.xml").data == first.data
+        assert replayed(app) == 1  # kept: not built again within its hour
+        held = client.get("/sitemap-news.xml", headers={"If-None-Match": first.headers["ETag"]})
+        assert held.status_code == 304
+    with time_machine.travel(T0.replace(hour=11, minute=0) + timedelta(days=2), tick=False):
+        later = client.get("/sitemap-news.xml")
+        assert later.status_code == 200 and later.data.count(b"<url>") == 1  # 10:00's piece left
+        assert later.headers["ETag"] != first.headers["ETag"]
+        assert client.get("/sitemap-news.xml", headers={"If-None-Match": first.headers["ETag"]}).status_code == 200
+        before = replayed(app)
+        again = client.get("/sitemap-news.xml")
+        assert again.data == later.data and replayed(app) == before + 1

@@ -64,13 +64,16 @@ FORMAT_SALT = "f1"
 # 304 (`answer_etag`).
 PUBLIC_CACHE_CONTROL = "public, max-age=30, stale-while-revalidate=30"
 _REDIRECTS = frozenset((301, 302, 303, 307, 308))
-# Headers a view sets to manage caching itself: such an answer is not stored (news sitemap).
+# Headers a view sets to manage caching itself: such an answer is not stored.
 _SELF_MANAGED = ("ETag", "Cache-Control", "Vary", "Set-Cookie", "Last-Modified", "Expires")
 # environ: this answer is public and holds the paper at (state, slug, scopes); web/replay.py keeps it.
 REPLAY_MARK = "paperdesk.replay"
 # environ: the scopes (web/state.py `Scopes`) the current answer depends on, when its view said
 # (`depends_on_piece`); else every answer of the paper moves with every write of the paper.
 _DEPENDS = "paperdesk.depends"
+# A scope no write moves, named as scopes are (an ETag carries it): the clock's hour (UTC).
+# `answer_state` puts the request's hour in the state of an answer that depends on it.
+HOURLY = "hourly:0"
 _SCOPED = "s"  # answer_state: the third part of a state keyed by scopes begins with it
 # answer_etag: how the scope names are joined in a tag, and what the 304 step reads of one
 # a client sends (a tag names at most a piece and its section; the paper's is implied).
@@ -80,6 +83,7 @@ _TAG_TRIES = 8  # tags of one If-None-Match judged at most (a client holds one p
 _TAG_MAX = 160
 _SCOPE_NAME = re.compile(r"[a-z]+:[0-9]{1,18}")
 _NAME_MARK = ":"  # in every scope name, in no state
+_HOUR_MARK = ".h"  # in the whole-state tag of an answer that depends on the hour (HOURLY)
 log = logging.getLogger("paperdesk.cache")
 
 
@@ -115,13 +119,16 @@ def depends_on_piece(piece, *, section_rail: bool = False) -> None:
     request.environ[_DEPENDS] = tuple(names)
 
 
-def depends_on_lists() -> None:
+def depends_on_lists(*, hourly: bool = False) -> None:
     """Declare that the current answer shows the paper's pieces (lists, the front, feeds,
     search: any of the tables web/state.py LIST_TABLES), its sections, personas and settings,
     and nothing else: its stored and replayed copies then outlive the paper's other writes (a
-    checkpoint of its transparency log). Call from a view that reads nothing else
+    checkpoint of its transparency log). With `hourly`, it also shows a window of time that
+    moves on the hour (the news sitemap's two days, counted from the hour): its copies and its
+    ETag then hold for the clock's hour too (HOURLY). Call from a view that reads nothing else
     (tests/test_keyed_answers.py checks the tables each one reads)."""
-    request.environ[_DEPENDS] = (f"lists:{g.paper_snapshot.id}",)
+    names = (f"lists:{g.paper_snapshot.id}",)
+    request.environ[_DEPENDS] = (*names, HOURLY) if hourly else names
 
 
 def _answer_scopes() -> tuple[str, ...]:
@@ -137,13 +144,19 @@ def answer_state(snap, names, table) -> str:
     scheduled instant of the paper comes. Without a table, or with a scope moved since the
     request's generation, it is the paper's whole state (`state_of`), which every write moves.
     Stored answers (the response cache, the replay) are kept under it, and the ETag names it
-    (`answer_etag`)."""
+    (`answer_etag`). An answer that depends on HOURLY holds the request's hour as well, in
+    either form."""
+    hourly = names is not None and HOURLY in names
+    if hourly:
+        names = tuple(name for name in names if name != HOURLY)
     scoped = table.state(names) if table is not None and names is not None else None
     if scoped is None:
-        return state_of(snap)
-    _id, _version, birth = snap.state.split(".", 2)
-    aired = visibility.passed(snap.air_schedule, request_now())
-    return f"{snap.id}.{birth}.{_SCOPED}{scoped}" + (f".a{aired}" if aired else "")
+        held = state_of(snap)
+    else:
+        _id, _version, birth = snap.state.split(".", 2)
+        aired = visibility.passed(snap.air_schedule, request_now())
+        held = f"{snap.id}.{birth}.{_SCOPED}{scoped}" + (f".a{aired}" if aired else "")
+    return f"{held}.h{request_now():%Y%m%d%H}" if hourly else held
 
 
 def answer_etag(snap, held: str, names, url_key: str) -> str:
@@ -307,8 +320,14 @@ def _held_answer(held: str, paper: str) -> tuple[str, tuple[str, ...] | None, st
     """(state, scope names, ETag) of the answer a client's `If-None-Match` header `held` may
     name: the first tag in it `answer_etag` made for this paper at this URL whose scopes have
     not moved since (their state read now, as the cache and the replay read theirs: no piece is
-    read); else the paper's whole state `paper` (`paper_state`), with no names."""
+    read); else the paper's whole state `paper` (`paper_state`) in this hour, when the header
+    holds that tag of an answer that depends on the hour (HOURLY, made without scope
+    versions); else the paper's whole state, with no names."""
     fallback = paper, None, f"{paper}.{FORMAT_SALT}"
+    if _HOUR_MARK in held:
+        hourly = f"{paper}.h{request_now():%Y%m%d%H}"
+        if not_modified_tag(held, f"{hourly}.{FORMAT_SALT}") is not None:
+            return hourly, None, f"{hourly}.{FORMAT_SALT}"
     if _NAME_MARK not in held:
         return fallback  # no tag in it names scopes (the paper's whole state has no ':')
     snap = g.paper_snapshot
