@@ -791,8 +791,6 @@ def _move_generation(session: Session) -> None:
     scopes = session.info.pop(_SCOPES, None)
     if session.info.pop(_CHANGED, False) and has_app_context():
         moved = scopes.moved() if scopes is not None else None
-        if moved is not None and scopes.places:
-            moved |= rails_moved(session.get_bind(), scopes.places)
         if not for_app(current_app._get_current_object()).bump(moved):
             session.info[_UNMOVED] = True
 
@@ -811,34 +809,44 @@ _AHEAD = select(func.count()).select_from(
     .limit(RAIL_DEPTH).subquery())
 
 
-def rails_moved(bind, places) -> set[str]:
-    """The `section:<id>` scopes whose rail a committed transaction changed: the section of
-    each place (paper, section, on-air instant, piece) of a piece it wrote, before or after,
-    that is among the section's newest RAIL_DEPTH on air now (fewer than RAIL_DEPTH others
-    ahead of it). A place not yet on air (scheduled) is in no rail until its instant, which
-    moves every answer of the paper (caching.answer_state). Read after the commit, on a
-    connection of its own: a concurrent write committed before this read is seen (and moves
-    the rail when it must, as its own commit does), one committed after moves what it
-    changed itself. A read that fails, or more than RAIL_PLACES places (a bulk load), moves
-    every section named."""
+def rails_moved(connection, places) -> set[str]:
+    """The `section:<id>` scopes whose rail a transaction changes: the section of each place
+    (paper, section, on-air instant, piece) of a piece it wrote, before or after, that is among
+    the section's newest RAIL_DEPTH on air now (fewer than RAIL_DEPTH others ahead of it). A
+    place not yet on air (scheduled) is in no rail until its instant, which moves every answer
+    of the paper (caching.answer_state). More than RAIL_PLACES places (a bulk load) move every
+    section named, unread. Runs on `connection` inside the transaction, once it holds its
+    paper's write lock (`_judge_rails`), so no other write of the paper commits between this
+    read and the commit: what it finds is what the commit changes."""
     named = {f"section:{section_id}" for _paper, section_id, _at, _piece in places}
     if len(places) > RAIL_PLACES:
         return named
     now = utcnow()
     moved = set()
-    try:
-        with bind.connect() as connection:
-            for paper_id, section_id, at, piece_id in places:
-                if f"section:{section_id}" in moved or at is None or _aware(at) > now:
-                    continue
-                ahead = connection.execute(_AHEAD, {"paper_id": paper_id, "section_id": section_id,
-                                                    "piece_id": piece_id, "at": at, **visibility.at(now)}).scalar()
-                if ahead < RAIL_DEPTH:
-                    moved.add(f"section:{section_id}")
-    except Exception:  # noqa: BLE001 - no answer: every rail named moves (colder, never stale)
-        log.warning("shared state: a section's newest could not be read; its rail moves", exc_info=True)
-        return named
+    for paper_id, section_id, at, piece_id in places:
+        if f"section:{section_id}" in moved or at is None or _aware(at) > now:
+            continue
+        ahead = connection.execute(_AHEAD, {"paper_id": paper_id, "section_id": section_id,
+                                            "piece_id": piece_id, "at": at, **visibility.at(now)}).scalar()
+        if ahead < RAIL_DEPTH:
+            moved.add(f"section:{section_id}")
     return moved
+
+
+@event.listens_for(Session, "before_commit")
+def _judge_rails(session: Session) -> None:
+    # Every write of a paper updates the paper's row (Paper.bump), so once the transaction is
+    # flushed it holds the paper's write lock (the row's on PostgreSQL, the database's on
+    # SQLite): no other write of the paper can commit before this one, and the rail judged
+    # here is the one this commit leaves. Judged after the commit, a write committed in
+    # between could push the piece off the rail and move its own scope too late.
+    session.flush()  # a no-op when clean; commit() would flush after this hook otherwise
+    scopes = session.info.get(_SCOPES)
+    if scopes is None or not scopes.places:
+        return
+    if session.info.get(_CHANGED):
+        scopes.names |= rails_moved(session.connection(), scopes.places)
+    scopes.places.clear()
 
 
 def _aware(at: datetime) -> datetime:
