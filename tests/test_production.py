@@ -68,7 +68,7 @@ def test_a_hot_public_get_is_served_from_the_cache_with_the_same_headers(make_ap
         assert miss.status_code == 200, path
         with statements(cached) as seen:
             hit = client.get(path, headers=origin)
-        # The worker resolved this paper a moment ago (tenancy.recent_paper): no statement.
+        # The worker resolved this paper a moment ago (tenancy.recent_snapshot): no statement.
         assert seen == [], (path, seen)
         assert hit.status_code == 200 and hit.data == miss.data, path
         strip = lambda r: sorted((k, v) for k, v in r.headers.items() if k not in VOLATILE)  # noqa: E731
