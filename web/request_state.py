@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from flask.globals import _cv_app, _cv_request
+from flask.globals import _cv_app, _cv_request, _no_app_msg, _no_req_msg
 
 _NAME = "request_state"
 
@@ -20,20 +20,29 @@ def this_request():
     finds no attribute on itself: each attribute read through it raises and catches an
     AttributeError before it looks up the request (about 1 µs, dozens of times in every
     request's steps), so the steps every request passes read the request once through this.
-    Raises LookupError outside a request."""
-    return _cv_request.get().request
+    Raises RuntimeError outside a request, as the proxy does."""
+    ctx = _cv_request.get(None)
+    if ctx is None:
+        raise RuntimeError(_no_req_msg)
+    return ctx.request
 
 
 def this_app():
     """The current app itself (what `flask.current_app` stands for; see `this_request`).
-    Raises LookupError outside an app context."""
-    return _cv_app.get().app
+    Raises RuntimeError outside an app context, as the proxy does."""
+    ctx = _cv_app.get(None)
+    if ctx is None:
+        raise RuntimeError(_no_app_msg)
+    return ctx.app
 
 
 def this_g():
     """The current app context's `g` itself (what `flask.g` stands for; see `this_request`).
-    Raises LookupError outside an app context."""
-    return _cv_app.get().g
+    Raises RuntimeError outside an app context, as the proxy does."""
+    ctx = _cv_app.get(None)
+    if ctx is None:
+        raise RuntimeError(_no_app_msg)
+    return ctx.g
 
 
 @dataclass(slots=True)
