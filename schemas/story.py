@@ -50,11 +50,6 @@ class StoryRowOut(Written):
         return story_row_wire(as_row(obj), links(), request_now())
 
 
-def _air_at(on_air: bool, on_air_at, now) -> str | None:
-    at = visibility.air_at(on_air, on_air_at, now)
-    return None if at is None else rfc3339(at)
-
-
 class CitedFactOut(Schema):
     n = fields.Integer(required=True, metadata={"description": "The number N that prose marker `[^N]` refers to."})
     statement = fields.String(required=True)
@@ -228,13 +223,14 @@ def story_row_wire(row, links: Links, now) -> dict:
     # Unpacked by position (ROW_COLUMNS' order, which STORY_COLUMNS and the rails' rows begin
     # with): a Row's attribute lookup by name cost more than building the dict.
     id_, slug, headline, dek, section, byline, rev, on_air_at, on_air = row[:9]
+    air_at = visibility.air_at(on_air, on_air_at, now)
     return {"id": str(id_), "slug": slug, "headline": headline, "dek": dek,
             "section": section, "byline": byline,
             "digital_source_type": DIGITAL_SOURCE_TYPE,
             "rev": rev,
             "url": links.story_page(slug),
             "on_air_at": None if on_air_at is None else rfc3339(on_air_at), "on_air": on_air,
-            "air_at": _air_at(on_air, on_air_at, now) if on_air and on_air_at is not None else None}
+            "air_at": None if air_at is None else rfc3339(air_at)}
 
 
 def story_wire(row, facts, links: Links, nameplate: str, now) -> dict:
