@@ -25,7 +25,7 @@ from web.jsonio import OrjsonProvider
 def create_app(test_config: dict | None = None) -> Flask:
     """Build the app. `test_config` overrides settings read from the environment."""
     settings = {**config.load(), **(test_config or {})}
-    app = Flask(__name__, instance_path=settings["INSTANCE_PATH"])
+    app = PaperDesk(__name__, instance_path=settings["INSTANCE_PATH"])
     app.config.from_mapping(settings)
     os.makedirs(app.instance_path, exist_ok=True)
     app.config["SECRET_KEY"] = security.secret_key(app.config.get("SECRET_KEY"), app.instance_path)
@@ -49,6 +49,34 @@ def create_app(test_config: dict | None = None) -> Flask:
     register_commands(app)
     state.install(app)
     return app
+
+
+class PaperDesk(Flask):
+    """Flask, remembering which of its hooks and views are plain `def`s. Flask passes the view
+    and every hook of every request through `ensure_sync` (its documented place to change how
+    async views run), which asks `inspect.iscoroutinefunction` each time: a dozen Python calls
+    per function per request, for an answer that never changes. Async functions still go to
+    Flask's own wrapping, every time."""
+
+    _PLAIN_MAX = 4096  # per-request functions (`after_this_request`) must not grow it unbounded
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._plain: set = set()
+
+    def ensure_sync(self, func):
+        """`func` itself when it is a plain function (remembered), else Flask's sync wrapper."""
+        try:
+            if func in self._plain:
+                return func
+        except TypeError:  # a method of an unhashable object: asked each time, as Flask does
+            return super().ensure_sync(func)
+        synced = super().ensure_sync(func)
+        if synced is func:
+            if len(self._plain) >= self._PLAIN_MAX:
+                self._plain.clear()
+            self._plain.add(func)
+        return synced
 
 
 class NoSessions(SessionInterface):

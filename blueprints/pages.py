@@ -225,34 +225,35 @@ def must_exist(page: reader.Page) -> reader.Page:
 def story(id: str):
     """A story page: prose with footnote links, cited facts, byline with its disclosure."""
     now = caching.request_now()
+    paper, here = g.paper, links()  # once: each read of `g` or `links()` is a context lookup
     # Plain data from one Core statement (reader.PageStory), not ORM objects.
-    piece = reader.story_page(g.paper, id, now=now)
+    piece = reader.story_page(paper, id, now=now)
     if piece is None:
         abort(404, description="There is no such story on air in this paper.")
     caching.tag_piece(piece)
     caching.depends_on_piece(piece, section_rail=True)  # the rail: more in its section
     facts = piece.cited_facts
     rendered = prose.render(piece.prose, {fact.n for fact in facts})
-    story_url = links().story_page(piece.slug)
-    picture = links().media(piece.image) or links().share_card(piece, g.paper.nameplate)
+    story_url = here.story_page(piece.slug)
+    picture = here.media(piece.image) or here.share_card(piece, paper.nameplate)
     return render_template(
         "pages/story.html", piece=piece, active_nav=piece.section.slug,
         body=rendered.html, facts_html=prose.render_facts(facts, rendered.referenced),
-        disclosure=disclosure(piece.persona.name, g.paper.nameplate), story_url=story_url,
+        disclosure=disclosure(piece.persona.name, paper.nameplate), story_url=story_url,
         og_image=picture,
         description=piece.dek or prose.plain(piece.prose),
-        oembed_url=embeds.oembed_url(story_url, links=links()),
+        oembed_url=embeds.oembed_url(story_url, links=here),
         # Plain text: the page shows the snippet's source, it does not embed itself.
-        embed_snippet=str(embeds.iframe(piece, *embeds.card_size(piece, None, None, nameplate=g.paper.nameplate),
-                                        links=links())),
-        author_url=embeds.masthead_entry(piece.persona.slug, links=links()),
+        embed_snippet=str(embeds.iframe(piece, *embeds.card_size(piece, None, None, nameplate=paper.nameplate),
+                                        links=here)),
+        author_url=embeds.masthead_entry(piece.persona.slug, links=here),
         json_ld=news_article(piece, story_url, picture),
-        related=reader.related_pieces(g.paper, piece, version_state=caching.paper_state(), now=now),
+        related=reader.related_pieces(paper, piece, version_state=caching.paper_state(), now=now),
         notices=revisions.notices_of(piece), retraction=revisions.retraction_of(piece),
         # Mastodon credits a shared link to the account this names (the persona's attributionDomains
         # include this host), when the paper federates.
         fediverse_creator=documents.handle(paper_links(), piece.persona.slug)
-        if current_app.config.get("ACTIVITYPUB_ENABLED", True) and g.paper.is_public else None,
+        if current_app.config.get("ACTIVITYPUB_ENABLED", True) and paper.is_public else None,
     )
 
 

@@ -50,11 +50,6 @@ class StoryRowOut(Written):
         return story_row_wire(as_row(obj), links(), request_now())
 
 
-def _air_at(piece, now) -> str | None:
-    at = visibility.air_at(piece, now)
-    return None if at is None else rfc3339(at)
-
-
 class CitedFactOut(Schema):
     n = fields.Integer(required=True, metadata={"description": "The number N that prose marker `[^N]` refers to."})
     statement = fields.String(required=True)
@@ -228,30 +223,33 @@ def story_row_wire(row, links: Links, now) -> dict:
     # Unpacked by position (ROW_COLUMNS' order, which STORY_COLUMNS and the rails' rows begin
     # with): a Row's attribute lookup by name cost more than building the dict.
     id_, slug, headline, dek, section, byline, rev, on_air_at, on_air = row[:9]
+    air_at = visibility.air_at(on_air, on_air_at, now)
     return {"id": str(id_), "slug": slug, "headline": headline, "dek": dek,
             "section": section, "byline": byline,
             "digital_source_type": DIGITAL_SOURCE_TYPE,
             "rev": rev,
             "url": links.story_page(slug),
             "on_air_at": None if on_air_at is None else rfc3339(on_air_at), "on_air": on_air,
-            "air_at": _air_at(row, now) if on_air and on_air_at is not None else None}
+            "air_at": None if air_at is None else rfc3339(air_at)}
 
 
 def story_wire(row, facts, links: Links, nameplate: str, now) -> dict:
     """StoryOut's dump of a row of `stories.STORY_COLUMNS` and its facts (`FACT_COLUMNS`); `now`
     as for `story_row_wire`."""
     wire = story_row_wire(row, links, now)
+    # By position, as in story_row_wire (STORY_COLUMNS' order; StoryRow's for an ORM piece).
+    _, _, _, _, section, byline, rev, _, _, prose, image, content_hash, persona_slug, persona_title, notices = row[:15]
     wire.update({
-        "prose": row.prose,
+        "prose": prose,
         "cited_facts": [{"n": f.n, "statement": f.statement, "source": f.source, "instrument": f.instrument,
                          "claim_key": f.claim_key} for f in facts],
-        "category": row.section,
-        "image": links.media(row.image),
-        "persona": {"name": row.byline, "slug": row.persona_slug, "title": row.persona_title,
-                    "avatar": links.avatar(row.persona_slug), "declared_ai": True},
-        "disclosure": disclosure(row.byline, nameplate),
-        "content_hash": row.content_hash,
-        **revision_notices(row.rev, row.notices),
+        "category": section,
+        "image": links.media(image),
+        "persona": {"name": byline, "slug": persona_slug, "title": persona_title,
+                    "avatar": links.avatar(persona_slug), "declared_ai": True},
+        "disclosure": disclosure(byline, nameplate),
+        "content_hash": content_hash,
+        **revision_notices(rev, notices),
     })
     return wire
 

@@ -68,7 +68,7 @@ def test_a_hot_public_get_is_served_from_the_cache_with_the_same_headers(make_ap
         assert miss.status_code == 200, path
         with statements(cached) as seen:
             hit = client.get(path, headers=origin)
-        # The worker resolved this paper a moment ago (tenancy.recent_paper): no statement.
+        # The worker resolved this paper a moment ago (tenancy.recent_snapshot): no statement.
         assert seen == [], (path, seen)
         assert hit.status_code == 200 and hit.data == miss.data, path
         strip = lambda r: sorted((k, v) for k, v in r.headers.items() if k not in VOLATILE)  # noqa: E731
@@ -412,6 +412,30 @@ def test_a_cold_read_reuses_the_workers_recent_paper_row(make_app, newsroom):
     assert len(seen) == 1, seen  # every rail in one statement (the sections are kept per version)
     # Pages read the paper's relationships through the merged row.
     assert client.get("/").status_code == 200 and client.get("/masthead").status_code == 200
+
+
+def test_a_read_right_after_a_paper_write_shows_the_paper_as_written(make_app, newsroom):
+    # The worker keeps its paper's row (web/tenancy.py) and merges it into each public read; a
+    # write to the paper forgets it, and the next read reads the row again (a Core row, the
+    # same lookup): the new nameplate at once, and a paper made private answers as absent.
+    worker = make_app(CACHE_TYPE="NullCache")
+    client = worker.test_client()
+    story, admin = f"/stories/{newsroom['pieces'][0].id}", auth(newsroom["admin"])
+    assert "The Demo Times" in client.get(story).get_data(as_text=True)
+    with statements(worker) as seen:
+        assert "The Demo Times" in client.get(story).get_data(as_text=True)
+    assert not any("FROM papers" in s for s in seen), seen  # the kept row answered
+    assert client.patch("/api/v1/config", json={"nameplate": "The Written Times"}, headers=admin).status_code == 200
+    with statements(worker) as seen:
+        page = client.get(story).get_data(as_text=True)
+        index = client.get("/api/v1").get_json()
+    assert "The Written Times" in page and "The Demo Times" not in page
+    assert index["nameplate"] == "The Written Times"
+    assert sum("FROM papers" in s for s in seen) == 1, seen  # read once, then kept again
+    assert client.patch("/api/v1/config", json={"is_public": False}, headers=admin).status_code == 200
+    assert client.get(story).status_code == 404
+    assert client.get(f"/api/v1/stories/{newsroom['pieces'][0].id}").status_code == 404
+    assert client.get(f"/api/v1/stories/{newsroom['pieces'][0].id}", headers=admin).status_code == 200
 
 
 @pytest.mark.slow

@@ -45,7 +45,7 @@ import logging
 import re
 from urllib.parse import urlencode
 
-from flask import Response, current_app, g, has_request_context, request
+from flask import Response, has_request_context
 from flask.globals import request_ctx
 from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header, parse_etags
@@ -55,6 +55,7 @@ from models.clock import utcnow
 from services.reading import visibility
 from web import compression, policy, request_state, state, tenancy
 from web.headers import KEY_HEADERS, KEY_VARY, has_any, header
+from web.request_state import this_app, this_g, this_request
 from web.steps import replays, runs_for
 
 # Bump when the wire format changes, so clients holding old ETags refetch after a deploy.
@@ -116,7 +117,7 @@ def depends_on_piece(piece, *, section_rail: bool = False) -> None:
     names = [f"piece:{piece.id}"]
     if section_rail:
         names.append(f"section:{piece.section_id}")
-    request.environ[_DEPENDS] = tuple(names)
+    this_request().environ[_DEPENDS] = tuple(names)
 
 
 def depends_on_lists(*, hourly: bool = False) -> None:
@@ -127,14 +128,14 @@ def depends_on_lists(*, hourly: bool = False) -> None:
     moves on the hour (the news sitemap's two days, counted from the hour): its copies and its
     ETag then hold for the clock's hour too (HOURLY). Call from a view that reads nothing else
     (tests/test_keyed_answers.py checks the tables each one reads)."""
-    names = (f"lists:{g.paper_snapshot.id}",)
-    request.environ[_DEPENDS] = (*names, HOURLY) if hourly else names
+    names = (f"lists:{this_g().paper_snapshot.id}",)
+    this_request().environ[_DEPENDS] = (*names, HOURLY) if hourly else names
 
 
 def _answer_scopes() -> tuple[str, ...]:
     """The scope names the current answer depends on (see `depends_on_piece`)."""
-    paper = g.paper_snapshot.id
-    return (f"paper:{paper}", *request.environ.get(_DEPENDS, (f"rest:{paper}",)))
+    paper = this_g().paper_snapshot.id
+    return (f"paper:{paper}", *this_request().environ.get(_DEPENDS, (f"rest:{paper}",)))
 
 
 def answer_state(snap, names, table) -> str:
@@ -195,19 +196,20 @@ def _scopes_in_tag(snap, tag: str) -> tuple[str, ...] | None:
 
 
 def _scope_table():
-    app = current_app._get_current_object()
-    return state.for_app(app).scopes_for(state.generation_for(app, request.environ))
+    app = this_app()
+    return state.for_app(app).scopes_for(state.generation_for(app, this_request().environ))
 
 
 def route_cache_control() -> str:
     """The Cache-Control of the current route's public answers (its policy's, or the default)."""
-    return policy.of(current_app, request.endpoint).cache_control or PUBLIC_CACHE_CONTROL
+    return policy.of(this_app(), this_request().endpoint).cache_control or PUBLIC_CACHE_CONTROL
 
 
 def _cacheable() -> bool:
     """A public GET/HEAD of a paper (the steps that ask run only for routes whose policy
     caches, policy.caches)."""
-    return request.method in ("GET", "HEAD") and g.get("key") is None and "paper" in g
+    g = this_g()
+    return this_request().method in ("GET", "HEAD") and g.get("key") is None and "paper" in g
 
 
 def paper_state() -> str:
@@ -218,7 +220,7 @@ def paper_state() -> str:
     the request's one instant (`request_now`), the one its views pass to its queries,
     so an answer is stored under the state it was computed for. Taken from the request's
     tenancy.PaperSnapshot; use it wherever something is kept per paper version."""
-    return state_of(g.paper_snapshot)
+    return state_of(this_g().paper_snapshot)
 
 
 def state_of(snap, now=None) -> str:
@@ -249,35 +251,35 @@ def _current_answer() -> tuple[str, tuple[str, ...]]:
     state = request_state.current()
     if state.answer is None:
         names = _answer_scopes()
-        state.answer = (answer_state(g.paper_snapshot, names, _scope_table()), names)
+        state.answer = (answer_state(this_g().paper_snapshot, names, _scope_table()), names)
     return state.answer
 
 
 def surrogate_keys() -> str:
     """The Surrogate-Key header value of the current public answer: `paper-<id>` then any
     piece keys (space-separated, as Fastly and Varnish xkey read it)."""
-    return " ".join([f"paper-{g.paper_snapshot.id}", *dict.fromkeys(request_state.current().surrogate_keys)])
+    return " ".join([f"paper-{this_g().paper_snapshot.id}", *dict.fromkeys(request_state.current().surrogate_keys)])
 
 
 @runs_for(policy.caches)
 @replays(None)  # the replay is this step's answer, kept
 def answer_from_recent_paper():
     """Pipeline step, ahead of tenancy: a public GET of a paper this worker resolved under the
-    deployment's current generation (tenancy.recent_paper, web/state.py) is answered 304 or
+    deployment's current generation (tenancy.recent_snapshot, web/state.py) is answered 304 or
     from the response cache without asking the database for the paper. Anything else (a miss, a key, a private
     or unknown paper, a view without ETags) goes on to tenancy and the view as usual."""
-    req = request._get_current_object()
-    if req.method not in ("GET", "HEAD") or has_any(KEY_HEADERS) or req.endpoint is None:
+    req = this_request()
+    if req.method not in ("GET", "HEAD") or has_any(KEY_HEADERS, req.environ) or req.endpoint is None:
         return None
-    snap = tenancy.recent_paper(request.host)
+    snap = tenancy.recent_snapshot(this_app(), req.host, req.environ)
     if snap is None or not snap.is_public:
         return None
     state = request_state.current()
-    g.paper_snapshot, state.public_get = snap, True
+    this_g().paper_snapshot, state.public_get = snap, True
     response = _not_modified() or answer_from_cache()
     if response is None:
         state.public_get = False
-        del g.paper_snapshot
+        del this_g().paper_snapshot
     return response
 
 
@@ -330,7 +332,7 @@ def _held_answer(held: str, paper: str) -> tuple[str, tuple[str, ...] | None, st
             return hourly, None, f"{hourly}.{FORMAT_SALT}"
     if _NAME_MARK not in held:
         return fallback  # no tag in it names scopes (the paper's whole state has no ':')
-    snap = g.paper_snapshot
+    snap = this_g().paper_snapshot
     prefix = f"{snap.id}."
     ours = [tag for tag in parse_etags(held).as_set(include_weak=True) if tag.startswith(prefix)]
     for tag in ours[:_TAG_TRIES]:
@@ -366,7 +368,7 @@ def chosen_type() -> str | None:
 
 
 def _offers() -> tuple[str, ...]:
-    return policy.of(current_app, request.endpoint).offers
+    return policy.of(this_app(), this_request().endpoint).offers
 
 
 def _vary(route_varies: str) -> str:
@@ -376,7 +378,7 @@ def _vary(route_varies: str) -> str:
 
 def declared_for_endpoint() -> frozenset[str]:
     """The query parameters the current request's route reads (its policy's `query`)."""
-    return policy.of(current_app, request.endpoint).query or frozenset()
+    return policy.of(this_app(), this_request().endpoint).query or frozenset()
 
 
 def response_cache_key() -> str:
@@ -387,6 +389,7 @@ def response_cache_key() -> str:
     cannot make new entries. The entry holds the state its answer was made at
     (`answer_state`): one found under another is a miss."""
     declared = declared_for_endpoint()
+    request = this_request()
     args = sorted(((name, value) for name, value in request.args.items(multi=True)
                    if name in declared), key=lambda item: item[0])
     parts = [request.scheme, request.host.lower(), request.path, urlencode(args)]
@@ -395,7 +398,7 @@ def response_cache_key() -> str:
         parts.append(chosen)
     raw = "\n".join(parts)
     digest = hashlib.blake2b(raw.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
-    return f"resp:{g.paper_snapshot.id}.{FORMAT_SALT}:{digest}"
+    return f"resp:{this_g().paper_snapshot.id}.{FORMAT_SALT}:{digest}"
 
 
 def _mark_for_replay(held: str, names: tuple[str, ...] | None = None) -> None:
@@ -403,11 +406,11 @@ def _mark_for_replay(held: str, names: tuple[str, ...] | None = None) -> None:
     stored answer, or one served from the cache), `answer_state` of the scopes `names` (None:
     the paper's whole state), unless every cache is off."""
     if not _cache_off():
-        request.environ[REPLAY_MARK] = (held, g.paper_snapshot.slug, names)
+        this_request().environ[REPLAY_MARK] = (held, this_g().paper_snapshot.slug, names)
 
 
 def _cache_off() -> bool:
-    return current_app.config["CACHE_TYPE"] in ("NullCache", "null")
+    return this_app().config["CACHE_TYPE"] in ("NullCache", "null")
 
 
 def _response_cacheable() -> bool:
@@ -435,7 +438,7 @@ def answer_from_cache():
     held = None
     if entry is not None and len(entry) == 6:  # entries stored before the scopes had fewer fields
         status, headers, body, gzipped, names, held = entry
-    if held is None or held != answer_state(g.paper_snapshot, names, _scope_table()):
+    if held is None or held != answer_state(this_g().paper_snapshot, names, _scope_table()):
         state.cache_missed = key  # none, or one made at another state: the view answers afresh
         return None
     state.cache_hit = True
@@ -443,7 +446,7 @@ def answer_from_cache():
     _mark_for_replay(held, names)
     if gzipped is not None:
         state.gzip_body = gzipped  # compression.compress sends it to a client that accepts gzip
-    return current_app.response_class(body, status=status, headers=headers)
+    return this_app().response_class(body, status=status, headers=headers)
 
 
 def _storable(response: Response) -> bool:
@@ -456,7 +459,7 @@ def _storable(response: Response) -> bool:
     if session is not None and getattr(session, "accessed", False):
         return False
     length = response.calculate_content_length()
-    return length is not None and length <= current_app.config["RESPONSE_CACHE_MAX_BYTES"]
+    return length is not None and length <= this_app().config["RESPONSE_CACHE_MAX_BYTES"]
 
 
 @runs_for(policy.caches)
@@ -487,7 +490,7 @@ def store_answer(response: Response) -> Response:
 @replays(None)  # ETag, Cache-Control and Vary are kept with the answer
 def decorate(response: Response) -> Response:
     """Pipeline step, after CORS: cache headers on public GETs; keyed answers private and without CORS."""
-    if g.get("key") is not None:
+    if this_g().get("key") is not None:
         response.headers["Cache-Control"] = "private, no-store"
         for name in [h for h in response.headers.keys() if h.lower().startswith("access-control-")]:
             del response.headers[name]
@@ -511,7 +514,7 @@ def decorate(response: Response) -> Response:
         added = []
         if "etag" not in present:
             held, names = _current_answer()
-            added.append(("ETag", f'"{answer_etag(g.paper_snapshot, held, names, _url_key())}"'))
+            added.append(("ETag", f'"{answer_etag(this_g().paper_snapshot, held, names, _url_key())}"'))
         if "cache-control" not in present:
             added.append(("Cache-Control", route_cache_control()))
         if "vary" in present:

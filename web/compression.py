@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import gzip
 
-from flask import Response, current_app, has_request_context, request
+from flask import Response, current_app, has_request_context
 from werkzeug.datastructures import Accept
 from werkzeug.http import parse_accept_header
 
 from web import policy, request_state
 from web.headers import header
+from web.request_state import this_request
 from web.steps import replays
 
 MIN_BYTES = 1024
@@ -54,7 +55,7 @@ def compressible(response: Response) -> bool:
 
 def _route_compresses() -> bool:
     # A route may ask for gzip whatever its content type (a log's entry bundles: octet-stream).
-    return has_request_context() and policy.of(current_app, request.endpoint).compress
+    return has_request_context() and policy.of(current_app, this_request().endpoint).compress
 
 
 def _vary_on_encoding(response: Response) -> None:

@@ -184,7 +184,7 @@ def handle_unexpected(error: Exception):
     if isinstance(error, OperationalError):
         log.error("database unavailable: %s", error.__class__.__name__)
         # The page must not touch the database: a paper row from the worker's snapshot
-        # (tenancy.recent_paper) was expired by the rollback and would reload itself.
+        # (tenancy.recent_snapshot) was expired by the rollback and would reload itself.
         g.pop("paper", None)
         return handle_http_exception(_unavailable())
     log.exception("unhandled error on %s %s", request.method, request.path)

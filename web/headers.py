@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from flask import request
+from web.request_state import this_request
 
 # The request headers that carry a desk key (services/newsroom/keys.py `presented_key`): a
 # request with any of them is keyed, never served a public answer nor counted as a public read;
@@ -29,10 +29,10 @@ def environ_name(header: str) -> str:
 
 def header(name: str, environ: dict | None = None) -> str | None:
     """The value of request header `name` in `environ` (default: the current request's), or None."""
-    return (environ if environ is not None else request.environ).get(environ_name(name))
+    return (environ if environ is not None else this_request().environ).get(environ_name(name))
 
 
 def has_any(names: tuple[str, ...], environ: dict | None = None) -> bool:
     """True when the request (or `environ`) carries any of the headers `names`."""
-    environ = environ if environ is not None else request.environ
+    environ = environ if environ is not None else this_request().environ
     return any(environ_name(name) in environ for name in names)

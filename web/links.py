@@ -11,10 +11,11 @@ with), whichever of the paper's hosts a request came in on.
 """
 from __future__ import annotations
 
-from flask import current_app, g, request
+from flask import current_app, g
 
 from services.links import Links, PaperOrigins
 from web import request_state
+from web.request_state import this_app, this_request
 
 
 def links() -> Links:
@@ -22,7 +23,7 @@ def links() -> Links:
     request and kept on `g`. Needs a request context (RuntimeError outside one)."""
     # Lower-cased: host names are case-insensitive, and the response cache and the replay key
     # answers by the lower-cased host, so an answer must not spell the host as one client did.
-    origin = f"{current_app.config['PUBLIC_URL_SCHEME']}://{request.host.lower()}"
+    origin = f"{this_app().config['PUBLIC_URL_SCHEME']}://{this_request().host.lower()}"
     # Checked against the origin, not just present: a test that holds one app context open
     # shares one `g` across requests made to different hosts.
     state = request_state.current()

@@ -60,11 +60,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from flask import Flask, request
+from flask import Flask
 
 from extensions import cors as flask_cors
 from extensions import db
 from web import caching, commit, compression, limits, policy, request_log, security, tenancy
+from web.request_state import this_request
 from web.steps import declared, replays, serves
 
 BEFORE: tuple[Callable, ...] = (
@@ -118,7 +119,7 @@ def _cors_step(app: Flask) -> Callable:
     @replays(None)  # the CORS headers are kept with the answer (it never varies by Origin)
     def cors(response):
         """Pipeline step: flask-cors's headers on the routes whose policy opens them."""
-        req = request._get_current_object()
+        req = this_request()
         rule = req.url_rule
         if req.method == "OPTIONS" or rule is None:
             return flask_cors_step(response)
@@ -185,7 +186,7 @@ class Steps:
 
     def run_before(self):
         """Each before-step of the route in order; the first that answers ends the list (Flask's rule)."""
-        for step in self.for_route(request.endpoint)[0]:
+        for step in self.for_route(this_request().endpoint)[0]:
             answer = step()
             if answer is not None:
                 return answer
@@ -193,13 +194,13 @@ class Steps:
 
     def run_after(self, response):
         """Each after-step of the route in order, each given the last one's response."""
-        for step in self.for_route(request.endpoint)[1]:
+        for step in self.for_route(this_request().endpoint)[1]:
             response = step(response)
         return response
 
     def run_teardown(self, error):
         """Each teardown step of the route in order, with the request's unhandled error or None."""
-        for step in self.for_route(request.endpoint)[2]:
+        for step in self.for_route(this_request().endpoint)[2]:
             step(error)
 
 

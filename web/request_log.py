@@ -22,7 +22,7 @@ import time
 from urllib.parse import unquote_plus
 
 import orjson
-from flask import Flask, Response, g, has_request_context, request
+from flask import Flask, Response, has_request_context
 from werkzeug.wsgi import get_path_info
 
 from web import request_state
@@ -128,13 +128,13 @@ def start_request() -> None:
 @replays(_replay_finish, per_request=(REQUEST_ID_HEADER,))
 def finish_request(response: Response) -> Response:
     """Pipeline step, last after the view: echo the id, log the request line."""
-    # The objects behind the proxies, once: each use of `g` or `request` is a context lookup.
-    req = request._get_current_object()
+    # The objects behind the proxies, once (request_state.this_request).
+    req = request_state.this_request()
     if not request_state.started():  # a request that failed before any before_request hook ran
         start_request()
     state = request_state.current()
     response.headers[REQUEST_ID_HEADER] = state.request_id
-    paper = g.get("paper_snapshot")  # set for every request answered for a paper
+    paper = request_state.this_g().get("paper_snapshot")  # set for every request answered for a paper
     log_request(request_id=state.request_id, method=req.method, path=req.path,
                 query=req.query_string.decode("latin-1"), status=response.status_code,
                 started=state.started, paper=paper.slug if paper is not None else None,

@@ -18,10 +18,11 @@ import re
 import secrets
 from pathlib import Path
 
-from flask import Response, current_app, request
+from flask import Response, request
 from werkzeug.exceptions import BadRequest, NotFound, RequestEntityTooLarge
 
 from web.headers import header
+from web.request_state import this_app, this_request
 from web.steps import replays
 
 PAGE_CSP = ("default-src 'self'; img-src 'self' https: data:; media-src 'self' https:; "
@@ -123,7 +124,7 @@ def add_headers(response: Response) -> Response:
     # A view may send a stricter policy (the subscribe token pages send no-referrer).
     if "referrer-policy" not in present:
         added.append(("Referrer-Policy", "strict-origin-when-cross-origin"))
-    if request.is_secure:
+    if this_request().is_secure:
         put("Strict-Transport-Security", HSTS)
     if added:
         headers.extend(added)
@@ -144,11 +145,12 @@ def refuse_large_bodies() -> None:
     parser finds it, and one byte more is asked for: the capped stream raises the 413 then. A
     chunked body of exactly the limit is refused too (nothing tells it from a longer one).
     """
-    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    limit = this_app().config.get("MAX_CONTENT_LENGTH")
     if limit is None:
         return
-    if request.content_length is not None:
-        if request.content_length > limit:
+    req = this_request()
+    if req.content_length is not None:
+        if req.content_length > limit:
             raise RequestEntityTooLarge()
         return
     if "chunked" in (header("Transfer-Encoding") or "").lower():
@@ -161,7 +163,7 @@ def refuse_large_bodies() -> None:
 def refuse_nul_in_path() -> None:
     """Pipeline step (first refusal): a path holding a NUL (`%00`) names nothing here (and PostgreSQL cannot
     compare text holding one): 404 before any view looks it up."""
-    if "\x00" in request.path:
+    if "\x00" in this_request().path:
         raise NotFound()
 
 
@@ -183,5 +185,5 @@ def refuse_malformed_host() -> None:
     """Pipeline step (first of all): a Host that cannot name any host is a 400, before any
     route, paper or URL is built from it (werkzeug binds no URL adapter to one, so a page
     could not even link its stylesheet)."""
-    if not host_is_valid(request.host):
+    if not host_is_valid(this_request().host):
         raise BadRequest(description="The Host header is not a valid host name.")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import NamedTuple
 
-from flask import abort, current_app, g, request
+from flask import abort
 from sqlalchemy import bindparam, or_, select
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import make_transient_to_detached
@@ -23,6 +23,7 @@ from services.newsroom import keys
 from services.reading import memo
 from web import policy, request_state, state
 from web.headers import KEY_HEADERS, has_any, header
+from web.request_state import this_app, this_g, this_request
 from web.steps import replays, runs_for
 
 log = logging.getLogger("paperdesk.tenancy")
@@ -31,30 +32,53 @@ NO_PAPER = "No paper is served on this host."
 
 
 # Built once: every request runs one of these, and building the expression costs more than
-# SQLAlchemy's compiled-statement cache saves (docs/PERFORMANCE.md).
-_BY_HOST = select(Paper).where(Paper.host == bindparam("host"))
-_BY_HOST_OR_SLUG = select(Paper).where(or_(Paper.host == bindparam("host"),
-                                           Paper.slug == bindparam("slug")))
+# SQLAlchemy's compiled-statement cache saves (docs/PERFORMANCE.md). Core columns, not the
+# entity: the ORM's execution and loading layer cost more than the statement itself for one row
+# (a cold public read's paper, after every write), and `_detached` makes the Paper from the row.
+_ATTRS = tuple(attr.key for attr in sa_inspect(Paper).column_attrs)
+_COLUMNS = tuple(getattr(Paper, key) for key in _ATTRS)
+_BY_HOST = select(*_COLUMNS).where(Paper.host == bindparam("host"))
+_BY_HOST_OR_SLUG = select(*_COLUMNS).where(or_(Paper.host == bindparam("host"),
+                                               Paper.slug == bindparam("slug")))
+_HOST_AT = _ATTRS.index("host")
 
 
 def paper_for_host(raw_host: str) -> Paper | None:
-    """The paper served on this host, or None. One indexed query."""
+    """The paper served on this host, or None: a detached Paper (no session owns it; merge it
+    into one to use it there, as `load_paper` does). One indexed query, on the session's
+    connection (its transaction, if one is open)."""
     host = host_name(raw_host)
-    domain = current_app.config["PAPER_DOMAIN"]
+    config = this_app().config
+    domain = config["PAPER_DOMAIN"]
     slug = None
-    if host == domain or host in current_app.config["BARE_HOSTS"]:
-        slug = current_app.config["DEFAULT_PAPER"]
+    if host == domain or host in config["BARE_HOSTS"]:
+        slug = config["DEFAULT_PAPER"]
     elif host.endswith("." + domain):
         slug = host[: -len(domain) - 1]
+    connection = db.session.connection()
     if slug is None:
-        papers = db.session.scalars(_BY_HOST, {"host": host}).all()
+        rows = connection.execute(_BY_HOST, {"host": host}).all()
     else:
-        papers = db.session.scalars(_BY_HOST_OR_SLUG, {"host": host, "slug": slug}).all()
+        rows = connection.execute(_BY_HOST_OR_SLUG, {"host": host, "slug": slug}).all()
     # A custom host wins over a slug match when both exist.
-    for paper in papers:
-        if paper.host == host:
-            return paper
-    return papers[0] if papers else None
+    for row in rows:
+        if row[_HOST_AT] == host:
+            return _detached(row)
+    return _detached(rows[0]) if rows else None
+
+
+def _detached(row) -> Paper:
+    # A Paper no session owns, its attributes the row's, as the ORM's loading sets them (straight
+    # into the instance's dict, no change events): kept by a snapshot across requests, and merged
+    # into each request's session (a session's own row is expired by its rollback and would
+    # reload itself, a query, in the next request that merged it).
+    paper = _MANAGER.new_instance()
+    paper.__dict__.update(zip(_ATTRS, row, strict=True))
+    make_transient_to_detached(paper)
+    return paper
+
+
+_MANAGER = sa_inspect(Paper).class_manager
 
 
 class PaperSnapshot(NamedTuple):
@@ -73,37 +97,25 @@ class PaperSnapshot(NamedTuple):
 
 
 def snapshot_of(paper: Paper, gen: int | None, *, keep_row: bool = False) -> PaperSnapshot:
-    """The snapshot of a loaded paper, read from the database under generation `gen` (read
-    before the row was); with `keep_row`, holding the row itself for later requests to merge
-    into their sessions (only rows no write has touched)."""
+    """The snapshot of a paper `paper_for_host` read (detached), from the database under
+    generation `gen` (read before the row was); with `keep_row`, holding the row itself for
+    later requests to merge into their sessions (only rows no write has touched)."""
     birth = int(paper.created_at.timestamp()) if paper.created_at else 0
     return PaperSnapshot(paper.id, paper.slug, f"{paper.id}.{paper.version}.{birth:x}",
-                         paper.is_public, gen, _detached_copy(paper) if keep_row else None,
+                         paper.is_public, gen, paper if keep_row else None,
                          tuple(paper.air_schedule or ()))
 
 
-def _detached_copy(paper: Paper) -> Paper:
-    # A copy no session owns: the request's own row is expired by its session's rollback and
-    # would reload itself (a query) in the next request that merged it.
-    copy = Paper(**{attr.key: getattr(paper, attr.key) for attr in sa_inspect(Paper).column_attrs})
-    make_transient_to_detached(copy)
-    return copy
-
-
 def _snapshots() -> dict[str, PaperSnapshot]:
-    return current_app.extensions.setdefault("paperdesk.paper_snapshots", {})
-
-
-def recent_paper(raw_host: str) -> PaperSnapshot | None:
-    """This worker's snapshot of the paper on `raw_host` while the deployment's generation is
-    the one it was read under, else None. A snapshot answers 304s and stored answers with no
-    database round trip, and is never stale: any commit that changed a paper, in any worker or
-    host, moved the generation before its writer was answered (web/state.py)."""
-    return recent_snapshot(current_app, raw_host, request.environ)
+    return this_app().extensions.setdefault("paperdesk.paper_snapshots", {})
 
 
 def recent_snapshot(app, raw_host: str, environ: dict) -> PaperSnapshot | None:
-    """`recent_paper` for `app` and a WSGI `environ`, outside a request."""
+    """This worker's snapshot of the paper on `raw_host` while the deployment's generation (as
+    the request of WSGI `environ` reads it) is the one it was read under, else None. A snapshot
+    answers 304s and stored answers with no database round trip, and is never stale: any commit
+    that changed a paper, in any worker or host, moved the generation before its writer was
+    answered (web/state.py)."""
     snap = kept_snapshot(app, raw_host)
     return snap if snap is not None and is_current(app, snap, environ) else None
 
@@ -119,25 +131,25 @@ def is_current(app, snap: PaperSnapshot, environ: dict) -> bool:
     return gen is not None and snap.gen == gen
 
 
-def _remember(snap: PaperSnapshot) -> None:
+def _remember(snap: PaperSnapshot, raw_host: str) -> None:
     if snap.gen is not None:
         snapshots = _snapshots()
         if len(snapshots) > 4096:  # hosts are the papers' own, but a client chooses Host
             snapshots.clear()
-        snapshots[host_name(request.host)] = snap
+        snapshots[host_name(raw_host)] = snap
 
 
 memo.FORGET_ON_COMMIT.append("paperdesk.paper_snapshots")  # one listener for both
 
 
-def _reads_desk_keys() -> bool:
-    return policy.of(current_app, request.endpoint).desk_keys
+def _reads_desk_keys(req) -> bool:
+    return policy.of(this_app(), req.endpoint).desk_keys
 
 
-def _keyless_read() -> bool:
-    if request.method not in ("GET", "HEAD"):
+def _keyless_read(req) -> bool:
+    if req.method not in ("GET", "HEAD"):
         return False
-    return not has_any(KEY_HEADERS)
+    return not has_any(KEY_HEADERS, req.environ)
 
 
 @runs_for(policy.reads_desk_keys)
@@ -159,11 +171,12 @@ def load_paper() -> None:
     """Pipeline step: set `g.paper` and `g.key`, or refuse. No paper on the host: 404. A key
     that is unknown, revoked or another paper's: 401/403 on a public paper, and on a private
     one the same 404 as an unknown host, as is no key at all."""
+    g, req = this_g(), this_request()  # the objects, not their proxies (request_state.this_request)
     g.key = None
     request_state.current().read_autocommit = False
     g.pop("paper", None)  # a test holding an app context open reuses one `g` across requests
     g.pop("paper_snapshot", None)
-    keyless_read = _keyless_read()
+    keyless_read = _keyless_read(req)
     if keyless_read and db.engine.dialect.name == "postgresql" and not db.session().in_transaction():
         # Under READ COMMITTED each statement sees its own snapshot in a transaction or not, so
         # a read needs none: autocommit saves PostgreSQL the BEGIN and ROLLBACK round trips
@@ -171,17 +184,18 @@ def load_paper() -> None:
         # session already in a transaction: a test holding one app context across requests.)
         db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
         request_state.current().read_autocommit = True
-    recent = recent_paper(request.host) if keyless_read else None
+    recent = recent_snapshot(this_app(), req.host, req.environ) if keyless_read else None
     if recent is not None and recent.paper is not None and recent.is_public:
         # The row this worker read under the current generation, without a query.
         g.paper, g.paper_snapshot = db.session.merge(recent.paper, load=False), recent
         return
-    gen = state.generation_for(current_app, request.environ) if keyless_read else None  # before the row
-    paper = paper_for_host(request.host)
-    if paper is None:
+    gen = state.generation_for(this_app(), req.environ) if keyless_read else None  # before the row
+    found = paper_for_host(req.host)
+    if found is None:
         abort(404, description=NO_PAPER)
+    paper = db.session.merge(found, load=False)  # as a kept snapshot's row is, above
     try:
-        if _reads_desk_keys():
+        if _reads_desk_keys(req):
             g.key = keys.authenticate(paper, authorization=header("Authorization"),
                                       x_desk_key=header("X-Desk-Key"))
     except DeskError:
@@ -194,9 +208,9 @@ def load_paper() -> None:
         # Set g.paper only once visible: error pages must not show a private paper's name.
         abort(404, description=NO_PAPER)
     g.paper = paper
-    g.paper_snapshot = snapshot_of(paper, gen, keep_row=keyless_read)
+    g.paper_snapshot = snapshot_of(found, gen, keep_row=keyless_read)
     if keyless_read:
-        _remember(g.paper_snapshot)
+        _remember(g.paper_snapshot, req.host)
 
 
 @runs_for(policy.for_a_paper)

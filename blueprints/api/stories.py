@@ -137,15 +137,16 @@ def get_story(id: str):
     persona's). Each `[^N]` marker in the prose has cited fact N, with its source.
     """
     now = caching.request_now()
-    found = stories.find_row(g.paper, id, now=now, include_drafts=permissions.sees_drafts(g.key),
-                             drafts_of=permissions.drafts_of(g.key))
+    paper, key = g.paper, g.key  # once: each read of `g` is a context lookup
+    found = stories.find_row(paper, id, now=now, include_drafts=permissions.sees_drafts(key),
+                             drafts_of=permissions.drafts_of(key))
     if found is None:
         raise not_found()
     story, facts = found
     caching.tag_piece(story)
     caching.depends_on_piece(story)
     # Straight from Core rows to StoryOut's shape (schemas/story.py says why).
-    return jsonify(story_wire(story, facts, links(), g.paper.nameplate, now))
+    return jsonify(story_wire(story, facts, links(), paper.nameplate, now))
 
 
 @bp.route("/stories/<string(maxlength=200):id>/proof")

@@ -179,8 +179,11 @@ def rail_rows(paper: Paper, sections: list[Section] | list[RailSection], size: i
         return rails
     statement = _rail_statement(_RAIL_ROWS, _rail_rows_statement, len(sections))
     for row in stories.core_rows(statement, _rail_params(paper, sections, size, now)):
-        rails[row.section_id].append(row)
+        rails[row[_SECTION_ID_AT]].append(row)  # by position: a Row's lookup by name raises inside
     return rails
+
+
+_SECTION_ID_AT = len(stories.ROW_COLUMNS)  # `_rail_rows_statement`'s section id, after ROW_COLUMNS
 
 
 def newsroom(paper: Paper, version_state: str | None, *, now: datetime) -> dict:

@@ -58,12 +58,13 @@ def is_public(piece, now: datetime) -> bool:
     return bool(piece.on_air) and aired is not None and aired <= now
 
 
-def air_at(piece, now: datetime) -> datetime | None:
-    """The scheduled instant of a piece on air whose instant has not come by `now`; None
-    otherwise (a draft, or a piece already public). Keyed reads show it as `air_at`."""
-    aired = piece.on_air_at
-    if piece.on_air and aired is not None and aired > now:
-        return aired
+def air_at(on_air: bool, on_air_at: datetime | None, now: datetime) -> datetime | None:
+    """The scheduled instant of a piece on air (`on_air`, its `on_air_at`) whose instant has
+    not come by `now`; None otherwise (a draft, or a piece already public). Keyed reads show it
+    as `air_at`. Takes the two values, not the piece: the wire writers have them unpacked from
+    a row already (a Core row's attribute lookup by name costs a caught AttributeError)."""
+    if on_air and on_air_at is not None and on_air_at > now:
+        return on_air_at
     return None
 
 
