@@ -111,6 +111,26 @@ def test_a_new_piece_on_air_reaches_its_sections_rail_and_every_list(reader, pap
     assert not {paths[name] for name in ("a json", "c page", "c json", "c card")} & set(made)
 
 
+def test_a_draft_filed_and_revised_leaves_every_list_warm_until_it_airs(reader, paper):
+    """A draft is on no public list: filing and revising one moves its own piece and the
+    paper's other answers (`rest:`), not the lists, front, feeds or rails; airing it moves them."""
+    app, client, another = reader
+    paths = urls(paper)
+    writer = another()
+    filed = writer.test_client().post("/api/v1/stories", headers=auth(paper["admin"]), json={
+        "headline": "Harbour story D", "dek": "D.", "prose": "It happened[^1].", "section": "World",
+        "byline": "Ada Quill", "cited_facts": [{"statement": "It happened", "source": "Office",
+                                                "instrument": "Bulletin", "claim_key": "k-1"}]})
+    assert filed.status_code == 201, filed.get_json()
+    draft = filed.get_json()["id"]
+    write(writer, "PATCH", f"/api/v1/stories/{draft}", paper["admin"], {"headline": "Harbour story D2"})
+    assert cold_reads(app, client, paths.values()) == {}
+    write(writer, "PUT", f"/api/v1/stories/{draft}/air", paper["admin"], {})
+    made = cold_reads(app, client, paths.values())
+    for name in ("front", "front json", "list", "section", "feed", "json feed", "a page", "b page"):
+        assert "Harbour story D2" in made.get(paths[name], ""), name
+
+
 def test_a_pull_leaves_its_page_and_every_list_and_rail(reader, paper):
     app, client, another = reader
     paths = urls(paper)

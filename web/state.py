@@ -641,8 +641,9 @@ class Scopes:
     """What one transaction changed, as the scopes answers are keyed by (ScopeTable.state):
     `piece:<id>` (the piece's row, cited facts, revisions, changes), `section:<id>` (the
     related rail of its story pages: moved only when a piece written is, or was, among the
-    section's newest RAIL_DEPTH on air, `rails_moved`), `lists:<id>` (any row of LIST_TABLES of the paper: its
-    lists, front, feeds and search), `paper:<id>` (the paper's settings, sections,
+    section's newest RAIL_DEPTH on air, `rails_moved`), `lists:<id>` (any row of LIST_TABLES of
+    the paper but those of a piece off air before and after: its lists, front, feeds and
+    search), `paper:<id>` (the paper's settings, sections,
     personas, or anything of it not told apart), and `rest:<id>`, every answer of the paper
     that declares nothing narrower, moved by every commit that wrote the paper. Rows of other
     tables (the transparency log's checkpoints, say) move only `rest:` of the papers the
@@ -651,8 +652,12 @@ class Scopes:
     def __init__(self):
         self.names: set[str] = set()
         self.papers: set[int] = set()
-        self.lists = False    # a row of LIST_TABLES changed: the lists of the papers written
+        self.lists = False    # a row of LIST_TABLES changed that may be on a list (see `_listed`)
         self.unknown = False  # a change of the tables above that names no piece or paper
+        # Pieces with a row of theirs in PIECE_TABLES written, and the on_air values seen of
+        # those whose own row was flushed: a piece off air before and after is on no list.
+        self.listed: set = set()
+        self.on_air: dict = {}
         # (paper, section, on_air_at, piece) of every piece written, before and after: the
         # section's rail moved if one of them is among its newest (`rails_moved`).
         self.places: set[tuple] = set()
@@ -660,18 +665,30 @@ class Scopes:
     def note(self, obj, new: bool) -> None:
         """Count an ORM object flushed as new, changed or deleted."""
         table = getattr(obj, "__tablename__", None)
-        self.lists = self.lists or table in LIST_TABLES
         if isinstance(obj, Paper):
             self.papers.add(obj.id)
             if new or _changed_beyond_version(obj):
                 self.names.add(f"paper:{obj.id}")
         elif table == "pieces":
             self.names.add(f"piece:{obj.id}")
+            self.on_air.setdefault(obj.id, set()).update(_values(obj, "on_air"))
+            self._listed(table, obj.id)
             self._places(obj)
         elif table in PIECE_TABLES:
             self._named("piece", getattr(obj, "piece_id", None))
+            self._listed(table, getattr(obj, "piece_id", None))
         elif table in PAPER_TABLES:
             self._named("paper", getattr(obj, "paper_id", None))
+        elif table in LIST_TABLES:
+            self.lists = True
+
+    def _listed(self, table: str, piece_id) -> None:
+        # A row of a piece's own (its row, facts, revisions) shows on a list only while the
+        # piece is on air; a change-feed row, or one naming no piece, may show regardless.
+        if table == "piece_changes" or piece_id is None:
+            self.lists = True
+        else:
+            self.listed.add(piece_id)
 
     def _places(self, obj) -> None:
         """Where in its section's newest a piece written in this flush stood and stands: every
@@ -685,11 +702,13 @@ class Scopes:
     def note_statement(self, table: str, piece_id) -> None:
         """Count an INSERT, UPDATE or DELETE run as a statement on `table`, narrowed to
         `piece_id` by its WHERE clause (None: not narrowed to one piece)."""
-        self.lists = self.lists or table in LIST_TABLES
         if table in PIECE_TABLES:
             self._named("piece", piece_id)
+            self._listed(table, piece_id)
         elif table in PAPER_TABLES:
             self.unknown = True
+        elif table in LIST_TABLES:
+            self.lists = True
 
     def _named(self, kind: str, id_) -> None:
         if id_ is None:
@@ -698,9 +717,11 @@ class Scopes:
             self.names.add(f"{kind}:{id_}")
 
     def moved(self) -> set[str] | None:
-        """The scope names the commit moves, or None for ALL (a change it cannot place)."""
+        """The scope names the commit moves, or None for ALL (a change it cannot place). The
+        lists move for a row of LIST_TABLES unless every such row is a piece's own and each of
+        those pieces was seen off air before and after (a draft filed or revised)."""
         names = self.names | {f"rest:{paper}" for paper in self.papers}
-        if self.lists:
+        if self.lists or any(self.on_air.get(piece) != {False} for piece in self.listed):
             names |= {f"lists:{paper}" for paper in self.papers}
         if self.unknown:
             if not self.papers:
