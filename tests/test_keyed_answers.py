@@ -95,16 +95,21 @@ def test_a_revision_shows_everywhere_it_is_shown_and_nowhere_else_goes_cold(read
     assert set(made) == {paths[name] for name in shows_a}
 
 
-def test_a_new_piece_on_air_reaches_its_sections_rail_and_every_list(reader, paper):
-    app, client, another = reader
-    paths = urls(paper)
-    writer = another()
+def file_draft(writer, paper) -> int:
+    """File "Harbour story D" in World through `writer` (an app); its id."""
     filed = writer.test_client().post("/api/v1/stories", headers=auth(paper["admin"]), json={
         "headline": "Harbour story D", "dek": "D.", "prose": "It happened[^1].", "section": "World",
         "byline": "Ada Quill", "cited_facts": [{"statement": "It happened", "source": "Office",
                                                 "instrument": "Bulletin", "claim_key": "k-1"}]})
     assert filed.status_code == 201, filed.get_json()
-    write(writer, "PUT", f"/api/v1/stories/{filed.get_json()['id']}/air", paper["admin"], {})
+    return filed.get_json()["id"]
+
+
+def test_a_new_piece_on_air_reaches_its_sections_rail_and_every_list(reader, paper):
+    app, client, another = reader
+    paths = urls(paper)
+    writer = another()
+    write(writer, "PUT", f"/api/v1/stories/{file_draft(writer, paper)}/air", paper["admin"], {})
     made = cold_reads(app, client, paths.values())
     for name in ("front", "front json", "list", "section", "feed", "json feed", "a page", "b page"):
         assert "Harbour story D" in made.get(paths[name], ""), name
@@ -117,12 +122,7 @@ def test_a_draft_filed_and_revised_leaves_every_list_warm_until_it_airs(reader, 
     app, client, another = reader
     paths = urls(paper)
     writer = another()
-    filed = writer.test_client().post("/api/v1/stories", headers=auth(paper["admin"]), json={
-        "headline": "Harbour story D", "dek": "D.", "prose": "It happened[^1].", "section": "World",
-        "byline": "Ada Quill", "cited_facts": [{"statement": "It happened", "source": "Office",
-                                                "instrument": "Bulletin", "claim_key": "k-1"}]})
-    assert filed.status_code == 201, filed.get_json()
-    draft = filed.get_json()["id"]
+    draft = file_draft(writer, paper)
     write(writer, "PATCH", f"/api/v1/stories/{draft}", paper["admin"], {"headline": "Harbour story D2"})
     assert cold_reads(app, client, paths.values()) == {}
     write(writer, "PUT", f"/api/v1/stories/{draft}/air", paper["admin"], {})
