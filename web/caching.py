@@ -17,7 +17,7 @@ stored answers, on the versions of what each one shows (web/state.py `Scopes`):
    answer outlives it), a new FORMAT_SALT, or a new lifetime of the store. Without scope
    versions (SHARED_STATE=off, the store down, a scope moved after the request's generation)
    the ETag is the paper's whole state, `{paper id}.{version}.{birth}[.a{aired}].{salt}`
-   (`current_etag`), which every write moves, as the keys fall back. A kept answer (the
+   (`paper_state` and the salt), which every write moves, as the keys fall back. A kept answer (the
    response cache's, the replay's) carries the tag of the state it is kept under, which is the
    one the 304 step computes while it is served.
 2. Response cache. A public GET's answer, as its view made it (status 200, body, the view's own
@@ -228,13 +228,6 @@ def state_of(snap, now=None) -> str:
     instant inside a request, the clock outside: `request_now`)."""
     aired = visibility.passed(snap.air_schedule, now or request_now())
     return f"{snap.state}.a{aired}" if aired else snap.state
-
-
-def current_etag() -> str:
-    """The (unquoted) strong ETag of the paper's whole state: what a public answer's ETag is
-    without scope versions (`answer_etag`), and what a view that sets its own ETag may build
-    on (the news sitemap)."""
-    return f"{paper_state()}.{FORMAT_SALT}"
 
 
 def _url_key() -> str:
