@@ -27,22 +27,23 @@ def this_request():
     return ctx.request
 
 
-def this_app():
-    """The current app itself (what `flask.current_app` stands for; see `this_request`).
-    Raises RuntimeError outside an app context, as the proxy does."""
+def _app_context():
     ctx = _cv_app.get(None)
     if ctx is None:
         raise RuntimeError(_no_app_msg)
-    return ctx.app
+    return ctx
+
+
+def this_app():
+    """The current app itself (what `flask.current_app` stands for; see `this_request`).
+    Raises RuntimeError outside an app context, as the proxy does."""
+    return _app_context().app
 
 
 def this_g():
     """The current app context's `g` itself (what `flask.g` stands for; see `this_request`).
     Raises RuntimeError outside an app context, as the proxy does."""
-    ctx = _cv_app.get(None)
-    if ctx is None:
-        raise RuntimeError(_no_app_msg)
-    return ctx.g
+    return _app_context().g
 
 
 @dataclass(slots=True)
