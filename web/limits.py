@@ -287,9 +287,10 @@ class RateLimits:
             if gen is not None:  # every count reserved, the generation leased: no round trip
                 environ[state.GENERATION] = gen
                 return self._counts(limits, windows, positions)
-        wanted = [(index, self._reserved.block(key, limit.item.amount))
-                  for index, ((key, _expiry, _reset), limit, position)
-                  in enumerate(zip(windows, limits, positions, strict=True)) if position is None]
+        with self._lock:
+            wanted = [(index, self._reserved.block(key, limit.item.amount))
+                      for index, ((key, _expiry, _reset), limit, position)
+                      in enumerate(zip(windows, limits, positions, strict=True)) if position is None]
         script = self._script_for(store, shared)
         keys = [store.prefixed_key(windows[index][0]) for index, _block in wanted]
         sent = shared.clock()
