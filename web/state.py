@@ -33,7 +33,7 @@ move together).
   (0.025 s), counted from the moment it *sent* the read, and reads again after that; so a
   busy worker asks Redis about once per lease, not once per request. In exchange a write
   that moved the generation is not answered until a lease has passed since the move was
-  made (`wait_visible`: the request's commit, web/commit.py; a CLI command's end). Why that
+  made (`wait_visible`, as a request's or a CLI command's app context ends: `install`). Why that
   is never stale: a reader whose value predates the move sent its read before the move, so
   its lease ends before the writer's answer leaves; any read that starts after the answer
   finds its lease over and reads again. Both sides measure the lease as a duration on their
