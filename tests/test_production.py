@@ -195,7 +195,8 @@ def test_each_worker_keeps_a_bounded_copy_of_hot_answers(make_app, newsroom):
     with statements(cached) as seen:
         assert client.get("/api/v1/stories").status_code == 200
     assert seen == []
-    assert make_app(CACHE_TYPE="NullCache").extensions["paperdesk.replay"].kept is None
+    assert make_app(CACHE_TYPE="NullCache").extensions["paperdesk.replay"].bodies is False
+    assert make_app(RESPONSE_CACHE_LOCAL_BYTES=0).extensions["paperdesk.replay"].kept is None
 
 
 def test_errors_and_one_off_pages_are_not_stored(make_app, newsroom):

@@ -171,6 +171,41 @@ def test_keyed_requests_and_a_cache_turned_off_are_never_replayed(make_app, news
     assert replayed(off) == 0
 
 
+def test_with_every_cache_off_only_revalidations_are_replayed(make_app, newsroom):
+    """NullCache keeps no answer's body anywhere; the replay then keeps only the pipeline's
+    304s (which tag is current at which state), each for the If-None-Match that asked, in the
+    form that client holds, and never past a write that moves the answer."""
+    app = make_app(CACHE_TYPE="NullCache", CACHE_NO_NULL_WARNING=True)
+    client = app.test_client()
+    path = "/api/v1/front"  # over 1 KB: gzip, so a weak tag when accepted
+    etag = client.get(path).headers["ETag"]
+    weak = client.get(path, headers={"Accept-Encoding": "gzip"}).headers["ETag"]
+    assert replayed(app) == 0  # no 200 is kept
+    for held, encoding in ((etag, {}), (weak, {"Accept-Encoding": "gzip"}), (f'"x", {etag}', {})):
+        made = client.get(path, headers={"If-None-Match": held, **encoding})
+        before = replayed(app)
+        again = client.get(path, headers={"If-None-Match": held, **encoding})
+        assert replayed(app) == before + 1, held
+        assert again.status_code == made.status_code == 304
+        same_answer(made, again)
+    assert client.get(path).status_code == 200 and replayed(app) == 3  # the 200 is the view's
+    # Another tag of the URL is not the kept one's: the view answers it.
+    assert client.get(path, headers={"If-None-Match": '"1.0.0.f1"'}).status_code == 200
+    assert replayed(app) == 3
+    # A write that moves the answer ends the kept 304, on this worker and on another.
+    other = make_app(CACHE_TYPE="NullCache", CACHE_NO_NULL_WARNING=True)
+    assert other.test_client().get(path, headers={"If-None-Match": etag}).status_code == 304
+    assert other.test_client().get(path, headers={"If-None-Match": etag}).status_code == 304
+    assert replayed(other) == 1
+    piece = newsroom["pieces"][2]
+    changed = client.patch(f"/api/v1/stories/{piece.id}", json={"headline": "Harbour reopens"},
+                           headers=auth(newsroom["admin"]))
+    assert changed.status_code == 200
+    for worker in (app, other):
+        fresh = worker.test_client().get(path, headers={"If-None-Match": etag})
+        assert fresh.status_code == 200 and "Harbour reopens" in fresh.get_data(as_text=True)
+
+
 def test_a_used_up_limit_is_the_pipelines_429(make_app, newsroom, still_clock):
     app = make_app(RATELIMIT_ENABLED=True, RATELIMIT_STORAGE_URI="memory://", READ_RATELIMIT="3/minute")
     client = app.test_client()

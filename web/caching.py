@@ -303,7 +303,7 @@ def _not_modified():
     form = not_modified_tag(held, etag)
     if form is None:
         return None
-    _mark_for_replay(answer, names)
+    _mark_for_replay(answer, names, body=False)
     response = Response(status=304)
     response.set_etag(etag, weak=form == "weak")
     response.headers["Cache-Control"] = route_cache_control()
@@ -394,11 +394,12 @@ def response_cache_key() -> str:
     return f"resp:{this_g().paper_snapshot.id}.{FORMAT_SALT}:{digest}"
 
 
-def _mark_for_replay(held: str, names: tuple[str, ...] | None = None) -> None:
+def _mark_for_replay(held: str, names: tuple[str, ...] | None = None, *, body: bool = True) -> None:
     """Tell web/replay.py that this answer is public and holds the paper at `held` (a 304, a
     stored answer, or one served from the cache), `answer_state` of the scopes `names` (None:
-    the paper's whole state), unless every cache is off."""
-    if not _cache_off():
+    the paper's whole state). An answer with a `body` is not marked when every cache is off;
+    a 304 (no body: only which tag is current at which state) always is."""
+    if not body or not _cache_off():
         this_request().environ[REPLAY_MARK] = (held, this_g().paper_snapshot.slug, names)
 
 

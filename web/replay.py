@@ -12,8 +12,12 @@ knowledge:
   names (the key headers, Accept-Encoding) are part of the key, with the values this request
   sent. A keyed request never matches a kept public answer (its Authorization or X-Desk-Key is
   in the key, and public answers are kept only without one).
-- **A 304 is judged by caching.not_modified_tag**, the pipeline's own rule, against the kept
-  200's `ETag`; the pipeline's 304 for that tag form is kept and sent again.
+- **A 304 is the pipeline's, kept for the If-None-Match that asked**: filed under the URL, the
+  304's own `Vary` values and the request's If-None-Match as sent, and sent again while the
+  state it holds stands (the pipeline's 304 is a function of those and nothing else). A request
+  with a tag but no 304 kept for it gets the kept 200 only when caching.not_modified_tag, the
+  pipeline's own rule, says the tag is not the 200's; else the pipeline judges it (and its
+  304 is kept).
 - **What happens per request is the steps' own** (web/steps.py): each step declares what it
   does for an answer sent again; the replay runs those parts in the pipeline's order (the
   request id, the rate count, which may hand a used-up limit on to the pipeline's 429, the
@@ -25,9 +29,12 @@ knowledge:
   every write of its paper for an answer that declares nothing narrower) and the scheduled
   instants passed.
 
-Off when every cache is off (`CACHE_TYPE=NullCache`) or RESPONSE_CACHE_LOCAL_BYTES is 0; bounded
-by RESPONSE_CACHE_LOCAL_BYTES of bodies (least recently used first out): the one store of
-kept answers in a worker (the response cache behind it is the shared one). tests/test_replay.py
+With every cache off (`CACHE_TYPE=NullCache`) it keeps only 304s: a 304 holds no
+representation, only which tag is current at which state, so a revalidation is answered ahead
+of Flask with no copy of any answer kept. Off when RESPONSE_CACHE_LOCAL_BYTES is 0; bounded by
+RESPONSE_CACHE_LOCAL_BYTES of bodies (least recently used first out, 512 bytes counted per
+entry besides its body): the one store of kept answers in a worker (the response cache behind
+it is the shared one). tests/test_replay.py
 proves a replay equal to the pipeline's answer for every kind of public URL.
 """
 from __future__ import annotations
@@ -49,6 +56,7 @@ STATS = "paperdesk.replay.stats"
 _ENTRY_OVERHEAD = 512  # bytes counted per entry besides its body (headers, key)
 MAX_URLS = 65536  # URLs whose Vary the replay remembers at most
 _SNAPSHOT = "paperdesk.replay.snapshot"  # environ: the snapshot a kept answer was found under
+_NOT_MODIFIED = object()  # in a 304's key, after its URL's: equal to no header value
 
 
 class Kept(NamedTuple):
@@ -110,9 +118,11 @@ class Replay:
     def __init__(self, app: Flask, wsgi_app):
         self.app, self.wsgi_app = app, wsgi_app
         capacity = app.config["RESPONSE_CACHE_LOCAL_BYTES"]
-        off = app.config["CACHE_TYPE"] in ("NullCache", "null") or capacity <= 0
-        self.kept = None if off else LocalAnswers(capacity, _cost)
-        self.vary: dict[tuple, tuple] = {}  # URL key -> the environ names its answers vary on
+        self.kept = None if capacity <= 0 else LocalAnswers(capacity, _cost)
+        # With every cache off, only 304s are kept (caching.py marks no 200 then).
+        self.bodies = app.config["CACHE_TYPE"] not in ("NullCache", "null")
+        # URL key -> the environ names its 200s vary on; URL key + (_NOT_MODIFIED,) -> its 304s'.
+        self.vary: dict[tuple, tuple] = {}
         self.steps = app.extensions["pipeline"]
         self.shared = state.for_app(app)
         self.stats = app.extensions[STATS] = {"replayed": 0, "kept": 0, "refused": 0, "stale": 0}
@@ -121,43 +131,55 @@ class Replay:
     def __call__(self, environ, start_response):
         if self.kept is None or not _eligible(environ):
             return self.wsgi_app(environ, start_response)
+        held = environ.get("HTTP_IF_NONE_MATCH")
+        if not (self.bodies or held):
+            return self.wsgi_app(environ, start_response)  # only 304s are kept: none is asked for
         url = _url_key(environ)
-        varies = self.vary.get(url)
-        key = url + tuple(environ.get(name) for name in varies) if varies is not None else None
-        if key is not None:
-            entry = self._find(environ, key)
-            if entry is not None:
-                answered = self._send(environ, start_response, entry)
-                if answered is not None:
-                    return answered
-        return self._keep(environ, start_response, url)
+        entry = self._find(environ, url, held)
+        if entry is not None:
+            answered = self._send(environ, start_response, entry)
+            if answered is not None:
+                return answered
+        return self._keep(environ, start_response, url, held)
 
     # ------------------------------------------------------------------ finding a kept answer
 
-    def _find(self, environ: dict, key: tuple) -> Kept | None:
-        full = self.kept.get(key)
-        if full is None:
+    def _find(self, environ: dict, url: tuple, held: str | None) -> Kept | None:
+        """The kept answer for this request, current as far as the paper's snapshot can tell
+        (`_send` then checks the snapshot is the request's generation): the 304 kept for its
+        If-None-Match `held`, else the 200 unless `held` names the 200's tag."""
+        if held:
+            key = _key(url + (_NOT_MODIFIED, held), self.vary.get(url + (_NOT_MODIFIED,)), environ)
+            if key is not None:
+                kept = self.kept.get(key)
+                if kept is not None and self._holds(environ, kept):
+                    return kept
+        if not self.bodies:
             return None
+        key = _key(url, self.vary.get(url), environ)
+        full = self.kept.get(key) if key is not None else None
+        if full is None or not self._holds(environ, full):
+            return None
+        if held and full.etag is not None and caching.not_modified_tag(held, full.etag) is not None:
+            environ.pop(_SNAPSHOT)
+            return None  # the pipeline makes this tag's 304 (and it is kept then)
+        return full
+
+    def _holds(self, environ: dict, entry: Kept) -> bool:
+        """Whether `entry` holds the paper as this worker's snapshot of it stands (its scopes'
+        versions under the snapshot's generation, or the paper's whole state); if so, the
+        snapshot is left in `environ` for `_send`."""
         # Whether the snapshot is current is asked after the rate count (`_send`): on Redis the
         # generation travels in the count's round trip.
         snap = tenancy.kept_snapshot(self.app, environ.get("HTTP_HOST", ""))
         if snap is None or not snap.is_public:
-            return None
-        # The scopes as they stand under the snapshot's generation, which `_send` then checks
-        # is the request's: a kept answer whose scopes no write moved outlives other writes.
-        table = self.shared.scopes_for(snap.gen) if full.names is not None else None
-        if full.state != caching.answer_state(snap, full.names, table):
-            return None
+            return False
+        # A kept answer whose scopes no write moved outlives other writes.
+        table = self.shared.scopes_for(snap.gen) if entry.names is not None else None
+        if entry.state != caching.answer_state(snap, entry.names, table):
+            return False
         environ[_SNAPSHOT] = snap
-        held = environ.get("HTTP_IF_NONE_MATCH")
-        if held and full.etag is not None:
-            form = caching.not_modified_tag(held, full.etag)
-            if form is not None:
-                # A 304 kept for an earlier 200 of this URL names that one's tag: the pipeline
-                # makes one for this 200's (and keeps it in its place).
-                kept = self.kept.get(key + ("304", form))
-                return kept if kept is not None and kept.etag == full.etag else None
-        return full
+        return True
 
     # ------------------------------------------------------------------ sending one
 
@@ -179,7 +201,7 @@ class Replay:
 
     # ------------------------------------------------------------------ keeping a new one
 
-    def _keep(self, environ, start_response, url: tuple):
+    def _keep(self, environ, start_response, url: tuple, held: str | None):
         seen = {}
 
         def capture(status, headers, exc_info=None):
@@ -196,31 +218,39 @@ class Replay:
         finally:
             if hasattr(answer, "close"):
                 answer.close()
-        held, slug, names = marked
+        state, slug, names = marked
         per_request = self.steps.per_request
         headers = [(name, value) for name, value in seen["headers"] if name.lower() not in per_request]
         found = {name.lower(): value for name, value in seen["headers"]}
         varies = tuple(environ_name(name.strip()) for name in found.get("vary", "").split(",") if name.strip())
         etag = unquote_etag(found["etag"])[0] if "etag" in found else None
         counted = any(name.lower() == "x-ratelimit-limit" for name, _ in seen["headers"])
-        entry = Kept(held, status, headers, body, slug, counted, etag, names)
+        entry = Kept(state, status, headers, body, slug, counted, etag, names)
         if status.startswith("304"):
-            # Filed under the representation the client's tag names, in the form it holds.
-            full_varies = self.vary.get(url)
-            held = environ.get("HTTP_IF_NONE_MATCH")
-            form = caching.not_modified_tag(held, etag) if held and etag else None
-            if full_varies is None or form is None:
+            if not held:
                 return [body]
-            self.kept.put(url + tuple(environ.get(name) for name in full_varies) + ("304", form), entry)
+            # Filed under the If-None-Match as sent and the 304's own Vary: the same request
+            # under the same state is the same 304 (the tag form it names included).
+            url = url + (_NOT_MODIFIED, held)
+            vary_key = url[:-1]
         else:
-            if len(self.vary) >= MAX_URLS and url not in self.vary:
-                # A client chooses the raw query: never let it grow this without bound (the
-                # answers themselves are bounded by bytes). Relearnt at each URL's next answer.
-                self.vary.clear()
-            self.vary[url] = varies
-            self.kept.put(url + tuple(environ.get(name) for name in varies), entry)
+            vary_key = url
+        if len(self.vary) >= MAX_URLS and vary_key not in self.vary:
+            # A client chooses the raw query: never let it grow this without bound (the
+            # answers themselves are bounded by bytes). Relearnt at each URL's next answer.
+            self.vary.clear()
+        self.vary[vary_key] = varies
+        self.kept.put(_key(url, varies, environ), entry)
         self.stats["kept"] += 1
         return [body]
+
+
+def _key(url: tuple, varies: tuple | None, environ: dict) -> tuple | None:
+    """The representation key of `url` (a `_url_key`, perhaps with a 304's suffix) for the
+    request `environ`: the values of the environ names `varies` (None: not learnt yet) after it."""
+    if varies is None:
+        return None
+    return url + tuple(environ.get(name) for name in varies)
 
 
 def _url_key(environ: dict) -> tuple:
