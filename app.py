@@ -15,7 +15,7 @@ from sqlalchemy import event
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 import config
-from extensions import cache, db, migrate
+from extensions import cache, db
 from schemas.apidoc import api
 from services.delivery import purge
 from web import errors, pipeline, replay, request_log, security, state, static_assets
@@ -106,7 +106,6 @@ def register_extensions(app: Flask) -> None:
 
     db.init_app(app)
     _sqlite_write_ahead_log(app)
-    migrate.init_app(app, db, directory=os.path.join(os.path.dirname(__file__), "migrations"))
     cache.init_app(app)
     purge.init_app(app)
     api.init_app(app)

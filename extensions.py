@@ -7,7 +7,6 @@ from __future__ import annotations
 from flask import current_app
 from flask_caching import Cache
 from flask_cors import CORS
-from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import MetaData, create_engine
 from sqlalchemy.engine import Engine
@@ -28,7 +27,6 @@ class Base(DeclarativeBase):
 
 
 db = SQLAlchemy(model_class=Base)
-migrate = Migrate(render_as_batch=True)
 cors = CORS()
 
 

@@ -9,7 +9,7 @@ of planned alerts, each sent message and each webhook attempt is committed as so
 done, and a killed run resumes where it stopped without sending twice (docs/ALERTS.md "Crash
 safety").
 """
-from commands import alerts, database, demo, keys, log, proof, subscribers, worker
+from commands import alerts, database, demo, keys, log, migrations, proof, subscribers, worker
 
 COMMANDS = [*database.COMMANDS, *demo.COMMANDS, *keys.COMMANDS, *proof.COMMANDS, *alerts.COMMANDS, *worker.COMMANDS,
-            *subscribers.COMMANDS, *log.COMMANDS]
+            *subscribers.COMMANDS, *log.COMMANDS, *migrations.COMMANDS]

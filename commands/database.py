@@ -9,10 +9,10 @@ import sqlite3
 import click
 from flask import current_app
 from flask.cli import with_appcontext
-from flask_migrate import upgrade
 from sqlalchemy import text
 
 import config
+from commands import migrations
 from extensions import db
 from services.newsroom import provenance
 from services.transparency import store as transparency_log
@@ -26,6 +26,9 @@ def migrate_to_head() -> None:
     if path is not None and not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         sqlite3.connect(path).close()
+    migrations.configure(current_app)
+    from flask_migrate import upgrade  # alembic: only for the commands that migrate
+
     upgrade()
 
 
