@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from flask import Flask
+from flask import Flask, Response
 from flask.sessions import SessionInterface
 from sqlalchemy import event
 from werkzeug.middleware.proxy_fix import ProxyFix
@@ -77,6 +77,33 @@ class PaperDesk(Flask):
                 self._plain.clear()
             self._plain.add(func)
         return synced
+
+
+class PaperDeskResponse(Response):
+    """Flask's response, sent without the copy of its headers werkzeug makes to fix them up
+    when there is nothing to fix. werkzeug's `get_wsgi_response` copies every header into a new
+    `Headers` (each value checked again) so that it can make a Location absolute, drop a body's
+    headers on a 1xx, 204 or 304 and add a missing Content-Length; an answer with none of
+    those to do (most: a 200 with its length) is sent from its own headers, the same list."""
+
+    def get_wsgi_response(self, environ):
+        """(app_iter, status, headers) as werkzeug's `get_wsgi_response` gives them."""
+        status = self.status_code
+        if not 100 <= status < 200 and status not in (204, 304):
+            length = False
+            for name, _value in self.headers:
+                lowered = name.lower()
+                if lowered == "content-length":
+                    length = True
+                elif lowered in ("location", "content-location"):
+                    break
+            else:
+                if length:  # werkzeug would change nothing: the same headers, in order
+                    return self.get_app_iter(environ), self.status, self.headers.to_wsgi_list()
+        return super().get_wsgi_response(environ)
+
+
+PaperDesk.response_class = PaperDeskResponse
 
 
 class NoSessions(SessionInterface):

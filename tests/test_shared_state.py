@@ -264,3 +264,19 @@ def test_the_host_file_replaced_under_its_workers_is_noticed(tmp_path):
     assert b.generation() != held
     b.bump()
     assert a.generation() == b.generation()
+
+
+def test_packed_slots_read_as_the_words_they_hold():
+    """The host file's scope versions decoded one at a time read as decoding all of them does
+    (little-endian uint64 per slot), and no slot past the last."""
+    import struct
+
+    from web.state import SCOPE_SLOTS, PackedSlots
+
+    words = [0, 1, 2**63 + 5, 2**64 - 1, *range(7, 7 + SCOPE_SLOTS - 4)]
+    slots = PackedSlots(struct.pack(f"<{SCOPE_SLOTS}Q", *words))
+    assert len(slots) == SCOPE_SLOTS
+    assert [slots[i] for i in range(SCOPE_SLOTS)] == words
+    for past in (SCOPE_SLOTS, -1):
+        with pytest.raises(IndexError):
+            slots[past]

@@ -383,9 +383,10 @@ def response_cache_key() -> str:
     (`answer_state`): one found under another is a miss."""
     declared = declared_for_endpoint()
     request = this_request()
+    # A route that reads no parameter, or a request that sends none: no query to parse.
     args = sorted(((name, value) for name, value in request.args.items(multi=True)
-                   if name in declared), key=lambda item: item[0])
-    parts = [request.scheme, request.host.lower(), request.path, urlencode(args)]
+                   if name in declared), key=lambda item: item[0]) if declared and request.query_string else ()
+    parts = [request.scheme, request.host.lower(), request.path, urlencode(args) if args else ""]
     chosen = chosen_type()
     if chosen is not None:  # a route that negotiates keeps one answer per type chosen
         parts.append(chosen)

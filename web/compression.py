@@ -16,7 +16,7 @@ import gzip
 
 from flask import Response, current_app, has_request_context
 from werkzeug.datastructures import Accept
-from werkzeug.http import parse_accept_header
+from werkzeug.http import parse_accept_header, unquote_etag
 
 from web import policy, request_state
 from web.headers import header
@@ -36,21 +36,31 @@ COMPRESSIBLE = frozenset({
 })
 
 
-def compressible(response: Response) -> bool:
-    """True for a complete 200 answer of a text format that nobody has encoded yet."""
+def compressible(response: Response, seen: dict[str, str] | None = None) -> bool:
+    """True for a complete 200 answer of a text format that nobody has encoded yet. `seen`:
+    the answer's headers as `_seen` gives them, when the caller has them already."""
     if response.status_code != 200 or response.direct_passthrough or response.is_streamed:
         return False
-    # One pass over the headers (a werkzeug lookup of a missing header raises and catches).
-    content_type, encoded = "", False
-    for name, value in response.headers.items():
+    if seen is None:
+        seen = _seen(response)
+    if "content-encoding" in seen:
+        return False
+    content_type = seen.get("content-type", "")
+    return content_type.split(";", 1)[0].strip().lower() in COMPRESSIBLE or _route_compresses()
+
+
+def _seen(response: Response) -> dict[str, str]:
+    """The answer's headers in one pass, by lowered name: the first value of each, what
+    `response.headers.get(name)` gives (each werkzeug lookup compares every header, and one of
+    a missing header raises and catches an exception); of Content-Type, the last."""
+    seen: dict[str, str] = {}
+    for name, value in response.headers:
         lowered = name.lower()
         if lowered == "content-type":
-            content_type = value
-        elif lowered == "content-encoding":
-            encoded = True
-    if encoded:
-        return False
-    return content_type.split(";", 1)[0].strip().lower() in COMPRESSIBLE or _route_compresses()
+            seen[lowered] = value  # the last one, as `compressible` has always judged it
+        else:
+            seen.setdefault(lowered, value)
+    return seen
 
 
 def _route_compresses() -> bool:
@@ -58,13 +68,16 @@ def _route_compresses() -> bool:
     return has_request_context() and policy.of(current_app, this_request().endpoint).compress
 
 
-def _vary_on_encoding(response: Response) -> None:
+def _vary_on_encoding(response: Response, seen: dict[str, str]) -> None:
     """Add `Accept-Encoding` to the answer's Vary (what `response.vary.add` does, without
-    parsing the header into a set and writing it back)."""
+    parsing the header into a set and writing it back); `seen` as `_seen` gave it."""
     headers = response.headers
-    current = headers.get("Vary")
+    current = seen.get("vary")
     if not current:
-        headers["Vary"] = "Accept-Encoding"
+        if "vary" in seen:
+            headers["Vary"] = "Accept-Encoding"  # an empty one, replaced
+        else:
+            headers.add("Vary", "Accept-Encoding")  # appended, as setting a missing header does
     elif "accept-encoding" not in {item.strip().lower() for item in current.split(",")}:
         headers["Vary"] = f"{current}, Accept-Encoding"
 
@@ -100,17 +113,21 @@ def compress(response: Response) -> Response:
     cache); `Vary: Accept-Encoding` on every compressible answer."""
     state = request_state.current()
     precompressed, state.gzip_body = state.gzip_body, None
-    if not compressible(response):
+    if response.status_code != 200:
+        return response  # `compressible`'s first test, before any pass over the headers
+    seen = _seen(response)  # one pass over the headers for all this step reads of them
+    if not compressible(response, seen):
         return response
-    _vary_on_encoding(response)
+    _vary_on_encoding(response, seen)
     if not gzip_accepted(header("Accept-Encoding")):
         return response
     body = precompressed if precompressed is not None else gzip_bytes(response.get_data())
     if body is None:
         return response
     response.set_data(body)
-    response.headers["Content-Encoding"] = "gzip"
-    etag, weak = response.get_etag()
+    # No Content-Encoding yet (`compressible`): appended, as setting a missing header does.
+    response.headers.add("Content-Encoding", "gzip")
+    etag, weak = unquote_etag(seen.get("etag"))  # `response.get_etag()`: the ETag is as seen
     if etag is not None and not weak:
         response.set_etag(etag, weak=True)
     return response

@@ -1,4 +1,5 @@
-"""Request headers read straight from the WSGI environ, for the steps every request passes.
+"""Request headers read straight from the WSGI environ, for the steps every request passes;
+response headers set several at a time (`put`).
 
 werkzeug's `request.headers` answers a missing header by raising and catching an exception
 (`BadRequestKeyError`) per lookup, and most requests lack most of the headers the pipeline
@@ -36,3 +37,22 @@ def has_any(names: tuple[str, ...], environ: dict | None = None) -> bool:
     """True when the request (or `environ`) carries any of the headers `names`."""
     environ = environ if environ is not None else this_request().environ
     return any(environ_name(name) in environ for name in names)
+
+
+def put(headers, pairs, drop: tuple[str, ...] = ()) -> None:
+    """Set each `(name, value)` of `pairs` on the response headers `headers` (werkzeug
+    `Headers`) in order, then remove each name of `drop`: exactly what `headers[name] = value`
+    for each pair and then `headers.pop(name, None)` for each of `drop` do, with one pass over
+    the headers instead of one per name (each of werkzeug's compares every header's lowered
+    name, and a lookup of a missing one raises and catches an exception)."""
+    present = {name.lower() for name, _value in headers}
+    for name, value in pairs:
+        lowered = name.lower()
+        if lowered in present:
+            headers[name] = value  # in place of the first, the others removed
+        else:
+            headers.add(name, value)  # appended, as a set of a missing header does
+            present.add(lowered)
+    for name in drop:
+        if name.lower() in present:
+            headers.remove(name)

@@ -61,7 +61,7 @@ from werkzeug.exceptions import TooManyRequests
 
 from services.delivery.subscriptions import normalize_email
 from web import policy, request_state, state
-from web.headers import KEY_HEADERS
+from web.headers import KEY_HEADERS, put
 from web.steps import HAND_ON, Replayed, replays, runs_for
 
 log = logging.getLogger("paperdesk.ratelimits")
@@ -359,11 +359,8 @@ class RateLimits:
         """Pipeline step (after): the X-RateLimit headers of the tightest limit counted, and
         no Retry-After but on 429 and 503."""
         counted = request_state.current().rate_limit
-        if counted is not None:
-            for name, value in limit_headers(counted):
-                response.headers[name] = value
-        if response.status_code not in RETRY_AFTER_STATUSES:
-            response.headers.pop("Retry-After", None)
+        put(response.headers, limit_headers(counted) if counted is not None else (),
+            () if response.status_code in RETRY_AFTER_STATUSES else ("Retry-After",))
         return response
 
 

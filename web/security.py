@@ -149,6 +149,9 @@ def refuse_large_bodies() -> None:
     if limit is None:
         return
     req = this_request()
+    environ = req.environ
+    if "CONTENT_LENGTH" not in environ and "HTTP_TRANSFER_ENCODING" not in environ:
+        return  # no body declared and none chunked (most GETs): what the checks below find
     if req.content_length is not None:
         if req.content_length > limit:
             raise RequestEntityTooLarge()

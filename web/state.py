@@ -197,15 +197,15 @@ class HostFile:
             if self._current() == fd:
                 return value
 
-    def scope_values(self) -> tuple[int, tuple[int, ...]] | None:
+    def scope_values(self) -> tuple[int, PackedSlots] | None:
         """(the file's inode, the SCOPE_SLOTS stored numbers), read without a lock (each an
-        aligned 8-byte word); None when the file is cut short under us."""
+        aligned 8-byte word) in one `pread`; None when the file is cut short under us."""
         fd = self._current()
         inode = self._identity[1]
         raw = os.pread(fd, SCOPE_SLOTS * 8, _SCOPES_AT)
         if len(raw) < SCOPE_SLOTS * 8:
             return None
-        return inode, struct.unpack(f"<{SCOPE_SLOTS}Q", raw)
+        return inode, PackedSlots(raw)
 
     def incr(self, key: str, expiry: int) -> int:
         """Count one hit of `key` in a window ending `expiry` seconds from now (fixed: the
@@ -318,20 +318,42 @@ def scope_slot(name: str) -> int:
     return 1 + int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little") % (SCOPE_SLOTS - 1)
 
 
+class PackedSlots:
+    """The SCOPE_SLOTS stored numbers as the host file holds them (little-endian uint64s, one
+    read), each decoded when asked for: `slots[i]`, an int, IndexError past the last. A request
+    asks for two or three of them; decoding all 4096 into a tuple of ints was 5% of a cold
+    story JSON (docs/PERFORMANCE.md), once per generation, so after every write."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw: bytes):
+        self._raw = raw
+
+    def __getitem__(self, slot: int) -> int:
+        if not 0 <= slot < len(self._raw) // 8:
+            raise IndexError(slot)
+        return _U64.unpack_from(self._raw, slot * 8)[0]
+
+    def __len__(self) -> int:
+        return len(self._raw) // 8
+
+
 class ScopeTable(NamedTuple):
     """The scope versions as read after the deployment's generation `gen` was (full, with its
-    lifetime or inode above 64 bits): `values`, one stored generation per slot, the one of the
-    last commit that changed a scope of that slot."""
+    lifetime or inode above 64 bits): `values`, one stored generation per slot (indexed by
+    slot: a list, or the host file's PackedSlots), the one of the last commit that changed a
+    scope of that slot."""
 
     gen: int
-    values: tuple[int, ...]
+    values: list[int] | PackedSlots
 
     def state(self, names) -> str | None:
         """The version state of an answer that depends on the scopes `names` (and ALL): a
         string that moves whenever one of them does; None when one moved after `gen` (the
         answer's data may be older or newer than that move: not to be keyed)."""
         top = self.gen & _MASK
-        values = [self.values[0], *(self.values[scope_slot(name)] for name in names)]
+        slots = self.values
+        values = [slots[0], *(slots[scope_slot(name)] for name in names)]
         if any(value > top for value in values):
             return None
         return f"{self.gen >> 64:x}." + ".".join(f"{value:x}" for value in values)
@@ -545,7 +567,7 @@ class SharedState:
         except Exception:  # noqa: BLE001 - no scopes: answers are keyed by the paper's whole version
             log.warning("shared state: the scope versions could not be read", exc_info=True)
             return None
-        table = self._table = ScopeTable(gen, tuple(values))
+        table = self._table = ScopeTable(gen, values)  # never changed once made
         return table
 
     def shares_redis_with(self, url: str) -> bool:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
+from operator import itemgetter
 
 from sqlalchemy import bindparam, func, select
 
@@ -184,9 +185,17 @@ def story_page(paper: Paper, id_or_slug: str, *, now: datetime) -> PageStory | N
     if found is None:
         return None
     row, facts = found
-    return PageStory(row.id, row.slug, row.headline, row.dek, row.prose, row.image, row.rev, row.content_hash,
-                     row.on_air_at, row.updated_at, row.notices, row.section_id,
-                     Named(row.section, row.section_slug), Named(row.byline, row.persona_slug), facts)
+    (id_, slug, headline, dek, prose, image, rev, content_hash, on_air_at, updated_at, notices, section_id,
+     section, section_slug, byline, persona_slug) = _PAGE_FIELDS(row)
+    return PageStory(id_, slug, headline, dek, prose, image, rev, content_hash, on_air_at, updated_at, notices,
+                     section_id, Named(section, section_slug), Named(byline, persona_slug), facts)
+
+
+# A page row's fields by position, found once from PAGE_COLUMNS' names (a Core Row's attribute
+# lookup fails a normal lookup first, with a formatted AttributeError: many times an index).
+_PAGE_FIELDS = itemgetter(*({column.key: at for at, column in enumerate(stories.PAGE_COLUMNS)}[name] for name in (
+    "id", "slug", "headline", "dek", "prose", "image", "rev", "content_hash", "on_air_at", "updated_at",
+    "notices", "section_id", "section", "section_slug", "byline", "persona_slug")))
 
 
 def related_pieces(paper: Paper, piece: Piece | PageStory, limit: int = RELATED_SIZE,
