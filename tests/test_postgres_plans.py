@@ -284,3 +284,48 @@ def test_hot_reads_are_planned_once_and_search_for_its_terms(app, desk, make_app
         searches = plans(per_value_engine(), "%search_vector%")
     assert lists and all(generic >= 7 and custom == 0 for generic, custom in lists), lists
     assert searches and all(generic == 0 and custom >= 7 for generic, custom in searches), searches
+
+
+def test_a_lazy_description_is_psycopgs_own(app, desk, make_app):
+    """Production's cursors build `description` only when it is read
+    (config.lazy_description_cursor): what it then holds is psycopg's own, column for column,
+    for hot statements and new ones, read through SQLAlchemy by name; it stays the result's
+    after the cursor runs another statement; None where psycopg says None."""
+    if app.backend != "postgresql":
+        pytest.skip("psycopg's cursors")
+    import psycopg
+
+    paper = desk.paper("demo")
+    desk.piece(paper, "On air")
+    options = config.postgres_engine_options()
+    lazy = options["connect_args"]["cursor_factory"]
+    worker = make_app(SQLALCHEMY_ENGINE_OPTIONS=options, CACHE_TYPE="NullCache")
+    client = worker.test_client()
+    for _ in range(3):  # hot: SQLAlchemy's cached metadata, psycopg's prepared statement
+        assert client.get("/api/v1/stories/1").get_json()["headline"] == "On air"
+
+    def shown(description) -> list[tuple]:
+        return [(*column, column.type_display) for column in description]
+
+    query = "SELECT id, headline, on_air_at, notices, 1.5::numeric(4, 2) AS n, NULL AS z FROM pieces"
+    with worker.app_context():
+        with db.engine.connect() as conn:
+            raw = conn.connection.driver_connection
+            assert isinstance(raw, psycopg.Connection) and raw.cursor_factory is lazy
+            ours, theirs = raw.cursor(), psycopg.Cursor(raw)
+            for cursor in (ours, theirs):
+                cursor.execute(query)
+            held = ours.description
+            assert type(held) is not list and len(held) == 6
+            assert shown(held) == shown(theirs.description)
+            assert held[-1].name == "z" and [c.name for c in held[1:3]] == ["headline", "on_air_at"]
+            ours.execute("SELECT 1 AS other")  # the held description is still the first result's
+            assert shown(held) == shown(theirs.description) and ours.description[0].name == "other"
+            for statement in ("SET statement_timeout = 0", "SELECT"):
+                ours.execute(statement)
+                theirs.execute(statement)
+                assert (ours.description is None) == (theirs.description is None)
+                assert list(ours.description or []) == list(theirs.description or [])
+            # A statement SQLAlchemy has not seen: its result metadata is read from the names.
+            row = conn.execute(text("SELECT id AS piece, headline FROM pieces")).one()
+            assert row._mapping["piece"] == 1 and row.headline == "On air"
