@@ -57,6 +57,7 @@ def main() -> int:
     from sqlalchemy import event
 
     trace = _trace_connections() if args.wire else None
+    import extensions
     from extensions import db
     from models import Paper, Piece
     from services.newsroom import keys
@@ -77,14 +78,17 @@ def main() -> int:
     target = read if args.same and read else next(i for i in ids if i != read)
 
     statements, texts, measuring = [], [], [False]
-    with app.app_context():
-        engine = db.engine
 
-    @event.listens_for(engine, "before_cursor_execute")
     def _count(_conn, _cursor, statement, *_args) -> None:
         if measuring[0]:
             statements[-1] += 1
             texts.append(" ".join(statement.split())[:200])
+
+    with app.app_context():  # the app's engine, and on PostgreSQL public reads' and search's
+        engines = {db.engine, *(getattr(extensions, name)() for name in ("reads_engine", "per_value_engine")
+                                if hasattr(extensions, name))} - {None}
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", _count)
 
     def revise(n: int) -> None:
         answer = client.patch(f"/api/v1/stories/{target}", headers={**headers, "X-Desk-Key": plain},
