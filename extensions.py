@@ -68,7 +68,10 @@ def reads_engine() -> Engine | None:
     made = current_app.extensions.get("paperdesk.reads_engine")
     if made is None:
         options = current_app.config.get("SQLALCHEMY_ENGINE_OPTIONS") or {}
-        made = create_engine(engine.url, **{**options, "isolation_level": "AUTOCOMMIT"})
+        # No reset as a connection returns to the pool: in autocommit there is no transaction
+        # to roll back (the reset was a second, empty rollback through psycopg per request).
+        made = create_engine(engine.url, **{**options, "isolation_level": "AUTOCOMMIT",
+                                            "pool_reset_on_return": None})
         current_app.extensions["paperdesk.reads_engine"] = made
     return made
 
