@@ -71,7 +71,8 @@ def postgres_engine_options() -> dict:
     (docs/DEPLOYING.md "The database"):
 
     - a pool per gunicorn worker (sync workers serve one request at a time, so a small pool is
-      plenty; workers x (size + overflow) must stay under the server's max_connections),
+      plenty; a worker has two such pools, the app's and public reads' (extensions.reads_engine),
+      so workers x 2 x (size + overflow) must stay under the server's max_connections),
       connections recycled after `DB_POOL_RECYCLE` seconds (1800);
     - no ping per checkout (`DB_POOL_PRE_PING`, off): a `SELECT 1` round trip before every
       request's first statement cost as much as the statement itself. `LivePool` instead drops,
