@@ -71,7 +71,8 @@ def postgres_engine_options() -> dict:
     (docs/DEPLOYING.md "The database"):
 
     - a pool per gunicorn worker (sync workers serve one request at a time, so a small pool is
-      plenty; workers x (size + overflow) must stay under the server's max_connections),
+      plenty; a worker has two such pools, the app's and public reads' (extensions.reads_engine),
+      so workers x 2 x (size + overflow) must stay under the server's max_connections),
       connections recycled after `DB_POOL_RECYCLE` seconds (1800);
     - no ping per checkout (`DB_POOL_PRE_PING`, off): a `SELECT 1` round trip before every
       request's first statement cost as much as the statement itself. `LivePool` instead drops,
@@ -87,8 +88,11 @@ def postgres_engine_options() -> dict:
       30 or more pieces (0.2 ms, as long as running it), because its generic estimate for "this
       paper, aired by now" looked dearer than the plan for the actual values, which is the same
       index scan. Search, whose best plan does depend on how common its terms are, reads on
-      its own connection planned per execution (extensions.per_value_engine)."""
-    connect_args: dict = {}
+      its own connection planned per execution (extensions.per_value_engine);
+    - cursors whose `description` builds its columns only when read (`lazy_description_cursor`):
+      SQLAlchemy looks at it on every statement, but reads it only for a statement it has not
+      run before."""
+    connect_args: dict = {"cursor_factory": lazy_description_cursor()}
     threshold = os.environ.get("DB_PREPARE_THRESHOLD", "1").strip()
     connect_args["prepare_threshold"] = int(threshold) if threshold else None
     settings = {}
@@ -109,6 +113,80 @@ def postgres_engine_options() -> dict:
         "pool_recycle": int(os.environ.get("DB_POOL_RECYCLE", "1800")),
         "connect_args": connect_args,
     }
+
+
+@functools.cache
+def lazy_description_cursor() -> type:
+    """psycopg's Cursor, but its `description` (a sequence of `psycopg.Column`, or None when
+    the result has no rows, as psycopg's) builds its Columns when first indexed or iterated.
+
+    Why: SQLAlchemy asks every statement's cursor for its description, and for a statement it
+    has run before (every hot read: the compiled form and its result metadata are cached) only
+    to see that it is not None. psycopg's own builds a Column per column each time (name
+    decoded, type looked up: about eight Python calls a column, 160 for a story's twenty
+    columns, half of psycopg's Python calls per statement). The columns are read from the
+    result the description was taken of, so the cursor's next statement does not change them.
+    tests/test_postgres_plans.py holds it equal to psycopg's own."""
+    from collections.abc import Sequence
+
+    import psycopg
+    from psycopg import Column, pq
+
+    with_rows = (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.SINGLE_TUPLE, pq.ExecStatus.TUPLES_CHUNK)
+
+    class Source:
+        """What psycopg's Column reads of its cursor: the result (this one), the connection's
+        encoding and the type adapters."""
+
+        __slots__ = ("_cursor", "pgresult")
+
+        def __init__(self, cursor, pgresult) -> None:
+            self._cursor, self.pgresult = cursor, pgresult
+
+        @property
+        def _encoding(self) -> str:
+            return self._cursor._encoding
+
+        @property
+        def adapters(self):
+            return self._cursor.adapters
+
+    class Description(Sequence):
+        """A result's columns, built on first use: indexes, slices, iterates and prints as the
+        list psycopg builds."""
+
+        __slots__ = ("_source", "_size", "_columns")
+
+        def __init__(self, source: Source, size: int) -> None:
+            self._source, self._size, self._columns = source, size, None
+
+        def _built(self) -> list:
+            if self._columns is None:
+                self._columns = [Column(self._source, i) for i in range(self._size)]
+            return self._columns
+
+        def __len__(self) -> int:
+            return self._size
+
+        def __getitem__(self, index):
+            return self._built()[index]
+
+        def __iter__(self):
+            return iter(self._built())
+
+        def __repr__(self) -> str:
+            return repr(self._built())
+
+    class LazyDescriptionCursor(psycopg.Cursor):
+        @property
+        def description(self):
+            result = self.pgresult
+            # As psycopg's: columns when there are any, or when the statement said rows ("SELECT;").
+            if result and (result.nfields or result.status in with_rows):
+                return Description(Source(self, result), result.nfields)
+            return None
+
+    return LazyDescriptionCursor
 
 
 def server_options(settings: dict[str, str]) -> str:

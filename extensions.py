@@ -8,6 +8,7 @@ from flask import current_app
 from flask_caching import Cache
 from flask_cors import CORS
 from flask_sqlalchemy import SQLAlchemy
+from flask_sqlalchemy.session import Session as FlaskSession
 from sqlalchemy import MetaData, create_engine
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase
@@ -26,11 +27,51 @@ class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
 
 
-db = SQLAlchemy(model_class=Base)
+# Session.info key: the engine a public read's session runs on (tenancy.load_paper).
+READS = "paperdesk.reads"
+
+
+class Session(FlaskSession):
+    """flask-sqlalchemy's session, which runs everything on the engine its `info[READS]` names
+    while that is set (a public read on PostgreSQL: `reads_engine`), else as flask-sqlalchemy
+    chooses. An explicit bind (search's `per_value_engine`) still wins."""
+
+    def get_bind(self, mapper=None, clause=None, bind=None, **kwargs):
+        if bind is None:
+            reads = self.info.get(READS)
+            if reads is not None:
+                return reads
+        return super().get_bind(mapper=mapper, clause=clause, bind=bind, **kwargs)
+
+
+db = SQLAlchemy(model_class=Base, session_options={"class_": Session})
 cors = CORS()
 
 
 cache = Cache()
+
+
+def reads_engine() -> Engine | None:
+    """On PostgreSQL, the engine public reads run on (tenancy.load_paper): a second engine on
+    the app's database, created on first use in each process, with the app's engine options,
+    every connection in autocommit from its start. Under READ COMMITTED each statement sees its
+    own snapshot in a transaction or not, so a read needs none, and autocommit saves the BEGIN
+    and ROLLBACK round trips. Switching one of the app's connections to autocommit for the
+    request and back as it returned to the pool (SQLAlchemy's `isolation_level` execution
+    option) cost a cold read as many instructions as psycopg's whole execution of its statement;
+    here the switch is made once per connection. None elsewhere (SQLite: the app's engine)."""
+    engine = db.engine
+    if engine.dialect.name != "postgresql":
+        return None
+    made = current_app.extensions.get("paperdesk.reads_engine")
+    if made is None:
+        options = current_app.config.get("SQLALCHEMY_ENGINE_OPTIONS") or {}
+        # No reset as a connection returns to the pool: in autocommit there is no transaction
+        # to roll back (the reset was a second, empty rollback through psycopg per request).
+        made = create_engine(engine.url, **{**options, "isolation_level": "AUTOCOMMIT",
+                                            "pool_reset_on_return": None})
+        current_app.extensions["paperdesk.reads_engine"] = made
+    return made
 
 
 def per_value_engine() -> Engine:

@@ -20,7 +20,6 @@ from datetime import date, datetime, time, timedelta, timezone
 
 from sqlalchemy import func, insert, literal, select, text
 
-from demo import video as video_made
 from demo.content import PERSONAS, SECTIONS, World, compose
 from extensions import db
 from models import (
@@ -332,6 +331,10 @@ def _write_editions(paper: Paper, now: datetime, report: SeedReport, instance_pa
     they come from (the day's pieces read out), and a real MP4 video (demo/video.py: each
     caption over its section's art, in step with the captions), so the cast players and the
     podcast feed work out of the box."""
+    # Here, not with the module: every web worker imports this one (commands/demo.py, for the
+    # CLI), and demo/video.py brings Pillow, which a worker otherwise loads only to draw.
+    from demo import video as video_made
+
     sections = [name for name, _ in SECTIONS]
     for days_ago in EDITION_DAYS_AGO:
         day: date = now.date() - timedelta(days=days_ago)

@@ -24,7 +24,7 @@ from psycopg import sql as psycopg_sql
 from sqlalchemy import event, select, text
 
 import config
-from extensions import db, per_value_engine
+from extensions import db, per_value_engine, reads_engine
 from models import Piece
 from services.reading import cursors
 from tests.fixtures.keys import auth
@@ -83,12 +83,14 @@ def captured(app, client, url: str, headers: dict) -> list[tuple[str, object]]:
         if re.search(r"\bFROM (pieces|piece_changes)\b", statement):
             seen.append((statement, parameters))  # a dict (psycopg), a tuple (sqlite3)
 
-    engine = db.engine
-    event.listen(engine, "before_cursor_execute", record)
+    engines = {db.engine, reads_engine()} - {None}  # public reads run on the second (PostgreSQL)
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", record)
     try:
         response = client.get(url, headers=headers)
     finally:
-        event.remove(engine, "before_cursor_execute", record)
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", record)
     assert response.status_code == 200, (url, response.get_json())
     assert seen, f"{url} read no pieces"
     return seen
@@ -231,7 +233,7 @@ def test_a_killed_backend_costs_no_request_and_a_live_one_no_ping(app, desk, mak
     for _ in range(3):
         assert client.get("/api/v1/stories?limit=15").status_code == 200
     with worker.app_context():
-        with db.engine.connect() as conn:  # the pool's one connection, the requests' own
+        with reads_engine().connect() as conn:  # public reads' pool's one connection, the requests' own
             prepared = conn.exec_driver_sql("SELECT statement FROM pg_prepared_statements").scalars().all()
     assert any("FROM pieces" in statement for statement in prepared), prepared
 
@@ -250,7 +252,48 @@ def test_a_killed_backend_costs_no_request_and_a_live_one_no_ping(app, desk, mak
     answers = [client.get("/api/v1/stories?limit=15").status_code for _ in range(5)]
     assert answers == [200] * 5
     with worker.app_context():
-        assert not db.engine.pool._pre_ping
+        assert not db.engine.pool._pre_ping and not reads_engine().pool._pre_ping
+
+
+def test_public_reads_run_in_autocommit_on_their_own_pool_and_writes_in_transactions(app, desk, make_app):
+    """On PostgreSQL a keyless GET's statements run on extensions.reads_engine, whose
+    connections are in autocommit from their start (no BEGIN, no ROLLBACK, no switch of a
+    connection per request), and a write's on the app's engine in a transaction; in one app
+    context held across both (as a test client's may be), the write after the read still binds
+    to the app's engine (tenancy.end_read)."""
+    if app.backend != "postgresql":
+        pytest.skip("PostgreSQL's public reads")
+    paper = desk.paper("demo")
+    piece_id = desk.piece(paper, "On air").id  # read here, not in the worker's app context below
+    admin = desk.key(paper, "admin")
+    worker = make_app(SQLALCHEMY_ENGINE_OPTIONS=config.postgres_engine_options(), CACHE_TYPE="NullCache")
+    client = worker.test_client()
+    seen: list[tuple[str, bool, str]] = []
+
+    def record(conn, cursor, statement, parameters, context, executemany):
+        seen.append(("reads" if conn.engine is reads else "app", conn.connection.driver_connection.autocommit,
+                     statement.split()[0]))
+
+    with worker.app_context():
+        reads = reads_engine()
+        assert reads is not db.engine
+        for engine in (db.engine, reads):
+            event.listen(engine, "before_cursor_execute", record)
+        try:
+            for _ in range(2):
+                assert client.get(f"/api/v1/stories/{piece_id}").status_code == 200
+            read = list(seen)
+            changed = client.patch(f"/api/v1/stories/{piece_id}", json={"headline": "Harbour reopens"},
+                                   headers=auth(admin))
+            assert changed.status_code == 200, changed.get_json()
+            written = seen[len(read):]
+            assert client.get(f"/api/v1/stories/{piece_id}").get_json()["headline"] == "Harbour reopens"
+        finally:
+            for engine in (db.engine, reads):
+                event.remove(engine, "before_cursor_execute", record)
+    assert read and all(engine == "reads" and autocommit for engine, autocommit, _ in read), read
+    assert any(verb == "UPDATE" for *_, verb in written), written
+    assert all(engine == "app" and not autocommit for engine, autocommit, _ in written), written
 
 
 def test_hot_reads_are_planned_once_and_search_for_its_terms(app, desk, make_app):
@@ -280,7 +323,52 @@ def test_hot_reads_are_planned_once_and_search_for_its_terms(app, desk, make_app
                 {"like": like}).all()
 
     with worker.app_context():
-        lists = plans(db.engine, "%LIMIT 51%")
+        lists = plans(reads_engine(), "%LIMIT 51%")  # public reads' own connections
         searches = plans(per_value_engine(), "%search_vector%")
     assert lists and all(generic >= 7 and custom == 0 for generic, custom in lists), lists
     assert searches and all(generic == 0 and custom >= 7 for generic, custom in searches), searches
+
+
+def test_a_lazy_description_is_psycopgs_own(app, desk, make_app):
+    """Production's cursors build `description` only when it is read
+    (config.lazy_description_cursor): what it then holds is psycopg's own, column for column,
+    for hot statements and new ones, read through SQLAlchemy by name; it stays the result's
+    after the cursor runs another statement; None where psycopg says None."""
+    if app.backend != "postgresql":
+        pytest.skip("psycopg's cursors")
+    import psycopg
+
+    paper = desk.paper("demo")
+    desk.piece(paper, "On air")
+    options = config.postgres_engine_options()
+    lazy = options["connect_args"]["cursor_factory"]
+    worker = make_app(SQLALCHEMY_ENGINE_OPTIONS=options, CACHE_TYPE="NullCache")
+    client = worker.test_client()
+    for _ in range(3):  # hot: SQLAlchemy's cached metadata, psycopg's prepared statement
+        assert client.get("/api/v1/stories/1").get_json()["headline"] == "On air"
+
+    def shown(description) -> list[tuple]:
+        return [(*column, column.type_display) for column in description]
+
+    query = "SELECT id, headline, on_air_at, notices, 1.5::numeric(4, 2) AS n, NULL AS z FROM pieces"
+    with worker.app_context():
+        with db.engine.connect() as conn:
+            raw = conn.connection.driver_connection
+            assert isinstance(raw, psycopg.Connection) and raw.cursor_factory is lazy
+            ours, theirs = raw.cursor(), psycopg.Cursor(raw)
+            for cursor in (ours, theirs):
+                cursor.execute(query)
+            held = ours.description
+            assert type(held) is not list and len(held) == 6
+            assert shown(held) == shown(theirs.description)
+            assert held[-1].name == "z" and [c.name for c in held[1:3]] == ["headline", "on_air_at"]
+            ours.execute("SELECT 1 AS other")  # the held description is still the first result's
+            assert shown(held) == shown(theirs.description) and ours.description[0].name == "other"
+            for statement in ("SET statement_timeout = 0", "SELECT"):
+                ours.execute(statement)
+                theirs.execute(statement)
+                assert (ours.description is None) == (theirs.description is None)
+                assert list(ours.description or []) == list(theirs.description or [])
+            # A statement SQLAlchemy has not seen: its result metadata is read from the names.
+            row = conn.execute(text("SELECT id AS piece, headline FROM pieces")).one()
+            assert row._mapping["piece"] == 1 and row.headline == "On air"

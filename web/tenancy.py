@@ -15,7 +15,7 @@ from sqlalchemy import bindparam, or_, select
 from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.orm import make_transient_to_detached
 
-from extensions import db
+from extensions import READS, db, reads_engine
 from models import Paper
 from services.errors import DeskError, Unauthorized
 from services.links import host_name
@@ -177,13 +177,16 @@ def load_paper() -> None:
     g.pop("paper", None)  # a test holding an app context open reuses one `g` across requests
     g.pop("paper_snapshot", None)
     keyless_read = _keyless_read(req)
-    if keyless_read and db.engine.dialect.name == "postgresql" and not db.session().in_transaction():
-        # Under READ COMMITTED each statement sees its own snapshot in a transaction or not, so
-        # a read needs none: autocommit saves PostgreSQL the BEGIN and ROLLBACK round trips
-        # (two of the three a cached answer costs). Writes and keyed requests keep theirs. (A
-        # session already in a transaction: a test holding one app context across requests.)
-        db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
-        request_state.current().read_autocommit = True
+    if keyless_read:
+        session = db.session()
+        reads = reads_engine()
+        if reads is not None and not session.in_transaction():
+            # PostgreSQL: the session runs on connections in autocommit (no BEGIN and ROLLBACK
+            # round trips, two of the three a cached answer costs; extensions.reads_engine).
+            # Writes and keyed requests keep the app's engine and their transactions. (A
+            # session already in a transaction: a test holding one app context across requests.)
+            session.info[READS] = reads
+            request_state.current().read_autocommit = True
     recent = recent_snapshot(this_app(), req.host, req.environ) if keyless_read else None
     if recent is not None and recent.paper is not None and recent.is_public:
         # The row this worker read under the current generation, without a query.
@@ -216,14 +219,18 @@ def load_paper() -> None:
 @runs_for(policy.for_a_paper)
 @replays(None)  # the replay opens no database session
 def end_read(exc: BaseException | None) -> None:
-    """Pipeline teardown: give back the autocommit connection of a public read, so nothing
-    else runs on it (in production the session ends with the request anyway; a test that holds
+    """Pipeline teardown: give back the autocommit connection of a public read (to
+    extensions.reads_engine's pool), and bind the session as usual again, so nothing else runs
+    on it (in production the session ends with the request anyway; a test that holds
     one app context across requests keeps its session, and must not write in autocommit)."""
     state = request_state.current()
     if state.read_autocommit:
         state.read_autocommit = False
+        session = db.session()
         try:
-            db.session.rollback()  # no round trip: autocommit has no transaction to end
+            session.rollback()  # no round trip: autocommit has no transaction to end
         except Exception:  # noqa: BLE001 - a teardown must not raise (web/pipeline.py); the answer is built
             log.warning("ending a public read's session failed", exc_info=True)
+        finally:
+            session.info.pop(READS, None)  # what comes next in this session binds as usual
 

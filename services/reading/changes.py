@@ -18,7 +18,7 @@ from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import and_, bindparam, or_, select
 
-from extensions import db
+from extensions import db, reads_engine
 from models import Paper, PieceChange
 from services.reading import stories, visibility
 
@@ -66,7 +66,7 @@ def settle_writes(paper_id: int) -> None:
     connection, where the statement's end releases it: one round trip instead of a second
     connection's BEGIN, SELECT and ROLLBACK."""
     own = db.session.connection()
-    if own.dialect.name == "postgresql" and own.get_execution_options().get("isolation_level") == "AUTOCOMMIT":
+    if own.engine is reads_engine():  # PostgreSQL's autocommit connections of public reads
         own.execute(_BARRIER, {"paper_id": paper_id})
         return
     with db.engine.connect() as connection:

@@ -24,10 +24,12 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from datetime import date
-
-from PIL import Image, ImageDraw, ImageFont
+from typing import TYPE_CHECKING
 
 from services.rendering.media import colour_for, made_once, store, wrap
+
+if TYPE_CHECKING:  # Pillow itself is imported where something is drawn (media.render_card)
+    from PIL import Image, ImageDraw
 
 # Bump when any drawing changes: the memo in `media.made_once` is keyed on it.
 STYLE = "art-v1"
@@ -153,6 +155,8 @@ def _bauhaus(draw, size, colours, rng: random.Random) -> None:
         else:
             draw.rectangle((x - s, y - s / 3, x + s, y + s / 3), fill=fill)
     letter = rng.choice("ACEGMORSW")
+    from PIL import ImageFont  # Pillow when something is drawn (media.py says why)
+
     font = ImageFont.load_default(size=int(height * 0.9))
     draw.text((width * 0.62, height * 0.5), letter, font=font, fill=ink, anchor="mm")
 
@@ -197,6 +201,8 @@ def _jpeg(image: Image.Image, quality: int = 86) -> bytes:
 def render_art(section: str, seed: str) -> bytes:
     """A piece's editorial art: a 1200x630 JPEG in the section's look and colours; `seed`
     (any string, e.g. the piece's slug) varies the composition. Same inputs, same bytes."""
+    from PIL import Image, ImageDraw  # Pillow when something is drawn (media.py says why)
+
     rng = random.Random(f"{STYLE}|{section}|{seed}")
     colours = palette(section)
     big = (ART_SIZE[0] * SUPERSAMPLE, ART_SIZE[1] * SUPERSAMPLE)
@@ -217,6 +223,8 @@ def _bands(draw, box, sections: Sequence[str]) -> None:
 def render_poster(nameplate: str, day: date, sections: Sequence[str]) -> bytes:
     """An edition's 1280x720 (16:9) JPEG poster: the nameplate, "The cast" and the day in words,
     over bands in the colours of `sections`."""
+    from PIL import Image, ImageDraw, ImageFont  # Pillow when something is drawn (media.py says why)
+
     width, height = POSTER_SIZE
     image = Image.new("RGB", POSTER_SIZE, "#14161a")
     draw = ImageDraw.Draw(image)
@@ -237,6 +245,8 @@ def render_artwork(nameplate: str) -> bytes:
     """The podcast's square artwork: a 3000x3000 RGB JPEG (Apple: 1400 to 3000 px square, JPEG
     or PNG, RGB) with the nameplate large and legible at thumbnail size, "The cast", and bands
     in the desk's section colours."""
+    from PIL import Image, ImageDraw, ImageFont  # Pillow when something is drawn (media.py says why)
+
     size = ARTWORK_SIZE
     image = Image.new("RGB", (size, size), "#14161a")
     draw = ImageDraw.Draw(image)

@@ -19,9 +19,9 @@ import tempfile
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from xml.sax.saxutils import escape, quoteattr
 
-from PIL import Image, ImageDraw, ImageFont
 from sqlalchemy import select
 from sqlalchemy.orm import joinedload
 
@@ -29,6 +29,9 @@ from extensions import db
 from models import Paper, Persona, Piece
 from services import links
 from services.reading import visibility
+
+if TYPE_CHECKING:  # Pillow itself is imported where something is drawn (render_card)
+    from PIL import ImageFont
 
 CARD_SIZE = (1200, 630)
 AVATAR_SIZE = 256
@@ -84,6 +87,8 @@ def render_avatar_png(persona: Persona) -> bytes:
     """The portrait `avatar_svg` draws, as an AVATAR_SIZE square PNG (for fediverse servers,
     many of which refuse SVG for an actor's icon): the initials on the slug's colour in a ring,
     with the `AI` badge. Same persona, same bytes."""
+    from PIL import Image, ImageDraw  # see render_card
+
     background = colour_for(persona.slug)
     ring = colour_for(persona.slug, lightness=0.5)
     size, half = AVATAR_SIZE, AVATAR_SIZE // 2
@@ -141,6 +146,8 @@ def card_path(instance_path: str, paper: Paper, piece: Piece) -> Path:
 
 
 def _font(size: int) -> ImageFont.FreeTypeFont:
+    from PIL import ImageFont  # see render_card
+
     return ImageFont.load_default(size=size)
 
 
@@ -194,7 +201,14 @@ def _fit_headline(headline: str, width: int, height: int) -> tuple[ImageFont.Fre
 
 def render_card(nameplate: str, section: str, headline: str, byline: str) -> bytes:
     """A 1200x630 PNG share card: nameplate, section in its colour, the headline wrapped to
-    fit, and the byline marked as an AI persona. Same inputs, same bytes."""
+    fit, and the byline marked as an AI persona. Same inputs, same bytes.
+
+    Pillow is imported where something is drawn (here, `render_avatar_png`, `_font`, and
+    services/rendering/art.py), not with the module: every web worker imports this module, few
+    ever draw (a file once drawn is served from the media folder), and Pillow's modules and
+    libraries are 3.5 MB of a worker's memory."""
+    from PIL import Image, ImageDraw
+
     width, height = CARD_SIZE
     accent = colour_for(section)
     image = Image.new("RGB", CARD_SIZE, "#faf7f0")
