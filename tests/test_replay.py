@@ -16,6 +16,7 @@ import time_machine
 
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
+from tests.test_shared_state import RedisServer
 
 VOLATILE = {"X-Request-ID", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
 
@@ -386,3 +387,37 @@ def test_the_news_sitemap_is_kept_for_its_hour_and_never_past_it(make_app, newsr
         before = replayed(app)
         again = client.get("/sitemap-news.xml")
         assert again.data == later.data and replayed(app) == before + 1
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A Redis of the test's own, to stop and start (tests/test_shared_state.py RedisServer)."""
+    server = RedisServer(tmp_path).start()
+    yield server
+    server.stop()
+
+
+def test_a_kept_revalidation_never_outlives_a_write_when_redis_is_down_or_restarted(make_app, newsroom, own_redis):
+    """The 304s kept with every cache off, under the shared store's faults: with Redis down no
+    kept answer is sent (the generation cannot be read, so the database answers), and a write
+    answered after Redis came back empty (a new lifetime) ends the kept 304 on another worker."""
+    settings = dict(CACHE_TYPE="NullCache", CACHE_NO_NULL_WARNING=True, RATELIMIT_ENABLED=True,
+                    RATELIMIT_STORAGE_URI=own_redis.url, READ_RATELIMIT="100000/minute")
+    reader, writer = make_app(**settings), make_app(**settings)
+    piece = newsroom["pieces"][2]
+    path = f"/api/v1/stories/{piece.id}"
+    client = reader.test_client()
+    etag = client.get(path).headers["ETag"]
+    for _ in range(2):
+        assert client.get(path, headers={"If-None-Match": etag}).status_code == 304
+    assert replayed(reader) == 1
+    own_redis.stop()
+    try:
+        down = client.get(path, headers={"If-None-Match": etag})
+        assert down.status_code in (200, 304) and replayed(reader) == 1  # the pipeline answered
+    finally:
+        own_redis.start()  # empty: a new lifetime
+    changed = writer.test_client().patch(path, json={"headline": "Harbour reopens"}, headers=auth(newsroom["admin"]))
+    assert changed.status_code == 200
+    fresh = client.get(path, headers={"If-None-Match": etag})
+    assert fresh.status_code == 200 and fresh.get_json()["headline"] == "Harbour reopens"
