@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import date, datetime, timedelta, timezone
 
+import time_machine
 from flask import g
 
 from extensions import db
@@ -192,3 +193,27 @@ def test_private_paper_front_is_404(client, desk):
     for url in ("/api/v1/front", "/api/v1/cast", "/api/v1/masthead", "/api/v1/sections"):
         response = client.get(url, base_url="http://secret.localhost")
         assert response.status_code == 404 and response.mimetype == "application/problem+json"
+
+
+def test_the_newsroom_counts_days_with_a_public_piece_only_as_the_clock_reaches_them(client, desk):
+    # The days are counted by hopping the day index (front._days_on_air): a day counts once its
+    # first airing has come, whatever else is scheduled on it; drafts and pulled pieces never.
+    paper = desk.paper("demo")
+    day = lambda d, h: datetime(2026, 11, d, h, tzinfo=timezone.utc)  # noqa: E731
+    for aired in (day(1, 9), day(1, 17), day(2, 9), day(3, 9), day(3, 15), day(4, 9)):
+        desk.piece(paper, f"Aired {aired:%d %H}", on_air_at=aired)
+    desk.piece(paper, "A draft", on_air_at=None)
+    pulled = desk.piece(paper, "Pulled", on_air_at=day(5, 9) - timedelta(days=10))
+    filing.take_off_air(paper, pulled, day(1, 8))
+    db.session.commit()
+
+    def counts(at: datetime) -> tuple[int, int]:
+        with time_machine.travel(at, tick=False):
+            newsroom = client.get("/api/v1/front").get_json()["newsroom"]
+        return newsroom["days"], newsroom["on_air"]
+
+    assert counts(day(1, 8)) == (0, 0)
+    assert counts(day(1, 10)) == (1, 1)
+    assert counts(day(3, 12)) == (3, 4)   # the 3rd counts once, its 15:00 piece still to come
+    assert counts(day(3, 16)) == (3, 5)
+    assert counts(day(4, 10)) == (4, 6)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import NamedTuple
 
-from sqlalchemy import and_, bindparam, distinct, func, select, union_all
+from sqlalchemy import and_, bindparam, func, select, union_all
 from sqlalchemy.orm import joinedload
 
 from extensions import db
@@ -220,11 +220,29 @@ def _newsroom_statement():
         .where(Section.paper_id == paper_id, Section.active.is_(True)).scalar_subquery().label("section_count"),
         # count(*), not count(id): PostgreSQL then counts from the index alone.
         select(func.count()).select_from(Piece).where(on_air).scalar_subquery().label("on_air"),
-        select(func.count(distinct(Piece.on_air_day))).where(on_air).scalar_subquery().label("days"),
+        _days_on_air(paper_id).label("days"),
         select(func.max(Piece.on_air_at)).where(on_air).scalar_subquery().label("latest_on_air_at"),
         select(func.count(Edition.id)).where(Edition.paper_id == paper_id).scalar_subquery().label("editions"),
         select(func.max(Edition.day)).where(Edition.paper_id == paper_id).scalar_subquery().label("latest_edition"),
     )
+
+
+def _days_on_air(paper_id):
+    """`count(DISTINCT on_air_day)` of the pieces public at AIR_NOW, as a scalar subquery that
+    hops the (paper_id, on_air, on_air_day) index from one day to the next (a recursive CTE:
+    one index seek a day, a loose index scan), then keeps the days whose first airing has come
+    by AIR_NOW. The plain DISTINCT reads every piece on air: with 100 000 pieces about 70 ms
+    on SQLite, paid by each worker after every write that moves the front, while the hops
+    cost one seek a day (a year's archive: about 1 ms)."""
+    aired = and_(Piece.paper_id == paper_id, Piece.on_air.is_(True))
+    first = select(func.min(Piece.on_air_day)).where(aired).scalar_subquery()
+    days = select(first.label("day")).cte("air_days", recursive=True)
+    following = select(func.min(Piece.on_air_day)).where(aired, Piece.on_air_day > days.c.day)
+    days = days.union_all(select(following.scalar_subquery()).where(days.c.day.is_not(None)))
+    first_airing = (select(func.min(Piece.on_air_at)).where(aired, Piece.on_air_day == days.c.day)
+                    .scalar_subquery())
+    return (select(func.count()).select_from(days)
+            .where(days.c.day.is_not(None), first_airing <= visibility.AIR_NOW).scalar_subquery())
 
 
 _NEWSROOM = _newsroom_statement()
