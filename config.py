@@ -369,8 +369,9 @@ def load() -> dict:
         # "host", a redis:// URL, or "off" (every public read asks the database for its paper).
         "SHARED_STATE": os.environ.get("SHARED_STATE", "auto"),
         "SHARED_STATE_TIMEOUT": float(os.environ.get("SHARED_STATE_TIMEOUT", "0.25")),  # seconds
-        # seconds a worker trusts a generation read from Redis; writes wait as long (web/state.py)
-        "SHARED_STATE_LEASE": float(os.environ.get("SHARED_STATE_LEASE", "0.025")),
+        # seconds a worker trusts a generation read from Redis; writes wait as long (web/state.py:
+        # 10 ms keeps a busy worker at about 100 round trips a second, and a write's wait short)
+        "SHARED_STATE_LEASE": float(os.environ.get("SHARED_STATE_LEASE", "0.010")),
         # How long a keyed write's answer is kept for a retry with the same Idempotency-Key
         # (seconds; web/idempotency.py). Older records are ignored and purged by later writes.
         "IDEMPOTENCY_TTL_SECONDS": int(os.environ.get("IDEMPOTENCY_TTL_SECONDS", str(24 * 3600))),

@@ -30,7 +30,7 @@ move together).
   is slow (SHARED_STATE_TIMEOUT, 0.25 s) gives no generation: reads go to the database for
   STATE_RETRY_SECONDS, and this worker drops its snapshots (it may have missed a write).
   **The lease.** A worker trusts a generation it read from Redis for SHARED_STATE_LEASE
-  (0.025 s), counted from the moment it *sent* the read, and reads again after that; so a
+  (0.010 s), counted from the moment it *sent* the read, and reads again after that; so a
   busy worker asks Redis about once per lease, not once per request. In exchange a write
   that moved the generation is not answered until a lease has passed since the move was
   made (`wait_visible`, as a request's or a CLI command's app context ends: `install`). Why that
@@ -388,7 +388,7 @@ class SharedState:
         self.owed = False          # a move this process could not make yet (GenerationNotMoved)
         self._run_id: str | None = None
         self._lifetime = 0         # the Redis lifetime (from its run_id) generations carry
-        self.lease = max(0.0, float(config.get("SHARED_STATE_LEASE", 0.025)))
+        self.lease = max(0.0, float(config.get("SHARED_STATE_LEASE", 0.010)))
         self._leased: tuple[int, float] | None = None  # (generation, trusted until, on _clock)
         self._visible_at = 0.0     # on _clock: when this process's last move is safe to answer
 
