@@ -259,6 +259,46 @@ def served_counts(log_path: Path, since: int) -> tuple[Counter, int]:
         return counts, log.tell()
 
 
+def route_of(method: str, path: str) -> str:
+    """The route a logged request took, for `where_time_went`: `method` and `path` with piece ids
+    as `{id}`, section slugs as `{section}`, and search terms as `{q}`: `GET /stories/{id}`."""
+    parts = ["{id}" if part.isdigit() else part for part in path.split("/")]
+    if len(parts) == 3 and parts[1] == "sections":
+        parts[2] = "{section}"
+    return f"{method} {'/'.join(parts)}"
+
+
+def where_time_went(log_path: Path, since: int, until: int, top: int = 12) -> list[dict]:
+    """The app's own time per route and way served, from the request log in `log_path` between
+    byte offsets `since` and `until` (its `duration_ms`: from the request's arrival in the app to
+    its answer, queueing in the listen backlog excluded): the `top` (route, served) pairs by total
+    time, each `{"route", "served", "n", "total_ms", "p50_ms", "p99_ms", "max_ms"}`, biggest
+    first. It tells what held the workers: a few slow answers queue every request behind them."""
+    times: dict[tuple[str, str], list[float]] = {}
+    with open(log_path, "rb") as log:
+        log.seek(since)
+        while log.tell() < until:
+            line = log.readline()
+            if not line:
+                break
+            if b'"paperdesk.request"' not in line:
+                continue
+            try:
+                entry = json.loads(line)
+                ms = float(entry["duration_ms"])
+                key = (route_of(entry["method"], entry["path"]), entry.get("served", "app"))
+            except (ValueError, KeyError, TypeError):
+                continue
+            times.setdefault(key, []).append(ms)
+    rows = []
+    for (route, served), ms in times.items():
+        ms.sort()
+        rows.append({"route": route, "served": served, "n": len(ms), "total_ms": round(sum(ms), 1),
+                     "p50_ms": ms[len(ms) // 2], "p99_ms": ms[min(len(ms) - 1, int(len(ms) * 0.99))],
+                     "max_ms": ms[-1]})
+    return sorted(rows, key=lambda row: -row["total_ms"])[:top]
+
+
 def _admin_key(env: dict) -> str:
     out = harness.flask(env, "keys", "create", "--paper", "demo", "--kind", "admin",
                         "--label", "bench-day desk").stdout
@@ -338,9 +378,11 @@ def run_backend(backend: str, url: str, work: Path, args, redis_url: str) -> dic
                 if desk_thread:
                     desk_thread.join(timeout=120)
             harness.settle(base, "/healthz")
+            since = offset
             counts, offset = served_counts(app_log, offset)
             row = asdict(measured)
             row["served"] = dict(counts)
+            row["where"] = where_time_went(app_log, since, offset)
             if "desk" in done:
                 row["desk"] = done["desk"].summary()
             result["mixes"][mix] = row

@@ -328,6 +328,16 @@ def render_day(results: dict) -> str:
                        f"{row['ratio_wsgi']:.0%} | {_ms(row['p50_ms'])} | {_ms(row['p99_ms'])} | "
                        f"{_served(row)} | {writes}{failed} | {desk['checked_reads'] if desk else '—'} | "
                        f"{desk['stale'] if desk else '—'} | {data['newest_share']:.0%} |")
+    for backend, data in results["backends"].items():
+        where = data["mixes"].get("writing", {}).get("where")
+        if not where:
+            continue
+        out += ["", f"**Where {NAMES[backend]}'s writing mix spent the workers' time** (the app's own "
+                "`duration_ms` per answer, from its request log; queueing before the app is not in it): "
+                "the routes and ways served that took the most in all.", "",
+                "| route | served | answers | total ms | p50 ms | p99 ms | max ms |", "|---|---|--:|--:|--:|--:|--:|"]
+        out += [f"| `{row['route']}` | {row['served']} | {row['n']} | {row['total_ms']:.0f} | "
+                f"{_ms(row['p50_ms'])} | {_ms(row['p99_ms'])} | {_ms(row['max_ms'])} |" for row in where]
     found = day_checks(results)
     out += ["", f"### The day's targets: {sum(ok for ok, _ in found)} of {len(found)} met", ""]
     out += [f"- {'✓' if ok else '✗ **missed**:'} {text}" for ok, text in found]

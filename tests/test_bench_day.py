@@ -35,11 +35,34 @@ def test_the_request_log_says_how_each_answer_was_served(tmp_path):
     assert day.served_counts(log, end)[0] == {}
 
 
+def test_the_request_log_says_which_routes_held_the_workers(tmp_path):
+    log = tmp_path / "gunicorn.log"
+    before = json.dumps({"logger": "paperdesk.request", "method": "GET", "path": "/", "served": "app",
+                         "status": 200, "duration_ms": 500.0}) + "\n"
+    lines = [{"logger": "paperdesk.request", "method": "GET", "path": f"/stories/{n}", "served": "app",
+              "status": 200, "duration_ms": float(n)} for n in range(1, 101)]
+    lines += [{"logger": "paperdesk.request", "method": "GET", "path": "/sections/arts", "served": "replay",
+               "status": 200, "duration_ms": 0.05},
+              {"logger": "paperdesk.request", "method": "PATCH", "path": "/api/v1/stories/7", "served": "app",
+               "status": 200, "duration_ms": 40.0},
+              {"logger": "paperdesk.request", "method": "GET", "path": "/rss.xml"}]  # no duration: skipped
+    log.write_text(before + "\n".join(json.dumps(line) for line in lines) + "\nnot json\n")
+    where = day.where_time_went(log, len(before), log.stat().st_size)
+    assert [(row["route"], row["served"], row["n"]) for row in where] == [
+        ("GET /stories/{id}", "app", 100), ("PATCH /api/v1/stories/{id}", "app", 1),
+        ("GET /sections/{section}", "replay", 1)]
+    first = where[0]
+    assert (first["total_ms"], first["p50_ms"], first["p99_ms"], first["max_ms"]) == (5050.0, 51.0, 100.0, 100.0)
+    assert day.where_time_went(log, 0, len(before))[0]["route"] == "GET /"
+
+
 def _run(stale: int) -> dict:
     mix = {"rps": 900.0, "p50_ms": 10.0, "p99_ms": 40.0, "errors": 0, "ratio": 0.7, "ratio_wsgi": 0.5,
            "served": {"replay": 90, "cache": 5, "app": 5}}
-    writing = dict(mix, ratio=0.5, desk={"writes": 30, "airs": 15, "revisions": 15, "failed": [],
-                                         "checked_reads": 120, "stale": stale, "unmet_workers": 0})
+    writing = dict(mix, ratio=0.5, where=[{"route": "GET /", "served": "app", "n": 30, "total_ms": 300.0,
+                                            "p50_ms": 9.5, "p99_ms": 30.0, "max_ms": 31.0}],
+                   desk={"writes": 30, "airs": 15, "revisions": 15, "failed": [],
+                         "checked_reads": 120, "stale": stale, "unmet_workers": 0})
     baseline = {"rps": 1300.0, "p50_ms": 5.0, "p99_ms": 20.0}
     return {"started": "2026-11-28T22:00:00+00:00", "minutes": 8.0,
             "machine": {"load average at start (1, 5, 15 min)": "0.5 0.5 0.5"},
@@ -58,3 +81,4 @@ def test_a_stale_read_is_a_missed_target_whatever_the_speed():
     rendered = report.render_day(_run(stale=0))
     assert rendered.startswith(report.DAY_BEGIN) and rendered.endswith(report.DAY_END)
     assert "| SQLite | writing | 900 | 50% | 50% |" in rendered and "90% / 5% / 0% / 5%" in rendered
+    assert "| `GET /` | app | 30 | 300 | 9.50 | 30.0 | 31.0 |" in rendered
