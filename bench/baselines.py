@@ -9,6 +9,8 @@ Both answer every path (so the harness's readiness probe of /readyz works unchan
 """
 from __future__ import annotations
 
+import functools
+
 from flask import Flask
 
 _BODY = b'{"status": "ok"}\n'
@@ -16,9 +18,25 @@ _HEADERS = [("Content-Type", "application/json"), ("Content-Length", str(len(_BO
 
 
 def bare_wsgi(environ, start_response):
-    """A WSGI application: 200 `{"status": "ok"}` for any request."""
+    """A WSGI application: 200 `{"status": "ok"}` for any request, but `/bytes/<n>`: 200 with a
+    body of `n` bytes (at most MAX_BODY), the baseline of a row whose answer is that large
+    (bench/http_bench.py `same_body`: what sending the bytes alone costs on this gunicorn)."""
+    path = environ.get("PATH_INFO", "")
+    if path.startswith("/bytes/") and path[7:].isdigit() and int(path[7:]) <= MAX_BODY:
+        body = _sized(int(path[7:]))
+        start_response("200 OK", [("Content-Type", "application/octet-stream"),
+                                  ("Content-Length", str(len(body)))])
+        return [body]
     start_response("200 OK", _HEADERS)
     return [_BODY]
+
+
+MAX_BODY = 16 * 1024 * 1024
+
+
+@functools.lru_cache(maxsize=16)
+def _sized(n: int) -> bytes:
+    return b"x" * n
 
 
 bare_flask = Flask(__name__)

@@ -78,6 +78,11 @@ ENDPOINTS = [
 # The baselines (bench/baselines.py), each on its own gunicorn with the app's settings.
 BASELINES = [("bare WSGI callable", "bench.baselines:bare_wsgi"), ("bare Flask view", "bench.baselines:bare_flask")]
 REFERENCE = "bare Flask view"
+# A row whose answer is at least this large (bytes, identity) also gets a baseline of its own: the
+# bare WSGI callable sending as many bytes, in the same rounds (`same_body` on the row). Against a
+# 17-byte baseline, such a row measures the socket copies as much as the app.
+LARGE_BODY = 32 * 1024
+SAME_BODY = "bare WSGI, the bytes of "
 
 
 def run_mode(base: str, master: int, baselines: dict, piece_id: int, mode: str, args) -> dict:
@@ -90,13 +95,19 @@ def run_mode(base: str, master: int, baselines: dict, piece_id: int, mode: str, 
     urls.update({label: base + path.format(id=piece_id) for label, path, _ in ENDPOINTS})
     kinds = {label: kind for label, _, kind in ENDPOINTS}
     etag = None
+    sizes: dict[str, int] = {}
     for label, _path, _kind in ENDPOINTS:
-        status, headers, _ = harness.get(urls[label])
+        status, headers, body = harness.get(urls[label])
         if status != 200:
             raise harness.BenchError(f"{urls[label]} answered {status}")
         etag = headers.get("ETag") if label.startswith("304") else etag
+        if len(body) >= LARGE_BODY:  # as wrk gets it: no Accept-Encoding, the identity body
+            sizes[label] = len(body)
         if mode == "warm":
             harness.get(urls[label])  # the first GET stored it; this one is served from the cache
+    wsgi = baselines["bare WSGI callable"]
+    same_body = {label: f"{SAME_BODY}`{label}`" for label in sizes}
+    urls.update({same_body[label]: f"{wsgi}/bytes/{size}" for label, size in sizes.items()})
     runs: dict[str, list[dict]] = {label: [] for label in urls}
     for round_no in range(args.rounds):
         for label, url in urls.items():
@@ -110,6 +121,9 @@ def run_mode(base: str, master: int, baselines: dict, piece_id: int, mode: str, 
     reference = rows[REFERENCE]["rps"]
     for row in rows.values():
         row["ratio"] = row["rps"] / reference if reference else 0.0
+    for label, size in sizes.items():
+        sent = rows.pop(same_body[label])
+        rows[label]["same_body"] = {"bytes": size, "rps": sent["rps"], "ratio": sent["ratio"]}
     return {"baselines": {label: rows.pop(label) for label in baselines},
             "endpoints": rows, "rss_mb": harness.worker_rss_mb(master)}
 

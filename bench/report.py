@@ -145,6 +145,19 @@ def _endpoint_table(data: dict) -> list[str]:
         lines.append(f"| `{label}`{note} | {_rps(c)} | {c['ratio']:.0%} | {_ms(c['p50_ms'])} | "
                      f"{_ms(c['p99_ms'])} | {_rps(w)} | {w['ratio']:.0%} | {_ms(w['p50_ms'])} | "
                      f"{_ms(w['p99_ms'])} | {' / '.join(marks)} |")
+    large = [(label, c, warm["endpoints"][label]) for label, c in cold["endpoints"].items()
+             if "same_body" in c and "same_body" in warm["endpoints"][label]]
+    if large:
+        lines += ["", "Rows with a large answer, beside a bare WSGI callable sending as many bytes on "
+                  "the same gunicorn in the same rounds (wrk sends no `Accept-Encoding`: the identity "
+                  "body). The last columns are the row's req/s as a share of that callable's: what the "
+                  "app costs beyond moving the bytes.", "",
+                  "| row | bytes (warm) | bare WSGI with those bytes vs bare Flask (cold / warm) "
+                  "| row vs that callable (cold / warm) |", "|---|--:|--:|--:|"]
+        for label, c, w in large:
+            cs, ws = c["same_body"], w["same_body"]
+            lines.append(f"| `{label}` | {ws['bytes']:,} | {cs['ratio']:.0%} / {ws['ratio']:.0%} | "
+                         f"{c['rps'] / cs['rps']:.0%} / {w['rps'] / ws['rps']:.0%} |")
     return lines
 
 
