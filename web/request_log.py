@@ -61,13 +61,13 @@ def json_line(created: float, level: str, logger: str, message: str, request_id,
     """The JSON line (no newline) of a record made at `created` (epoch seconds) by `logger` at
     `level` (its name) saying `message`: `time`, `level`, `logger`, `message`, then `request_id`
     unless it is `_NO_ID`, then `fields` in their order (a field named `request_id` keeps that
-    place), then `exc_info` text when there is some. Values orjson cannot write are written as
+    place), then `exc_info` text unless it is None. Values orjson cannot write are written as
     their `str`."""
     entry = {"time": _rfc3339_ms(created), "level": level, "logger": logger, "message": message}
     if request_id is not _NO_ID:
         entry["request_id"] = request_id
     entry.update(fields)
-    if exc_info:
+    if exc_info is not None:
         entry["exc_info"] = exc_info
     # orjson: the access line is written for every request (docs/PERFORMANCE.md).
     return orjson.dumps(entry, default=str, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
