@@ -7,12 +7,14 @@ the cache they need (`make_app`), so they see exactly what production would.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import logging
 import os
 import socket
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -356,6 +358,45 @@ def test_a_json_line_is_one_line_of_valid_json():
     entry = json.loads(line)
     assert entry["message"] == 'failed: a"b' and entry["paper"] == "demo"
     assert "ValueError: boom" in entry["exc_info"]
+
+
+def test_the_request_line_written_straight_to_the_handler_is_the_formatters_line(monkeypatch):
+    """`log_request` writes its line straight to the `paperdesk` handler when nothing else would
+    see the record (request_log._direct): the same bytes the formatter makes of the record, and
+    with anything else on the way (a filter here) the record goes through logging as before."""
+    logger = logging.getLogger("paperdesk")
+    saved = (list(logger.handlers), logger.propagate, logger.level, request_log.log.level)
+    stream = io.StringIO()
+    handler = request_log.LineHandler(stream)
+    handler.setFormatter(request_log.JsonFormatter())
+    made = []
+    make_record = request_log.log.makeRecord
+    monkeypatch.setattr(request_log.log, "makeRecord", lambda *a, **k: made.append(1) or make_record(*a, **k))
+    for name, value in (("time", 1795955375.5118), ("time_ns", 1795955375511800000), ("perf_counter", 8.0)):
+        monkeypatch.setattr(time, name, lambda value=value: value)
+    line = dict(request_id="r-1", method="GET", path="/api/v1/stories/3", query="token=abc&x=1",
+                status=200, started=7.99, paper="demo", remote_addr="203.0.113.9", served="replay")
+    seen = []
+    try:
+        logger.handlers[:], logger.propagate = [handler], False
+        logger.setLevel(logging.INFO)
+        request_log.log.setLevel(logging.NOTSET)
+        request_log.log_request(**line)
+        direct = stream.getvalue()
+        assert made == []  # no LogRecord: the handler wrote the line itself
+        handler.addFilter(lambda record: seen.append(record) or True)
+        request_log.log_request(**line)
+    finally:
+        logger.handlers[:], logger.propagate = saved[0], saved[1]
+        logger.setLevel(saved[2])
+        request_log.log.setLevel(saved[3])
+    assert made == [1] and len(seen) == 1  # the filter saw the record: logging wrote it
+    assert stream.getvalue() == direct * 2
+    entry = json.loads(direct)
+    assert list(entry) == ["time", "level", "logger", "message", "request_id", "method", "path",
+                           "query", "status", "duration_ms", "paper", "remote_addr", "served"]
+    assert entry["time"] == "2026-11-29T12:29:35.511Z" and entry["duration_ms"] == 10.0
+    assert entry["query"] == "token=[redacted]&x=1" and entry["message"] == "GET /api/v1/stories/3 200"
 
 
 # ----------------------------------------------------------------------------- proxies, health

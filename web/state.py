@@ -932,9 +932,11 @@ def install(app: Flask) -> None:
         shared = app.extensions.get(_EXTENSION)
         if shared is None:
             return
-        if exc is None and not has_request_context() and click.get_current_context(silent=True) is not None:
+        # `owed` first: almost never true, and the rest (click's context, which raises and
+        # catches inside when there is none) is asked of every request's context otherwise.
+        if shared.owed and exc is None and not has_request_context() \
+                and click.get_current_context(silent=True) is not None:
+            shared.settle()
             if shared.owed:
-                shared.settle()
-                if shared.owed:
-                    raise GenerationNotMoved()
+                raise GenerationNotMoved()
         shared.wait_visible()

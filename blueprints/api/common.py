@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import functools
 import json
+from datetime import date, datetime
 
 from flask import abort, request
 from flask_smorest import Blueprint
+from marshmallow import Schema
 from webargs.core import is_json
 from webargs.flaskparser import FlaskParser
 
@@ -28,6 +30,47 @@ class DeskParser(FlaskParser):
     ValueError for an integer literal over `sys.get_int_max_str_digits()` (4300) digits and a
     RecursionError for nesting deeper than the stack, which would otherwise be 500s.
     """
+
+    # A query's arguments, parsed, by (schema, `unknown`, raw query string): a public list is
+    # read again and again with the same few query strings, and webargs' pass through
+    # marshmallow was a twentieth of a cold list of 15 (docs/PERFORMANCE.md). Kept only for a
+    # schema whose load is a function of the query alone (`_query_only`) and a result of
+    # immutable values; each caller gets its own dict. A query that fails is parsed (and
+    # refused) every time.
+    QUERIES_KEPT = 512
+    _KEEPABLE = (str, int, float, bool, type(None), bytes, datetime, date)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._queries: dict[tuple, dict] = {}
+        self._query_only: dict[Schema, bool] = {}
+
+    def parse(self, argmap, req=None, *, location=None, validate=None, **kwargs):
+        """webargs' `parse`; a query string this parser has parsed for the same schema before
+        gives the same arguments without parsing it again (a new dict, equal to the first)."""
+        if (location not in ("query", "querystring") or validate is not None
+                or not isinstance(argmap, Schema) or not self._loads_query_alone(argmap)):
+            return super().parse(argmap, req, location=location, validate=validate, **kwargs)
+        req = req if req is not None else self.get_default_request()
+        key = (argmap, kwargs.get("unknown", "default"), req.query_string)
+        kept = self._queries.get(key)
+        if kept is not None:
+            return dict(kept)
+        parsed = super().parse(argmap, req, location=location, validate=validate, **kwargs)
+        if isinstance(parsed, dict) and all(type(value) in self._KEEPABLE for value in parsed.values()):
+            if len(self._queries) >= self.QUERIES_KEPT:  # clients choose query strings
+                self._queries.clear()
+            self._queries[key] = dict(parsed)
+        return parsed
+
+    def _loads_query_alone(self, schema: Schema) -> bool:
+        # No pre/post-load or schema validation hook, no default made at load time (a callable
+        # `load_default`, such as a clock): the load is a function of the query's values.
+        alone = self._query_only.get(schema)
+        if alone is None:
+            alone = self._query_only[schema] = not any(schema._hooks.values()) and not any(
+                callable(field.load_default) for field in schema.fields.values())
+        return alone
 
     def _raw_load_json(self, req):
         try:
