@@ -23,8 +23,15 @@ from web.jsonio import OrjsonProvider
 
 
 def create_app(test_config: dict | None = None) -> Flask:
-    """Build the app. `test_config` overrides settings read from the environment."""
-    settings = {**config.load(), **(test_config or {})}
+    """Build the app. `test_config` overrides settings read from the environment; without
+    SQLALCHEMY_ENGINE_OPTIONS of its own, the engine options are production's for the app's
+    final database URL (config.engine_options)."""
+    overrides = test_config or {}
+    settings = {**config.load(), **overrides}
+    if "SQLALCHEMY_ENGINE_OPTIONS" not in overrides:
+        # The options of the database the app runs on: config.load read them off DATABASE_URL,
+        # which an overriding SQLALCHEMY_DATABASE_URI (the test suite's apps) may not name.
+        settings["SQLALCHEMY_ENGINE_OPTIONS"] = config.engine_options(settings["SQLALCHEMY_DATABASE_URI"])
     app = PaperDesk(__name__, instance_path=settings["INSTANCE_PATH"])
     app.config.from_mapping(settings)
     os.makedirs(app.instance_path, exist_ok=True)

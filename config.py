@@ -66,6 +66,15 @@ def sqlite_file(database_url: str, instance_path: str | Path) -> Path | None:
     return path if path.is_absolute() else Path(instance_path) / path
 
 
+def engine_options(database_url: str) -> dict:
+    """SQLAlchemy engine options for the database `database_url` names (a SQLAlchemy URL):
+    `postgres_engine_options()` for PostgreSQL, none (flask-sqlalchemy's defaults) otherwise.
+    create_app derives them from the app's final database URL, so an app built on another
+    database than DATABASE_URL's (the test suite's) runs with that database's production
+    options."""
+    return postgres_engine_options() if database_url.startswith("postgresql") else {}
+
+
 def postgres_engine_options() -> dict:
     """SQLAlchemy engine options for PostgreSQL (psycopg 3), from the environment
     (docs/DEPLOYING.md "The database"):
@@ -247,16 +256,13 @@ def load() -> dict:
     """
     instance = Path(os.environ.get("INSTANCE_PATH") or ROOT / "instance")
     database_url = _database_url(instance)
-    engine_options: dict = {}
-    if database_url.startswith("postgresql"):
-        engine_options.update(postgres_engine_options())
     return {
         "INSTANCE_PATH": str(instance),
         # Empty: a secret generated once into the instance folder (security.secret_key); a
         # known placeholder refuses to start.
         "SECRET_KEY": os.environ.get("SECRET_KEY", ""),
         "SQLALCHEMY_DATABASE_URI": database_url,
-        "SQLALCHEMY_ENGINE_OPTIONS": engine_options,
+        "SQLALCHEMY_ENGINE_OPTIONS": engine_options(database_url),
         # SQLite only: write-ahead logging on every connection (app._sqlite_write_ahead_log).
         "SQLITE_WAL": _flag("SQLITE_WAL", True),
         "PAPER_DOMAIN": os.environ.get("PAPER_DOMAIN", "localhost").lower(),

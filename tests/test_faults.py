@@ -42,6 +42,7 @@ from extensions import db
 from models import Piece, PieceRevision, Subscriber, WebhookDelivery
 from services import http, retry
 from services.delivery import webhooks
+from tests.fixtures.app import dispose
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import Desk
 from tests.fixtures.servers import gunicorn
@@ -67,9 +68,10 @@ def outage(app):
     parts = urlsplit(url)
     relay = Relay((parts.hostname, parts.port or 5432)).start()
     netloc = f"{parts.username}@127.0.0.1:{relay.port}" if parts.username else f"127.0.0.1:{relay.port}"
-    return (urlunsplit(parts._replace(netloc=netloc)),
-            {"pool_pre_ping": True, "connect_args": {"connect_timeout": 5}},
-            relay.stop, relay.start)
+    # Production's options (no pre-ping): its pool must drop the connections the outage cut.
+    # A stopped relay refuses connections at once, so no connect timeout is needed either.
+    url = urlunsplit(parts._replace(netloc=netloc))
+    return (url, config.engine_options(url), relay.stop, relay.start)
 
 
 def assert_unavailable(response, *, problem: bool) -> None:
@@ -120,9 +122,7 @@ def test_database_gone_is_a_503_and_service_returns_with_it(app, desk, tmp_path)
         assert client.get("/readyz").status_code == 200
         assert client.post("/api/v1/subscribers", json={"email": "a@example.com"}).status_code == 202
     finally:
-        with faulty.app_context():
-            db.session.remove()
-            db.engine.dispose()
+        dispose(faulty)
 
 
 # ----------------------------------------------------------------------------- webhooks

@@ -24,9 +24,11 @@ from psycopg import sql as psycopg_sql
 from sqlalchemy import event, select, text
 
 import config
+from app import create_app
 from extensions import db, per_value_engine, reads_engine
 from models import Piece
 from services.reading import cursors
+from tests.fixtures.app import dispose
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.fixtures.statements import statements
@@ -215,6 +217,40 @@ def test_every_list_page_reads_about_its_rows_in_index_order(app, client, runner
             again = client.get(url)
         assert again.get_json() == first
         assert not [s for s in seen if re.search(r"\bpieces\b", s)], (url, seen)
+
+
+def test_an_app_on_another_database_url_gets_its_production_engine_options(monkeypatch, tmp_path):
+    """An app built on a PostgreSQL URL that DATABASE_URL does not name (create_app's
+    SQLALCHEMY_DATABASE_URI, as the test suite builds its apps) runs with production's engine
+    options for PostgreSQL on all three of its pools. It used to keep the options config.load
+    had read off DATABASE_URL: a SQLite file's, none (a plain QueuePool, no prepared
+    statements, psycopg's own cursors)."""
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    url = "postgresql+psycopg://nobody@127.0.0.1:1/nothing"  # never connected to
+    built = create_app({"TESTING": True, "SQLALCHEMY_DATABASE_URI": url, "INSTANCE_PATH": str(tmp_path),
+                        "CACHE_TYPE": "NullCache", "CACHE_NO_NULL_WARNING": True})
+    assert built.config["SQLALCHEMY_ENGINE_OPTIONS"] == config.postgres_engine_options()
+    try:
+        with built.app_context():
+            for engine in (db.engine, reads_engine(), per_value_engine()):
+                assert type(engine.pool) is config.live_pool() and not engine.pool._pre_ping
+    finally:
+        dispose(built)
+
+
+def test_the_suites_app_is_built_as_production_builds_it(app):
+    """The suite's app (tests/fixtures/app.py) runs with the engine options production gives
+    its database, nothing added: on PostgreSQL the LivePool without pre-ping, prepared
+    statements, generic plans and lazy descriptions (config.postgres_engine_options)."""
+    url = app.config["SQLALCHEMY_DATABASE_URI"]
+    assert app.config["SQLALCHEMY_ENGINE_OPTIONS"] == config.engine_options(url)
+    if app.backend == "postgresql":
+        options = app.config["SQLALCHEMY_ENGINE_OPTIONS"]
+        assert options["connect_args"]["cursor_factory"] is config.lazy_description_cursor()
+        assert "plan_cache_mode=force_generic_plan" in options["connect_args"]["options"]
+        with app.app_context():
+            assert type(db.engine.pool) is config.live_pool() and not db.engine.pool._pre_ping
+            assert type(reads_engine().pool) is config.live_pool()
 
 
 def test_a_killed_backend_costs_no_request_and_a_live_one_no_ping(app, desk, make_app):

@@ -40,6 +40,7 @@ from models import (
     Subscriber,
     WebhookDelivery,
 )
+from tests.fixtures.app import dispose
 from tests.fixtures.keys import auth
 from tests.fixtures.newsroom import T0
 from tests.routes import PaperData, rules, urls_for
@@ -243,7 +244,7 @@ def test_no_answer_leaks_across_papers_keys_or_lanes(app, client, world):
 def test_the_response_cache_keeps_papers_and_lanes_apart(app, world, tmp_path):
     cached = create_app({
         "TESTING": True, "SQLALCHEMY_DATABASE_URI": app.config["SQLALCHEMY_DATABASE_URI"],
-        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True}, "RATELIMIT_ENABLED": False,
+        "RATELIMIT_ENABLED": False,
         "INSTANCE_PATH": str(tmp_path / "instance"), "OUTBOX_DIR": str(tmp_path / "outbox"),
         "CACHE_TYPE": "SimpleCache", "CACHE_THRESHOLD": 5000,
     })
@@ -257,9 +258,7 @@ def test_the_response_cache_keeps_papers_and_lanes_apart(app, world, tmp_path):
         run_matrix(client, cached, world)
         assert any(k.startswith("resp:") for k in cached.extensions["cache"][cache_key(cached)]._cache)
     finally:
-        with cached.app_context():
-            db.session.remove()
-            db.engine.dispose()
+        dispose(cached)
 
 
 def cache_key(app):
