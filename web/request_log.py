@@ -228,9 +228,10 @@ def log_request(*, request_id: str, method: str, path: str, query: str, status: 
         try:
             handler.write_line(json_line(time.time(), "INFO", log.name, _LINE % args,
                                          _NO_ID, fields))
+        except Exception:  # noqa: BLE001 - logging's way below writes it again or reports it (handleError)
+            handler = None
+        else:
             return
-        except Exception:  # noqa: BLE001 - logging's way below reports it (handleError)
-            pass
     # makeRecord + handle is log.info without its walk up the stack for the caller's file
     # and line (no format here prints them), a fifth of the line's cost.
     log.handle(log.makeRecord(log.name, logging.INFO, "", 0, _LINE, args, None, extra=fields))
