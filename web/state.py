@@ -378,7 +378,8 @@ class SharedState:
             redis_url = choice if choice.startswith(("redis://", "rediss://", "unix://")) else ""
         self.kind = "redis" if redis_url else ("off" if choice == "off" else "host")
         self.host_file = HostFile(os.path.join(app.instance_path, FILE_NAME))
-        self.timeout = float(config.get("SHARED_STATE_TIMEOUT", 0.25))
+        # The defaults are config.py's alone: create_app loads every setting before this is built.
+        self.timeout = float(config["SHARED_STATE_TIMEOUT"])
         self._redis_url, self._redis, self._redis_pid = redis_url, None, None
         self.key = f"{config.get('RATELIMIT_KEY_PREFIX') or 'paperdesk'}:generation"
         self.scopes_key = f"{config.get('RATELIMIT_KEY_PREFIX') or 'paperdesk'}:scopes"
@@ -388,7 +389,7 @@ class SharedState:
         self.owed = False          # a move this process could not make yet (GenerationNotMoved)
         self._run_id: str | None = None
         self._lifetime = 0         # the Redis lifetime (from its run_id) generations carry
-        self.lease = max(0.0, float(config.get("SHARED_STATE_LEASE", 0.010)))
+        self.lease = max(0.0, float(config["SHARED_STATE_LEASE"]))
         self._leased: tuple[int, float] | None = None  # (generation, trusted until, on _clock)
         self._visible_at = 0.0     # on _clock: when this process's last move is safe to answer
 
