@@ -54,9 +54,13 @@ def test_a_schema_whose_load_is_not_the_querys_alone_is_parsed_every_time(app):
         def stamp(self, data, **_kwargs):
             return {**data, "seen": next(counter)}
 
+    class Functional(Schema):
+        n = fields.Integer()
+        seen = fields.Function(deserialize=lambda _value: next(counter), data_key="n2")
+
     parser = DeskParser()
-    for schema, field in ((Clocked(), "at"), (Hooked(), "seen")):
-        values = {parse(app, parser, schema, "n=1")[field] for _ in range(3)}
+    for schema, field in ((Clocked(), "at"), (Hooked(), "seen"), (Functional(), "seen")):
+        values = {parse(app, parser, schema, "n=1&n2=x")[field] for _ in range(3)}
         assert len(values) == 3, schema
     assert parser._queries == {}
 

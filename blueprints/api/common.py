@@ -10,7 +10,7 @@ from datetime import date, datetime
 
 from flask import abort, request
 from flask_smorest import Blueprint
-from marshmallow import Schema
+from marshmallow import Schema, fields
 from webargs.core import is_json
 from webargs.flaskparser import FlaskParser
 
@@ -21,6 +21,10 @@ SECURITY = [{"bearer": []}, {"deskKey": []}]
 OPTIONAL_SECURITY = [{}, *SECURITY]
 # Slugs are at most 120 characters (services/newsroom/desk.py makes them); a longer one names nothing.
 MAX_SLUG = 120
+
+
+# Fields whose load runs code the parser cannot see into (`DeskParser._loads_query_alone`).
+_OWN_CODE = (fields.Function, fields.Method, fields.Nested)
 
 
 class DeskParser(FlaskParser):
@@ -65,11 +69,14 @@ class DeskParser(FlaskParser):
 
     def _loads_query_alone(self, schema: Schema) -> bool:
         # No pre/post-load or schema validation hook, no default made at load time (a callable
-        # `load_default`, such as a clock): the load is a function of the query's values.
+        # `load_default`, such as a clock), no field that loads through code of its own (a
+        # Function or Method field's callable, a Nested schema's hooks): the load is then a
+        # function of the query's values.
         alone = self._query_only.get(schema)
         if alone is None:
             alone = self._query_only[schema] = not any(schema._hooks.values()) and not any(
-                callable(field.load_default) for field in schema.fields.values())
+                callable(field.load_default) or isinstance(field, _OWN_CODE)
+                for field in schema.fields.values())
         return alone
 
     def _raw_load_json(self, req):
