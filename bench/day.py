@@ -260,8 +260,9 @@ def served_counts(log_path: Path, since: int) -> tuple[Counter, int]:
 
 
 def route_of(method: str, path: str) -> str:
-    """The route a logged request took, for `where_time_went`: `method` and `path` with piece ids
-    as `{id}`, section slugs as `{section}`, and search terms as `{q}`: `GET /stories/{id}`."""
+    """The route a logged request took, for `where_time_went`: `method` and `path` (the log keeps
+    the query apart) with numeric ids as `{id}` and section slugs as `{section}`:
+    `GET /stories/{id}`."""
     parts = ["{id}" if part.isdigit() else part for part in path.split("/")]
     if len(parts) == 3 and parts[1] == "sections":
         parts[2] = "{section}"
