@@ -399,6 +399,42 @@ def test_the_request_line_written_straight_to_the_handler_is_the_formatters_line
     assert entry["query"] == "token=[redacted]&x=1" and entry["message"] == "GET /api/v1/stories/3 200"
 
 
+def test_a_request_line_the_stream_refuses_is_handed_to_logging(monkeypatch):
+    """When the direct write of the request line fails (the stream raises), the record goes
+    through logging as it did before the direct path: written by the handler's own emit, or
+    reported by logging's handleError, never raised into the request."""
+    logger = logging.getLogger("paperdesk")
+    saved = (list(logger.handlers), logger.propagate, logger.level, request_log.log.level)
+
+    class Refusing(io.StringIO):
+        refusals = 1
+
+        def write(self, text):
+            if self.refusals:
+                self.refusals -= 1
+                raise OSError("stream full")
+            return super().write(text)
+
+    stream = Refusing()
+    handler = request_log.LineHandler(stream)
+    handler.setFormatter(request_log.JsonFormatter())
+    made = []
+    make_record = request_log.log.makeRecord
+    monkeypatch.setattr(request_log.log, "makeRecord", lambda *a, **k: made.append(1) or make_record(*a, **k))
+    try:
+        logger.handlers[:], logger.propagate = [handler], False
+        logger.setLevel(logging.INFO)
+        request_log.log.setLevel(logging.NOTSET)
+        request_log.log_request(request_id="r-2", method="GET", path="/healthz", query="", status=200,
+                                started=time.perf_counter(), paper=None, remote_addr="127.0.0.1", served="app")
+    finally:
+        logger.handlers[:], logger.propagate = saved[0], saved[1]
+        logger.setLevel(saved[2])
+        request_log.log.setLevel(saved[3])
+    assert made == [1]  # handed to logging after the refused write
+    assert json.loads(stream.getvalue())["path"] == "/healthz"  # which wrote it
+
+
 # ----------------------------------------------------------------------------- proxies, health
 
 
