@@ -108,7 +108,9 @@ def test_a_silent_server_bounds_the_drain_and_the_row_is_retried_later(client, d
         assert "timed out" in first.last_error and first.claimed_until is None
         assert second.attempts == 0 and second.claimed_until is None  # untouched, still due
 
+        # The sink gets the production timeout: half a second is a slow answer on a busy machine.
         monkeypatch.setitem(app.config, "SMTP_URL", smtp.url)
+        monkeypatch.setitem(app.config, "OUTBOX_SMTP_TIMEOUT", 10)
         _drain(runner)  # the second now; the first waits for its backoff
         assert [m["To"] for m in smtp.received] == ["b@example.com"]
         clock.shift(timedelta(seconds=30))

@@ -290,6 +290,7 @@ class SmtpMailer(Mailer):
 
     def _send(self, message: EmailMessage | Outgoing) -> None:
         for attempt in (1, 2):
+            reused = self._conn is not None
             try:
                 if self._conn is None:
                     self._conn = self._connect()
@@ -297,6 +298,8 @@ class SmtpMailer(Mailer):
                 self._drop()
                 raise MailError(f"smtp: cannot connect: {type(exc).__name__}: {exc}", CONNECTION,
                                 getattr(exc, "smtp_code", None)) from exc
+            conn = self._conn
+            conn.data_begun = False
             try:
                 if isinstance(message, Outgoing):
                     options = ["SMTPUTF8", "BODY=8BITMIME"] if message.smtputf8 else []
@@ -305,9 +308,12 @@ class SmtpMailer(Mailer):
                     self._conn.send_message(message)
                 return
             except smtplib.SMTPServerDisconnected as exc:
-                # A reused connection the server has since closed: one fresh try.
                 self._conn = None
-                if attempt == 2:
+                # A reused connection the server closed while it sat idle: one fresh try. Only
+                # then: smtplib reports a read that timed out as a disconnect too, and once DATA
+                # has begun the server may hold the message, so sending it again at once would
+                # deliver it twice (it is retried after the queue's backoff instead).
+                if attempt == 2 or not reused or conn.data_begun or self._cut:
                     raise MailError(f"smtp: {exc}", CONNECTION) from exc
             except smtplib.SMTPSenderRefused as exc:
                 self._reset()
@@ -339,7 +345,8 @@ class SmtpMailer(Mailer):
 
 class _ShowsSocket:
     """Mixed into smtplib's classes: shows the socket to `seen` as soon as it exists, so the
-    mailer's watchdog can cut a connect whose greeting never ends."""
+    mailer's watchdog can cut a connect whose greeting never ends, and sets `data_begun` when
+    a message's DATA command goes out (the mailer clears it before each message)."""
 
     def __init__(self, *args, seen: Callable[[socket.socket], None], **kwargs):
         self._seen = seen
@@ -349,6 +356,11 @@ class _ShowsSocket:
         sock = super()._get_socket(host, port, timeout)
         self._seen(sock)
         return sock
+
+    def data(self, msg):
+        # From the DATA command on, the server may keep the message whatever we hear next.
+        self.data_begun = True
+        return super().data(msg)
 
 
 class _SMTP(_ShowsSocket, smtplib.SMTP):
