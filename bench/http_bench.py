@@ -12,7 +12,8 @@ default, and a PostgreSQL server that does not answer stops the run rather than 
 out: `--backends sqlite` runs SQLite alone):
 
 1. bench/scale.py: 1 000 and 10 000 pieces, cold: list, front and search latency, one
-   request at a time (wrk -t1 -c1: the time a request takes, not the time it queues).
+   request at a time (wrk -t1 -c1: the time a request takes, not the time it queues), and
+   the bare Flask view the same way in each lane, the baseline of the PostgreSQL check.
    (A PostgreSQL database that existed before the run, or that BENCH_DATABASE_URL names, is
    left behind empty; one the run created under the default name is dropped.)
 2. `flask seed-demo --pieces 100000 --subscribers 100000` (timed; it ends with `flask
@@ -189,7 +190,7 @@ def run_backend(backend: str, url: str, work: Path, args, redis_url: str | None)
             result[mode] = run_mode(base, master, baselines, piece_id, mode, args)
             _explain_misses(result[mode], mode_env, piece_id, mode)
             if mode == "cold":  # the largest point of the growth table, one request at a time
-                loads = scale.measure_server(base, duration=args.scale_duration)
+                loads = scale.measure_server(base, duration=args.scale_duration, bare=baselines[REFERENCE])
                 result["scale"][str(args.pieces)] = {k: asdict(v) for k, v in loads.items()}
         result[mode]["cache"] = mode_env["CACHE_TYPE"]
     if backend == "postgresql":

@@ -19,12 +19,14 @@ import json
 import os
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 if __package__ in (None, ""):  # `python bench/scale.py`: import from the project root
     sys.path[0] = str(Path(__file__).resolve().parent.parent)
 
 from bench import harness  # noqa: E402
+from bench.report import BARE  # noqa: E402
 
 PATHS = {
     "list": "/api/v1/stories",
@@ -37,10 +39,20 @@ PATHS = {
 }
 
 
-def measure_server(base: str, *, duration: int, threads: int = 1, connections: int = 1) -> dict:
+
+
+def measure_server(base: str, *, duration: int, threads: int = 1, connections: int = 1,
+                   bare: str | None = None) -> dict:
     """wrk on each of PATHS against a running server: {label: Load}. One connection by
-    default, so a percentile is the time a request takes, without queueing behind others."""
+    default, so a percentile is the time a request takes, without queueing behind others.
+
+    With `bare` (the base URL of a bare Flask view on gunicorn), that view is measured the same
+    way before the paths and again after them, and the mean of the two is the row BARE: the
+    baseline of this lane, so that lanes run minutes apart compare as shares of their own
+    baseline, not as absolute req/s on a machine whose speed drifts between them."""
     results = {}
+    before = harness.wrk(bare + "/", duration=duration, threads=threads,
+                         connections=connections) if bare else None
     newest = json.loads(harness.get(base + "/api/v1/stories?limit=1")[2])["stories"][0]["id"]
     for label, template in PATHS.items():
         path = template.format(id=newest)
@@ -50,6 +62,9 @@ def measure_server(base: str, *, duration: int, threads: int = 1, connections: i
         results[label] = harness.wrk(base + path, duration=duration, threads=threads,
                                      connections=connections)
         harness.settle(base, "/healthz")
+    if bare:
+        after = harness.wrk(bare + "/", duration=duration, threads=threads, connections=connections)
+        results[BARE] = replace(after, rps=(before.rps + after.rps) / 2)
     return results
 
 
@@ -67,8 +82,11 @@ def measure(backend: str, database_url: str, pieces: int, workdir: Path, *, limi
     harness.analyze(database_url)
     env.update(CACHE_TYPE="NullCache", RATELIMIT_STORAGE_URI=limiter_uri)
     log = workdir / f"gunicorn-{backend}-{pieces}.log"
-    with harness.gunicorn(env, log) as (base, _master):
-        return measure_server(base, duration=duration, threads=threads, connections=connections)
+    bare_log = workdir / f"gunicorn-{backend}-{pieces}-bare.log"
+    with harness.gunicorn(env, log) as (base, _master), \
+            harness.gunicorn(env, bare_log, app="bench.baselines:bare_flask") as (bare, _bare_master):
+        return measure_server(base, duration=duration, threads=threads, connections=connections,
+                              bare=bare)
 
 
 def main() -> int:
