@@ -297,6 +297,22 @@ def _drop_cited_facts(piece: Piece) -> None:
     db.session.execute(CitedFact.__table__.delete().where(CitedFact.piece_id == piece.id))
 
 
+def _replace_cited_facts(piece: Piece, facts: list[dict], *, fresh: bool) -> None:
+    """Make the piece's cited facts `facts` (dicts of FACT_FIELDS, numbered 1..k in order).
+    Facts equal to the piece's loaded ones, field by field and in order, are left as they are
+    (a revision of the headline or prose writes no fact row); otherwise they are deleted and
+    written again. `fresh`: the piece has no facts yet (its first revision), so none to delete."""
+    wanted = [{k: str(fact[k]) for k in FACT_FIELDS} for fact in facts]
+    if not fresh:
+        if "cited_facts" not in sa_inspect(piece).unloaded:
+            have = [{k: getattr(fact, k) for k in FACT_FIELDS} for fact in piece.cited_facts]
+            if have == wanted and [fact.n for fact in piece.cited_facts] == list(range(1, len(have) + 1)):
+                return
+        _drop_cited_facts(piece)
+    for i, fact in enumerate(wanted, start=1):
+        db.session.add(CitedFact(piece_id=piece.id, n=i, **fact))
+
+
 def _record(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: datetime) -> PieceRevision:
     rev = (piece.rev or 0) + 1 if piece.content_hash else 1
     prev = None
@@ -313,13 +329,13 @@ def _record(paper: Paper, piece: Piece, draft: Draft, *, filer: str, now: dateti
     piece.headline, piece.dek, piece.prose, piece.image = (
         draft.headline, draft.dek, draft.prose, draft.image)
     piece.section_id, piece.persona_id = draft.section.id, draft.persona.id
-    _drop_cited_facts(piece)
-    for i, fact in enumerate(draft.cited_facts, start=1):
-        db.session.add(CitedFact(piece_id=piece.id, n=i, **{k: str(fact[k]) for k in FACT_FIELDS}))
     if draft.kind is not None:
         # A new list: the JSON column does not track in-place mutation.
         piece.notices = [*(piece.notices or []),
                          {"rev": rev, "kind": draft.kind, "note": draft.note, "at": rfc3339(now)}]
+    # After every field of the piece is set: replacing the facts flushes the piece's row, in
+    # one UPDATE only if nothing of it changes later.
+    _replace_cited_facts(piece, draft.cited_facts, fresh=rev == 1)
     if piece.on_air and piece.on_air_at is not None:
         if piece.on_air_at <= now:
             change = _add_change(paper, piece, "revised", now)
