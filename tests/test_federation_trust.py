@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import re
 import socket
-import statistics
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -485,9 +484,11 @@ def test_an_origin_that_takes_no_connection_is_not_asked_again(client, paper, pe
 def test_attacker_posts_do_not_slow_desk_writes(app, desk, paper, peers):
     """As production runs it (gunicorn, 3 sync workers, ACTIVITYPUB_FETCH_SLOTS 1): 20
     unauthenticated POSTs at once, keyId on a tarpit, while the desk writes sections. Every
-    write lands and their median stays near the median without the attack (generous bound:
-    three times plus a quarter second): one worker at most waits on the tarpit, the others
-    refuse at once. (The old inbox held SQLite's write lock while it waited: desk writes 503.)"""
+    write lands, each well within the key fetch's 3 s budget (2 s: a write that waited behind
+    an inbox holding SQLite's write lock, or for a worker held by the tarpit, takes the whole
+    budget; a bound relative to writes without the attack failed on a machine busy with other
+    work): one worker at most waits on the tarpit, the others refuse at once. (The old inbox
+    held SQLite's write lock while it waited: desk writes 503.)"""
     admin = desk.key(paper, "admin")
     tarpit = peers()
     tarpit.tarpit = True
@@ -510,16 +511,16 @@ def test_attacker_posts_do_not_slow_desk_writes(app, desk, paper, peers):
             code = httpx.post(f"{base}/ap/inbox", content=body, headers=headers, timeout=30).status_code
             return code, time.monotonic() - started
 
-        write(0)  # each worker's first request pays for its imports
-        calm = statistics.median(write(i) for i in range(1, 9))
+        for i in range(3):
+            write(i)  # each worker's first request pays for its imports
         with ThreadPoolExecutor(max_workers=20) as pool:
             attacks = [pool.submit(attack, i) for i in range(20)]
             time.sleep(0.2)  # the attack under way
-            busy = statistics.median(write(100 + i) for i in range(8))
+            busy = [write(100 + i) for i in range(8)]
             answers = [a.result() for a in attacks]
     assert {code for code, _ in answers} <= {401, 503}
     assert max(took for _, took in answers) < 3.5 + 1.0  # a queue in gunicorn's backlog at most
-    assert busy < calm * 3 + 0.25, (calm, busy)
+    assert max(busy) < 2.0, busy
     assert 1 <= len(tarpit.fetches) <= 3  # one slot on the machine; one fetch per worker at most
     assert followers() == []
 
