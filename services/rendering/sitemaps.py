@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from lxml import etree
-from sqlalchemy import and_, case, func, literal_column, or_, select, union_all
+from sqlalchemy import Integer, and_, case, func, literal, literal_column, or_, select, union_all
 
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
@@ -83,19 +83,21 @@ def _named_pages(paper: Paper, now: datetime) -> tuple[list[tuple[str, datetime 
     """(sections, personas): each a list of (slug, newest `updated_at` of its pieces on air, or
     None). Sections: the active ones in paper order. Personas: the active ones in masthead order,
     then the retired ones with pieces still on air (their pages answer, bylines link them).
-    One query for both: the sitemap's statement count stays what tests/test_queries.py holds."""
+    One query for both: the sitemap's statement count stays what tests/test_queries.py holds.
+    Each join names the paper, so it seeks ix_pieces_section_air / ix_pieces_persona_air (which
+    lead with `paper_id` and end with `updated_at`) and reads no table row per piece."""
     newest = func.max(Piece.updated_at).label("newest")
     sections = (
         select(literal_column("0").label("kind"), Section.slug.label("slug"), newest,
                literal_column("0").label("retired"), Section.position.label("position"), Section.id.label("id"))
-        .outerjoin(Piece, and_(Piece.section_id == Section.id, visibility.on_air()))
+        .outerjoin(Piece, and_(Piece.paper_id == paper.id, Piece.section_id == Section.id, visibility.on_air()))
         .where(Section.paper_id == paper.id, Section.active.is_(True))
         .group_by(Section.id, Section.slug, Section.position)
     )
     retired = case((Persona.active.is_(True), 0), else_=1)
     personas = (
         select(literal_column("1"), Persona.slug, newest, retired, Persona.position, Persona.id)
-        .outerjoin(Piece, and_(Piece.persona_id == Persona.id, visibility.on_air()))
+        .outerjoin(Piece, and_(Piece.paper_id == paper.id, Piece.persona_id == Persona.id, visibility.on_air()))
         .where(Persona.paper_id == paper.id)
         .group_by(Persona.id, Persona.slug, Persona.position, Persona.active)
         .having(or_(Persona.active.is_(True), func.count(Piece.id) > 0))
@@ -130,19 +132,31 @@ def _count_pieces(paper: Paper, now: datetime) -> int:
     return db.session.scalar(select(func.count(Piece.id)).where(_on_air(paper)), visibility.at(now)) or 0
 
 
-def _page_lastmods(paper: Paper, offset: int, max_urls: int, now: datetime) -> dict[int, datetime]:
-    """{page index from 0: newest updated_at among its pieces}, in one windowed query. A piece
-    numbered `rn` (1-based, in sitemap order) sits at position `offset + rn - 1` of the list."""
-    numbered = (
-        select(func.row_number().over(order_by=(Piece.on_air_at, Piece.id)).label("rn"),
-               Piece.updated_at)
-        .where(_on_air(paper))
-        .subquery()
-    )
-    page = ((numbered.c.rn - 1 + offset) // max_urls).label("page")
-    rows = db.session.execute(
-        select(page, func.max(numbered.c.updated_at)).group_by(page).order_by(page), visibility.at(now))
-    return {int(n): moment for n, moment in rows}
+def _page_lastmods(paper: Paper, offset: int, max_urls: int, pieces: int, now: datetime) -> dict[int, datetime]:
+    """{page index from 0: newest updated_at among its pieces}, in one statement. The piece at
+    position `p` (from 0, in sitemap order) sits at position `offset + p` of the list, so page
+    `k` holds the pieces from `k * max_urls - offset` on; `pieces` is how many there are (the
+    last page takes whatever follows, as a numbering of every row would). Each page is a slice
+    of ix_pieces_paper_air in order (OFFSET, LIMIT), which holds `updated_at`: an index-only
+    walk, where numbering every row with a window function cost 120-200 ms at 100 000 pieces."""
+    pages = -(-(offset + pieces) // max_urls)
+    slices = []
+    for k in range(pages):
+        first = max(0, k * max_urls - offset)
+        end = (k + 1) * max_urls - offset
+        if end <= first:
+            continue  # a page of static URLs only
+        rows = (select(Piece.updated_at).where(_on_air(paper))
+                .order_by(Piece.on_air_at, Piece.id).offset(first))
+        if k < pages - 1:
+            rows = rows.limit(end - first)
+        rows = rows.subquery()
+        slices.append(select(literal(k, Integer).label("page"), func.max(rows.c.updated_at)))
+    if not slices:
+        return {}
+    statement = slices[0] if len(slices) == 1 else union_all(*slices)
+    rows = db.session.execute(statement, visibility.at(now))
+    return {int(n): moment for n, moment in rows if moment is not None}
 
 
 def _urlset(entries: list[Entry]) -> bytes:
@@ -175,7 +189,7 @@ def build_sitemap(paper: Paper, max_urls: int = MAX_URLS, *, now: datetime, link
     total = len(static) + pieces
     if total <= max_urls:
         return _urlset(static + _piece_entries(paper, 0, pieces, links, now))
-    lastmods = _page_lastmods(paper, len(static), max_urls, now)
+    lastmods = _page_lastmods(paper, len(static), max_urls, pieces, now)
     static_newest = static[0].lastmod
     root = etree.Element(f"{{{SITEMAP_NS}}}sitemapindex", nsmap={None: SITEMAP_NS})
     for n in range(-(-total // max_urls)):
