@@ -253,7 +253,7 @@ def test_sitemap_lastmods_follow_every_later_update_of_a_page_on_air(client, des
     """Each page's lastmod is the newest `updated_at` of the pieces it shows, read at request time:
     a revision through the API moves its day's, section's, persona's and the home's lastmod (and its
     index page's), so does a row edited behind the API with SQL, and a scheduled piece's newer
-    `updated_at` moves nothing until it airs."""
+    `updated_at` moves nothing (nor lists its day) until it airs."""
     from sqlalchemy import text
 
     from extensions import db
@@ -281,6 +281,7 @@ def test_sitemap_lastmods_follow_every_later_update_of_a_page_on_air(client, des
         # Scheduled for tomorrow in Business by Ada Quill, filed now: newer than all on air.
         desk.piece(paper, "Rates fall later", section="Business", on_air_at=revised_at + timedelta(days=1))
         before = lastmods()
+        assert f"{base}/days/2026-11-21" not in before  # its day has nothing public yet
         assert before[f"{base}/sections/business"] == "2026-11-01T08:00:00Z"
         assert before[f"{base}/masthead/ada-quill"] == "2026-11-03T08:00:00Z"
         assert index_lastmods() == ["2026-11-03T08:00:00Z"] * 2
