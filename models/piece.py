@@ -43,13 +43,21 @@ class Piece(db.Model):
     # indexes lead with `paper_id` too: PostgreSQL prices an index scan by the physical
     # correlation of its first column, and a section id cycling through the table made it walk
     # the whole paper's index filtering on the section instead (3 rows read per row listed).
+    # The sitemap's lastmods (docs/PERFORMANCE.md "The sitemap's lastmods", migration 0025):
+    # the newest `updated_at` per day, section and persona is one backward seek each in the
+    # `*_updated` indexes (`on_air_at` after it, so a scheduled piece is stepped over from the
+    # index); per sitemap page it is a slice of ix_pieces_paper_air, which ends with `updated_at`
+    # so the slice reads no table row.
     __table_args__ = (
         UniqueConstraint("paper_id", "slug"),
-        Index("ix_pieces_paper_air", "paper_id", "on_air", "on_air_at", "id"),
+        Index("ix_pieces_paper_air", "paper_id", "on_air", "on_air_at", "id", "updated_at"),
         Index("ix_pieces_paper_air_day", "paper_id", "on_air", "on_air_day", "on_air_at", "id"),
         Index("ix_pieces_section_air", "paper_id", "section_id", "on_air", "on_air_at", "id"),
         Index("ix_pieces_persona_air", "paper_id", "persona_id", "on_air", "on_air_at", "id"),
         Index("ix_pieces_paper_filed", "paper_id", "on_air", "filed_at", "id"),
+        Index("ix_pieces_day_updated", "paper_id", "on_air", "on_air_day", "updated_at", "on_air_at"),
+        Index("ix_pieces_section_updated", "paper_id", "section_id", "on_air", "updated_at", "on_air_at"),
+        Index("ix_pieces_persona_updated", "paper_id", "persona_id", "on_air", "updated_at", "on_air_at"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

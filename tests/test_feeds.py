@@ -249,6 +249,66 @@ def test_a_large_sitemap_becomes_an_index_of_pages(client, desk, app, monkeypatc
     assert client.get("/sitemap-0.xml").status_code == 404
 
 
+def test_sitemap_lastmods_follow_every_later_update_of_a_page_on_air(client, desk, app, monkeypatch):
+    """Each page's lastmod is the newest `updated_at` of the pieces it shows, read at request time:
+    a revision through the API moves its day's, section's, persona's and the home's lastmod (and its
+    index page's), so does a row edited behind the API with SQL, and a scheduled piece's newer
+    `updated_at` moves nothing (nor lists its day) until it airs."""
+    from sqlalchemy import text
+
+    from extensions import db
+
+    paper = _newsroom(desk)
+    admin = auth(desk.key(paper, "admin"), "X-Desk-Key")
+    rates = client.get("/api/v1/stories/rates-rise-again").get_json()["id"]
+    base = "http://localhost"
+
+    def lastmods() -> dict:
+        document = etree.fromstring(client.get("/sitemap.xml").data)
+        return {url.findtext(f"{SM}loc"): url.findtext(f"{SM}lastmod") for url in document}
+
+    def index_lastmods() -> list:
+        # 13 static URLs and "Rates rise again" on page 1, the two newer pieces on page 2.
+        monkeypatch.setitem(app.config, "SITEMAP_MAX_URLS", 14)
+        try:
+            index = etree.fromstring(client.get("/sitemap.xml").data)
+        finally:
+            monkeypatch.setitem(app.config, "SITEMAP_MAX_URLS", 50_000)
+        return [el.findtext(f"{SM}lastmod") for el in index]
+
+    revised_at = datetime(2026, 11, 20, 9, 30, tzinfo=timezone.utc)
+    with time_machine.travel(revised_at, tick=False):
+        # Scheduled for tomorrow in Business by Ada Quill, filed now: newer than all on air.
+        desk.piece(paper, "Rates fall later", section="Business", on_air_at=revised_at + timedelta(days=1))
+        before = lastmods()
+        assert f"{base}/days/2026-11-21" not in before  # its day has nothing public yet
+        assert before[f"{base}/sections/business"] == "2026-11-01T08:00:00Z"
+        assert before[f"{base}/masthead/ada-quill"] == "2026-11-03T08:00:00Z"
+        assert index_lastmods() == ["2026-11-03T08:00:00Z"] * 2
+        # "Rates rise again": Business, Ada Quill, 2026-11-01.
+        assert client.patch(f"/api/v1/stories/{rates}", headers=admin,
+                            json={"dek": "Rates rose a third time."}).status_code == 200
+        after = lastmods()
+        for loc in ("/", "/sections/business", "/masthead/ada-quill", "/days/2026-11-01",
+                    "/stories/rates-rise-again"):
+            assert after[base + loc] == "2026-11-20T09:30:00Z", loc
+        assert after[f"{base}/days/2026-11-02"] == "2026-11-02T08:00:00Z"  # untouched
+        assert after[f"{base}/sections/science"] == "2026-11-02T08:00:00Z"
+        assert index_lastmods() == ["2026-11-20T09:30:00Z", "2026-11-03T08:00:00Z"]
+
+    # Behind the API: "Comet seen" (Science, Rex Ledger, 2026-11-02, page 2) edited with SQL.
+    db.session.execute(text("UPDATE pieces SET updated_at = :at WHERE slug = 'comet-seen'"),
+                       {"at": datetime(2026, 11, 21, 7, 15)})  # stored naive UTC (models/types.py)
+    db.session.commit()
+    with time_machine.travel(revised_at + timedelta(hours=2), tick=False):
+        edited = lastmods()
+        for loc in ("/", "/sections/science", "/masthead/rex-ledger", "/days/2026-11-02",
+                    "/stories/comet-seen"):
+            assert edited[base + loc] == "2026-11-21T07:15:00Z", loc
+        assert edited[f"{base}/sections/business"] == "2026-11-20T09:30:00Z"
+        assert index_lastmods() == ["2026-11-21T07:15:00Z"] * 2
+
+
 def test_news_sitemap_lists_only_the_last_two_days(client, desk):
     paper = desk.paper("demo")
     now = utcnow()

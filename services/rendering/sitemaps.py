@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from lxml import etree
-from sqlalchemy import and_, case, func, literal_column, or_, select, union_all
+from sqlalchemy import Integer, and_, case, func, literal, literal_column, or_, select, union_all
 
 from extensions import db
 from models import Edition, Paper, Persona, Piece, Section
@@ -55,13 +55,7 @@ def _static_entries(paper: Paper, links: Links, now: datetime) -> list[Entry]:
     page's lastmod is the newest `updated_at` of the pieces it shows, an edition's its
     publication."""
     sections, personas = _named_pages(paper, now)
-    days = db.session.execute(
-        select(Piece.on_air_day, func.max(Piece.updated_at))
-        .where(_on_air(paper), Piece.on_air_day.is_not(None))
-        .group_by(Piece.on_air_day)
-        .order_by(Piece.on_air_day.desc()),
-        visibility.at(now),
-    ).all()
+    days = db.session.execute(_days_newest(paper), visibility.at(now)).all()
     editions = db.session.execute(
         select(Edition.day, Edition.published_at).where(Edition.paper_id == paper.id)
         .order_by(Edition.day.desc())
@@ -78,27 +72,52 @@ def _static_entries(paper: Paper, links: Links, now: datetime) -> list[Entry]:
     return entries
 
 
+def _days_newest(paper: Paper):
+    """(day, newest `updated_at` of its pieces public at AIR_NOW) for every day with one, newest
+    day first: a recursive CTE that hops ix_pieces_day_updated from one `on_air_day` to the next
+    (one seek a day, as services/reading/front.py `_days_on_air` does), then one backward seek a
+    day for its newest `updated_at` whose `on_air_at` has come (the index holds both, so a
+    scheduled piece is stepped over without reading its row). A GROUP BY read every piece on
+    air: about 80 ms on SQLite and 220 ms on PostgreSQL at 100 000 pieces, against 2-12 ms."""
+    aired = and_(Piece.paper_id == paper.id, Piece.on_air.is_(True))
+    first = select(func.min(Piece.on_air_day)).where(aired).scalar_subquery()
+    days = select(first.label("day")).cte("air_days", recursive=True)
+    following = select(func.min(Piece.on_air_day)).where(aired, Piece.on_air_day > days.c.day)
+    days = days.union_all(select(following.scalar_subquery()).where(days.c.day.is_not(None)))
+    newest = (select(func.max(Piece.updated_at))
+              .where(_on_air(paper), Piece.on_air_day == days.c.day).scalar_subquery())
+    dated = select(days.c.day.label("day"), newest.label("newest")).where(days.c.day.is_not(None)).subquery()
+    return (select(dated.c.day, dated.c.newest).where(dated.c.newest.is_not(None))
+            .order_by(dated.c.day.desc()))
+
+
 def _named_pages(paper: Paper, now: datetime) -> tuple[list[tuple[str, datetime | None]],
                                                        list[tuple[str, datetime | None]]]:
     """(sections, personas): each a list of (slug, newest `updated_at` of its pieces on air, or
     None). Sections: the active ones in paper order. Personas: the active ones in masthead order,
     then the retired ones with pieces still on air (their pages answer, bylines link them).
-    One query for both: the sitemap's statement count stays what tests/test_queries.py holds."""
-    newest = func.max(Piece.updated_at).label("newest")
+    One query for both: the sitemap's statement count stays what tests/test_queries.py holds.
+    Each newest `updated_at` is a correlated `max` that walks ix_pieces_section_updated or
+    ix_pieces_persona_updated backwards to the first piece whose `on_air_at` has come: a seek
+    per section and persona, where a join grouped every piece on air (about 100 ms on SQLite
+    at 100 000 pieces, 60 ms on PostgreSQL, even from covering indexes)."""
+    def newest(column, owner_id):
+        return (select(func.max(Piece.updated_at)).where(_on_air(paper), column == owner_id)
+                .scalar_subquery())
+
     sections = (
-        select(literal_column("0").label("kind"), Section.slug.label("slug"), newest,
-               literal_column("0").label("retired"), Section.position.label("position"), Section.id.label("id"))
-        .outerjoin(Piece, and_(Piece.section_id == Section.id, visibility.on_air()))
+        select(literal_column("0").label("kind"), Section.slug.label("slug"),
+               newest(Piece.section_id, Section.id).label("newest"), literal_column("0").label("retired"),
+               Section.position.label("position"), Section.id.label("id"))
         .where(Section.paper_id == paper.id, Section.active.is_(True))
-        .group_by(Section.id, Section.slug, Section.position)
     )
     retired = case((Persona.active.is_(True), 0), else_=1)
+    persona_newest = newest(Piece.persona_id, Persona.id)
+    # `updated_at` is NOT NULL: a retired persona's newest is not None exactly when it has a
+    # piece on air.
     personas = (
-        select(literal_column("1"), Persona.slug, newest, retired, Persona.position, Persona.id)
-        .outerjoin(Piece, and_(Piece.persona_id == Persona.id, visibility.on_air()))
-        .where(Persona.paper_id == paper.id)
-        .group_by(Persona.id, Persona.slug, Persona.position, Persona.active)
-        .having(or_(Persona.active.is_(True), func.count(Piece.id) > 0))
+        select(literal_column("1"), Persona.slug, persona_newest, retired, Persona.position, Persona.id)
+        .where(Persona.paper_id == paper.id, or_(Persona.active.is_(True), persona_newest.is_not(None)))
     )
     named = union_all(sections, personas).subquery()
     rows = db.session.execute(
@@ -130,19 +149,33 @@ def _count_pieces(paper: Paper, now: datetime) -> int:
     return db.session.scalar(select(func.count(Piece.id)).where(_on_air(paper)), visibility.at(now)) or 0
 
 
-def _page_lastmods(paper: Paper, offset: int, max_urls: int, now: datetime) -> dict[int, datetime]:
-    """{page index from 0: newest updated_at among its pieces}, in one windowed query. A piece
-    numbered `rn` (1-based, in sitemap order) sits at position `offset + rn - 1` of the list."""
-    numbered = (
-        select(func.row_number().over(order_by=(Piece.on_air_at, Piece.id)).label("rn"),
-               Piece.updated_at)
-        .where(_on_air(paper))
-        .subquery()
-    )
-    page = ((numbered.c.rn - 1 + offset) // max_urls).label("page")
-    rows = db.session.execute(
-        select(page, func.max(numbered.c.updated_at)).group_by(page).order_by(page), visibility.at(now))
-    return {int(n): moment for n, moment in rows}
+def _page_lastmods(paper: Paper, offset: int, max_urls: int, pieces: int, now: datetime) -> dict[int, datetime]:
+    """{page index from 0: newest updated_at among its pieces}, in one statement. The piece at
+    position `p` (from 0, in sitemap order) sits at position `offset + p` of the list, so page
+    `k` holds pieces `k * max_urls - offset` to `(k + 1) * max_urls - offset - 1`; `pieces` is
+    how many there are. Each page is a slice of ix_pieces_paper_air (which ends with
+    `updated_at`, so no table row is read) walked from its nearer end, OFFSET then LIMIT: a
+    two-page index reads each index entry about once. A window numbering every row cost
+    120-200 ms at 100 000 pieces, most of it the numbering."""
+    order = (Piece.on_air_at, Piece.id)
+    slices = []
+    for k in range(-(-(offset + pieces) // max_urls)):
+        first = max(0, k * max_urls - offset)
+        end = min(pieces, (k + 1) * max_urls - offset)
+        if end <= first:
+            continue  # a page of static URLs only
+        rows = select(Piece.updated_at).where(_on_air(paper))
+        if first <= pieces - end:
+            rows = rows.order_by(*order).offset(first)
+        else:
+            rows = rows.order_by(*(column.desc() for column in order)).offset(pieces - end)
+        rows = rows.limit(end - first).subquery()
+        slices.append(select(literal(k, Integer).label("page"), func.max(rows.c.updated_at)))
+    if not slices:
+        return {}
+    statement = slices[0] if len(slices) == 1 else union_all(*slices)
+    rows = db.session.execute(statement, visibility.at(now))
+    return {int(n): moment for n, moment in rows if moment is not None}
 
 
 def _urlset(entries: list[Entry]) -> bytes:
@@ -175,7 +208,7 @@ def build_sitemap(paper: Paper, max_urls: int = MAX_URLS, *, now: datetime, link
     total = len(static) + pieces
     if total <= max_urls:
         return _urlset(static + _piece_entries(paper, 0, pieces, links, now))
-    lastmods = _page_lastmods(paper, len(static), max_urls, now)
+    lastmods = _page_lastmods(paper, len(static), max_urls, pieces, now)
     static_newest = static[0].lastmod
     root = etree.Element(f"{{{SITEMAP_NS}}}sitemapindex", nsmap={None: SITEMAP_NS})
     for n in range(-(-total // max_urls)):
