@@ -11,10 +11,14 @@ like a filed one. Functions flush; the CLI command commits once.
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 import random
 import time as timer
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 
@@ -47,6 +51,11 @@ SUBSCRIBER_CADENCES = ("daily", "instant", "daily", "weekly", "daily",
 PRIVATE_PIECES = 24
 DRAFTS = 3
 BATCH = 2000
+# Sealing (the RFC 8785 content hash and the Ed25519 receipt: a third of a piece's cost) runs in
+# processes of the seeder's own from PARALLEL_FROM pieces on, SEAL_CHUNK pieces a task.
+PARALLEL_FROM = 4000
+SEAL_CHUNK = 500
+MAX_SEAL_WORKERS = 4
 MIN_DAYS, MAX_DAYS, PER_DAY = 14, 365, 4
 # Every piece carries its own art, drawn by `services.rendering.art` and served from the paper's
 # host; a section has ART_VARIANTS compositions, so a paper of 100,000 pieces draws 6 x 16.
@@ -213,19 +222,23 @@ def _unique(slug: str, taken: dict[str, int]) -> str:
     return candidate
 
 
-def _batches(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
-             rng: random.Random, report: SeedReport, instance_path: str):
-    """Yield (piece rows, cited fact rows, revision rows) of at most BATCH pieces: composed in
-    one `World` (no repeated headline, no contradicted figure), each with its section's art
-    (`/media/...` on the paper's host, drawn into `instance_path` once), validated, hashed and
-    signed as the filing desk would, with explicit ids."""
+def _batches(paper: Paper, spec: PaperSpec, *, now: datetime, rng: random.Random,
+             report: SeedReport, instance_path: str):
+    """Yield (piece rows, cited fact rows, revision rows, seal jobs) of at most BATCH pieces:
+    composed in one `World` (no repeated headline, no contradicted figure), each with its
+    section's art (`/media/...` on the paper's host, drawn into `instance_path` once), validated
+    and given its basis as the filing desk would, with explicit ids. Not sealed yet: the piece
+    rows' `content_hash` and the revision rows' `seal_rows` columns are filled from the results
+    of the seal jobs ((piece id, basis, filed at), one per piece, in row order)."""
     sections, personas = _newsroom(paper)
     order = [name for name, _ in SECTIONS]
     piece_id, fact_id, rev_id = _next_id(Piece), _next_id(CitedFact), _next_id(PieceRevision)
     days = span_days(spec.pieces)
     taken: dict[str, int] = {}
+    # A section has ART_VARIANTS pictures: each looked up in the instance folder once, not per piece.
+    arts: dict[tuple[str, int], str] = {}
     total = spec.pieces + spec.drafts
-    pieces, facts, revisions = [], [], []
+    pieces, facts, revisions, jobs = [], [], [], []
     world = World()
     for i in range(total):
         section = order[i % len(order)]
@@ -235,18 +248,19 @@ def _batches(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
         on_air_at = air_time(i, spec.pieces, days, now) if on_air else None
         filed_at = (on_air_at or now) - timedelta(minutes=rng.randint(4, 240))
         slug = _unique(filing.slugify(story["headline"]), taken)
-        image = art.art_file(instance_path, section, f"variant-{turn % ART_VARIANTS}")
+        variant = turn % ART_VARIANTS
+        image = arts.get((section, variant))
+        if image is None:
+            image = arts[section, variant] = art.art_file(instance_path, section, f"variant-{variant}")
         draft = filing.Draft(headline=story["headline"], dek=story["dek"], prose=story["prose"],
                              section=sections[section], persona=personas[section],
                              cited_facts=story["cited_facts"], image=image)
         filing.validate(draft)
         basis = filing.revision_basis(paper.slug, piece_id, slug, 1, draft)
-        sealed = filing.seal(key, paper.slug, piece_id, 1, basis, prev_hash=None,
-                             filer=SEED_FILER, now=filed_at)
         pieces.append({
             "id": piece_id, "paper_id": paper.id, "slug": slug, "section_id": sections[section].id,
             "persona_id": personas[section].id, "headline": draft.headline, "dek": draft.dek,
-            "prose": draft.prose, "image": image, "rev": 1, "content_hash": sealed["content_hash"],
+            "prose": draft.prose, "image": image, "rev": 1, "content_hash": None,
             "on_air": on_air, "on_air_at": on_air_at,
             "on_air_day": on_air_at.date() if on_air_at else None, "filed_at": filed_at,
             "updated_at": on_air_at or filed_at, "filed_by_key_id": None})
@@ -255,17 +269,59 @@ def _batches(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
                           **{name: fact[name] for name in filing.FACT_FIELDS}})
             fact_id += 1
         revisions.append({"id": rev_id, "piece_id": piece_id, "rev": 1, "basis": basis,
-                          "prev_hash": None, "filer": SEED_FILER, "filed_at": filed_at, **sealed})
+                          "prev_hash": None, "filer": SEED_FILER, "filed_at": filed_at})
+        jobs.append((piece_id, basis, filed_at))
         piece_id, rev_id = piece_id + 1, rev_id + 1
         report.pieces += on_air
         report.drafts += not on_air
         report.facts += len(draft.cited_facts)
         report.images += image is not None
         if len(pieces) >= BATCH or i == total - 1:
-            yield pieces, facts, revisions
-            pieces, facts, revisions = [], [], []
+            yield pieces, facts, revisions, jobs
+            pieces, facts, revisions, jobs = [], [], [], []
     # Each piece has its own day while there are fewer pieces than days.
     report.days = min(days, spec.pieces)
+
+
+def seal_rows(key: provenance.OpenedKey, paper_slug: str, jobs: list[tuple[int, dict, datetime]]) -> list[dict]:
+    """`filing.seal` of each (piece id, basis, filed at) of `jobs`, in order: rev 1, no previous
+    hash, filed by SEED_FILER. Runs in a sealing process (`_write_pieces`) or in this one."""
+    return [filing.seal(key, paper_slug, piece_id, 1, basis, prev_hash=None, filer=SEED_FILER,
+                        now=filed_at) for piece_id, basis, filed_at in jobs]
+
+
+class SeedFailed(RuntimeError):
+    """The seeder could not finish (a sealing process failed or stopped); nothing is committed."""
+
+
+def seal_workers(total: int) -> int:
+    """How many sealing processes `_write_pieces` starts for `total` pieces: none below
+    PARALLEL_FROM (starting one costs about a second), else one per CPU but one, at least one and
+    at most MAX_SEAL_WORKERS."""
+    if total < PARALLEL_FROM:
+        return 0
+    return max(1, min(MAX_SEAL_WORKERS, (os.cpu_count() or 1) - 1))
+
+
+def _sealed(paper: Paper, batch, futures) -> tuple[list, list, list]:
+    """The batch's rows with their seals filled in from `futures` (each a list of `seal_rows`
+    results, in row order). Raises SeedFailed when a sealing process failed or died."""
+    pieces, facts, revisions, _ = batch
+    results = []
+    for future in futures:
+        try:
+            results.extend(future.result())
+        except BrokenProcessPool as exc:
+            raise SeedFailed(f"{paper.slug}: a sealing process stopped before pieces "
+                             f"{pieces[0]['id']}-{pieces[-1]['id']} were signed ({exc}); "
+                             "nothing was written") from exc
+        except Exception as exc:
+            raise SeedFailed(f"{paper.slug}: sealing pieces {pieces[0]['id']}-{pieces[-1]['id']} "
+                             f"failed in a sealing process: {exc!r}; nothing was written") from exc
+    for piece, revision, sealed in zip(pieces, revisions, results, strict=True):
+        piece["content_hash"] = sealed["content_hash"]
+        revision.update(sealed)
+    return pieces, facts, revisions
 
 
 def _insert(connection, batch) -> None:
@@ -278,24 +334,60 @@ def _insert(connection, batch) -> None:
 
 def _write_pieces(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
                   rng: random.Random, report: SeedReport, progress: Progress,
-                  instance_path: str) -> None:
-    """Write the paper's on-air pieces and drafts in batches. One writer thread inserts batch n
-    on the session's connection while this thread composes and signs batch n + 1; they never
-    use the connection at the same time (each insert is awaited before the next starts)."""
+                  instance_path: str, workers: int | None = None) -> None:
+    """Write the paper's on-air pieces and drafts in batches, in three stages that overlap:
+    this thread composes batch n + 1 (composing is sequential: each piece extends one World)
+    while `workers` sealing processes (None: `seal_workers`; 0: seal here) hash and sign batch n
+    in chunks of SEAL_CHUNK pieces and one writer thread inserts batch n - 1 on the session's
+    connection (each insert is awaited before the next starts, so the connection is never used
+    by two threads at once). Batches are inserted in the order composed, so the rows are the
+    same whatever `workers` is. Raises SeedFailed when a sealing process fails."""
     connection = db.session.connection()
     total, written = spec.pieces + spec.drafts, 0
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="seed-writer") as writer:
-        pending = None
-        for batch in _batches(paper, spec, key, now=now, rng=rng, report=report,
-                              instance_path=instance_path):
-            if pending is not None:
-                pending.result()
-            pending = writer.submit(_insert, connection, batch)
-            written += len(batch[0])
-            if total > 5 * BATCH and (written % (5 * BATCH) == 0 or written == total):
-                progress(f"  {paper.slug}: {written:,}/{total:,} pieces written")
+    workers = seal_workers(total) if workers is None else workers
+    opened = provenance.open_key(key)
+    # Spawned, not forked: a fork would copy this process's database connection and threads.
+    sealers = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) \
+        if workers else None
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seed-writer")
+    pending, in_flight = None, deque()
+
+    def write(batch, futures):
+        nonlocal pending, written
+        rows = _sealed(paper, batch, futures)
         if pending is not None:
             pending.result()
+        pending = writer.submit(_insert, connection, rows)
+        written += len(rows[0])
+        if total > 5 * BATCH and (written % (5 * BATCH) == 0 or written == total):
+            progress(f"  {paper.slug}: {written:,}/{total:,} pieces written")
+
+    try:
+        for batch in _batches(paper, spec, now=now, rng=rng, report=report, instance_path=instance_path):
+            jobs = batch[3]
+            if sealers is None:
+                done = Future()
+                done.set_result(seal_rows(opened, paper.slug, jobs))
+                futures = [done]
+            else:
+                try:
+                    futures = [sealers.submit(seal_rows, opened, paper.slug, jobs[at:at + SEAL_CHUNK])
+                               for at in range(0, len(jobs), SEAL_CHUNK)]
+                except (BrokenProcessPool, OSError) as exc:
+                    raise SeedFailed(f"{paper.slug}: the sealing processes could not take pieces "
+                                     f"{jobs[0][0]}-{jobs[-1][0]} ({exc}); nothing was written") from exc
+            in_flight.append((batch, futures))
+            if len(in_flight) > 1:
+                write(*in_flight.popleft())
+        while in_flight:
+            write(*in_flight.popleft())
+        if pending is not None:
+            pending.result()
+    finally:
+        # On failure: queued chunks are dropped and the processes stop (never left waiting).
+        writer.shutdown(wait=True, cancel_futures=True)
+        if sealers is not None:
+            sealers.shutdown(wait=True, cancel_futures=True)
     _reset_sequences((Piece, CitedFact, PieceRevision))
     _write_changes(paper)
 
@@ -360,11 +452,13 @@ def _write_editions(paper: Paper, now: datetime, report: SeedReport, instance_pa
 
 
 def seed_paper(spec: PaperSpec, *, now: datetime, instance_path: str, seed: int = 1,
-               progress: Progress = lambda message: None) -> SeedReport:
+               progress: Progress = lambda message: None, workers: int | None = None) -> SeedReport:
     """Build one demo paper from `spec` (its slug must be free). The text is deterministic in
     (`seed`, slug); times end at `now`. Pictures and captions are drawn into
     `{instance_path}/media` (once: a later seed reuses them) and named by `/media/...` paths,
-    which every answer turns into URLs on the host asked. Flushes; the caller commits."""
+    which every answer turns into URLs on the host asked. `workers`: sealing processes
+    (`_write_pieces`; None picks by size, 0 seals in this process); the rows do not depend on
+    it. Flushes; the caller commits. Raises SeedFailed when a sealing process fails."""
     started = timer.perf_counter()
     report = SeedReport(slug=spec.slug)
     paper = Paper(slug=spec.slug, nameplate=spec.nameplate, motto=spec.motto,
@@ -375,7 +469,7 @@ def seed_paper(spec: PaperSpec, *, now: datetime, instance_path: str, seed: int 
     db.session.flush()
     key = provenance.create_signing_key(paper, now)
     _write_pieces(paper, spec, key, now=now, rng=random.Random(f"{seed}:{spec.slug}"),
-                  report=report, progress=progress, instance_path=instance_path)
+                  report=report, progress=progress, instance_path=instance_path, workers=workers)
     _write_editions(paper, now, report, instance_path)
     paper.bump()
     db.session.flush()

@@ -255,3 +255,35 @@ def test_run_info_without_the_paper_fails_cleanly(runner):
     result = runner.invoke(args=["run-info"])
     assert result.exit_code == 1
     assert "seed-demo" in result.stderr and "Traceback" not in result.output
+
+
+def test_sealing_processes_write_the_same_pieces_on_every_run(runner, client, desk):
+    """The same seed writes the same rows whether the pieces are hashed and signed in this
+    process or in two of their own (`--seal-workers`, two chunks each here): same slugs, text,
+    bases and content hashes, in the same order, every receipt verifying."""
+    def rows():
+        return db.session.execute(
+            select(Piece.id, Piece.slug, Piece.headline, Piece.prose, Piece.image, Piece.content_hash,
+                   PieceRevision.basis, PieceRevision.content_hash, PieceRevision.kid)
+            .join(PieceRevision, PieceRevision.piece_id == Piece.id).join(Paper)
+            .where(Paper.slug == "demo").order_by(Piece.id)).all()
+
+    seed(runner, "--pieces", "700", "--seal-workers", "0")
+    first = rows()
+    assert len(first) == 703 and all(row[5] == row[7] for row in first)
+    seed(runner, "--reset", "--pieces", "700", "--seal-workers", "2")
+    again = rows()
+    # Only the signing key (made anew for the new paper) differs between the runs.
+    assert [row[:8] for row in again] == [row[:8] for row in first]
+    assert _check_receipts(client, "demo", "http://localhost") == 703
+
+
+def test_a_sealing_process_that_dies_fails_the_command_cleanly(runner, desk, tmp_path, monkeypatch):
+    # Every new Python process exits at start-up: so do the sealing processes.
+    (tmp_path / "sitecustomize.py").write_text("raise SystemExit(3)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    result = runner.invoke(args=["seed-demo", "--pieces", "40", "--seal-workers", "1"])
+    assert result.exit_code == 1
+    assert "sealing process" in result.stderr and "nothing was written" in result.stderr
+    assert "Traceback" not in result.output
+    assert db.session.scalar(select(func.count(Paper.id))) == 0
