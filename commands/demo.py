@@ -46,8 +46,9 @@ def _slug(ctx, param, value: str) -> str:
 @click.option("--if-empty", is_flag=True, help="Leave papers that already exist alone (make run).")
 @click.option("--reset", is_flag=True, help="Delete the demo papers first, then seed them again.")
 @click.option("--seal-workers", type=click.IntRange(0, 16), default=None,
-              help="Processes that hash and sign pieces (0: none, sign in this one). Default: one "
-                   "per CPU but one from 4,000 pieces on. The pieces are the same either way.")
+              help="Processes that hash and sign pieces (0: none, sign in this one; otherwise the "
+                   "edition videos are made side by side in processes too). Default: one per CPU "
+                   "but one from 4,000 pieces on. The pieces are the same either way.")
 @with_appcontext
 def seed_demo(slug: str, pieces: int, subscribers: int, subscriber_cadence: str, seed: int,
               if_empty: bool, reset: bool, seal_workers: int | None) -> None:

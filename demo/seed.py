@@ -291,7 +291,8 @@ def seal_rows(key: provenance.OpenedKey, paper_slug: str, jobs: list[tuple[int, 
 
 
 class SeedFailed(RuntimeError):
-    """The seeder could not finish (a sealing process failed or stopped); nothing is committed."""
+    """The seeder could not finish (a sealing or video process failed or stopped); nothing is
+    committed."""
 
 
 def seal_workers(total: int) -> int:
@@ -303,21 +304,25 @@ def seal_workers(total: int) -> int:
     return max(1, min(MAX_SEAL_WORKERS, (os.cpu_count() or 1) - 1))
 
 
+def _result(paper: Paper, what: str, future: Future):
+    """`future.result()`, or SeedFailed naming `what` when its process failed or died."""
+    try:
+        return future.result()
+    except BrokenProcessPool as exc:
+        raise SeedFailed(f"{paper.slug}: {what}: a seeding process stopped ({exc}); "
+                         "nothing was written") from exc
+    except Exception as exc:
+        raise SeedFailed(f"{paper.slug}: {what} failed in a seeding process: {exc!r}; "
+                         "nothing was written") from exc
+
+
 def _sealed(paper: Paper, batch, futures) -> tuple[list, list, list]:
     """The batch's rows with their seals filled in from `futures` (each a list of `seal_rows`
     results, in row order). Raises SeedFailed when a sealing process failed or died."""
     pieces, facts, revisions, _ = batch
     results = []
     for future in futures:
-        try:
-            results.extend(future.result())
-        except BrokenProcessPool as exc:
-            raise SeedFailed(f"{paper.slug}: a sealing process stopped before pieces "
-                             f"{pieces[0]['id']}-{pieces[-1]['id']} were signed ({exc}); "
-                             "nothing was written") from exc
-        except Exception as exc:
-            raise SeedFailed(f"{paper.slug}: sealing pieces {pieces[0]['id']}-{pieces[-1]['id']} "
-                             f"failed in a sealing process: {exc!r}; nothing was written") from exc
+        results.extend(_result(paper, f"sealing pieces {pieces[0]['id']}-{pieces[-1]['id']}", future))
     for piece, revision, sealed in zip(pieces, revisions, results, strict=True):
         piece["content_hash"] = sealed["content_hash"]
         revision.update(sealed)
@@ -417,17 +422,31 @@ def edition_transcript(nameplate: str, day: date, pieces: list[tuple[str, str, s
     return lines
 
 
-def _write_editions(paper: Paper, now: datetime, report: SeedReport, instance_path: str) -> None:
-    """One edition on each of a few recent days (never today: it is not over yet), all drawn
-    here and served from the paper's host: a 16:9 poster, WebVTT captions and the transcript
-    they come from (the day's pieces read out), and a real MP4 video (demo/video.py: each
-    caption over its section's art, in step with the captions), so the cast players and the
-    podcast feed work out of the box."""
+def edition_video(instance_path: str, nameplate: str, day: date, sections: list[str],
+                  lines: list[str]) -> tuple[str, int, int]:
+    """demo/video.py `edition_video` for the edition of `day` (its poster drawn again for the
+    greeting and the sign-off): (`/media/{hash}.mp4`, bytes, seconds). Runs in an edition
+    process (`_write_editions`) or in this one."""
     # Here, not with the module: every web worker imports this one (commands/demo.py, for the
     # CLI), and demo/video.py brings Pillow, which a worker otherwise loads only to draw.
     from demo import video as video_made
 
+    return video_made.edition_video(
+        instance_path, nameplate, lambda: art.render_poster(nameplate, day, sections), lines,
+        sections, seconds_per_cue=CAPTION_SECONDS)
+
+
+def _write_editions(paper: Paper, now: datetime, report: SeedReport, instance_path: str,
+                    workers: int = 0) -> None:
+    """One edition on each of a few recent days (never today: it is not over yet), all drawn
+    here and served from the paper's host: a 16:9 poster, WebVTT captions and the transcript
+    they come from (the day's pieces read out), and a real MP4 video (demo/video.py: each
+    caption over its section's art, in step with the captions), so the cast players and the
+    podcast feed work out of the box. With `workers` > 0 the videos are made side by side in
+    up to one process per CPU (each edition of a 100,000-piece paper is ~550 cues, ~10 s of
+    ffmpeg on one core); the rows are the same either way. Raises SeedFailed when one fails."""
     sections = [name for name, _ in SECTIONS]
+    editions = []
     for days_ago in EDITION_DAYS_AGO:
         day: date = now.date() - timedelta(days=days_ago)
         aired = db.session.execute(
@@ -435,14 +454,24 @@ def _write_editions(paper: Paper, now: datetime, report: SeedReport, instance_pa
             .where(Piece.paper_id == paper.id, Piece.on_air_day == day)
             .order_by(Piece.on_air_at, Piece.id)).all()
         lines = edition_transcript(paper.nameplate, day, [tuple(row) for row in aired])
-        poster = art.poster_file(instance_path, paper.nameplate, day, sections)
-        video, size, seconds = video_made.edition_video(
-            instance_path, paper.nameplate, lambda day=day: art.render_poster(paper.nameplate, day, sections),
-            lines, sections, seconds_per_cue=CAPTION_SECONDS)
+        editions.append((day, len(aired), lines, art.poster_file(instance_path, paper.nameplate, day, sections)))
+    jobs = [(instance_path, paper.nameplate, day, sections, lines) for day, _, lines, _ in editions]
+    processes = min(len(jobs), os.cpu_count() or 1) if workers else 0
+    if processes > 1:
+        with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(edition_video, *job) for job in jobs]
+            try:
+                videos = [_result(paper, f"the video of the edition of {job[2]}", future)
+                          for job, future in zip(jobs, futures, strict=True)]
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+    else:
+        videos = [edition_video(*job) for job in jobs]
+    for (day, count, lines, poster), (video, size, seconds) in zip(editions, videos, strict=True):
         db.session.add(Edition(
             paper_id=paper.id, day=day, title=f"{paper.nameplate}, {day.day} {day:%B %Y}",
-            summary=f"The day's {len(aired)} pieces, read by the desk's AI personas."
-            if aired else "The day's pieces, read by the desk's AI personas.",
+            summary=f"The day's {count} pieces, read by the desk's AI personas."
+            if count else "The day's pieces, read by the desk's AI personas.",
             video_url=video, poster_url=poster,
             captions_url=art.captions_file(instance_path, lines, seconds_per_line=CAPTION_SECONDS),
             transcript="\n\n".join(lines), mime_type="video/mp4", length_bytes=size,
@@ -457,8 +486,9 @@ def seed_paper(spec: PaperSpec, *, now: datetime, instance_path: str, seed: int 
     (`seed`, slug); times end at `now`. Pictures and captions are drawn into
     `{instance_path}/media` (once: a later seed reuses them) and named by `/media/...` paths,
     which every answer turns into URLs on the host asked. `workers`: sealing processes
-    (`_write_pieces`; None picks by size, 0 seals in this process); the rows do not depend on
-    it. Flushes; the caller commits. Raises SeedFailed when a sealing process fails."""
+    (`_write_pieces`; None picks by size, 0 seals in this process), and when not 0 the edition
+    videos are made in processes too (`_write_editions`); the rows do not depend on it.
+    Flushes; the caller commits. Raises SeedFailed when a sealing or video process fails."""
     started = timer.perf_counter()
     report = SeedReport(slug=spec.slug)
     paper = Paper(slug=spec.slug, nameplate=spec.nameplate, motto=spec.motto,
@@ -468,9 +498,10 @@ def seed_paper(spec: PaperSpec, *, now: datetime, instance_path: str, seed: int 
     db.session.add(paper)
     db.session.flush()
     key = provenance.create_signing_key(paper, now)
+    workers = seal_workers(spec.pieces + spec.drafts) if workers is None else workers
     _write_pieces(paper, spec, key, now=now, rng=random.Random(f"{seed}:{spec.slug}"),
                   report=report, progress=progress, instance_path=instance_path, workers=workers)
-    _write_editions(paper, now, report, instance_path)
+    _write_editions(paper, now, report, instance_path, workers=workers)
     paper.bump()
     db.session.flush()
     report.seconds = timer.perf_counter() - started
