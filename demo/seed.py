@@ -11,10 +11,14 @@ like a filed one. Functions flush; the CLI command commits once.
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 import random
 import time as timer
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 
@@ -47,6 +51,11 @@ SUBSCRIBER_CADENCES = ("daily", "instant", "daily", "weekly", "daily",
 PRIVATE_PIECES = 24
 DRAFTS = 3
 BATCH = 2000
+# Sealing (the RFC 8785 content hash and the Ed25519 receipt: a third of a piece's cost) runs in
+# processes of the seeder's own from PARALLEL_FROM pieces on, SEAL_CHUNK pieces a task.
+PARALLEL_FROM = 4000
+SEAL_CHUNK = 500
+MAX_SEAL_WORKERS = 4
 MIN_DAYS, MAX_DAYS, PER_DAY = 14, 365, 4
 # Every piece carries its own art, drawn by `services.rendering.art` and served from the paper's
 # host; a section has ART_VARIANTS compositions, so a paper of 100,000 pieces draws 6 x 16.
@@ -213,19 +222,23 @@ def _unique(slug: str, taken: dict[str, int]) -> str:
     return candidate
 
 
-def _batches(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
-             rng: random.Random, report: SeedReport, instance_path: str):
-    """Yield (piece rows, cited fact rows, revision rows) of at most BATCH pieces: composed in
-    one `World` (no repeated headline, no contradicted figure), each with its section's art
-    (`/media/...` on the paper's host, drawn into `instance_path` once), validated, hashed and
-    signed as the filing desk would, with explicit ids."""
+def _batches(paper: Paper, spec: PaperSpec, *, now: datetime, rng: random.Random,
+             report: SeedReport, instance_path: str):
+    """Yield (piece rows, cited fact rows, revision rows, seal jobs) of at most BATCH pieces:
+    composed in one `World` (no repeated headline, no contradicted figure), each with its
+    section's art (`/media/...` on the paper's host, drawn into `instance_path` once), validated
+    and given its basis as the filing desk would, with explicit ids. Not sealed yet: the piece
+    rows' `content_hash` and the revision rows' `seal_rows` columns are filled from the results
+    of the seal jobs ((piece id, basis, filed at), one per piece, in row order)."""
     sections, personas = _newsroom(paper)
     order = [name for name, _ in SECTIONS]
     piece_id, fact_id, rev_id = _next_id(Piece), _next_id(CitedFact), _next_id(PieceRevision)
     days = span_days(spec.pieces)
     taken: dict[str, int] = {}
+    # A section has ART_VARIANTS pictures: each looked up in the instance folder once, not per piece.
+    arts: dict[tuple[str, int], str] = {}
     total = spec.pieces + spec.drafts
-    pieces, facts, revisions = [], [], []
+    pieces, facts, revisions, jobs = [], [], [], []
     world = World()
     for i in range(total):
         section = order[i % len(order)]
@@ -235,18 +248,19 @@ def _batches(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
         on_air_at = air_time(i, spec.pieces, days, now) if on_air else None
         filed_at = (on_air_at or now) - timedelta(minutes=rng.randint(4, 240))
         slug = _unique(filing.slugify(story["headline"]), taken)
-        image = art.art_file(instance_path, section, f"variant-{turn % ART_VARIANTS}")
+        variant = turn % ART_VARIANTS
+        image = arts.get((section, variant))
+        if image is None:
+            image = arts[section, variant] = art.art_file(instance_path, section, f"variant-{variant}")
         draft = filing.Draft(headline=story["headline"], dek=story["dek"], prose=story["prose"],
                              section=sections[section], persona=personas[section],
                              cited_facts=story["cited_facts"], image=image)
         filing.validate(draft)
         basis = filing.revision_basis(paper.slug, piece_id, slug, 1, draft)
-        sealed = filing.seal(key, paper.slug, piece_id, 1, basis, prev_hash=None,
-                             filer=SEED_FILER, now=filed_at)
         pieces.append({
             "id": piece_id, "paper_id": paper.id, "slug": slug, "section_id": sections[section].id,
             "persona_id": personas[section].id, "headline": draft.headline, "dek": draft.dek,
-            "prose": draft.prose, "image": image, "rev": 1, "content_hash": sealed["content_hash"],
+            "prose": draft.prose, "image": image, "rev": 1, "content_hash": None,
             "on_air": on_air, "on_air_at": on_air_at,
             "on_air_day": on_air_at.date() if on_air_at else None, "filed_at": filed_at,
             "updated_at": on_air_at or filed_at, "filed_by_key_id": None})
@@ -255,17 +269,64 @@ def _batches(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
                           **{name: fact[name] for name in filing.FACT_FIELDS}})
             fact_id += 1
         revisions.append({"id": rev_id, "piece_id": piece_id, "rev": 1, "basis": basis,
-                          "prev_hash": None, "filer": SEED_FILER, "filed_at": filed_at, **sealed})
+                          "prev_hash": None, "filer": SEED_FILER, "filed_at": filed_at})
+        jobs.append((piece_id, basis, filed_at))
         piece_id, rev_id = piece_id + 1, rev_id + 1
         report.pieces += on_air
         report.drafts += not on_air
         report.facts += len(draft.cited_facts)
         report.images += image is not None
         if len(pieces) >= BATCH or i == total - 1:
-            yield pieces, facts, revisions
-            pieces, facts, revisions = [], [], []
+            yield pieces, facts, revisions, jobs
+            pieces, facts, revisions, jobs = [], [], [], []
     # Each piece has its own day while there are fewer pieces than days.
     report.days = min(days, spec.pieces)
+
+
+def seal_rows(key: provenance.OpenedKey, paper_slug: str, jobs: list[tuple[int, dict, datetime]]) -> list[dict]:
+    """`filing.seal` of each (piece id, basis, filed at) of `jobs`, in order: rev 1, no previous
+    hash, filed by SEED_FILER. Runs in a sealing process (`_write_pieces`) or in this one."""
+    return [filing.seal(key, paper_slug, piece_id, 1, basis, prev_hash=None, filer=SEED_FILER,
+                        now=filed_at) for piece_id, basis, filed_at in jobs]
+
+
+class SeedFailed(RuntimeError):
+    """The seeder could not finish (a sealing or video process failed or stopped); nothing is
+    committed."""
+
+
+def seal_workers(total: int) -> int:
+    """How many sealing processes `_write_pieces` starts for `total` pieces: none below
+    PARALLEL_FROM (starting one costs about a second), else one per CPU but one, at least one and
+    at most MAX_SEAL_WORKERS."""
+    if total < PARALLEL_FROM:
+        return 0
+    return max(1, min(MAX_SEAL_WORKERS, (os.cpu_count() or 1) - 1))
+
+
+def _result(paper: Paper, what: str, future: Future):
+    """`future.result()`, or SeedFailed naming `what` when its process failed or died."""
+    try:
+        return future.result()
+    except BrokenProcessPool as exc:
+        raise SeedFailed(f"{paper.slug}: {what}: a seeding process stopped ({exc}); "
+                         "nothing was written") from exc
+    except Exception as exc:
+        raise SeedFailed(f"{paper.slug}: {what} failed in a seeding process: {exc!r}; "
+                         "nothing was written") from exc
+
+
+def _sealed(paper: Paper, batch, futures) -> tuple[list, list, list]:
+    """The batch's rows with their seals filled in from `futures` (each a list of `seal_rows`
+    results, in row order). Raises SeedFailed when a sealing process failed or died."""
+    pieces, facts, revisions, _ = batch
+    results = []
+    for future in futures:
+        results.extend(_result(paper, f"sealing pieces {pieces[0]['id']}-{pieces[-1]['id']}", future))
+    for piece, revision, sealed in zip(pieces, revisions, results, strict=True):
+        piece["content_hash"] = sealed["content_hash"]
+        revision.update(sealed)
+    return pieces, facts, revisions
 
 
 def _insert(connection, batch) -> None:
@@ -278,24 +339,60 @@ def _insert(connection, batch) -> None:
 
 def _write_pieces(paper: Paper, spec: PaperSpec, key: SigningKey, *, now: datetime,
                   rng: random.Random, report: SeedReport, progress: Progress,
-                  instance_path: str) -> None:
-    """Write the paper's on-air pieces and drafts in batches. One writer thread inserts batch n
-    on the session's connection while this thread composes and signs batch n + 1; they never
-    use the connection at the same time (each insert is awaited before the next starts)."""
+                  instance_path: str, workers: int | None = None) -> None:
+    """Write the paper's on-air pieces and drafts in batches, in three stages that overlap:
+    this thread composes batch n + 1 (composing is sequential: each piece extends one World)
+    while `workers` sealing processes (None: `seal_workers`; 0: seal here) hash and sign batch n
+    in chunks of SEAL_CHUNK pieces and one writer thread inserts batch n - 1 on the session's
+    connection (each insert is awaited before the next starts, so the connection is never used
+    by two threads at once). Batches are inserted in the order composed, so the rows are the
+    same whatever `workers` is. Raises SeedFailed when a sealing process fails."""
     connection = db.session.connection()
     total, written = spec.pieces + spec.drafts, 0
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="seed-writer") as writer:
-        pending = None
-        for batch in _batches(paper, spec, key, now=now, rng=rng, report=report,
-                              instance_path=instance_path):
-            if pending is not None:
-                pending.result()
-            pending = writer.submit(_insert, connection, batch)
-            written += len(batch[0])
-            if total > 5 * BATCH and (written % (5 * BATCH) == 0 or written == total):
-                progress(f"  {paper.slug}: {written:,}/{total:,} pieces written")
+    workers = seal_workers(total) if workers is None else workers
+    opened = provenance.open_key(key)
+    # Spawned, not forked: a fork would copy this process's database connection and threads.
+    sealers = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) \
+        if workers else None
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seed-writer")
+    pending, in_flight = None, deque()
+
+    def write(batch, futures):
+        nonlocal pending, written
+        rows = _sealed(paper, batch, futures)
         if pending is not None:
             pending.result()
+        pending = writer.submit(_insert, connection, rows)
+        written += len(rows[0])
+        if total > 5 * BATCH and (written % (5 * BATCH) == 0 or written == total):
+            progress(f"  {paper.slug}: {written:,}/{total:,} pieces written")
+
+    try:
+        for batch in _batches(paper, spec, now=now, rng=rng, report=report, instance_path=instance_path):
+            jobs = batch[3]
+            if sealers is None:
+                done = Future()
+                done.set_result(seal_rows(opened, paper.slug, jobs))
+                futures = [done]
+            else:
+                try:
+                    futures = [sealers.submit(seal_rows, opened, paper.slug, jobs[at:at + SEAL_CHUNK])
+                               for at in range(0, len(jobs), SEAL_CHUNK)]
+                except (BrokenProcessPool, OSError) as exc:
+                    raise SeedFailed(f"{paper.slug}: the sealing processes could not take pieces "
+                                     f"{jobs[0][0]}-{jobs[-1][0]} ({exc}); nothing was written") from exc
+            in_flight.append((batch, futures))
+            if len(in_flight) > 1:
+                write(*in_flight.popleft())
+        while in_flight:
+            write(*in_flight.popleft())
+        if pending is not None:
+            pending.result()
+    finally:
+        # On failure: queued chunks are dropped and the processes stop (never left waiting).
+        writer.shutdown(wait=True, cancel_futures=True)
+        if sealers is not None:
+            sealers.shutdown(wait=True, cancel_futures=True)
     _reset_sequences((Piece, CitedFact, PieceRevision))
     _write_changes(paper)
 
@@ -325,17 +422,31 @@ def edition_transcript(nameplate: str, day: date, pieces: list[tuple[str, str, s
     return lines
 
 
-def _write_editions(paper: Paper, now: datetime, report: SeedReport, instance_path: str) -> None:
-    """One edition on each of a few recent days (never today: it is not over yet), all drawn
-    here and served from the paper's host: a 16:9 poster, WebVTT captions and the transcript
-    they come from (the day's pieces read out), and a real MP4 video (demo/video.py: each
-    caption over its section's art, in step with the captions), so the cast players and the
-    podcast feed work out of the box."""
+def edition_video(instance_path: str, nameplate: str, day: date, sections: list[str],
+                  lines: list[str]) -> tuple[str, int, int]:
+    """demo/video.py `edition_video` for the edition of `day` (its poster drawn again for the
+    greeting and the sign-off): (`/media/{hash}.mp4`, bytes, seconds). Runs in an edition
+    process (`_write_editions`) or in this one."""
     # Here, not with the module: every web worker imports this one (commands/demo.py, for the
     # CLI), and demo/video.py brings Pillow, which a worker otherwise loads only to draw.
     from demo import video as video_made
 
+    return video_made.edition_video(
+        instance_path, nameplate, lambda: art.render_poster(nameplate, day, sections), lines,
+        sections, seconds_per_cue=CAPTION_SECONDS)
+
+
+def _write_editions(paper: Paper, now: datetime, report: SeedReport, instance_path: str,
+                    workers: int = 0) -> None:
+    """One edition on each of a few recent days (never today: it is not over yet), all drawn
+    here and served from the paper's host: a 16:9 poster, WebVTT captions and the transcript
+    they come from (the day's pieces read out), and a real MP4 video (demo/video.py: each
+    caption over its section's art, in step with the captions), so the cast players and the
+    podcast feed work out of the box. With `workers` > 0 the videos are made side by side in
+    up to one process per CPU (each edition of a 100,000-piece paper is ~550 cues, ~10 s of
+    ffmpeg on one core); the rows are the same either way. Raises SeedFailed when one fails."""
     sections = [name for name, _ in SECTIONS]
+    editions = []
     for days_ago in EDITION_DAYS_AGO:
         day: date = now.date() - timedelta(days=days_ago)
         aired = db.session.execute(
@@ -343,14 +454,24 @@ def _write_editions(paper: Paper, now: datetime, report: SeedReport, instance_pa
             .where(Piece.paper_id == paper.id, Piece.on_air_day == day)
             .order_by(Piece.on_air_at, Piece.id)).all()
         lines = edition_transcript(paper.nameplate, day, [tuple(row) for row in aired])
-        poster = art.poster_file(instance_path, paper.nameplate, day, sections)
-        video, size, seconds = video_made.edition_video(
-            instance_path, paper.nameplate, lambda day=day: art.render_poster(paper.nameplate, day, sections),
-            lines, sections, seconds_per_cue=CAPTION_SECONDS)
+        editions.append((day, len(aired), lines, art.poster_file(instance_path, paper.nameplate, day, sections)))
+    jobs = [(instance_path, paper.nameplate, day, sections, lines) for day, _, lines, _ in editions]
+    processes = min(len(jobs), os.cpu_count() or 1) if workers else 0
+    if processes > 1:
+        with ProcessPoolExecutor(processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+            futures = [pool.submit(edition_video, *job) for job in jobs]
+            try:
+                videos = [_result(paper, f"the video of the edition of {job[2]}", future)
+                          for job, future in zip(jobs, futures, strict=True)]
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+    else:
+        videos = [edition_video(*job) for job in jobs]
+    for (day, count, lines, poster), (video, size, seconds) in zip(editions, videos, strict=True):
         db.session.add(Edition(
             paper_id=paper.id, day=day, title=f"{paper.nameplate}, {day.day} {day:%B %Y}",
-            summary=f"The day's {len(aired)} pieces, read by the desk's AI personas."
-            if aired else "The day's pieces, read by the desk's AI personas.",
+            summary=f"The day's {count} pieces, read by the desk's AI personas."
+            if count else "The day's pieces, read by the desk's AI personas.",
             video_url=video, poster_url=poster,
             captions_url=art.captions_file(instance_path, lines, seconds_per_line=CAPTION_SECONDS),
             transcript="\n\n".join(lines), mime_type="video/mp4", length_bytes=size,
@@ -360,11 +481,14 @@ def _write_editions(paper: Paper, now: datetime, report: SeedReport, instance_pa
 
 
 def seed_paper(spec: PaperSpec, *, now: datetime, instance_path: str, seed: int = 1,
-               progress: Progress = lambda message: None) -> SeedReport:
+               progress: Progress = lambda message: None, workers: int | None = None) -> SeedReport:
     """Build one demo paper from `spec` (its slug must be free). The text is deterministic in
     (`seed`, slug); times end at `now`. Pictures and captions are drawn into
     `{instance_path}/media` (once: a later seed reuses them) and named by `/media/...` paths,
-    which every answer turns into URLs on the host asked. Flushes; the caller commits."""
+    which every answer turns into URLs on the host asked. `workers`: sealing processes
+    (`_write_pieces`; None picks by size, 0 seals in this process), and when not 0 the edition
+    videos are made in processes too (`_write_editions`); the rows do not depend on it.
+    Flushes; the caller commits. Raises SeedFailed when a sealing or video process fails."""
     started = timer.perf_counter()
     report = SeedReport(slug=spec.slug)
     paper = Paper(slug=spec.slug, nameplate=spec.nameplate, motto=spec.motto,
@@ -374,9 +498,10 @@ def seed_paper(spec: PaperSpec, *, now: datetime, instance_path: str, seed: int 
     db.session.add(paper)
     db.session.flush()
     key = provenance.create_signing_key(paper, now)
+    workers = seal_workers(spec.pieces + spec.drafts) if workers is None else workers
     _write_pieces(paper, spec, key, now=now, rng=random.Random(f"{seed}:{spec.slug}"),
-                  report=report, progress=progress, instance_path=instance_path)
-    _write_editions(paper, now, report, instance_path)
+                  report=report, progress=progress, instance_path=instance_path, workers=workers)
+    _write_editions(paper, now, report, instance_path, workers=workers)
     paper.bump()
     db.session.flush()
     report.seconds = timer.perf_counter() - started

@@ -37,19 +37,34 @@ def _fit(picture: bytes) -> Image.Image:
     return image.crop((left, top, left + SIZE[0], top + SIZE[1]))
 
 
-def frame(background: bytes, words: str, nameplate: str) -> bytes:
-    """One frame as raw RGB bytes (SIZE): `background` darkened, `nameplate` at the top, and
-    `words` (a caption cue) in a band across the lower third."""
-    image = ImageEnhance.Brightness(_fit(background)).enhance(0.55)
+def _backdrop(background: bytes) -> Image.Image:
+    """`background` fitted to SIZE and darkened: what every frame over it starts from."""
+    return ImageEnhance.Brightness(_fit(background)).enhance(0.55)
+
+
+def _fonts() -> tuple[ImageFont.FreeTypeFont, ImageFont.FreeTypeFont]:
+    """The nameplate's font and the caption's."""
+    return ImageFont.load_default(size=22), ImageFont.load_default(size=26)
+
+
+def _caption(backdrop: Image.Image, words: str, nameplate: str, fonts) -> bytes:
+    """A frame drawn on a copy of `backdrop` (left as it is): see `frame`."""
+    image = backdrop.copy()
     draw = ImageDraw.Draw(image)
-    draw.text((24, 18), nameplate, font=ImageFont.load_default(size=22), fill="#f2c14e")
+    top_font, font = fonts
+    draw.text((24, 18), nameplate, font=top_font, fill="#f2c14e")
     lines = textwrap.wrap(words, width=44)[:3]
     band_top = SIZE[1] - 36 - 34 * len(lines)
     draw.rectangle((0, band_top - 12, SIZE[0], SIZE[1]), fill="#14161a")
-    font = ImageFont.load_default(size=26)
     for n, line in enumerate(lines):
         draw.text((24, band_top + 34 * n), line, font=font, fill="#ffffff")
     return image.tobytes()
+
+
+def frame(background: bytes, words: str, nameplate: str) -> bytes:
+    """One frame as raw RGB bytes (SIZE): `background` darkened, `nameplate` at the top, and
+    `words` (a caption cue) in a band across the lower third."""
+    return _caption(_backdrop(background), words, nameplate, _fonts())
 
 
 def render_video(cues: Sequence[tuple[bytes, str]], nameplate: str, *, seconds_per_cue: int) -> bytes:
@@ -66,8 +81,15 @@ def render_video(cues: Sequence[tuple[bytes, str]], nameplate: str, *, seconds_p
             macro_block_size=8, ffmpeg_log_level="error",
             output_params=["-preset", "veryfast", "-tune", "stillimage", "-movflags", "+faststart"])
         writer.send(None)  # start the encoder
+        # An edition of 100,000 pieces reads out some 550 cues over 7 pictures (6 sections'
+        # art and the poster): each picture is decoded, scaled and darkened once, not per cue
+        # (the frames are the same bytes as `frame` draws).
+        backdrops: dict[bytes, Image.Image] = {}
+        fonts = _fonts()
         for background, words in cues:
-            still = frame(background, words, nameplate)
+            if background not in backdrops:
+                backdrops[background] = _backdrop(background)
+            still = _caption(backdrops[background], words, nameplate, fonts)
             for _ in range(seconds_per_cue * FPS):
                 writer.send(still)
         writer.close()

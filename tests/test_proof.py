@@ -391,3 +391,15 @@ def test_with_the_old_secret_lost_a_new_receipt_key_takes_over(client, newsroom,
     (old_kid,) = old_keys
     assert keys[old_kid]["retired_at"] is not None and len(keys) == 2
     assert holds(fetch_proof(new_client, newsroom["read"], response.get_json()["id"]), keys)
+
+
+def test_the_content_hash_is_rfc8785_whatever_the_characters(client, desk, newsroom):
+    # The desk's canonical JSON (services/newsroom/provenance.py `canonical_json`) must give the
+    # bytes of RFC 8785 for any text: quotes, backslashes, control characters, line and paragraph
+    # separators, non-BMP characters, a BOM, DEL.
+    text = 'Q\u201cuote\u201d "x" \\ back\tslash\u2028line\u2029para \U0001f600 \ufeff\x7f \x01\x1f caf\u00e9 </script>'
+    piece = desk.piece(newsroom["paper"], f"Odd {text}", dek=text, prose=f"{text}[^1]", facts=1,
+                       image="https://cdn.example.com/\u00e9.jpg")
+    proof = fetch_proof(client, newsroom["read"], piece.id)
+    assert proof["basis"]["dek"] == text
+    assert holds(proof, published_keys(client))

@@ -3,7 +3,10 @@ the demo papers, their spread over days, drafts, footnotes, signed receipts and 
 from __future__ import annotations
 
 import re
+import shutil
 from datetime import timedelta
+from multiprocessing import resource_tracker
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
@@ -255,3 +258,50 @@ def test_run_info_without_the_paper_fails_cleanly(runner):
     result = runner.invoke(args=["run-info"])
     assert result.exit_code == 1
     assert "seed-demo" in result.stderr and "Traceback" not in result.output
+
+
+def test_sealing_processes_write_the_same_pieces_on_every_run(runner, client, desk, app):
+    """The same seed writes the same rows whether the pieces are hashed and signed (and the
+    edition videos made) in this process or in two of their own (`--seal-workers`, two chunks
+    here): same slugs, text, bases and content hashes, in the same order, every receipt
+    verifying, the same videos."""
+    def rows():
+        return db.session.execute(
+            select(Piece.id, Piece.slug, Piece.headline, Piece.prose, Piece.image, Piece.content_hash,
+                   PieceRevision.basis, PieceRevision.content_hash, PieceRevision.kid)
+            .join(PieceRevision, PieceRevision.piece_id == Piece.id).join(Paper)
+            .where(Paper.slug == "demo").order_by(Piece.id)).all()
+
+    def editions():
+        return db.session.execute(
+            select(Edition.day, Edition.video_url, Edition.length_bytes, Edition.poster_url,
+                   Edition.captions_url, Edition.transcript).join(Paper)
+            .where(Paper.slug == "demo").order_by(Edition.id)).all()
+
+    seed(runner, "--pieces", "700", "--seal-workers", "0")
+    first, first_editions = rows(), editions()
+    assert len(first) == 703 and all(row[5] == row[7] for row in first)
+    # Drawn and encoded again, not found in the instance folder: the videos are made in the
+    # processes this time.
+    shutil.rmtree(Path(app.instance_path) / "media")
+    seed(runner, "--reset", "--pieces", "700", "--seal-workers", "2")
+    again = rows()
+    # Only the signing key (made anew for the new paper) differs between the runs.
+    assert [row[:8] for row in again] == [row[:8] for row in first]
+    assert _check_receipts(client, "demo", "http://localhost") == 703
+    # The edition videos, made in processes of their own this time, are the same files.
+    assert editions() == first_editions and len(first_editions) == 4
+
+
+def test_a_sealing_process_that_dies_fails_the_command_cleanly(runner, desk, tmp_path, monkeypatch):
+    # Every new Python process exits at start-up from here on: so do the sealing processes
+    # (multiprocessing's resource tracker, started first, is not one of them).
+    resource_tracker.ensure_running()
+    (tmp_path / "sitecustomize.py").write_text("raise SystemExit(3)\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    result = runner.invoke(args=["seed-demo", "--pieces", "40", "--seal-workers", "1"])
+    assert result.exit_code == 1
+    assert "demo: sealing pieces 1-43: a seeding process stopped" in result.stderr
+    assert "nothing was written" in result.stderr
+    assert "Traceback" not in result.output
+    assert db.session.scalar(select(func.count(Paper.id))) == 0

@@ -14,6 +14,7 @@ measures readers quote, and is a help to the desk, not a proof.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 UNITS = (
     r"%|per\s?cent|percent|percentage points?|points?|"
@@ -36,6 +37,7 @@ FIGURE = re.compile(
     re.IGNORECASE,
 )
 ANY_NUMBER = re.compile(NUMBER)
+DIGIT = re.compile(r"\d")
 FIELDS = ("headline", "dek", "prose")
 
 
@@ -48,12 +50,45 @@ def value(text: str) -> float:
 def stated(facts: list[dict]) -> set[float]:
     """Every number the facts' statements state: a space-grouped one (`12 500`) as one number,
     and as its groups too (a statement may set two numbers side by side: `in 19 120 died`)."""
-    found = set()
+    found: set[float] = set()
     for fact in facts:
-        for number in ANY_NUMBER.findall(str(fact.get("statement", ""))):
-            found.add(value(number))
-            found.update(value(part) for part in re.split(f"[{GROUP_SPACES}]", number))
+        found |= _numbers(str(fact.get("statement", "")))
     return found
+
+
+# Short texts (statements, headlines, deks) are read once and remembered: a writer checks one
+# set of facts against several wordings in a row (demo/content.py tries each way of saying a
+# headline, and cites one fact more until its figures are stated), so the same statements are
+# read again and again. Longer texts (prose) are read each time, so the memo stays small.
+MEMO_CHARS = 400
+
+
+def _numbers(statement: str) -> frozenset[float]:
+    return _numbers_memo(statement) if len(statement) <= MEMO_CHARS else _read_numbers(statement)
+
+
+def _read_numbers(statement: str) -> frozenset[float]:
+    found = set()
+    for number in ANY_NUMBER.findall(statement):
+        found.add(value(number))
+        found.update(value(part) for part in re.split(f"[{GROUP_SPACES}]", number))
+    return frozenset(found)
+
+
+def _figures_in(text: str) -> tuple[tuple[int, int, str, float], ...]:
+    """(start, end, figure as written, its value) of each figure in `text`, in order."""
+    return _figures_memo(text) if len(text) <= MEMO_CHARS else _read_figures(text)
+
+
+def _read_figures(text: str) -> tuple[tuple[int, int, str, float], ...]:
+    if not DIGIT.search(text):  # every figure has a digit (most headlines and deks have none)
+        return ()
+    return tuple((match.start(), match.end(), match.group(0), value(match["num"] or match["cnum"]))
+                 for match in FIGURE.finditer(text))
+
+
+_numbers_memo = lru_cache(maxsize=4096)(_read_numbers)
+_figures_memo = lru_cache(maxsize=4096)(_read_figures)
 
 
 def figures(text: str) -> list[re.Match]:
@@ -68,7 +103,7 @@ def unsupported(fields: dict, facts: list[dict]) -> list[dict]:
     known = stated(facts)
     found = []
     for name in FIELDS:
-        for match in figures(str(fields.get(name) or "")):
-            if value(match["num"] or match["cnum"]) not in known:
-                found.append({"field": name, "start": match.start(), "end": match.end(), "figure": match.group(0)})
+        for start, end, figure, number in _figures_in(str(fields.get(name) or "")):
+            if number not in known:
+                found.append({"field": name, "start": start, "end": end, "figure": figure})
     return found

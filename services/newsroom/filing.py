@@ -14,6 +14,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 from sqlalchemy import delete, func, select
 from sqlalchemy import inspect as sa_inspect
@@ -62,6 +63,9 @@ class Draft:
     note: str = ""
 
 
+# Remembered (a pure function of its arguments): the demo seeder slugs the same sources and
+# claim subjects for every piece that cites them.
+@lru_cache(maxsize=8192)
 def slugify(text: str, max_length: int = 80, fallback: str = "piece") -> str:
     """ASCII, lower-case, hyphenated slug of at most `max_length` characters that always holds a
     letter (so it never looks like an id): 'Rates rise 2%!' -> 'rates-rise-2', '2026' ->
@@ -273,17 +277,18 @@ def _unique_slug(paper: Paper, headline: str) -> str:
     return slug
 
 
-def seal(key: SigningKey, paper_slug: str, piece_id: int, rev: int, basis: dict, *,
+def seal(key: SigningKey | provenance.OpenedKey, paper_slug: str, piece_id: int, rev: int, basis: dict, *,
          prev_hash: str | None, filer: str, now: datetime) -> dict:
     """The provenance columns of one revision: `content_hash` of `basis`, the `signed_string`
     binding it, the Ed25519 `receipt` over that string made with `key`, and the key's `kid`.
-    Shared by filing and the bulk demo seeder so both produce identical receipts."""
+    Shared by filing and the bulk demo seeder so both produce identical receipts; the seeder
+    passes the key opened once (`provenance.open_key`), which needs no app context."""
     digest = provenance.content_hash(basis)
     text = provenance.signed_string(paper=paper_slug, piece=str(piece_id), rev=rev,
                                     content_hash=digest, prev_hash=prev_hash, filed_at=now,
                                     filer=filer, kind=basis.get("kind"))
-    return {"content_hash": digest, "signed_string": text, "receipt": provenance.sign(key, text),
-            "kid": key.kid}
+    receipt = key.sign(text) if isinstance(key, provenance.OpenedKey) else provenance.sign(key, text)
+    return {"content_hash": digest, "signed_string": text, "receipt": receipt, "kid": key.kid}
 
 
 def _drop_cited_facts(piece: Piece) -> None:
