@@ -394,9 +394,9 @@ def test_with_the_old_secret_lost_a_new_receipt_key_takes_over(client, newsroom,
 
 
 def test_the_content_hash_is_rfc8785_whatever_the_characters(client, desk, newsroom):
-    # The desk's canonical JSON (services/newsroom/provenance.py `canonical_json`) must give the
-    # bytes of RFC 8785 for any text: quotes, backslashes, control characters, line and paragraph
-    # separators, non-BMP characters, a BOM, DEL.
+    # The content hash is over RFC 8785's bytes for any text (the rfc8785 package, the one
+    # canonicaliser): quotes, backslashes, control characters, line and paragraph separators,
+    # non-BMP characters, a BOM, DEL; the proof verifies with a recomputation of our own.
     text = 'Q\u201cuote\u201d "x" \\ back\tslash\u2028line\u2029para \U0001f600 \ufeff\x7f \x01\x1f caf\u00e9 </script>'
     piece = desk.piece(newsroom["paper"], f"Odd {text}", dek=text, prose=f"{text}[^1]", facts=1,
                        image="https://cdn.example.com/\u00e9.jpg")

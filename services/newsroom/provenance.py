@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import secrets
 from datetime import datetime
 
@@ -50,47 +49,7 @@ DISCLAIMER = (
 def content_hash(basis: dict) -> str:
     """The content hash of a basis dict (see module doc). Raises rfc8785 errors for floats
     outside the I-JSON range; bases hold only strings, integers, lists and dicts."""
-    return "sha256:" + hashlib.sha256(canonical_json(basis)).hexdigest()
-
-
-# The largest integer RFC 8785 writes as is (I-JSON: exact in an IEEE 754 double).
-_EXACT = 2 ** 53 - 1
-
-
-def _plain(value, depth: int = 0) -> bool:
-    """True when `value` holds only what the standard json module writes exactly as RFC 8785
-    does: strings, booleans, None, integers within +/-(2**53 - 1), and lists and dicts of them,
-    every dict key an ASCII string (RFC 8785 orders keys by UTF-16 code units, `sort_keys` by
-    code points: the same order for ASCII). No floats, tuples or subclasses."""
-    kind = type(value)
-    if kind is str or value is None or kind is bool:
-        return True
-    if kind is int:
-        return -_EXACT <= value <= _EXACT
-    if depth > 8:
-        return False
-    if kind is list:
-        return all(_plain(item, depth + 1) for item in value)
-    if kind is dict:
-        return all(type(key) is str and key.isascii() and _plain(item, depth + 1)
-                   for key, item in value.items())
-    return False
-
-
-def canonical_json(value) -> bytes:
-    """The RFC 8785 (JCS) serialisation of `value`, UTF-8. A plain value (`_plain`: every basis
-    the desk writes) goes through the json module's C encoder, four times faster than the
-    rfc8785 package and byte for byte the same: both escape exactly `"`, `\\` and the control
-    characters below U+0020 (`\\b \\f \\n \\r \\t`, else `\\u00xx` in lower-case hex), and
-    write every other character as itself. Anything else, or a string that is not valid UTF-8
-    (a lone surrogate), goes to rfc8785, which writes it or raises its error."""
-    if _plain(value):
-        try:
-            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                              allow_nan=False).encode("utf-8")
-        except UnicodeEncodeError:
-            pass
-    return rfc8785.dumps(value)
+    return "sha256:" + hashlib.sha256(rfc8785.dumps(basis)).hexdigest()
 
 
 def signed_string(*, paper: str, piece: str, rev: int, content_hash: str, prev_hash: str | None,
