@@ -235,10 +235,7 @@ def _days_on_air(paper_id):
     on SQLite, paid by each worker after every write that moves the front, while the hops
     cost one seek a day (a year's archive: about 1 ms)."""
     aired = and_(Piece.paper_id == paper_id, Piece.on_air.is_(True))
-    first = select(func.min(Piece.on_air_day)).where(aired).scalar_subquery()
-    days = select(first.label("day")).cte("air_days", recursive=True)
-    following = select(func.min(Piece.on_air_day)).where(aired, Piece.on_air_day > days.c.day)
-    days = days.union_all(select(following.scalar_subquery()).where(days.c.day.is_not(None)))
+    days = visibility.air_days(paper_id)
     first_airing = (select(func.min(Piece.on_air_at)).where(aired, Piece.on_air_day == days.c.day)
                     .scalar_subquery())
     return (select(func.count()).select_from(days)

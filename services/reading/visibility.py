@@ -19,7 +19,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from datetime import datetime
 
-from sqlalchemy import and_, bindparam
+from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.sql.elements import ColumnElement
 
 from models import Piece
@@ -35,6 +35,20 @@ def at(now: datetime) -> dict:
     """The parameters that bind `on_air()`'s instant to `now` (aware UTC): merge them into the
     parameters of any statement built with it (`{"air_now": now}`)."""
     return {"air_now": now}
+
+
+def air_days(paper_id):
+    """A recursive CTE `air_days(day)` of every `on_air_day` among the paper's pieces on air
+    (scheduled ones included: callers keep a day by its airings against AIR_NOW), plus one
+    NULL row that ends the walk: it hops the (paper_id, on_air, on_air_day, ...) indexes from
+    one day to the next, one seek a day (a loose index scan), where a DISTINCT or GROUP BY
+    reads every piece on air. `paper_id`: a value or a bound parameter. Used by the front's
+    newsroom counts and the sitemap's day pages."""
+    aired = and_(Piece.paper_id == paper_id, Piece.on_air.is_(True))
+    first = select(func.min(Piece.on_air_day)).where(aired).scalar_subquery()
+    days = select(first.label("day")).cte("air_days", recursive=True)
+    following = select(func.min(Piece.on_air_day)).where(aired, Piece.on_air_day > days.c.day)
+    return days.union_all(select(following.scalar_subquery()).where(days.c.day.is_not(None)))
 
 
 def on_air() -> ColumnElement[bool]:
