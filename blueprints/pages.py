@@ -15,8 +15,10 @@ judged at the request's one instant (`caching.request_now`), the one the ETag na
 """
 from __future__ import annotations
 
+import secrets
 from datetime import date, datetime
 from functools import lru_cache
+from typing import NamedTuple
 
 from flask import Blueprint, abort, current_app, g, make_response, render_template, request, url_for
 from markupsafe import Markup
@@ -221,17 +223,53 @@ def must_exist(page: reader.Page) -> reader.Page:
     return page
 
 
+# Where a story page's rail goes in its kept shell (`story`): random per process, so no prose or
+# headline can hold it.
+_RAIL_SLOT = Markup(f"<!--rail {secrets.token_hex(16)}-->")
+
+
+class _Placed(NamedTuple):
+    """What a story page's rail and keys need of its piece, kept with its shell."""
+
+    id: int
+    section_id: int
+    section_name: str
+
+
 @bp.route("/stories/<string:id>")
 def story(id: str):
-    """A story page: prose with footnote links, cited facts, byline with its disclosure."""
+    """A story page: prose with footnote links, cited facts, byline with its disclosure, and
+    the rail of the newest other pieces in its section.
+
+    The page but its rail (the shell) is a function of the piece and the paper alone, and
+    every airing in the section moves the rail: so the shell is kept in this worker
+    (caching.keep_part) under the state of the piece's and the paper's scopes, and while
+    they stand a page whose rail moved is its kept shell and the rail (kept per section and
+    paper version), with no statement for the piece and no rendering of it."""
     now = caching.request_now()
-    paper, here = g.paper, links()  # once: each read of `g` or `links()` is a context lookup
-    # Plain data from one Core statement (reader.PageStory), not ORM objects.
-    piece = reader.story_page(paper, id, now=now)
-    if piece is None:
-        abort(404, description="There is no such story on air in this paper.")
-    caching.tag_piece(piece)
-    caching.depends_on_piece(piece, section_rail=True)  # the rail: more in its section
+    paper = g.paper
+    kept = caching.kept_part("story-page")
+    if kept is not None:
+        placed, shell = kept.extra[0], kept.body
+    else:
+        piece = reader.story_page(paper, id, now=now)
+        if piece is None:
+            abort(404, description="There is no such story on air in this paper.")
+        placed = _Placed(piece.id, piece.section_id, piece.section.name)
+        shell = _story_shell(paper, piece)
+        caching.keep_part("story-page", caching.piece_scopes(placed), shell, (placed,))
+    caching.tag_piece(placed)
+    caching.depends_on_piece(placed, section_rail=True)  # the rail: more in its section
+    related = reader.related_pieces(paper, placed, version_state=caching.paper_state(), now=now)
+    before, _slot, after = shell.partition(_RAIL_SLOT)
+    # A plain join: `str + Markup` would escape the shell.
+    return "".join((before, _rail_html(placed.section_name, tuple(related)), after))
+
+
+def _story_shell(paper, piece: reader.PageStory) -> str:
+    """The story page of `piece` with _RAIL_SLOT where its rail goes: what the template makes
+    of the piece, the paper (its settings, sections, personas) and the host alone."""
+    here = links()  # once: each read of `links()` is a context lookup
     facts = piece.cited_facts
     rendered = prose.render(piece.prose, {fact.n for fact in facts})
     story_url = here.story_page(piece.slug)
@@ -248,13 +286,21 @@ def story(id: str):
                                         links=here)),
         author_url=embeds.masthead_entry(piece.persona.slug, links=here),
         json_ld=news_article(piece, story_url, picture),
-        related=reader.related_pieces(paper, piece, version_state=caching.paper_state(), now=now),
+        rail=_RAIL_SLOT,
         notices=revisions.notices_of(piece), retraction=revisions.retraction_of(piece),
         # Mastodon credits a shared link to the account this names (the persona's attributionDomains
         # include this host), when the paper federates.
         fediverse_creator=documents.handle(paper_links(), piece.persona.slug)
         if current_app.config.get("ACTIVITYPUB_ENABLED", True) and paper.is_public else None,
     )
+
+
+@lru_cache(maxsize=1024)
+def _rail_html(section_name: str, related: tuple) -> Markup:
+    """The `related_rail` macro of a section's rail (StoryItems: immutable, so the key is the
+    content itself and a changed item is a new key), kept in this worker: every story page of
+    a section shows the same rail but for its own piece."""
+    return _macros().related_rail(section_name, list(related))
 
 
 @bp.route("/stories/<string:id>/history")

@@ -9,6 +9,7 @@ shows it; what the write cannot have changed (a story of another section, its JS
 without a database statement."""
 from __future__ import annotations
 
+import logging
 import os
 import re
 from urllib.parse import quote
@@ -63,15 +64,33 @@ def warm(client, paths) -> None:
             assert client.get(path).status_code == 200, path
 
 
+class _Served(logging.Handler):
+    """How each request was served, from its request line (web/request_log.py `served`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.served: list[str] = []
+
+    def emit(self, record):
+        self.served.append(getattr(record, "served", None))
+
+
 def cold_reads(app, client, paths) -> dict[str, str]:
-    """Read each path; the bodies of those the view made afresh (that read a table besides the
-    paper's row, which the first read after a write reads again, whatever it then answers)."""
+    """Read each path; the bodies of those the view made afresh (its request line says `app`:
+    neither the replay nor the response cache had an answer kept at the current state). A
+    view may make one without a statement of its own: a story page whose rail moved is its
+    kept shell and a rail another page of the section read."""
     made = {}
-    for path in paths:
-        with statements(app) as seen:
+    served = _Served()
+    request_log = logging.getLogger("paperdesk.request")
+    request_log.addHandler(served)
+    try:
+        for path in paths:
             body = client.get(path).get_data(as_text=True)
-        if {table for statement in seen for table in tables_read(statement)} - {"papers"}:
-            made[path] = body
+            if served.served[-1] == "app":
+                made[path] = body
+    finally:
+        request_log.removeHandler(served)
     return made
 
 
@@ -101,6 +120,43 @@ def test_a_revision_shows_everywhere_it_is_shown_and_nowhere_else_goes_cold(read
         assert "Harbour reopens" in made.get(paths[name], ""), name
     # B's JSON and C's answers show nothing of A: still the kept ones.
     assert set(made) == {paths[name] for name in shows_a}
+
+
+def test_a_story_page_whose_rail_moved_is_its_kept_shell_and_the_new_rail(make_app, paper):
+    """An airing in World moves B's rail and nothing else of B's page: B's page is then the
+    shell kept for it and the new rail (no statement for B itself, blueprints/pages.py
+    `story`), byte for byte the page a worker that keeps nothing makes. A revision of B, a
+    persona or a section renamed end the kept shell (B's own row is read again)."""
+    app = make_app()
+    client = app.test_client()
+    b_page = urls(paper)["b page"]
+    warm(client, [b_page])
+    writer = make_app()
+
+    def read_b() -> tuple[str, list[str]]:
+        with statements(app) as seen:
+            body = client.get(b_page).get_data(as_text=True)
+        return body, [s for s in seen if "pieces" in tables_read(s)]
+
+    def fresh_b() -> str:  # a worker that keeps nothing: the page made whole
+        return make_app(CACHE_TYPE="NullCache").test_client().get(b_page).get_data(as_text=True)
+
+    write(writer, "PUT", f"/api/v1/stories/{file_draft(writer, paper)}/air", paper["admin"], {})
+    body, read = read_b()
+    assert "Harbour story D" in body  # the new rail
+    assert len(read) == 1 and "LIMIT" in read[0].upper(), read  # the rail's statement alone
+    assert body == fresh_b()
+
+    for method, path, change, shown in [
+            ("PATCH", f"/api/v1/stories/{paper['b'].id}", {"headline": "Harbour story B, corrected"},
+             "Harbour story B, corrected"),
+            ("PATCH", "/api/v1/personas/ada-quill", {"name": "Ada Harbour"}, "Ada Harbour"),
+            ("PATCH", "/api/v1/sections/world", {"name": "The World"}, "The World")]:
+        write(writer, method, path, paper["admin"], change)
+        body, read = read_b()
+        assert shown in body, path
+        assert len(read) == 2, (path, read)  # B's own row, then its rail
+        assert body == fresh_b(), path
 
 
 def file_draft(writer, paper) -> int:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from typing import NamedTuple
 from urllib.parse import urlencode
 
 from flask import Response, has_request_context
@@ -114,10 +115,15 @@ def depends_on_piece(piece, *, section_rail: bool = False) -> None:
     replayed copies then stay good across writes of other pieces (web/state.py `Scopes`);
     an answer that declares nothing moves with every write of its paper. Call from a view that
     reads nothing else (tests/test_keyed_answers.py checks the tables each one reads)."""
-    names = [f"piece:{piece.id}"]
+    this_request().environ[_DEPENDS] = piece_scopes(piece, section_rail=section_rail)
+
+
+def piece_scopes(piece, *, section_rail: bool = False) -> tuple[str, ...]:
+    """The scope names of what `depends_on_piece` declares for `piece` (anything with `id`
+    and `section_id`): `piece:<id>`, and with `section_rail` `section:<section_id>`."""
     if section_rail:
-        names.append(f"section:{piece.section_id}")
-    this_request().environ[_DEPENDS] = tuple(names)
+        return (f"piece:{piece.id}", f"section:{piece.section_id}")
+    return (f"piece:{piece.id}",)
 
 
 def depends_on_lists(*, hourly: bool = False) -> None:
@@ -442,6 +448,60 @@ def answer_from_cache():
     if gzipped is not None:
         state.gzip_body = gzipped  # compression.compress sends it to a client that accepts gzip
     return this_app().response_class(body, status=status, headers=headers)
+
+
+class KeptPart(NamedTuple):
+    """Part of a public answer kept in this worker (`keep_part`): the `state` it holds
+    (`answer_state` of the scopes `names`), its text `body` (what the store weighs, as it
+    weighs a replayed answer's body) and the view's own `extra` (small immutable data)."""
+
+    state: str
+    names: tuple[str, ...]
+    body: str
+    extra: tuple
+
+
+_PART = "part"  # first in a kept part's key; a replayed answer's key begins with its URL scheme
+
+
+def _part_store():
+    """The worker's one store of kept answers (web/replay.py `LocalAnswers`), when it keeps
+    bodies and the current request is a public GET whose answers may be kept; else None."""
+    if not _response_cacheable():
+        return None
+    replay = this_app().extensions.get("paperdesk.replay")
+    if replay is None or replay.kept is None or not replay.bodies:
+        return None
+    return replay.kept
+
+
+def kept_part(part: str) -> KeptPart | None:
+    """What `keep_part(part, ...)` kept for the current URL (the response cache's key: paper,
+    scheme, host, path and query), while the versions of the scopes it was kept under stand
+    (`answer_state`, the rule the response cache and the replay keep whole answers by, read
+    from the worker's scope table: no statement); else None. Always None when answers are not
+    kept (every cache off, RESPONSE_CACHE_LOCAL_BYTES=0, a keyed request)."""
+    store = _part_store()
+    if store is None:
+        return None
+    entry = store.get((_PART, part, _url_key()))
+    if entry is None or entry.state != answer_state(this_g().paper_snapshot, entry.names, _scope_table()):
+        return None
+    return entry
+
+
+def keep_part(part: str, scopes: tuple[str, ...], body: str, extra: tuple = ()) -> None:
+    """Keep `body` (with `extra`) as part `part` of the current URL's answer, made from what
+    the scopes `scopes` (`piece_scopes`; the paper's own `paper:` scope is implied) hold at
+    this request's state: `kept_part` gives it back until one of them moves, on any worker
+    (web/state.py). Kept in the replay's store, under its byte budget and its
+    least-recently-used order. Keep only what reads nothing beyond those scopes."""
+    store = _part_store()
+    if store is None:
+        return
+    snap = this_g().paper_snapshot
+    names = (f"paper:{snap.id}", *scopes)
+    store.put((_PART, part, _url_key()), KeptPart(answer_state(snap, names, _scope_table()), names, body, extra))
 
 
 def _storable(response: Response) -> bool:
