@@ -32,6 +32,10 @@ stored answers, on the versions of what each one shows (web/state.py `Scopes`):
    paper unless its view declares less (`depends_on_piece`: a story's own answers), so a
    revision leaves the other stories' answers warm, and their ETags good. Requests that
    present a key (`Authorization` or `X-Desk-Key`) never read or write it.
+   A view may keep *part* of its answer the same way (`keep_part`, `kept_part`): under the
+   `answer_state` of the narrower scopes that part depends on, in this worker's store of kept
+   answers (web/replay.py), never with every cache off. A story page keeps the page but its
+   rail, so an airing in its section costs the page its rail alone.
 3. Surrogate keys for a CDN: every public answer (but a 304) carries `Surrogate-Key:
    paper-<id>`, and a piece's own answers (story, card, oEmbed, share card) `piece-<id>` too
    (`tag_piece`). services/delivery/purge.py posts those keys to PURGE_URL when a piece goes on or off air.
