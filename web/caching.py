@@ -47,6 +47,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import zlib
 from typing import NamedTuple
 from urllib.parse import urlencode
 
@@ -456,13 +457,24 @@ def answer_from_cache():
 
 class KeptPart(NamedTuple):
     """Part of a public answer kept in this worker (`keep_part`): the `state` it holds
-    (`answer_state` of the scopes `names`), its text `body` (what the store weighs, as it
-    weighs a replayed answer's body) and the view's own `extra` (small immutable data)."""
+    (`answer_state` of the scopes `names`), its text deflated (`body`: what the store weighs,
+    as it weighs a replayed answer's body; `text()` gives the text back) and the view's own
+    `extra` (small immutable data)."""
 
     state: str
     names: tuple[str, ...]
-    body: str
+    body: bytes
     extra: tuple
+
+    def text(self) -> str:
+        """The kept text."""
+        return zlib.decompress(self.body).decode("utf-8")
+
+
+# A part is kept deflated: it shares the replay's byte budget with the whole answers, and a
+# page's part beside its answer would otherwise halve the pages kept (about 15 KB of HTML a
+# story page, 4.5 KB deflated at level 1: 50 us to keep, 27 us to read back).
+_PART_LEVEL = 1
 
 
 _PART = "part"  # first in a kept part's key; a replayed answer's key begins with its URL scheme
@@ -505,7 +517,8 @@ def keep_part(part: str, scopes: tuple[str, ...], body: str, extra: tuple = ()) 
         return
     snap = this_g().paper_snapshot
     names = (f"paper:{snap.id}", *scopes)
-    store.put((_PART, part, _url_key()), KeptPart(answer_state(snap, names, _scope_table()), names, body, extra))
+    store.put((_PART, part, _url_key()), KeptPart(answer_state(snap, names, _scope_table()), names,
+                                                  zlib.compress(body.encode("utf-8"), _PART_LEVEL), extra))
 
 
 def _storable(response: Response) -> bool:
