@@ -16,10 +16,13 @@ For each round: the bare Flask view (bench/baselines.py), then each path, wrk -t
 `--seconds`, the server's workers' CPU read before and after. Cold by default
 (CACHE_TYPE=NullCache, as http_bench's cold rows); `--warm` primes a SimpleCache.
 `--py-spy DIR` records one worker of the app under each path's last run (py-spy's raw format,
-one file a path; needs root and `pip install py-spy`).
+one file a path; needs root and `pip install py-spy`). `--backend postgresql` serves a fresh
+database at BENCH_DATABASE_URL (default: the bench's own, dropped after) and reports the
+database server's CPU per request too (every `postgres` process of this machine: run it alone).
 
     .venv/bin/python -m bench.live /healthz '/api/v1/stories/{id}' --rounds 3
     .venv/bin/python -m bench.live '/api/v1/stories?limit=15' --py-spy /tmp/spy
+    .venv/bin/python -m bench.live '/api/v1/stories/{id}' --backend postgresql
 """
 from __future__ import annotations
 
@@ -42,18 +45,37 @@ from bench import harness  # noqa: E402
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 
+def server_pids(name: str = "postgres") -> list[int]:
+    """The processes of this machine whose command is `name` (a database server's)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                if (entry / "comm").read_text().strip() == name:
+                    found.append(int(entry.name))
+    return found
+
+
 def cpu_seconds(pids: list[int]) -> float:
-    """User plus system CPU seconds the processes `pids` have used so far (/proc/PID/stat)."""
+    """User plus system CPU seconds the processes `pids` have used so far (/proc/PID/stat);
+    a process gone meanwhile counts nothing."""
     total = 0
     for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
         total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
     return total / _TICKS
 
 
-def measured(url: str, pids: list[int], seconds: int, spy: Path | None = None) -> tuple[float, float]:
-    """wrk -t2 -c16 on `url` for `seconds`: (req/s, worker CPU microseconds per request), the
-    CPU of the server's workers `pids`; with `spy`, py-spy records `pids[0]` meanwhile."""
+def measured(url: str, pids: list[int], seconds: int, spy: Path | None = None,
+             server: bool = False) -> tuple[float, float, float]:
+    """wrk -t2 -c16 on `url` for `seconds`: (req/s, worker CPU microseconds per request, the
+    database server's), the CPU of the server's workers `pids` and, with `server`, of every
+    `postgres` process (else 0); with `spy`, py-spy records `pids[0]` meanwhile."""
+    database = server_pids() if server else []
+    database_before = cpu_seconds(database)
     recorder = None
     if spy is not None:
         recorder = subprocess.Popen([_py_spy(), "record", "--pid", str(pids[0]), "--rate", "500",
@@ -62,9 +84,10 @@ def measured(url: str, pids: list[int], seconds: int, spy: Path | None = None) -
     before = cpu_seconds(pids)
     load = harness.wrk(url, duration=seconds, threads=2, connections=16)
     used = cpu_seconds(pids) - before
+    database_used = cpu_seconds(database) - database_before
     if recorder is not None:
         recorder.wait()
-    return load.rps, 1e6 * used / max(1, load.requests)
+    return load.rps, 1e6 * used / max(1, load.requests), 1e6 * database_used / max(1, load.requests)
 
 
 def _py_spy() -> str | None:
@@ -81,6 +104,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warm", action="store_true", help="SimpleCache instead of NullCache")
     parser.add_argument("--py-spy", type=Path, default=None, help="folder for one raw profile per path")
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
     args = parser.parse_args()
     harness.ensure_wrk()
     if args.py_spy is not None:
@@ -91,8 +115,15 @@ def main() -> int:
     limiter = redis_url if harness.redis_reachable(redis_url) else "memory://"
     with tempfile.TemporaryDirectory(prefix="paperdesk-live-") as tmp, contextlib.ExitStack() as servers:
         work = Path(tmp)
-        url = f"sqlite:///{work / 'live.db'}"
-        env, _ = harness.fresh_seeded("sqlite", url, work, args.pieces, args.pieces)
+        postgres = args.backend == "postgresql"
+        if postgres:
+            url = os.environ.get("BENCH_DATABASE_URL", harness.DEFAULT_PG)
+            if not harness.postgres_reachable(url):
+                raise SystemExit(f"PostgreSQL at {url} is unreachable (set BENCH_DATABASE_URL)")
+            servers.callback(harness.drop_postgres, url, keep_empty="BENCH_DATABASE_URL" in os.environ)
+        else:
+            url = f"sqlite:///{work / 'live.db'}"
+        env, _ = harness.fresh_seeded(args.backend, url, work, args.pieces, args.pieces)
         piece = harness.query_one(url, "SELECT max(id) FROM pieces WHERE paper_id = "
                                        "(SELECT id FROM papers WHERE slug = 'demo') AND on_air")
         env["RATELIMIT_STORAGE_URI"] = limiter
@@ -105,22 +136,26 @@ def main() -> int:
         rows: dict[str, list[tuple[float, float, float, float]]] = {path: [] for path in paths}
         for round_no in range(args.rounds):
             for index, path in enumerate(paths):
-                bare_rps, bare_cpu = measured(bare + "/", bare_pids, args.seconds)
+                bare_rps, bare_cpu, _ = measured(bare + "/", bare_pids, args.seconds)
                 harness.get(base + path)  # (a warm run's first answer is stored here)
                 last = round_no == args.rounds - 1
                 spy = args.py_spy / f"{re.sub(r'[^A-Za-z0-9]+', '_', path).strip('_') or index}.raw" \
                     if args.py_spy is not None and last else None
-                rps, cpu = measured(base + path, pids, args.seconds, spy)
+                rps, cpu, database = measured(base + path, pids, args.seconds, spy, server=postgres)
                 harness.settle(base + path, "")
-                rows[path].append((rps, cpu, bare_rps, bare_cpu))
+                rows[path].append((rps, cpu, bare_rps, bare_cpu, database))
                 print(f"r{round_no + 1} {path:34s} {rps:7.0f} req/s ({100 * rps / bare_rps:5.1f}% of bare)"
-                      f"  worker CPU {cpu:6.0f} us/request (bare {bare_cpu:4.0f})", flush=True)
-    print(f"\n{'path':34s} {'req/s share':>11s} {'CPU us/request':>15s} {'CPU share':>9s}")
+                      f"  worker CPU {cpu:6.0f} us/request (bare {bare_cpu:4.0f})"
+                      + (f"  PostgreSQL CPU {database:5.0f} us/request" if postgres else ""), flush=True)
+    print(f"\n{'path':34s} {'req/s share':>11s} {'CPU us/request':>15s} {'CPU share':>9s}"
+          + (f" {'PostgreSQL us/request':>22s}" if postgres else ""))
     for path, samples in rows.items():
-        share = statistics.mean(rps / bare_rps for rps, _, bare_rps, _ in samples)
-        cpu = statistics.median(c for _, c, _, _ in samples)
-        cpu_share = statistics.mean(bare_cpu / c for _, c, _, bare_cpu in samples)
-        print(f"{path:34s} {100 * share:10.1f}% {cpu:15.0f} {100 * cpu_share:8.1f}%")
+        share = statistics.mean(rps / bare_rps for rps, _, bare_rps, _, _ in samples)
+        cpu = statistics.median(c for _, c, _, _, _ in samples)
+        cpu_share = statistics.mean(bare_cpu / c for _, c, _, bare_cpu, _ in samples)
+        database = statistics.median(d for *_, d in samples)
+        print(f"{path:34s} {100 * share:10.1f}% {cpu:15.0f} {100 * cpu_share:8.1f}%"
+              + (f" {database:22.0f}" if postgres else ""))
     return 0
 
 

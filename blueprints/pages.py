@@ -250,7 +250,7 @@ def story(id: str):
     paper = g.paper
     kept = caching.kept_part("story-page")
     if kept is not None:
-        placed, shell = kept.extra[0], kept.body
+        placed, shell = kept.extra[0], kept.text()
     else:
         piece = reader.story_page(paper, id, now=now)
         if piece is None:
