@@ -224,8 +224,8 @@ def must_exist(page: reader.Page) -> reader.Page:
 
 
 # Where a story page's rail goes in its kept shell (`story`): random per process, so no prose or
-# headline can hold it.
-_RAIL_SLOT = Markup(f"<!--rail {secrets.token_hex(16)}-->")
+# headline can hold it, and plain text that escaping leaves as it is (letters, digits, '-').
+_RAIL_SLOT = f"paperdesk-rail-{secrets.token_hex(16)}"
 
 
 class _Placed(NamedTuple):
